@@ -1,0 +1,66 @@
+# The two commands a newcomer runs: `make book` (build the site) and `make test` (check everything).
+# Both create the environment when it is missing; nothing needs installing by hand but
+# Python 3.11 and apt (for Chromium, which `make test` installs when absent).
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+EDITION ?= full
+# Chromium from Debian's packages drives the browser tests (never `playwright install`).
+CHROMIUM ?= /usr/bin/chromium
+JOBS ?= 2
+
+BUILD_FLAGS := -W -n --keep-going --all
+ifeq ($(EDITION),student)
+BUILD_CONFIG = --config _build/_config_student.yml
+else ifneq ($(EDITION),full)
+$(error EDITION must be `full` or `student`, not `$(EDITION)`)
+endif
+
+.PHONY: book test env lint unit build browser chromium bench clean
+
+## env: the pinned environment in .venv (re-installed when a requirements file changes)
+env: $(STAMP)
+$(STAMP): requirements.txt requirements-dev.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.txt -r requirements-dev.txt
+	touch $(STAMP)
+
+## book: execute every notebook and build the site into _build/html (EDITION=student drops solutions)
+book: env
+	mkdir -p _build
+	$(if $(BUILD_CONFIG),$(BIN)/python tools/student_config.py > _build/_config_student.yml)
+	$(BIN)/jupyter-book build . $(BUILD_FLAGS) $(BUILD_CONFIG)
+	@echo "The book is built: open $(CURDIR)/_build/html/index.html"
+
+## test: lint, unit tests and doctests, every notebook in a fresh kernel, a clean book build, browser checks
+test: env chromium lint unit build browser
+
+lint: env
+	$(BIN)/ruff check src tests tools book/_ext benchmarks
+	$(BIN)/ruff format --check src tests tools book/_ext benchmarks
+	rm -rf _build/notebook_code
+	$(BIN)/python tools/notebook_code.py _build/notebook_code
+	$(BIN)/ruff check --extend-ignore E402,E501 _build/notebook_code
+
+unit: env
+	$(BIN)/pytest -n $(JOBS) --ignore=tests/browser tests src
+
+build: env
+	rm -rf _build/html _build/.doctrees _build/jupyter_execute
+	$(BIN)/jupyter-book build . $(BUILD_FLAGS)
+
+browser: env chromium
+	CHROMIUM=$(CHROMIUM) $(BIN)/pytest tests/browser
+
+chromium:
+	@test -x $(CHROMIUM) || { apt-get update -q && apt-get install -y -q chromium; }
+
+## bench: the speed and memory benchmarks (ratios against references measured in the same run)
+bench: env
+	$(BIN)/python benchmarks/run.py
+
+clean:
+	rm -rf _build .pytest_cache .hypothesis

@@ -1,0 +1,184 @@
+"""Sphinx extension: the table that ties every labelled statement to the checks behind it.
+
+The book states results with sphinx-proof directives (``{prf:theorem}``, ``{prf:proposition}``,
+...), each with a ``:label:``. A test in ``tests/`` that checks a statement carries
+``@pytest.mark.statement("label")``; a notebook that shows it refers to it with
+``{prf:ref}`label```. The directive ``{statement-checks}`` renders one row per statement with
+its tests and notebooks; a statement with no test is listed as such. ``collect()`` is the
+same scan as plain data, used by ``tests/test_traceability.py``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+BOOK = ROOT / "book"
+TESTS = ROOT / "tests"
+
+# ```{prf:theorem} Optional title   (backtick or colon fences, any length >= 3)
+_DIRECTIVE = re.compile(
+    r"^(?P<fence>`{3,}|:{3,})\{prf:(?P<kind>[a-z]+)\}[ \t]*(?P<title>[^\n]*)\n"
+    r"(?P<options>(?:[ \t]*:[a-z_-]+:[^\n]*\n)*)",
+    re.MULTILINE,
+)
+_LABEL = re.compile(r"^[ \t]*:label:[ \t]*(?P<label>\S+)", re.MULTILINE)
+_PRF_REF = re.compile(r"\{prf:ref\}`(?:[^`<]*<)?(?P<label>[^`>]+)>?`")
+# Directives that state something a computation can check; proofs, remarks, ... are not rows.
+STATEMENT_KINDS = ("theorem", "proposition", "lemma", "corollary", "conjecture", "property")
+
+
+@dataclass
+class Statement:
+    label: str
+    kind: str
+    title: str
+    docname: str
+    tests: list[str] = field(default_factory=list)
+    notebooks: list[str] = field(default_factory=list)
+
+
+def _is_notebook(text: str) -> bool:
+    return text.lstrip().startswith("---\njupytext:")
+
+
+def _book_pages():
+    for path in sorted(BOOK.rglob("*.md")):
+        rel = path.relative_to(BOOK)
+        if any(part.startswith((".", "_")) for part in rel.parts):
+            continue
+        yield path, "book/" + rel.with_suffix("").as_posix()
+
+
+def _marker_labels(node: ast.AST) -> list[str]:
+    """Labels of ``pytest.mark.statement("a", "b")`` calls inside `node`."""
+    labels = []
+    for call in ast.walk(node):
+        if (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and call.func.attr == "statement"
+        ):
+            labels += [a.value for a in call.args if isinstance(a, ast.Constant)]
+    return labels
+
+
+def test_markers() -> dict[str, list[str]]:
+    """Map each statement label to the test ids (``tests/x.py::name``) marked with it."""
+    found: dict[str, list[str]] = {}
+    for path in sorted(TESTS.rglob("test_*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        rel = path.relative_to(ROOT).as_posix()
+        module_labels: list[str] = []
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets
+            ):
+                module_labels += _marker_labels(node.value)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.ClassDef):
+                for label in {lab for dec in node.decorator_list for lab in _marker_labels(dec)}:
+                    found.setdefault(label, []).append(f"{rel}::{node.name}")
+        for label in module_labels:
+            found.setdefault(label, []).append(rel)
+    return found
+
+
+def collect() -> list[Statement]:
+    """Every labelled statement of the book, with its tests and notebooks, in page order."""
+    statements: dict[str, Statement] = {}
+    refs: dict[str, list[str]] = {}
+    for path, docname in _book_pages():
+        text = path.read_text(encoding="utf-8")
+        for match in _DIRECTIVE.finditer(text):
+            label = _LABEL.search(match["options"])
+            if match["kind"] in STATEMENT_KINDS and label:
+                statements[label["label"]] = Statement(
+                    label["label"], match["kind"], match["title"].strip(), docname
+                )
+        if _is_notebook(text):
+            for ref in _PRF_REF.finditer(text):
+                refs.setdefault(ref["label"], [])
+                if docname not in refs[ref["label"]]:
+                    refs[ref["label"]].append(docname)
+    markers = test_markers()
+    for label, stmt in statements.items():
+        stmt.tests = markers.get(label, [])
+        stmt.notebooks = refs.get(label, [])
+    return list(statements.values())
+
+
+def setup(app):
+    from docutils import nodes
+    from sphinx import addnodes
+    from sphinx.util.docutils import SphinxDirective
+
+    def xref(domain: str, reftype: str, target: str, text: str | None = None):
+        ref = addnodes.pending_xref(
+            "", refdomain=domain, reftype=reftype, reftarget=target, refexplicit=text is not None
+        )
+        ref += nodes.inline(text=text or target)
+        return ref
+
+    class StatementChecks(SphinxDirective):
+        """Render the statement -> checks table (no arguments, no content)."""
+
+        def run(self):
+            rows = collect()
+            table = nodes.table(classes=["statement-checks"])
+            group = nodes.tgroup(cols=4)
+            table += group
+            for width in (30, 12, 40, 18):
+                group += nodes.colspec(colwidth=width)
+            head = nodes.thead()
+            group += head
+            head += self._row([nodes.Text(h) for h in ("Statement", "Kind", "Tests", "Shown in")])
+            body = nodes.tbody()
+            group += body
+            for stmt in rows:
+                tests = nodes.bullet_list()
+                for test in stmt.tests:
+                    tests += nodes.list_item("", nodes.paragraph("", "", nodes.literal(text=test)))
+                if not stmt.tests:
+                    tests = nodes.strong(text="no check yet")
+                shown = nodes.paragraph()
+                for i, doc in enumerate(stmt.notebooks):
+                    if i:
+                        shown += nodes.Text(", ")
+                    shown += xref("std", "doc", "/" + doc)
+                body += self._row(
+                    [
+                        nodes.paragraph("", "", xref("prf", "ref", stmt.label)),
+                        nodes.Text(stmt.kind),
+                        tests,
+                        shown,
+                    ]
+                )
+            summary = nodes.paragraph(
+                text=f"{len(rows)} statements; "
+                f"{sum(bool(s.tests) for s in rows)} with at least one test; "
+                f"{sum(bool(s.notebooks) for s in rows)} shown in a notebook."
+            )
+            return [summary, table]
+
+        @staticmethod
+        def _row(cells):
+            row = nodes.row()
+            for cell in cells:
+                if isinstance(cell, nodes.Text):
+                    cell = nodes.paragraph("", "", cell)
+                entry = nodes.entry()
+                entry += cell
+                row += entry
+            return row
+
+    def always_outdated(app, env, added, changed, removed):
+        # the table depends on every page and on tests/: rebuild it every time
+        return [doc for doc in env.found_docs if doc.endswith("checks")]
+
+    app.add_directive("statement-checks", StatementChecks)
+    app.connect("env-get-outdated", always_outdated)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

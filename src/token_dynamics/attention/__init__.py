@@ -1,0 +1,45 @@
+r"""Self-attention as a velocity field on tokens.
+
+Every variant is a frozen dataclass deriving from :class:`AttentionField`. Conventions (see the
+book's notation page): tokens ``X`` of shape ``(n, d)``, one per row; :math:`A = K^\top Q/\sqrt k`;
+the score of query :math:`x_i` on key :math:`x_j` is :math:`s_{ij} = \langle A x_i, x_j\rangle`
+(``S = X @ A.T @ X.T``); normalised variants normalise over the key index ``j``; a head outputs
+:math:`V \sum_j P_{ij} x_j`. Parameters may be constant arrays or callables ``t -> array``.
+Score matrices are processed in row blocks of :data:`BLOCK_ELEMENTS` entries, so memory stays
+bounded for large ``n``.
+"""
+
+from ._base import AttentionField
+from ._composite import VARIANTS, Causal, MultiHead, make_field, with_positions
+from ._kernels import BLOCK_ELEMENTS
+from ._sinkhorn import (
+    SINKHORN_MAX_ITER,
+    Sinkhorn,
+    SinkhornConvergenceError,
+    SinkhornConvergenceWarning,
+    SinkhornPlan,
+    sinkhorn_plan,
+)
+from ._variants import L2, Hardmax, Linear, Sigmoid, Softmax, Unnormalised
+
+__all__ = [
+    "BLOCK_ELEMENTS",
+    "L2",
+    "SINKHORN_MAX_ITER",
+    "VARIANTS",
+    "AttentionField",
+    "Causal",
+    "Hardmax",
+    "Linear",
+    "MultiHead",
+    "Sigmoid",
+    "Sinkhorn",
+    "SinkhornConvergenceError",
+    "SinkhornConvergenceWarning",
+    "SinkhornPlan",
+    "Softmax",
+    "Unnormalised",
+    "make_field",
+    "sinkhorn_plan",
+    "with_positions",
+]

@@ -1,0 +1,258 @@
+"""The common interface of every attention variant (private)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from numbers import Real
+from typing import Any
+
+import numpy as np
+
+from .._validation import as_matrix, as_tokens, as_weights
+
+#: A matrix parameter: a constant array or a function of time returning one.
+Parameter = np.ndarray | Callable[[float], Any]
+
+
+def check_time(t: Any) -> float:
+    """Return the time ``t`` as a finite float (named ValueError otherwise)."""
+    if isinstance(t, bool) or not isinstance(t, Real | np.floating | np.integer):
+        raise ValueError(f"`t` must be a finite real time; got {t!r}.")
+    if not np.isfinite(t):
+        raise ValueError(f"`t` must be finite; got {t!r}.")
+    return float(t)
+
+
+def init_parameter(P: Any, name: str, *, square: bool = True) -> Parameter:
+    """Validate a constant parameter once (fresh read-only float64 copy) or keep a callable."""
+    if callable(P):
+        return P
+    arr = as_matrix(P, name)
+    if square and arr.shape[0] != arr.shape[1]:
+        raise ValueError(f"`{name}` must be a square (d, d) matrix; got shape {arr.shape}.")
+    arr.setflags(write=False)
+    return arr
+
+
+def eval_parameter(
+    P: Parameter, name: str, t: float, shape: tuple[int | None, int | None]
+) -> np.ndarray:
+    """Value of a parameter at time ``t``, checked against ``shape``."""
+    if callable(P):
+        return as_matrix(P(t), f"{name}(t={t:g})", shape=shape)
+    if any(want is not None and got != want for got, want in zip(P.shape, shape, strict=True)):
+        want_str = "(" + ", ".join("k" if s is None else str(s) for s in shape) + ")"
+        raise ValueError(
+            f"`{name}` must have shape {want_str} to act on the tokens; got {P.shape}."
+        )
+    return P
+
+
+def known_dim(*params: tuple[Parameter, int]) -> int | None:
+    """Token dimension fixed by the first constant parameter (``(P, axis)`` pairs), if any."""
+    for P, axis in params:
+        if not callable(P):
+            return int(P.shape[axis])
+    return None
+
+
+def positive_keys(X: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Tokens and weights of the support of the measure (keys of zero weight play no role)."""
+    if np.all(w > 0):
+        return X, w
+    keep = w > 0
+    return X[keep], w[keep]
+
+
+@dataclass(frozen=True, eq=False)
+class AttentionField:
+    r"""Base class of the attention velocity fields :math:`x \mapsto \Gamma_\mu(x)`.
+
+    A field is evaluated on tokens ``X`` of shape ``(n, d)`` carrying the probability weights
+    of the measure :math:`\mu = \sum_j w_j \delta_{x_j}` (uniform ``1/n`` by default).
+    ``field(t, X)`` is the right-hand side of the ODE :math:`\dot x_i = \Gamma_{\mu(t)}(x_i)`.
+    Subclasses implement ``_velocity_at(Y, X, t, w)`` and ``_matrix(X, t, w)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from token_dynamics.attention import Softmax
+    >>> field = Softmax(np.eye(2), np.eye(2))
+    >>> isinstance(field, AttentionField)
+    True
+    """
+
+    def _dim(self) -> int | None:
+        return None
+
+    def _tokens(self, X: Any, name: str = "X") -> np.ndarray:
+        return as_tokens(X, name, d=self._dim())
+
+    def velocity(self, X: Any, t: float = 0.0, *, weights: Any = None) -> np.ndarray:
+        r"""Velocity :math:`\Gamma_\mu(x_i)` of every token.
+
+        Parameters
+        ----------
+        X : array_like, shape (n, d)
+            Tokens, one per row; they also define the measure :math:`\mu`.
+        t : float
+            Time (depth), used by time-dependent parameters.
+        weights : array_like, shape (n,), optional
+            Probability weights of the tokens in :math:`\mu`; uniform if ``None``.
+
+        Returns
+        -------
+        ndarray, shape (n, d)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from token_dynamics.attention import Softmax
+        >>> X = np.array([[1.0, 0.0], [0.0, 1.0]])
+        >>> Softmax(np.zeros((2, 2)), np.eye(2)).velocity(X, weights=[0.75, 0.25])
+        array([[0.75, 0.25],
+               [0.75, 0.25]])
+        """
+        X = self._tokens(X)
+        t = check_time(t)
+        w = as_weights(weights, X.shape[0])
+        return self._velocity_at(X, X, t, w)
+
+    def velocity_at(self, Y: Any, X: Any, t: float = 0.0, *, weights: Any = None) -> np.ndarray:
+        r"""Field :math:`\Gamma_\mu(y)` of the measure of the tokens ``X`` at query points ``Y``.
+
+        Parameters
+        ----------
+        Y : array_like, shape (m, d)
+            Query points (for instance a plotting grid).
+        X : array_like, shape (n, d)
+            Tokens defining :math:`\mu`.
+        t : float
+            Time.
+        weights : array_like, shape (n,), optional
+            Weights of the tokens; uniform if ``None``.
+
+        Returns
+        -------
+        ndarray, shape (m, d)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from token_dynamics.attention import Softmax
+        >>> X = np.array([[1.0, 0.0], [0.0, 1.0]])
+        >>> Softmax(np.zeros((2, 2)), np.eye(2)).velocity_at([[5.0, 5.0]], X)
+        array([[0.5, 0.5]])
+        """
+        X = self._tokens(X)
+        Y = as_tokens(Y, "Y", d=X.shape[1])
+        t = check_time(t)
+        w = as_weights(weights, X.shape[0])
+        return self._velocity_at(Y, X, t, w)
+
+    def attention_matrix(self, X: Any, t: float = 0.0, *, weights: Any = None) -> np.ndarray:
+        """Attention matrix ``P`` of shape ``(n, n)`` with ``velocity = P @ X @ V(t).T``.
+
+        Parameters
+        ----------
+        X : array_like, shape (n, d)
+        t : float
+        weights : array_like, shape (n,), optional
+
+        Returns
+        -------
+        ndarray, shape (n, n)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from token_dynamics.attention import Hardmax
+        >>> Hardmax(np.eye(2), np.eye(2)).attention_matrix([[1.0, 0.0], [0.0, 1.0]])
+        array([[1., 0.],
+               [0., 1.]])
+        """
+        X = self._tokens(X)
+        t = check_time(t)
+        w = as_weights(weights, X.shape[0])
+        return self._matrix(X, t, w)
+
+    def __call__(self, t: float, X: Any) -> np.ndarray:
+        """Right-hand side ``f(t, X) = velocity(X, t)`` of the token ODE (uniform weights).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from token_dynamics.attention import Linear
+        >>> Linear(np.eye(1), np.eye(1))(0.0, [[2.0]])
+        array([[8.]])
+        """
+        return self.velocity(X, t)
+
+    def with_weights(self, weights: Any) -> Callable[[float, Any], np.ndarray]:
+        r"""Right-hand side ``f(t, X)`` for the measure :math:`\sum_j w_j \delta_{x_j}` with
+        fixed weights (the weights of particles do not change along the flow).
+
+        Parameters
+        ----------
+        weights : array_like, shape (n,)
+            Probability weights.
+
+        Returns
+        -------
+        callable ``f(t, X) -> (n, d)``
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from token_dynamics.attention import Softmax
+        >>> f = Softmax(np.zeros((1, 1)), np.eye(1)).with_weights([0.25, 0.75])
+        >>> f(0.0, [[0.0], [4.0]])
+        array([[3.],
+               [3.]])
+        """
+        w = as_weights(weights, int(np.size(weights)))
+
+        def rhs(t: float, X: Any) -> np.ndarray:
+            return self.velocity(X, t, weights=w)
+
+        return rhs
+
+    def _velocity_at(self, Y: np.ndarray, X: np.ndarray, t: float, w: np.ndarray) -> np.ndarray:
+        raise NotImplementedError  # pragma: no cover
+
+    def _matrix(self, X: np.ndarray, t: float, w: np.ndarray) -> np.ndarray:
+        raise NotImplementedError  # pragma: no cover
+
+
+def scatter_columns(P_keys: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Embed a matrix over the positive-weight keys into the full ``(m, n)`` matrix."""
+    if P_keys.shape[1] == w.shape[0]:
+        return P_keys
+    P = np.zeros((P_keys.shape[0], w.shape[0]))
+    P[:, w > 0] = P_keys
+    return P
+
+
+def check_real(value: Any, name: str) -> float:
+    """Return a finite real scalar as float (named ValueError otherwise)."""
+    if isinstance(value, bool) or not isinstance(value, Real | np.floating | np.integer):
+        raise ValueError(f"`{name}` must be a finite real number; got {value!r}.")
+    if not np.isfinite(value):
+        raise ValueError(f"`{name}` must be finite; got {value!r}.")
+    return float(value)
+
+
+def fold_qk(Q: Any, K: Any) -> Parameter:
+    r"""Fold queries and keys into :math:`A = K^\top Q / \sqrt{k}` (constant or time-dependent)."""
+
+    def fold(Qt: Any, Kt: Any, suffix: str) -> np.ndarray:
+        Qm = as_matrix(Qt, f"Q{suffix}")
+        Km = as_matrix(Kt, f"K{suffix}", shape=Qm.shape)
+        return Km.T @ Qm / np.sqrt(Qm.shape[0])
+
+    if callable(Q) or callable(K):
+        Qf = Q if callable(Q) else (lambda t: Q)
+        Kf = K if callable(K) else (lambda t: K)
+        return lambda t: fold(Qf(t), Kf(t), f"(t={t:g})")
+    return fold(Q, K, "")

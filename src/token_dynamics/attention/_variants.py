@@ -1,0 +1,402 @@
+"""Single-head attention variants whose weights are functions of the scores (private)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.special import expit
+
+from .._validation import check_positive
+from . import _kernels as K_
+from ._base import (
+    AttentionField,
+    Parameter,
+    check_real,
+    eval_parameter,
+    fold_qk,
+    init_parameter,
+    known_dim,
+    positive_keys,
+    scatter_columns,
+)
+
+__all__ = ["L2", "Hardmax", "Linear", "Sigmoid", "Softmax", "Unnormalised"]
+
+
+def _overflow_check(out: np.ndarray, what: str) -> np.ndarray:
+    if not np.all(np.isfinite(out)):
+        raise FloatingPointError(
+            f"{what} overflowed: some weight e^(beta s_ij) exceeds the float64 range "
+            "(beta * score > ~709). Lower `beta` or the token norms, or use `Softmax`, "
+            "which normalises through log-sum-exp."
+        )
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class _Bilinear(AttentionField):
+    """Variants with scores ``s_ij = <A x_i, x_j>`` and a value matrix ``V`` (shared code)."""
+
+    A: Parameter
+    V: Parameter
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "A", init_parameter(self.A, "A"))
+        object.__setattr__(self, "V", init_parameter(self.V, "V"))
+        if not callable(self.A) and not callable(self.V) and self.A.shape != self.V.shape:
+            raise ValueError(
+                "`A` and `V` must both be (d, d) for the same d; "
+                f"got {self.A.shape} and {self.V.shape}."
+            )
+
+    def _dim(self) -> int | None:
+        return known_dim((self.A, 0), (self.V, 0))
+
+    def _params(self, t: float, d: int) -> tuple[np.ndarray, np.ndarray]:
+        return eval_parameter(self.A, "A", t, (d, d)), eval_parameter(self.V, "V", t, (d, d))
+
+    @classmethod
+    def from_qk(cls, Q: Any, K: Any, V: Any, *args: Any, **kwargs: Any) -> Any:
+        r"""Build the field from queries and keys, :math:`A = K^\top Q/\sqrt{k}`.
+
+        ``Q`` and ``K`` have shape ``(k, d)`` (or are functions of time returning such arrays);
+        further arguments are passed to the constructor.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from token_dynamics.attention import Softmax
+        >>> Q = K = np.ones((1, 2))
+        >>> Softmax.from_qk(Q, K, np.eye(2)).A
+        array([[1., 1.],
+               [1., 1.]])
+        """
+        return cls(fold_qk(Q, K), V, *args, **kwargs)
+
+
+@dataclass(frozen=True, eq=False)
+class Softmax(_Bilinear):
+    r"""Softmax self-attention with inverse temperature :math:`\beta`.
+
+    .. math::
+
+        \Gamma_\mu(x) = \frac{\int e^{\beta\langle Ax, y\rangle}\, V y\, d\mu(y)}
+                             {\int e^{\beta\langle Ax, y\rangle}\, d\mu(y)},
+        \qquad P_{ij} = \frac{w_j e^{\beta s_{ij}}}{\sum_\ell w_\ell e^{\beta s_{i\ell}}} .
+
+    Computed through log-sum-exp, in row blocks of the score matrix (bounded memory).
+
+    Parameters
+    ----------
+    A : array_like, shape (d, d), or callable ``t -> (d, d)``
+        Folded query-key matrix, :math:`A = K^\top Q/\sqrt k`; the scores are
+        :math:`s_{ij}=\langle A x_i, x_j\rangle`.
+    V : array_like, shape (d, d), or callable ``t -> (d, d)``
+        Value matrix.
+    beta : float
+        Inverse temperature (any finite real; ``0`` gives the plain mean).
+
+    References
+    ----------
+    V. Castin, P. Ablin, J. A. Carrillo, G. Peyré, *A Unified Perspective on the Dynamics of Deep
+    Transformers*, arXiv:2501.18322, 2025.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[1.0, 0.0], [0.0, 1.0]])
+    >>> field = Softmax(np.zeros((2, 2)), np.eye(2))
+    >>> field.velocity(X)                      # A = 0: every token moves to the mean
+    array([[0.5, 0.5],
+           [0.5, 0.5]])
+    >>> field.attention_matrix(X).sum(axis=1)
+    array([1., 1.])
+    """
+
+    beta: float = 1.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "beta", check_real(self.beta, "beta"))
+
+    def _velocity_at(self, Y, X, t, w):
+        A, V = self._params(t, X.shape[1])
+        Xk, wk = positive_keys(X, w)
+        R = np.column_stack([wk[:, None] * (Xk @ V.T), wk])
+        return K_.apply_rows(self.beta * (Y @ A.T), Xk, R, K_.softmax_transform, normalise=True)
+
+    def _matrix(self, X, t, w):
+        A, _ = self._params(t, X.shape[1])
+        Xk, wk = positive_keys(X, w)
+        P = K_.matrix_rows(self.beta * (X @ A.T), Xk, wk, K_.softmax_transform, normalise=True)
+        return scatter_columns(P, w)
+
+
+@dataclass(frozen=True, eq=False)
+class Unnormalised(_Bilinear):
+    r"""Unnormalised self-attention (USA): no division by the partition function.
+
+    .. math::
+
+        \Gamma_\mu(x) = \int e^{\beta\langle Ax, y\rangle}\, V y\, d\mu(y),
+        \qquad P_{ij} = w_j e^{\beta s_{ij}} .
+
+    The weights are the measure's (``1/n`` for the empirical measure), so duplicating every
+    token leaves the field unchanged. An overflow of the exponentials raises
+    ``FloatingPointError``.
+
+    Parameters
+    ----------
+    A, V : array_like, shape (d, d), or callable ``t -> (d, d)``
+    beta : float
+
+    References
+    ----------
+    B. Geshkovski, C. Letrouit, Y. Polyanskiy, P. Rigollet, *A mathematical perspective on
+    Transformers*, arXiv:2312.10794, 2023.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[1.0, 0.0], [0.0, 1.0]])
+    >>> Unnormalised(np.zeros((2, 2)), np.eye(2)).velocity(X)
+    array([[0.5, 0.5],
+           [0.5, 0.5]])
+    """
+
+    beta: float = 1.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "beta", check_real(self.beta, "beta"))
+
+    def _velocity_at(self, Y, X, t, w):
+        A, V = self._params(t, X.shape[1])
+        Xk, wk = positive_keys(X, w)
+        R = wk[:, None] * (Xk @ V.T)
+        out = K_.apply_rows(self.beta * (Y @ A.T), Xk, R, K_.exp_transform, normalise=False)
+        return _overflow_check(out, "Unnormalised attention")
+
+    def _matrix(self, X, t, w):
+        A, _ = self._params(t, X.shape[1])
+        Xk, wk = positive_keys(X, w)
+        P = K_.matrix_rows(self.beta * (X @ A.T), Xk, wk, K_.exp_transform, normalise=False)
+        return scatter_columns(_overflow_check(P, "Unnormalised attention"), w)
+
+
+@dataclass(frozen=True, eq=False)
+class Hardmax(_Bilinear):
+    r"""Hardmax self-attention: each token averages its best-scoring keys, ties shared.
+
+    .. math::
+
+        \Gamma_\mu(x_i) = V \frac{\sum_{j \in C_i} w_j x_j}{\sum_{j\in C_i} w_j},
+        \qquad C_i = \{ j : s_{ij} \ge m_i - \mathrm{tol}\,\max(1, |m_i|)\},\quad
+        m_i = \max_\ell s_{i\ell},
+
+    the zero-temperature limit of :class:`Softmax` (with uniform weights, tied keys share the
+    weight equally). Keys of zero weight are never selected.
+
+    Parameters
+    ----------
+    A, V : array_like, shape (d, d), or callable ``t -> (d, d)``
+    tol : float
+        Relative tolerance under which two scores count as tied.
+
+    References
+    ----------
+    A. Alcalde, G. Fantuzzi, E. Zuazua, *Exact Sequence Interpolation with Transformers*,
+    arXiv:2502.02270, 2025.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
+    >>> Hardmax(np.eye(2), np.eye(2)).attention_matrix(X)
+    array([[1. , 0. , 0. ],
+           [0. , 0.5, 0.5],
+           [0. , 0.5, 0.5]])
+    """
+
+    tol: float = 1e-9
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "tol", check_positive(self.tol, "tol", allow_zero=True))
+
+    def _transform(self, S, rows):
+        m = S.max(axis=1, keepdims=True)
+        return (S >= m - self.tol * np.maximum(1.0, np.abs(m))).astype(np.float64), None
+
+    def _velocity_at(self, Y, X, t, w):
+        A, V = self._params(t, X.shape[1])
+        Xk, wk = positive_keys(X, w)
+        R = np.column_stack([wk[:, None] * (Xk @ V.T), wk])
+        return K_.apply_rows(Y @ A.T, Xk, R, self._transform, normalise=True)
+
+    def _matrix(self, X, t, w):
+        A, _ = self._params(t, X.shape[1])
+        Xk, wk = positive_keys(X, w)
+        return scatter_columns(K_.matrix_rows(X @ A.T, Xk, wk, self._transform, normalise=True), w)
+
+
+@dataclass(frozen=True, eq=False)
+class Sigmoid(_Bilinear):
+    r"""Sigmoid self-attention (unnormalised, the measure carries the ``1/n``).
+
+    .. math::
+
+        \Gamma_\mu(x) = \int \sigma(\langle Ax, y\rangle + b)\, V y\, d\mu(y),
+        \qquad \sigma(u) = \frac{1}{1+e^{-u}} .
+
+    Parameters
+    ----------
+    A, V : array_like, shape (d, d), or callable ``t -> (d, d)``
+    b : float
+        Bias added to every score (Ramapuram et al. use ``b = -log n``).
+
+    References
+    ----------
+    J. Ramapuram et al., *Theory, Analysis, and Best Practices for Sigmoid Self-Attention*,
+    arXiv:2409.04431, 2024.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[1.0, 0.0], [0.0, 1.0]])
+    >>> Sigmoid(np.zeros((2, 2)), np.eye(2)).velocity(X)   # sigma(0) = 1/2
+    array([[0.25, 0.25],
+           [0.25, 0.25]])
+    """
+
+    b: float = 0.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "b", check_real(self.b, "b"))
+
+    def _transform(self, S, rows):
+        S += self.b
+        return expit(S, out=S), None
+
+    def _velocity_at(self, Y, X, t, w):
+        A, V = self._params(t, X.shape[1])
+        Xk, wk = positive_keys(X, w)
+        R = wk[:, None] * (Xk @ V.T)
+        return K_.apply_rows(Y @ A.T, Xk, R, self._transform, normalise=False)
+
+    def _matrix(self, X, t, w):
+        A, _ = self._params(t, X.shape[1])
+        Xk, wk = positive_keys(X, w)
+        return scatter_columns(K_.matrix_rows(X @ A.T, Xk, wk, self._transform, normalise=False), w)
+
+
+@dataclass(frozen=True, eq=False)
+class Linear(_Bilinear):
+    r"""Linear attention: the weights are the scores themselves.
+
+    .. math::
+
+        \Gamma_\mu(x) = \int \langle Ax, y\rangle\, V y\, d\mu(y) = V\, M_2(\mu)\, A x,
+        \qquad M_2(\mu) = \int y y^\top d\mu(y),
+
+    evaluated through the second-moment matrix in :math:`O(n d^2)` operations.
+
+    Parameters
+    ----------
+    A, V : array_like, shape (d, d), or callable ``t -> (d, d)``
+
+    References
+    ----------
+    A. Katharopoulos et al., *Transformers are RNNs: Fast Autoregressive Transformers with Linear
+    Attention*, ICML 2020.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[1.0, 0.0], [0.0, 1.0]])
+    >>> Linear(np.eye(2), np.eye(2)).velocity(X)     # M_2 = I / 2
+    array([[0.5, 0. ],
+           [0. , 0.5]])
+    """
+
+    def _velocity_at(self, Y, X, t, w):
+        A, V = self._params(t, X.shape[1])
+        M2 = X.T @ (w[:, None] * X)
+        return Y @ A.T @ M2 @ V.T
+
+    def _matrix(self, X, t, w):
+        A, _ = self._params(t, X.shape[1])
+        return (X @ A.T @ X.T) * w
+
+
+@dataclass(frozen=True, eq=False)
+class L2(AttentionField):
+    r"""L2 self-attention: Gaussian kernel of the distance between queries and keys.
+
+    .. math::
+
+        \Gamma_\mu(x) = \frac{\int e^{-|\bar Q x - \bar K y|^2/s}\, V y\, d\mu(y)}
+                             {\int e^{-|\bar Q x - \bar K y|^2/s}\, d\mu(y)} .
+
+    The term :math:`|\bar Q x|^2` cancels in the normalisation and is never computed, so the
+    scores are :math:`(2\langle \bar Q x_i, \bar K x_j\rangle - |\bar K x_j|^2)/s`.
+    Castin's code uses :math:`s = 1`, :math:`\bar Q = Q/\sqrt d`, :math:`\bar K = K`.
+
+    Parameters
+    ----------
+    Qbar, Kbar : array_like, shape (k, d), or callable ``t -> (k, d)``
+    V : array_like, shape (d, d), or callable ``t -> (d, d)``
+    s : float
+        Width (temperature) of the Gaussian kernel, positive.
+
+    References
+    ----------
+    H. Kim, G. Papamakarios, A. Mnih, *The Lipschitz Constant of Self-Attention*, ICML 2021.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[0.0, 0.0], [1.0, 0.0]])
+    >>> P = L2(np.eye(2), np.eye(2), np.eye(2)).attention_matrix(X)
+    >>> np.round(P, 4)      # e^{-1} / (1 + e^{-1})
+    array([[0.7311, 0.2689],
+           [0.2689, 0.7311]])
+    """
+
+    Qbar: Parameter
+    Kbar: Parameter
+    V: Parameter
+    s: float = 1.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "Qbar", init_parameter(self.Qbar, "Qbar", square=False))
+        object.__setattr__(self, "Kbar", init_parameter(self.Kbar, "Kbar", square=False))
+        object.__setattr__(self, "V", init_parameter(self.V, "V"))
+        object.__setattr__(self, "s", check_positive(self.s, "s"))
+
+    def _dim(self) -> int | None:
+        return known_dim((self.V, 0), (self.Qbar, 1), (self.Kbar, 1))
+
+    def _parts(self, Y, X, t):
+        d = X.shape[1]
+        Qb = eval_parameter(self.Qbar, "Qbar", t, (None, d))
+        Kb = eval_parameter(self.Kbar, "Kbar", t, (Qb.shape[0], d))
+        G = X @ Kb.T
+        return (2.0 / self.s) * (Y @ Qb.T), G, -np.einsum("ij,ij->i", G, G) / self.s
+
+    def _velocity_at(self, Y, X, t, w):
+        V = eval_parameter(self.V, "V", t, (X.shape[1], X.shape[1]))
+        Xk, wk = positive_keys(X, w)
+        F, G, bias = self._parts(Y, Xk, t)
+        R = np.column_stack([wk[:, None] * (Xk @ V.T), wk])
+        return K_.apply_rows(F, G, R, K_.softmax_transform, bias=bias, normalise=True)
+
+    def _matrix(self, X, t, w):
+        eval_parameter(self.V, "V", t, (X.shape[1], X.shape[1]))
+        Xk, wk = positive_keys(X, w)
+        F, G, bias = self._parts(X, Xk, t)
+        P = K_.matrix_rows(F, G, wk, K_.softmax_transform, bias=bias, normalise=True)
+        return scatter_columns(P, w)

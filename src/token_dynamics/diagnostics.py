@@ -1,0 +1,288 @@
+r"""Diagnostics of token clouds: moments, diameter, interaction energy, clusters, rank.
+
+Functions take tokens ``X`` of shape ``(n, d)`` and optional probability ``weights`` of shape
+``(n,)`` (uniform if ``None``). Pairwise quantities are computed in row blocks, so memory stays
+bounded for large ``n``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from scipy.spatial.distance import cdist
+from scipy.special import logsumexp
+
+from ._validation import as_matrix, as_tokens, as_weights, check_positive
+from .attention._kernels import row_blocks
+
+__all__ = [
+    "cluster_count",
+    "diameter",
+    "empirical_covariance",
+    "empirical_mean",
+    "interaction_energy",
+    "min_inner_product",
+    "numerical_rank",
+]
+
+#: Largest argument of ``exp`` that stays finite in float64 (log of the largest double).
+LOG_FLOAT_MAX = float(np.log(np.finfo(np.float64).max))
+
+
+def empirical_mean(X: Any, weights: Any = None) -> np.ndarray:
+    r"""Mean :math:`\int x\, d\mu = \sum_i w_i x_i` of the tokens' measure.
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+    weights : array_like, shape (n,), optional
+
+    Returns
+    -------
+    ndarray, shape (d,)
+
+    References
+    ----------
+    V. Castin, P. Ablin, J. A. Carrillo, G. Peyré, arXiv:2501.18322, 2025.
+
+    Examples
+    --------
+    >>> empirical_mean([[0.0, 0.0], [2.0, 4.0]])
+    array([1., 2.])
+    >>> empirical_mean([[0.0, 0.0], [2.0, 4.0]], weights=[0.75, 0.25])
+    array([0.5, 1. ])
+    """
+    X = as_tokens(X)
+    return as_weights(weights, X.shape[0]) @ X
+
+
+def empirical_covariance(X: Any, weights: Any = None) -> np.ndarray:
+    r"""Covariance of the tokens' measure (the measure's, not the unbiased estimator).
+
+    .. math::
+
+        \Sigma = \sum_i w_i (x_i - m)(x_i - m)^\top,\qquad m = \sum_i w_i x_i .
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+    weights : array_like, shape (n,), optional
+
+    Returns
+    -------
+    ndarray, shape (d, d)
+        Symmetric positive semidefinite.
+
+    References
+    ----------
+    V. Castin, P. Ablin, J. A. Carrillo, G. Peyré, arXiv:2501.18322, 2025.
+
+    Examples
+    --------
+    >>> empirical_covariance([[-1.0, 0.0], [1.0, 0.0]])
+    array([[1., 0.],
+           [0., 0.]])
+    """
+    X = as_tokens(X)
+    w = as_weights(weights, X.shape[0])
+    Xc = X - w @ X
+    C = Xc.T @ (w[:, None] * Xc)
+    return (C + C.T) / 2
+
+
+def diameter(X: Any) -> float:
+    r"""Diameter :math:`\max_{i,j} |x_i - x_j|` of the cloud (0 for a single token).
+
+    Distances are computed from coordinate differences (no cancellation for tight clusters),
+    in row blocks.
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+
+    Returns
+    -------
+    float
+
+    References
+    ----------
+    B. Geshkovski, C. Letrouit, Y. Polyanskiy, P. Rigollet, arXiv:2312.10794, 2023.
+
+    Examples
+    --------
+    >>> diameter([[0.0, 0.0], [3.0, 4.0], [1.0, 1.0]])
+    5.0
+    """
+    X = as_tokens(X)
+    best = 0.0
+    for rows in row_blocks(X.shape[0], X.shape[0]):
+        best = max(best, float(cdist(X[rows], X).max()))
+    return best
+
+
+def min_inner_product(X: Any) -> float:
+    r"""Smallest pairwise inner product :math:`\min_{i,j}\langle x_i, x_j\rangle`.
+
+    On the sphere, a value above :math:`1 - \delta` means every pair is within angle
+    :math:`\arccos(1 - \delta)`: the cloud has clustered.
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+
+    Returns
+    -------
+    float
+
+    References
+    ----------
+    B. Geshkovski, C. Letrouit, Y. Polyanskiy, P. Rigollet, arXiv:2312.10794, 2023.
+
+    Examples
+    --------
+    >>> min_inner_product([[1.0, 0.0], [0.0, 1.0]])
+    0.0
+    """
+    X = as_tokens(X)
+    return min(float((X[rows] @ X.T).min()) for rows in row_blocks(X.shape[0], X.shape[0]))
+
+
+def interaction_energy(X: Any, beta: float = 1.0, weights: Any = None, *, A: Any = None) -> float:
+    r"""Interaction energy of the tokens' measure,
+
+    .. math::
+
+        E_\beta(\mu) = \frac{1}{2\beta} \iint e^{\beta\langle A x, y\rangle}\, d\mu(x)\, d\mu(y)
+                     = \frac{1}{2\beta} \sum_{i,j} w_i w_j e^{\beta \langle A x_i, x_j\rangle},
+
+    with :math:`A = I` by default. On the sphere with :math:`Q = K = V = I` it is
+    non-decreasing along the SA and USA dynamics, and maximal (:math:`e^\beta/(2\beta)`) at a
+    single cluster. Summed through log-sum-exp in row blocks; an energy beyond the float64 range
+    raises ``FloatingPointError``.
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+    beta : float
+        Nonzero inverse temperature.
+    weights : array_like, shape (n,), optional
+    A : array_like, shape (d, d), optional
+
+    Returns
+    -------
+    float
+
+    References
+    ----------
+    B. Geshkovski, C. Letrouit, Y. Polyanskiy, P. Rigollet, arXiv:2312.10794, 2023.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[1.0, 0.0], [1.0, 0.0]])
+    >>> bool(np.isclose(interaction_energy(X, beta=2.0), np.exp(2.0) / 4.0))
+    True
+    """
+    X = as_tokens(X)
+    if isinstance(beta, bool) or not isinstance(beta, int | float | np.floating | np.integer):
+        raise ValueError(f"`beta` must be a finite nonzero real number; got {beta!r}.")
+    if not np.isfinite(beta) or beta == 0:
+        raise ValueError(f"`beta` must be a finite nonzero real number; got {beta!r}.")
+    w = as_weights(weights, X.shape[0])
+    d = X.shape[1]
+    F = X if A is None else X @ as_matrix(A, "A", shape=(d, d)).T
+    keep = w > 0
+    Xk, Fk, wk = X[keep], F[keep], w[keep]
+    log_w = np.log(wk)
+    parts = []
+    for rows in row_blocks(Fk.shape[0], Xk.shape[0]):
+        S = beta * (Fk[rows] @ Xk.T) + log_w[rows, None] + log_w[None, :]
+        parts.append(logsumexp(S))
+    log_total = float(logsumexp(parts)) - np.log(2 * abs(beta))
+    if log_total > LOG_FLOAT_MAX:
+        raise FloatingPointError(
+            f"The interaction energy exceeds the float64 range (log E = {log_total:.4g}); "
+            "lower `beta` or the token norms."
+        )
+    return float(np.sign(beta) * np.exp(log_total))
+
+
+def cluster_count(X: Any, tol: float) -> int:
+    r"""Number of clusters at scale ``tol``: connected components of the graph that links
+    tokens at distance :math:`\le` ``tol`` (single-linkage clusters).
+
+    Computed by min-label propagation with pointer jumping over row blocks of the distance
+    matrix (memory bounded, exact).
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+    tol : float
+        Linking distance, nonnegative (``0`` counts distinct tokens).
+
+    Returns
+    -------
+    int
+
+    References
+    ----------
+    B. Geshkovski, C. Letrouit, Y. Polyanskiy, P. Rigollet, arXiv:2312.10794, 2023.
+
+    Examples
+    --------
+    >>> cluster_count([[0.0, 0.0], [0.0, 1e-3], [1.0, 0.0]], tol=1e-2)
+    2
+    """
+    X = as_tokens(X)
+    tol = check_positive(tol, "tol", allow_zero=True)
+    n = X.shape[0]
+    labels = np.arange(n)
+    while True:
+        new = labels.copy()
+        for rows in row_blocks(n, n):
+            near = cdist(X[rows], X) <= tol
+            new[rows] = np.where(near, labels[None, :], n).min(axis=1)
+        while True:  # pointer jumping: a label is a token of the same component
+            jumped = new[new]
+            if np.array_equal(jumped, new):
+                break
+            new = jumped
+        if np.array_equal(new, labels):
+            return int(np.unique(labels).size)
+        labels = new
+
+
+def numerical_rank(M: Any, rtol: float | None = None) -> int:
+    r"""Number of singular values of ``M`` above ``rtol`` times the largest one.
+
+    Parameters
+    ----------
+    M : array_like, shape (p, q)
+        E.g. tokens ``X`` (the dimension of the span of a collapsed cloud) or a covariance.
+    rtol : float, optional
+        Relative threshold; default ``max(p, q) * eps`` (as :func:`numpy.linalg.matrix_rank`).
+
+    Returns
+    -------
+    int
+
+    References
+    ----------
+    G. H. Golub, C. F. Van Loan, *Matrix Computations*, 4th ed., 2013, §5.4.1.
+
+    Examples
+    --------
+    >>> numerical_rank([[1.0, 2.0], [2.0, 4.0 + 1e-12]], rtol=1e-9)
+    1
+    """
+    M = as_matrix(M, "M")
+    if rtol is None:
+        rtol = max(M.shape) * np.finfo(np.float64).eps
+    rtol = check_positive(rtol, "rtol", allow_zero=True)
+    if M.size == 0:
+        return 0
+    s = np.linalg.svd(M, compute_uv=False)
+    if s[0] == 0:
+        return 0
+    return int(np.sum(s > rtol * s[0]))

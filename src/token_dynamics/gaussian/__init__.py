@@ -1,0 +1,33 @@
+"""Gaussian preservation: the mean and covariance ODEs of attention.
+
+For softmax, l2, Sinkhorn, linear and multi-head attention the velocity field of a Gaussian
+law is affine in the token, so the Transformer PDE started from ``N(alpha0, Sigma0)`` stays
+Gaussian and reduces to an ODE for ``(alpha, Sigma)``. This subpackage holds those ODEs, a
+solver that reports finite-time blow-up, the closed-form solutions used as oracles, and the
+particle-side estimator that checks the ODE against tokens.
+
+Conventions: scores ``s_ij = <A x_i, x_j>`` (softmax over the key ``j``), a head outputs
+``V sum_j P_ij x_j``; tokens are rows.
+"""
+
+from ._closed_forms import *  # noqa: F403
+from ._closed_forms import __all__ as _closed_all
+from ._equations import *  # noqa: F403
+from ._equations import __all__ as _equations_all
+from ._equations import as_covariance, sinkhorn_whitened_coupling
+from ._experiments import *  # noqa: F403
+from ._experiments import __all__ as _experiments_all
+from ._particles import *  # noqa: F403
+from ._particles import __all__ as _particles_all
+from ._solve import *  # noqa: F403
+from ._solve import __all__ as _solve_all
+
+__all__ = [
+    *_equations_all,
+    *_solve_all,
+    *_closed_all,
+    *_particles_all,
+    *_experiments_all,
+    "as_covariance",
+    "sinkhorn_whitened_coupling",
+]

@@ -1,0 +1,275 @@
+"""Closed-form solutions of the Gaussian moment ODEs (oracles shared by tests and notebooks)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from scipy.optimize import brentq
+
+from .._validation import as_matrix, as_vector, check_positive
+from ._equations import _psd_sqrt, as_covariance
+from ._solve import as_times
+
+__all__ = [
+    "isotropic_blowup_time",
+    "isotropic_covariance",
+    "low_rank_limit",
+    "ray_blowup_time",
+    "ray_covariance",
+    "scalar_blowup_time",
+    "scalar_softmax_solution",
+    "sinkhorn_scalar_variance",
+]
+
+#: Eigenvalues of A + A^T below this fraction of its norm count as zero when the kernel is
+#: computed: well above rounding (1e-16) and well below any eigenvalue set on purpose.
+KERNEL_RTOL = 1e-10
+#: Tolerance on |V u - lambda u| for an eigenvector given by the user (rounding of V @ u).
+EIGVEC_TOL = 1e-10
+
+
+def _real(x: Any, name: str) -> float:
+    if isinstance(x, bool) or not np.isscalar(x) or not np.isfinite(x):
+        raise ValueError(f"`{name}` must be a finite real number; got {x!r}.")
+    return float(x)
+
+
+def _check_before(times: np.ndarray, t_star: float) -> None:
+    if times[-1] >= t_star:
+        raise ValueError(
+            f"`times` must stay before the blow-up time {t_star:.10g}; got up to {times[-1]:g}."
+        )
+
+
+def scalar_blowup_time(v: float, a: float, var0: float) -> float:
+    r"""Blow-up time :math:`t^* = 1/(2 v a s_0)` of the scalar softmax ODE.
+
+    Returns ``inf`` if ``v a <= 0`` (no blow-up).
+
+    Examples
+    --------
+    >>> round(scalar_blowup_time(0.7, 0.9, 0.4), 5)
+    1.98413
+    """
+    v, a = _real(v, "v"), _real(a, "a")
+    s0 = check_positive(var0, "var0", allow_zero=True)
+    rate = 2.0 * v * a * s0
+    return 1.0 / rate if rate > 0 else np.inf
+
+
+def scalar_softmax_solution(
+    times: Any, v: float, a: float, mean0: float, var0: float
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""Mean and variance of the one-dimensional softmax Gaussian dynamics.
+
+    .. math::
+        s(t) = \frac{s_0}{1 - 2 v a s_0 t},\qquad
+        \alpha(t) = \alpha_0 e^{vt}(1 - 2 v a s_0 t)^{-1/2}.
+
+    Parameters
+    ----------
+    times : (T,) array of times before the blow-up time.
+    v, a : scalars (value and attention matrices in d = 1).
+    mean0, var0 : initial mean and variance.
+
+    Returns
+    -------
+    means, variances : two (T,) arrays.
+
+    Examples
+    --------
+    >>> m, s = scalar_softmax_solution([0.0, 1.0], v=1.0, a=-0.5, mean0=1.0, var0=1.0)
+    >>> s
+    array([1. , 0.5])
+    """
+    t = as_times(times)
+    v, a, m0 = _real(v, "v"), _real(a, "a"), _real(mean0, "mean0")
+    s0 = check_positive(var0, "var0", allow_zero=True)
+    _check_before(t, scalar_blowup_time(v, a, s0))
+    den = 1.0 - 2.0 * v * a * s0 * t
+    return m0 * np.exp(v * t) / np.sqrt(den), s0 / den
+
+
+def _isotropic_rate(v: float, A: np.ndarray, cov0: np.ndarray) -> float:
+    R = _psd_sqrt(cov0)
+    lam = np.linalg.eigvalsh(R @ (A + A.T) @ R)
+    return float(np.max(v * lam))
+
+
+def isotropic_blowup_time(v: float, A: Any, cov0: Any) -> float:
+    r"""Blow-up time for ``V = v I``: :math:`t^* = 1/\max_i v\lambda_i` over the eigenvalues
+    :math:`\lambda_i` of :math:`\Sigma_0^{1/2}(A+A^\top)\Sigma_0^{1/2}` (``inf`` if none is
+    positive after multiplication by ``v``).
+
+    Examples
+    --------
+    >>> isotropic_blowup_time(1.0, [[1.0, 0.0], [0.0, -1.0]], [[0.25, 0.0], [0.0, 1.0]])
+    2.0
+    """
+    v = _real(v, "v")
+    S0 = as_covariance(cov0, "cov0")
+    A = as_matrix(A, "A", shape=S0.shape)
+    rate = _isotropic_rate(v, A, S0)
+    return 1.0 / rate if rate > 0 else np.inf
+
+
+def isotropic_covariance(times: Any, v: float, A: Any, cov0: Any) -> np.ndarray:
+    r"""Covariance for softmax attention with ``V = v I`` (any mean):
+
+    .. math:: \Sigma(t) = \Sigma_0\big(I - v t (A + A^\top)\Sigma_0\big)^{-1}
+              = \big(\Sigma_0^{-1} - vt(A+A^\top)\big)^{-1},
+
+    the first form valid for singular :math:`\Sigma_0`. Returns a ``(T, d, d)`` array.
+
+    Examples
+    --------
+    >>> isotropic_covariance([1.0], 1.0, [[-1.0]], [[1.0]])
+    array([[[0.33333333]]])
+    """
+    t = as_times(times)
+    v = _real(v, "v")
+    S0 = as_covariance(cov0, "cov0")
+    A = as_matrix(A, "A", shape=S0.shape)
+    _check_before(t, isotropic_blowup_time(v, A, S0))
+    d = S0.shape[0]
+    out = np.empty((t.size, d, d))
+    for k, tk in enumerate(t):
+        # Sigma0 (I - t v S Sigma0)^-1 = ((I - t v Sigma0 S)^-1 Sigma0), solved not inverted.
+        M = np.linalg.solve(np.eye(d) - tk * v * S0 @ (A + A.T), S0)
+        out[k] = 0.5 * (M + M.T)
+    return out
+
+
+def low_rank_limit(A: Any, cov0: Any, v: float = 1.0) -> np.ndarray:
+    r"""Limit of the ``V = v I`` covariance when :math:`v(A + A^\top) \preceq 0`:
+
+    .. math::
+        \Sigma_\infty = \mathcal K(\mathcal K^\top \Sigma_0^{-1}\mathcal K)^{-1}
+        \mathcal K^\top,
+
+    with :math:`\mathcal K` an orthonormal basis of :math:`\ker(A+A^\top)`; its rank is the
+    dimension of that kernel (zero matrix if the kernel is trivial). The approach is
+    :math:`O(1/t)`.
+
+    Examples
+    --------
+    >>> low_rank_limit([[0.0, 0.0], [0.0, -1.0]], [[2.0, 1.0], [1.0, 2.0]])
+    array([[1.5, 0. ],
+           [0. , 0. ]])
+    """
+    v = _real(v, "v")
+    S0 = as_covariance(cov0, "cov0")
+    A = as_matrix(A, "A", shape=S0.shape)
+    lam0 = np.linalg.eigvalsh(S0)
+    if lam0[0] <= KERNEL_RTOL * max(lam0[-1], 1e-300):
+        raise ValueError("`cov0` must be positive definite for the low-rank limit formula.")
+    lam, U = np.linalg.eigh(v * (A + A.T))
+    scale = max(1.0, float(np.max(np.abs(lam))))
+    if lam[-1] > KERNEL_RTOL * scale:
+        raise ValueError(
+            f"`v (A + A^T)` must be negative semidefinite; its largest eigenvalue is {lam[-1]:.3g}."
+        )
+    K = U[:, np.abs(lam) <= KERNEL_RTOL * scale]
+    d = S0.shape[0]
+    if K.shape[1] == 0:
+        return np.zeros((d, d))
+    inner = K.T @ np.linalg.solve(S0, K)
+    out = K @ np.linalg.solve(inner, K.T)
+    return 0.5 * (out + out.T)
+
+
+def _ray_rate(V: Any, A: Any, u: Any, eps: float) -> tuple[np.ndarray, float]:
+    V = as_matrix(V, "V")
+    u = as_vector(u, "u", size=V.shape[0])
+    A = as_matrix(A, "A", shape=V.shape)
+    norm = np.linalg.norm(u)
+    if norm == 0:
+        raise ValueError("`u` must be a nonzero eigenvector of V.")
+    u = u / norm
+    lam = float(u @ V @ u)
+    if np.linalg.norm(V @ u - lam * u) > EIGVEC_TOL * max(1.0, np.linalg.norm(V)):
+        raise ValueError(
+            "`u` must be an eigenvector of `V` (V u = lambda u) with a real eigenvalue."
+        )
+    q = float(u @ A @ u)
+    e = check_positive(eps, "eps")
+    return u, 2.0 * lam * q * e
+
+
+def ray_blowup_time(V: Any, A: Any, u: Any, eps: float) -> float:
+    r"""Blow-up time :math:`1/(2\lambda q \varepsilon)` of the ray started at
+    :math:`\varepsilon uu^\top` (``inf`` if :math:`\lambda q \le 0`).
+
+    Examples
+    --------
+    >>> ray_blowup_time([[2.0, 0.0], [0.0, 1.0]], [[1.0, 5.0], [0.0, 1.0]], [1.0, 0.0], 0.5)
+    0.5
+    """
+    _, rate = _ray_rate(V, A, u, eps)
+    return 1.0 / rate if rate > 0 else np.inf
+
+
+def ray_covariance(times: Any, V: Any, A: Any, u: Any, eps: float) -> np.ndarray:
+    r"""Softmax covariance started on a ray: if :math:`Vu = \lambda u`, :math:`|u| = 1` and
+    :math:`q = u^\top A u`, then :math:`\Sigma_0 = \varepsilon uu^\top` stays on the ray,
+
+    .. math:: \Sigma(t) = \frac{\varepsilon}{1 - 2\lambda q\varepsilon t}\,uu^\top .
+
+    Returns a ``(T, d, d)`` array.
+
+    Examples
+    --------
+    >>> ray_covariance([0.25], [[2.0, 0.0], [0.0, 1.0]], [[1.0, 5.0], [0.0, 1.0]], [1.0, 0.0], 0.5)
+    array([[[1., 0.],
+            [0., 0.]]])
+    """
+    t = as_times(times)
+    u, rate = _ray_rate(V, A, u, eps)
+    _check_before(t, 1.0 / rate if rate > 0 else np.inf)
+    return (float(eps) / (1.0 - rate * t))[:, None, None] * np.outer(u, u)
+
+
+def _sinkhorn_F(s: float, a_abs: float) -> float:
+    u = 2.0 * a_abs * s
+    return (np.arcsinh(u) - (np.sqrt(1.0 + u * u) + 1.0) / u) / (2.0 * a_abs)
+
+
+def sinkhorn_scalar_variance(times: Any, v: float, a: float, var0: float, eps: float = 1.0):
+    r"""Variance of the one-dimensional Sinkhorn dynamics, from its implicit solution.
+
+    With :math:`\varepsilon = 1` the variance solves
+    :math:`s' = \tfrac va(\sqrt{1 + 4a^2s^2} - 1)`, and
+    :math:`F(s(t)) - F(s_0) = \tfrac va t` with
+    :math:`F(s) = \tfrac1{2|a|}\big[\operatorname{asinh} u - (\sqrt{1+u^2}+1)/u\big]`,
+    :math:`u = 2|a|s`. A general :math:`\varepsilon` rescales :math:`s = \varepsilon\sigma`.
+    Each time is solved by Brent's method to machine precision. Returns a ``(T,)`` array.
+
+    Examples
+    --------
+    >>> round(float(sinkhorn_scalar_variance([1.0], v=0.7, a=-1.3, var0=0.8)[0]), 8)
+    0.38804326
+    """
+    t = as_times(times)
+    v, a = _real(v, "v"), _real(a, "a")
+    s0 = check_positive(var0, "var0")
+    e = check_positive(eps, "eps")
+    if a == 0.0:  # s' = 0 in the limit a -> 0 (the plan is the independent coupling)
+        return np.full(t.size, s0)
+    sig0, a_abs = s0 / e, abs(a)
+    F0 = _sinkhorn_F(sig0, a_abs)
+    out = np.empty(t.size)
+    for k, tk in enumerate(t):
+        target = F0 + v / a * tk
+        lo, hi = sig0, sig0
+        while _sinkhorn_F(lo, a_abs) > target:
+            lo /= 2.0
+        while _sinkhorn_F(hi, a_abs) < target:
+            hi *= 2.0
+        if lo == hi:
+            out[k] = sig0
+            continue
+        out[k] = brentq(
+            lambda x, c=target: _sinkhorn_F(x, a_abs) - c, lo, hi, xtol=1e-300, rtol=1e-15
+        )
+    return e * out

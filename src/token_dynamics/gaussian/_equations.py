@@ -1,0 +1,489 @@
+"""Mean and covariance right-hand sides of the Gaussian-preserving attention variants.
+
+Every variant maps a Gaussian ``N(alpha, Sigma)`` to a velocity field that is affine in the
+token, ``Gamma(x) = c + M x``; the law stays Gaussian and its moments solve
+``alpha' = c + M alpha`` and ``Sigma' = M Sigma + Sigma M^T``. Internally the covariance is
+carried as a factor ``Sigma = F F^T`` that moves by ``F' = M F`` (the flow map acting on a
+square root), so the covariance is positive semidefinite by construction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .._validation import as_matrix, as_parameter, as_vector, check_positive
+
+__all__ = [
+    "L2Moments",
+    "LinearMoments",
+    "MomentEquations",
+    "MultiHeadMoments",
+    "SinkhornMoments",
+    "SoftmaxMoments",
+    "moment_equations",
+]
+
+#: Relative tolerance for the symmetry and positivity of a covariance given by a user: a few
+#: hundred ulps of its norm absorbs the rounding of ``L @ L.T`` or of an eigen-decomposition.
+COV_TOL = 1e-10
+
+#: Attention variants whose velocity field is not affine on Gaussians, with the reason.
+NOT_GAUSSIAN_PRESERVING = {
+    "Sigmoid": "the sigmoid of the score is not an exponential, so the tilted key law is not "
+    "Gaussian and the velocity is not affine in the token",
+    "Hardmax": "the arg-max selects a single key, so the velocity is piecewise and not affine",
+    "Causal": "the mask makes the velocity depend on the position coordinate, so a Gaussian in "
+    "the token coordinate does not stay Gaussian in general",
+    "Unnormalised": "the missing normaliser multiplies the softmax field by "
+    "exp(<Ax, alpha> + |Sigma^(1/2) A x|^2 / 2), which is not affine in the token",
+}
+
+
+def _psd_sqrt(cov: np.ndarray) -> np.ndarray:
+    """Symmetric square root of a symmetric PSD matrix (negative rounding clipped to 0)."""
+    lam, U = np.linalg.eigh(0.5 * (cov + cov.T))
+    return (U * np.sqrt(np.clip(lam, 0.0, None))) @ U.T
+
+
+def as_covariance(cov: Any, name: str = "cov", *, d: int | None = None) -> np.ndarray:
+    """Return a symmetric positive semidefinite ``(d, d)`` float64 matrix or raise ValueError."""
+    S = as_matrix(cov, name, shape=(d, d))
+    if S.shape[0] != S.shape[1]:
+        raise ValueError(f"`{name}` must be a square (d, d) covariance; got shape {S.shape}.")
+    scale = max(1.0, float(np.max(np.abs(S))))
+    if np.max(np.abs(S - S.T)) > COV_TOL * scale:
+        raise ValueError(
+            f"`{name}` must be symmetric; max |S - S^T| = {np.max(np.abs(S - S.T)):.3g}. "
+            "Pass (S + S.T) / 2."
+        )
+    S = 0.5 * (S + S.T)
+    lam_min = float(np.linalg.eigvalsh(S)[0])
+    if lam_min < -COV_TOL * scale:
+        raise ValueError(
+            f"`{name}` must be positive semidefinite; its smallest eigenvalue is {lam_min:.3g}. "
+            "Build it as L @ L.T."
+        )
+    return S
+
+
+def _square_parameter(P: Any, name: str) -> Callable[[float], np.ndarray]:
+    fn = as_parameter(P, name, shape=(None, None))
+    if not callable(P):
+        shape = fn(0.0).shape
+        if shape[0] != shape[1]:
+            raise ValueError(f"`{name}` must be a square (d, d) matrix; got shape {shape}.")
+    return fn
+
+
+@dataclass(frozen=True)
+class MomentEquations:
+    """Base class: the moment ODE of an attention variant that preserves Gaussians.
+
+    Subclasses implement ``affine(mean, cov, t)``; the factor form ``_terms`` is derived from
+    it unless a variant has a better-conditioned one (Sinkhorn).
+    """
+
+    def affine(self, mean: Any, cov: Any, t: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+        """Return ``(c, M)`` with ``Gamma_{N(mean, cov)}(x) = c + M x``, shapes (d,), (d, d)."""
+        alpha, Sigma = self._validate(mean, cov)
+        return self._affine(float(t), alpha, Sigma)
+
+    def velocity(self, X: Any, mean: Any, cov: Any, t: float = 0.0) -> np.ndarray:
+        """Mean-field velocity ``Gamma_{N(mean, cov)}`` at the tokens ``X`` of shape ``(n, d)``."""
+        c, M = self.affine(mean, cov, t)
+        X = as_matrix(X, "X", shape=(None, c.shape[0]))
+        return c + X @ M.T
+
+    def rhs(self, t: float, mean: Any, cov: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Right-hand side ``(alpha', Sigma')`` of the moment ODE at ``(mean, cov)``."""
+        alpha, Sigma = self._validate(mean, cov)
+        F = _psd_sqrt(Sigma)
+        g, N = self._terms(float(t), alpha, F)
+        dS = N @ F.T
+        return g, dS + dS.T
+
+    def check_dimension(self, d: int) -> None:
+        """Raise ValueError if the parameters at ``t = 0`` do not act on ``R^d``."""
+        for name, value in self._parameters(0.0).items():
+            if value.shape[1] != d:
+                raise ValueError(
+                    f"`{name}` has {value.shape[1]} columns but the Gaussian lives in d = {d}; "
+                    "give the mean and covariance in the same dimension as the parameters."
+                )
+
+    # -- to be provided by the variants ------------------------------------------------------
+    def _parameters(self, t: float) -> dict[str, np.ndarray]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _affine(self, t: float, alpha: np.ndarray, Sigma: np.ndarray):  # pragma: no cover
+        raise NotImplementedError
+
+    def _terms(self, t: float, alpha: np.ndarray, F: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Return ``(alpha', F')`` for the factor ``Sigma = F F^T``."""
+        c, M = self._affine(t, alpha, F @ F.T)
+        return c + M @ alpha, M @ F
+
+    def _validate(self, mean: Any, cov: Any) -> tuple[np.ndarray, np.ndarray]:
+        alpha = as_vector(mean, "mean")
+        Sigma = as_covariance(cov, "cov", d=alpha.shape[0])
+        self.check_dimension(alpha.shape[0])
+        return alpha, Sigma
+
+
+@dataclass(frozen=True)
+class SoftmaxMoments(MomentEquations):
+    r"""Moment ODE of softmax attention, scores ``beta <A x, y>``.
+
+    .. math::
+        \alpha' = V(\alpha + \Sigma A \alpha),\qquad
+        \Sigma' = V\Sigma A\Sigma + \Sigma A^\top \Sigma V^\top
+
+    (``A`` stands for ``beta * A``). By the tilting lemma the key law seen by the query ``x`` is
+    ``N(alpha + Sigma A x, Sigma)``, so ``Gamma(x) = V(alpha + Sigma A x)``.
+
+    Parameters
+    ----------
+    A, V : (d, d) arrays or callables ``t -> (d, d)``
+    beta : float, inverse temperature multiplying the scores.
+
+    References
+    ----------
+    Castin, Ablin, Carrillo, Peyré, *A unified perspective on the dynamics of deep
+    transformers*, arXiv:2501.18322 (2025).
+
+    Examples
+    --------
+    >>> eq = SoftmaxMoments(A=[[0.9]], V=[[0.7]])
+    >>> dmean, dcov = eq.rhs(0.0, [1.0], [[0.4]])
+    >>> float(dcov[0, 0])  # 2 v a s^2 = 2 * 0.7 * 0.9 * 0.16
+    0.2016
+    """
+
+    A: Any
+    V: Any
+    beta: float = 1.0
+    _A: Callable = field(init=False, repr=False, compare=False)
+    _V: Callable = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "_A", _square_parameter(self.A, "A"))
+        object.__setattr__(self, "_V", _square_parameter(self.V, "V"))
+        check_positive(self.beta, "beta", allow_zero=True)
+
+    def _parameters(self, t):
+        return {"A": self._A(t), "V": self._V(t)}
+
+    def _affine(self, t, alpha, Sigma):
+        A, V = self.beta * self._A(t), self._V(t)
+        return V @ alpha, V @ Sigma @ A
+
+
+@dataclass(frozen=True)
+class L2Moments(MomentEquations):
+    r"""Moment ODE of l2 attention, kernel ``exp(-|Qbar x - Kbar y|^2 / s)``.
+
+    With :math:`G = \tfrac2s \bar K^\top\bar K` and :math:`B = \tfrac2s\bar K^\top\bar Q`,
+
+    .. math::
+        \Gamma(x) = V (I + \Sigma G)^{-1}(\alpha + \Sigma B x).
+
+    The factor :math:`(I+\Sigma G)^{-1}\Sigma` stays bounded by :math:`\|G^{-1}\|` when
+    :math:`\bar K^\top \bar K \succ 0`, so the covariance cannot blow up in finite time.
+
+    Parameters
+    ----------
+    Qbar, Kbar : (k, d) arrays or callables
+    V : (d, d) array or callable
+    s : float > 0, the kernel width.
+
+    References
+    ----------
+    Castin et al. (2025), arXiv:2501.18322; Kim, Papamakarios, Mnih, *The Lipschitz constant
+    of self-attention*, ICML (2021).
+
+    Examples
+    --------
+    >>> eq = L2Moments(Qbar=[[1.0]], Kbar=[[1.0]], V=[[1.0]])
+    >>> c, M = eq.affine([0.0], [[1.0]])
+    >>> float(M[0, 0])  # V (1 + 2 s)^-1 s B = 2 / 3
+    0.6666666666666666
+    """
+
+    Qbar: Any
+    Kbar: Any
+    V: Any
+    s: float = 1.0
+    _Q: Callable = field(init=False, repr=False, compare=False)
+    _K: Callable = field(init=False, repr=False, compare=False)
+    _V: Callable = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "_Q", as_parameter(self.Qbar, "Qbar", shape=(None, None)))
+        object.__setattr__(self, "_K", as_parameter(self.Kbar, "Kbar", shape=(None, None)))
+        object.__setattr__(self, "_V", _square_parameter(self.V, "V"))
+        check_positive(self.s, "s")
+
+    def _parameters(self, t):
+        Q, K = self._Q(t), self._K(t)
+        if Q.shape != K.shape:
+            raise ValueError(
+                f"`Qbar` and `Kbar` must have the same shape (k, d); got {Q.shape} and {K.shape}."
+            )
+        return {"Qbar": Q, "Kbar": K, "V": self._V(t)}
+
+    def _affine(self, t, alpha, Sigma):
+        Q, K, V = self._Q(t), self._K(t), self._V(t)
+        G = (2.0 / self.s) * K.T @ K
+        B = (2.0 / self.s) * K.T @ Q
+        R = np.linalg.solve(np.eye(alpha.shape[0]) + Sigma @ G, np.column_stack([alpha, Sigma @ B]))
+        return V @ R[:, 0], V @ R[:, 1:]
+
+
+def sinkhorn_whitened_coupling(B: np.ndarray) -> np.ndarray:
+    r"""Cross-covariance :math:`\tilde C = 2\tilde B(I + (I + 4\tilde B^\top\tilde B)^{1/2})^{-1}`.
+
+    It is the unique :math:`\tilde C` with
+    :math:`\tilde B = (I - \tilde C\tilde C^\top)^{-1}\tilde C`,
+    i.e. the coupling of two standard Gaussians whose density is proportional to
+    :math:`e^{u^\top \tilde B w}` times a product of functions of ``u`` and ``w``.
+    """
+    lam, U = np.linalg.eigh(np.eye(B.shape[0]) + 4.0 * B.T @ B)
+    root = (U * np.sqrt(lam)) @ U.T
+    # Right division by the SPD matrix I + root.
+    return 2.0 * np.linalg.solve(np.eye(B.shape[0]) + root, B.T).T
+
+
+@dataclass(frozen=True)
+class SinkhornMoments(MomentEquations):
+    r"""Moment ODE of Sinkhorn attention (entropic plan of the law with itself, cost ``-<Ax, y>``).
+
+    With :math:`\Sigma = FF^\top` and :math:`\tilde B = F^\top A^\top F/\varepsilon`, the plan is
+    Gaussian with cross-covariance :math:`C = F\tilde C F^\top`, and
+
+    .. math::
+        \alpha' = V\alpha,\qquad \Sigma' = VC^\top + CV^\top .
+
+    The mean and the covariance decouple; :math:`\|\tilde C\| < 1` excludes blow-up.
+
+    Parameters
+    ----------
+    A, V : (d, d) arrays or callables
+    eps : float > 0, entropic regularisation.
+
+    References
+    ----------
+    Sander, Ablin, Blondel, Peyré, *Sinkformers*, AISTATS (2022); Castin et al. (2025).
+
+    Examples
+    --------
+    >>> eq = SinkhornMoments(A=[[-1.3]], V=[[0.7]])
+    >>> dmean, dcov = eq.rhs(0.0, [2.0], [[0.8]])
+    >>> float(dmean[0])  # V alpha
+    1.4
+    """
+
+    A: Any
+    V: Any
+    eps: float = 1.0
+    _A: Callable = field(init=False, repr=False, compare=False)
+    _V: Callable = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "_A", _square_parameter(self.A, "A"))
+        object.__setattr__(self, "_V", _square_parameter(self.V, "V"))
+        check_positive(self.eps, "eps")
+
+    def _parameters(self, t):
+        return {"A": self._A(t), "V": self._V(t)}
+
+    def cross_covariance(self, cov: Any, t: float = 0.0) -> np.ndarray:
+        """Cross-covariance ``Cov(x, y)`` (query, key) of the plan of ``N(., cov)`` with itself."""
+        Sigma = as_covariance(cov, "cov")
+        self.check_dimension(Sigma.shape[0])
+        F = _psd_sqrt(Sigma)
+        return F @ sinkhorn_whitened_coupling(F.T @ self._A(t).T @ F / self.eps) @ F.T
+
+    def _terms(self, t, alpha, F):
+        V = self._V(t)
+        Ct = sinkhorn_whitened_coupling(F.T @ self._A(t).T @ F / self.eps)
+        return V @ alpha, V @ F @ Ct.T
+
+    def _affine(self, t, alpha, Sigma):
+        # Gamma(x) = V (alpha + C^T Sigma^+ (x - alpha)); the pseudo-inverse acts on range(Sigma).
+        F = _psd_sqrt(Sigma)
+        Ct = sinkhorn_whitened_coupling(F.T @ self._A(t).T @ F / self.eps)
+        V = self._V(t)
+        M = V @ F @ Ct.T @ np.linalg.pinv(F)
+        return V @ alpha - M @ alpha, M
+
+
+@dataclass(frozen=True)
+class LinearMoments(MomentEquations):
+    r"""Moment ODE of linear attention, ``Gamma(x) = V M_2 A x``, ``M_2 = Sigma + alpha alpha^T``.
+
+    .. math::
+        \alpha' = V(\Sigma + \alpha\alpha^\top)A\alpha,\qquad \Sigma' = M\Sigma + \Sigma M^\top,
+        \quad M = V(\Sigma+\alpha\alpha^\top)A .
+
+    References
+    ----------
+    Castin et al. (2025), arXiv:2501.18322.
+
+    Examples
+    --------
+    >>> eq = LinearMoments(A=[[1.0]], V=[[1.0]])
+    >>> dmean, dcov = eq.rhs(0.0, [0.0], [[0.5]])
+    >>> float(dcov[0, 0])  # 2 s^2
+    0.5
+    """
+
+    A: Any
+    V: Any
+    _A: Callable = field(init=False, repr=False, compare=False)
+    _V: Callable = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "_A", _square_parameter(self.A, "A"))
+        object.__setattr__(self, "_V", _square_parameter(self.V, "V"))
+
+    def _parameters(self, t):
+        return {"A": self._A(t), "V": self._V(t)}
+
+    def _affine(self, t, alpha, Sigma):
+        M = self._V(t) @ (Sigma + np.outer(alpha, alpha)) @ self._A(t)
+        return np.zeros_like(alpha), M
+
+
+@dataclass(frozen=True)
+class MultiHeadMoments(MomentEquations):
+    r"""Moment ODE of a sum of heads, ``Gamma = sum_h W_h Gamma^(h)``.
+
+    Each head is affine on Gaussians, so the sum is: its ``(c, M)`` and the factor drift add.
+
+    Parameters
+    ----------
+    heads : sequence of MomentEquations
+    W : None or sequence of (d, d) arrays, one output projection per head (identity if None).
+
+    Examples
+    --------
+    >>> h = SoftmaxMoments(A=[[0.5]], V=[[1.0]])
+    >>> two = MultiHeadMoments(heads=(h, h))
+    >>> float(two.rhs(0.0, [0.0], [[1.0]])[1][0, 0])  # twice 2 v a s^2
+    2.0
+    """
+
+    heads: Sequence[MomentEquations]
+    W: Sequence[Any] | None = None
+    _W: tuple = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        heads = tuple(self.heads)
+        if not heads:
+            raise ValueError("`heads` must contain at least one head.")
+        for i, h in enumerate(heads):
+            if not isinstance(h, MomentEquations):
+                raise ValueError(
+                    f"`heads[{i}]` must be a moment-equation object (SoftmaxMoments, ...); got "
+                    f"{type(h).__name__}. Convert an attention field with moment_equations()."
+                )
+        object.__setattr__(self, "heads", heads)
+        if self.W is None:
+            Ws = (None,) * len(heads)
+        else:
+            Ws = tuple(self.W)
+            if len(Ws) != len(heads):
+                raise ValueError(
+                    f"`W` must hold one matrix per head ({len(heads)}); got {len(Ws)}."
+                )
+            Ws = tuple(_square_parameter(w, f"W[{i}]") for i, w in enumerate(Ws))
+        object.__setattr__(self, "_W", Ws)
+
+    def _parameters(self, t):
+        out = {}
+        for i, h in enumerate(self.heads):
+            out.update({f"heads[{i}].{k}": v for k, v in h._parameters(t).items()})
+            if self._W[i] is not None:
+                out[f"W[{i}]"] = self._W[i](t)
+        return out
+
+    def _combine(self, t, parts):
+        total0 = total1 = 0.0
+        for Wf, (a, b) in zip(self._W, parts, strict=True):
+            if Wf is not None:
+                W = Wf(t)
+                a, b = W @ a, W @ b
+            total0, total1 = total0 + a, total1 + b
+        return total0, total1
+
+    def _affine(self, t, alpha, Sigma):
+        return self._combine(t, [h._affine(t, alpha, Sigma) for h in self.heads])
+
+    def _terms(self, t, alpha, F):
+        return self._combine(t, [h._terms(t, alpha, F) for h in self.heads])
+
+
+def moment_equations(field: Any) -> MomentEquations:
+    """Moment ODE of an attention field of ``token_dynamics.attention``.
+
+    ``Softmax``, ``L2``, ``Sinkhorn``, ``Linear`` and ``MultiHead`` (of those) map to the
+    matching :class:`MomentEquations`; a :class:`MomentEquations` is returned unchanged.
+
+    Raises
+    ------
+    ValueError
+        For a variant that does not preserve Gaussian measures (``Sigmoid``, ``Hardmax``,
+        ``Causal``, ``Unnormalised``), naming the reason; or for an unknown object.
+
+    Examples
+    --------
+    >>> eq = moment_equations(SoftmaxMoments(A=[[1.0]], V=[[1.0]]))
+    >>> type(eq).__name__
+    'SoftmaxMoments'
+    """
+    if isinstance(field, MomentEquations):
+        return field
+    names = [cls.__name__ for cls in type(field).__mro__]
+    for name in names:
+        if name in NOT_GAUSSIAN_PRESERVING:
+            raise ValueError(
+                f"`field` is {name} attention, which does not preserve Gaussian measures: "
+                f"{NOT_GAUSSIAN_PRESERVING[name]}. It has no moment ODE; estimate its moments "
+                "from particles with particle_moments()."
+            )
+    for name in names:
+        if name == "Softmax":
+            return SoftmaxMoments(field.A, field.V, beta=getattr(field, "beta", 1.0))
+        if name == "L2":
+            return L2Moments(field.Qbar, field.Kbar, field.V, s=getattr(field, "s", 1.0))
+        if name == "Sinkhorn":
+            return SinkhornMoments(field.A, field.V, eps=getattr(field, "eps", 1.0))
+        if name == "Linear":
+            return LinearMoments(field.A, field.V)
+        if name == "MultiHead":
+            W = getattr(field, "W", None)
+            heads = tuple(moment_equations(h) for h in field.heads)
+            return MultiHeadMoments(heads, W=_split_output_projection(W, len(heads)))
+    raise ValueError(
+        f"`field` must be a Gaussian-preserving attention field (Softmax, L2, Sinkhorn, Linear, "
+        f"MultiHead) or a MomentEquations; got {type(field).__name__}."
+    )
+
+
+def _split_output_projection(W: Any, H: int):
+    """Accept ``None``, a sequence of ``H`` square matrices, or one ``(d, H d)`` block matrix."""
+    if W is None:
+        return None
+    if isinstance(W, list | tuple):
+        return tuple(W)
+    W = as_matrix(W, "W")
+    d = W.shape[0]
+    if W.shape[1] == d:  # one shared projection applied to every head
+        return (W,) * H
+    if W.shape[1] != H * d:
+        raise ValueError(f"`W` must be (d, H d) = ({d}, {H * d}); got {W.shape}.")
+    return tuple(W[:, h * d : (h + 1) * d] for h in range(H))

@@ -1,0 +1,289 @@
+r"""One driver to integrate token dynamics: depth is time.
+
+:func:`integrate` solves :math:`\dot X = f(t, X)` for tokens ``X`` of shape ``(n, d)`` with
+
+- ``"euler"``: :math:`X \leftarrow X + h f(t, X)`, exactly a residual layer with layer scale
+  ``h`` (order 1);
+- ``"rk4"``: the classical fourth-order Runge-Kutta scheme (order 4);
+- ``"solve_ivp"``: :func:`scipy.integrate.solve_ivp` (DOP853 by default) for reference runs;
+
+in :math:`\mathbb R^d` or on the unit sphere (``geometry="sphere"``: Euler renormalises after
+each step, as a ResNet with LayerNorm; RK4 and ``solve_ivp`` integrate the tangent projection
+of the field, and RK4 also renormalises after each step).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.integrate import solve_ivp
+
+from ._validation import as_tokens, as_vector, check_positive
+from .geometry import _normalize_rows, _project_rows
+
+__all__ = ["GEOMETRIES", "METHODS", "Trajectory", "integrate"]
+
+#: Integration methods accepted by :func:`integrate`.
+METHODS = ("euler", "rk4", "solve_ivp")
+#: Geometries accepted by :func:`integrate`.
+GEOMETRIES = ("euclidean", "sphere")
+#: Relative slack in ``ceil(interval / dt)``: an interval that is a whole number of steps up to
+#: rounding (0.1 / 0.01 = 10.000000000000002) gets that number of steps, not one more.
+DT_SLACK = 1e-9
+
+
+@dataclass(frozen=True, eq=False)
+class Trajectory:
+    """A solution of the token ODE sampled at the requested times.
+
+    Attributes
+    ----------
+    times : ndarray, shape (T,)
+    states : ndarray, shape (T, n, d)
+        ``states[k]`` holds the tokens at ``times[k]``; ``states[0]`` is the initial condition.
+    method : str
+        One of ``METHODS``.
+    geometry : str
+        One of ``GEOMETRIES``.
+    n_steps : int
+        Number of steps (fixed-step methods), or of evaluations of the field (``solve_ivp``).
+
+    References
+    ----------
+    V. Castin, P. Ablin, J. A. Carrillo, G. Peyré, arXiv:2501.18322, 2025 (depth as time).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> traj = integrate(lambda t, X: -X, np.ones((1, 2)), [0.0, 1.0], method="euler", dt=0.5)
+    >>> traj.states.shape, traj.n_steps
+    ((2, 1, 2), 2)
+    >>> traj.final                       # two residual layers x <- x - x/2
+    array([[0.25, 0.25]])
+    """
+
+    times: np.ndarray
+    states: np.ndarray
+    method: str
+    geometry: str
+    n_steps: int = 0
+
+    @property
+    def final(self) -> np.ndarray:
+        """Tokens at the last time, shape ``(n, d)``."""
+        return self.states[-1]
+
+
+def _choice(value: Any, name: str, options: tuple[str, ...]) -> str:
+    if value not in options:
+        raise ValueError(f"`{name}` must be one of {options}; got {value!r}.")
+    return value
+
+
+def _progress_bar(enabled: bool, total: float, desc: str) -> Any:
+    if not enabled:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError as exc:  # pragma: no cover - tqdm is in the pinned environment
+        raise ImportError(
+            "`progress=True` needs tqdm: pip install 'token-dynamics[progress]'."
+        ) from exc
+    return tqdm(total=total, desc=desc, leave=False)
+
+
+def _blow_up(t: float, method: str) -> FloatingPointError:
+    return FloatingPointError(
+        f"The tokens became non-finite at t = {t:.6g} with method={method!r}: the dynamics may "
+        "blow up in finite time, or the step is too large. Reduce `dt` or the final time, or "
+        "use method='solve_ivp'."
+    )
+
+
+def integrate(
+    field: Callable[[float, np.ndarray], Any],
+    X0: Any,
+    times: Any,
+    *,
+    method: str = "rk4",
+    dt: float | None = None,
+    geometry: str = "euclidean",
+    rtol: float = 1e-10,
+    atol: float = 1e-12,
+    progress: bool = False,
+    ivp_method: str = "DOP853",
+) -> Trajectory:
+    r"""Integrate :math:`\dot X(t) = f(t, X(t))` from ``X0`` and sample it at ``times``.
+
+    With ``method="euler"`` one step is a residual layer,
+
+    .. math::
+
+        X^{\ell+1} = X^\ell + h\, f(t_\ell, X^\ell) ,
+
+    followed on the sphere by the row normalisation :math:`x \mapsto x/|x|` (LayerNorm).
+
+    Parameters
+    ----------
+    field : callable ``f(t, X) -> (n, d)``
+        Velocity field, e.g. any :class:`~token_dynamics.attention.AttentionField`.
+    X0 : array_like, shape (n, d)
+        Initial tokens (of unit norm when ``geometry="sphere"``; they are normalised).
+    times : array_like, shape (T,)
+        Strictly increasing output times; ``times[0]`` is the initial time.
+    method : {"euler", "rk4", "solve_ivp"}
+    dt : float, optional
+        Fixed-step methods: each interval between output times is split into
+        ``ceil(interval / dt)`` equal steps (one step per interval if ``None``).
+        ``solve_ivp``: the maximal step.
+    geometry : {"euclidean", "sphere"}
+    rtol, atol : float
+        Tolerances of ``solve_ivp`` (ignored by the fixed-step methods).
+    progress : bool
+        Show a ``tqdm`` progress bar (off by default).
+    ivp_method : str
+        Method passed to :func:`scipy.integrate.solve_ivp`.
+
+    Returns
+    -------
+    Trajectory
+        ``times`` of shape ``(T,)`` and ``states`` of shape ``(T, n, d)``.
+
+    Raises
+    ------
+    FloatingPointError
+        If the state becomes non-finite (finite-time blow-up or a too large step).
+
+    References
+    ----------
+    E. Hairer, S. P. Nørsett, G. Wanner, *Solving Ordinary Differential Equations I*, Springer,
+    1993. B. Geshkovski, C. Letrouit, Y. Polyanskiy, P. Rigollet, arXiv:2312.10794, 2023.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy.linalg import expm
+    >>> M = np.array([[0.0, 1.0], [-1.0, 0.0]])
+    >>> X0 = np.array([[1.0, 0.0]])
+    >>> traj = integrate(lambda t, X: X @ M.T, X0, [0.0, 1.0], dt=0.01)
+    >>> np.allclose(traj.final, X0 @ expm(M).T, atol=1e-9)
+    True
+    """
+    if not callable(field):
+        raise ValueError(
+            f"`field` must be a callable f(t, X) -> (n, d); got {type(field).__name__}."
+        )
+    method = _choice(method, "method", METHODS)
+    geometry = _choice(geometry, "geometry", GEOMETRIES)
+    X0 = as_tokens(X0, "X0")
+    times = as_vector(times, "times")
+    if times.size < 1 or np.any(np.diff(times) <= 0):
+        raise ValueError("`times` must be a non-empty, strictly increasing array of output times.")
+    if dt is not None:
+        dt = check_positive(dt, "dt")
+    rtol = check_positive(rtol, "rtol")
+    atol = check_positive(atol, "atol")
+    if not isinstance(progress, bool):
+        raise ValueError(f"`progress` must be True or False; got {progress!r}.")
+    sphere = geometry == "sphere"
+    if sphere:
+        norms = np.linalg.norm(X0, axis=1)
+        if np.any(norms == 0):
+            raise ValueError("`X0` has a zero row, which has no point on the sphere.")
+        X0 = X0 / norms[:, None]
+
+    def rhs(t: float, X: np.ndarray, project: bool) -> np.ndarray:
+        V = np.asarray(field(t, X), dtype=np.float64)
+        if V.shape != X.shape:
+            raise ValueError(f"`field` must return an array of shape {X.shape}; got {V.shape}.")
+        return _project_rows(X, V) if project else V
+
+    if method == "solve_ivp":
+        return _solve_ivp(rhs, X0, times, dt, sphere, rtol, atol, progress, ivp_method)
+
+    states = np.empty((times.size, *X0.shape))
+    states[0] = X0
+    substeps = [
+        1 if dt is None else max(1, math.ceil((b - a) / dt * (1 - DT_SLACK)))
+        for a, b in itertools.pairwise(times)
+    ]
+    bar = _progress_bar(progress, sum(substeps), f"integrate ({method})")
+    X = X0
+    try:
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            for k, m in enumerate(substeps):
+                h = (times[k + 1] - times[k]) / m
+                for s in range(m):
+                    t = times[k] + s * h
+                    X = (
+                        _euler(rhs, t, X, h, sphere)
+                        if method == "euler"
+                        else _rk4(rhs, t, X, h, sphere)
+                    )
+                    if not np.all(np.isfinite(X)):
+                        raise _blow_up(t + h, method)
+                    if bar is not None:
+                        bar.update(1)
+                states[k + 1] = X
+    finally:
+        if bar is not None:
+            bar.close()
+    return Trajectory(times, states, method, geometry, int(sum(substeps)))
+
+
+def _euler(rhs, t, X, h, sphere):
+    X = X + h * rhs(t, X, False)
+    return _normalize_rows(X) if sphere else X
+
+
+def _rk4(rhs, t, X, h, sphere):
+    k1 = rhs(t, X, sphere)
+    k2 = rhs(t + h / 2, X + (h / 2) * k1, sphere)
+    k3 = rhs(t + h / 2, X + (h / 2) * k2, sphere)
+    k4 = rhs(t + h, X + h * k3, sphere)
+    X = X + (h / 6) * (k1 + 2 * k2 + 2 * k3 + k4)
+    return _normalize_rows(X) if sphere else X
+
+
+def _solve_ivp(rhs, X0, times, dt, sphere, rtol, atol, progress, ivp_method):
+    shape = X0.shape
+    t0, t1 = float(times[0]), float(times[-1])
+    if times.size == 1:
+        return Trajectory(times, X0[None].copy(), "solve_ivp", "sphere" if sphere else "euclidean")
+    bar = _progress_bar(progress, t1 - t0, f"integrate (solve_ivp/{ivp_method})")
+    reached = [t0]
+
+    def fun(t, y):
+        if bar is not None and t > reached[0]:
+            bar.update(t - reached[0])
+            reached[0] = t
+        return rhs(t, y.reshape(shape), sphere).ravel()
+
+    kwargs = {} if dt is None else {"max_step": dt}
+    try:
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            sol = solve_ivp(
+                fun, (t0, t1), X0.ravel(), method=ivp_method, t_eval=times, rtol=rtol,
+                atol=atol, **kwargs,
+            )  # fmt: skip
+    finally:
+        if bar is not None:
+            bar.close()
+    if sol.status < 0 or not np.all(np.isfinite(sol.y)):
+        t_fail = float(sol.t[-1]) if sol.t.size else t0
+        if sol.y.size and not np.all(np.isfinite(sol.y)):
+            raise _blow_up(t_fail, "solve_ivp")
+        raise FloatingPointError(
+            f"solve_ivp failed at t = {t_fail:.6g}: {sol.message} Loosen `rtol`/`atol`, or check "
+            "for a finite-time blow-up."
+        )
+    states = sol.y.T.reshape(times.size, *shape)
+    geometry = "sphere" if sphere else "euclidean"
+    return Trajectory(
+        times, states, "solve_ivp", geometry, int(sol.t_events is None) * 0 + sol.nfev
+    )

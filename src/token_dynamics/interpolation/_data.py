@@ -1,0 +1,162 @@
+"""Interpolation data sets: assumptions, random overlapping data, and block counts (private)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from scipy.spatial.distance import cdist
+
+from .._validation import as_rng, check_int
+from ._blocks import as_sequences, pairwise_min_distance
+from ._moves import COINCIDE_RTOL, DISTINCT_RTOL, _distinct
+
+__all__ = ["check_dataset", "overlapping_dataset", "paper_block_count", "resnet_counts"]
+
+
+def paper_block_count(m: Any, attention: str = "hardmax") -> int:
+    """The paper's number of blocks: ``2 sum(m) + 2 N + 1`` (hardmax), ``2 sum(m) + 3 N``
+    (softmax).
+
+    Examples
+    --------
+    >>> paper_block_count([2, 1, 3]), paper_block_count([2, 1, 3], "softmax")
+    (19, 21)
+    """
+    m = np.asarray(m, dtype=int)
+    if attention == "hardmax":
+        return int(2 * m.sum() + 2 * m.size + 1)
+    if attention == "softmax":
+        return int(2 * m.sum() + 3 * m.size)
+    raise ValueError(f"`attention` must be 'hardmax' or 'softmax'; got {attention!r}.")
+
+
+def resnet_counts(n_tokens: int, d: int, n_sequences: int) -> tuple[int, int]:
+    r"""Blocks and parameters of a ResNet interpolating ``N`` flattened sequences.
+
+    A ResNet sees a sequence of ``n`` tokens as one vector of :math:`\mathbb R^{nd}`. Moving one
+    data point per residual block with the width-3 hat layer of :func:`hat_move` takes ``N``
+    blocks of ``2 * 3 * n d + 3 + 1`` parameters each: the count grows linearly with the input
+    length ``n``, while the transformer's does not depend on it.
+
+    Returns
+    -------
+    (int, int)
+        Number of blocks and number of parameters.
+
+    Examples
+    --------
+    >>> resnet_counts(10, 2, 3)
+    (3, 372)
+    """
+    D = n_tokens * d
+    return n_sequences, n_sequences * (6 * D + 4)
+
+
+def overlapping_dataset(
+    n_sequences: int,
+    d: int,
+    *,
+    pool_size: int = 9,
+    max_length: int = 7,
+    target_scale: float = 3.0,
+    rng: Any = None,
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Random data set whose sequences share tokens: each input draws ``n_j <= max_length``
+    distinct tokens from one Gaussian pool of ``pool_size`` points (inputs distinct as sets);
+    each target has ``m_j <= n_j`` Gaussian points of standard deviation ``target_scale``.
+
+    Returns
+    -------
+    (list of ndarray (n_j, d), list of ndarray (m_j, d))
+
+    Examples
+    --------
+    >>> X, Y = overlapping_dataset(3, 2, rng=0)
+    >>> len(X), all(y.shape[0] <= x.shape[0] for x, y in zip(X, Y))
+    (3, True)
+    """
+    N = check_int(n_sequences, "n_sequences")
+    d = check_int(d, "d")
+    pool_size = check_int(pool_size, "pool_size")
+    max_length = check_int(max_length, "max_length")
+    if N > 2**pool_size - 1:
+        raise ValueError(f"`pool_size` = {pool_size} allows fewer than `n_sequences` = {N} sets.")
+    rng = as_rng(rng)
+    pool = rng.normal(size=(pool_size, d))
+    X, Y, seen = [], [], set()
+    while len(X) < N:
+        n = int(rng.integers(1, min(max_length, pool_size) + 1))
+        idx = rng.choice(pool_size, size=n, replace=False)
+        key = frozenset(idx.tolist())
+        if key in seen:
+            continue
+        seen.add(key)
+        X.append(pool[idx])
+        Y.append(target_scale * rng.normal(size=(int(rng.integers(1, n + 1)), d)))
+    return X, Y
+
+
+def check_dataset(inputs: Any, targets: Any) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Validate an interpolation dataset and name the violated assumption if any.
+
+    Assumptions: ``d >= 2``; tokens pairwise distinct within each input sequence; input
+    sequences pairwise distinct as sets; targets pairwise distinct within each output sequence
+    and ``m_j <= n_j``; distinct points at least ``1e-6`` (relative) apart.
+
+    Examples
+    --------
+    >>> check_dataset([[[0.0, 0.0], [0.0, 0.0]]], [[[1.0, 1.0]]])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: assumption violated: tokens 0 and 1 of `inputs[0]` coincide; ...
+    """
+    X = as_sequences(inputs, "inputs")
+    Y = as_sequences(targets, "targets", d=X[0].shape[1])
+    N, d = len(X), X[0].shape[1]
+    if len(Y) != N:
+        raise ValueError(f"got {N} `inputs` but {len(Y)} `targets`; give one target per input.")
+    if d < 2:
+        raise ValueError(
+            "assumption violated: the construction needs tokens of dimension d >= 2; "
+            f"got d = {d}. Embed the data in R^2 (append a zero coordinate)."
+        )
+    scale = max(1.0, max(float(np.abs(Z).max()) for Z in X + Y))
+    tol = DISTINCT_RTOL * scale
+    for name, seqs in (("inputs", X), ("targets", Y)):
+        for j, Z in enumerate(seqs):
+            if Z.shape[0] > 1:
+                D = cdist(Z, Z)
+                np.fill_diagonal(D, np.inf)
+                if D.min() <= tol:
+                    i, k = sorted(np.unravel_index(np.argmin(D), D.shape))
+                    raise ValueError(
+                        f"assumption violated: tokens {i} and {k} of `{name}[{j}]` coincide; "
+                        "tokens must be pairwise distinct within a sequence (remove duplicates)."
+                    )
+    for j in range(N):
+        if Y[j].shape[0] > X[j].shape[0]:
+            raise ValueError(
+                f"assumption violated: `targets[{j}]` has {Y[j].shape[0]} outputs but "
+                f"`inputs[{j}]` only {X[j].shape[0]} distinct tokens; need m_j <= n_j."
+            )
+    allpts = np.vstack(X)
+    distinct = _distinct(allpts, COINCIDE_RTOL * scale)
+    if pairwise_min_distance(distinct) <= tol:
+        raise ValueError(
+            "assumption violated: two input tokens of different sequences are distinct but "
+            f"closer than {tol:.3g} (1e-6 relative); make them equal or further apart."
+        )
+    for j in range(N):
+        for k in range(j):
+            if X[j].shape[0] == X[k].shape[0] and _same_set(X[j], X[k], tol):
+                raise ValueError(
+                    f"assumption violated: `inputs[{k}]` and `inputs[{j}]` are the same set of "
+                    "tokens; input sequences must be pairwise distinct as sets."
+                )
+    return X, Y
+
+
+def _same_set(A: np.ndarray, B: np.ndarray, tol: float) -> bool:
+    D = cdist(A, B)
+    return bool(D.min(axis=1).max() <= tol and D.min(axis=0).max() <= tol)

@@ -1,0 +1,127 @@
+"""Moving single points with ReLU layers: generic directions and the hat layer (private)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from scipy.spatial.distance import cdist
+
+from .._validation import as_rng, as_tokens, as_vector
+from ._blocks import FeedForward
+
+__all__ = ["hat_move"]
+
+#: Two current tokens closer than ``COINCIDE_RTOL * scale`` are the same point. Rounding in the
+#: construction moves a point by ~1e-13 relative, far below; distinct data points must be at
+#: least ``DISTINCT_RTOL * scale`` apart, far above, so the two never get confused.
+COINCIDE_RTOL = 1e-9
+DISTINCT_RTOL = 1e-6
+#: Random directions tried when a generic direction is needed (the best is kept): the smallest
+#: gap of a random projection of M points is ~1/M^2 of their spread, and 16 draws make a tiny
+#: gap unlikely at no real cost.
+N_DIRECTION_TRIALS = 16
+
+
+def _distinct(points: np.ndarray, tol: float) -> np.ndarray:
+    """Representatives of the rows of ``points`` up to coincidence within ``tol``."""
+    keep: list[int] = []
+    D = cdist(points, points)
+    taken = np.zeros(points.shape[0], dtype=bool)
+    for i in range(points.shape[0]):
+        if not taken[i]:
+            keep.append(i)
+            taken |= D[i] <= tol
+    return points[keep]
+
+
+def _generic_direction(
+    points: np.ndarray, rng: np.random.Generator, anchor: np.ndarray | None = None
+) -> tuple[np.ndarray, float]:
+    """A unit direction whose projection separates the points (or ``anchor`` from the others)
+    best among random draws; returns it with the smallest projected gap."""
+    d = points.shape[1]
+    best, best_gap = None, -1.0
+    for _ in range(N_DIRECTION_TRIALS):
+        e = rng.normal(size=d)
+        e /= np.linalg.norm(e)
+        s = points @ e
+        if anchor is not None:
+            gaps = np.abs(s - anchor @ e)
+            gap = float(gaps.min()) if gaps.size else np.inf
+        else:
+            gap = float(np.diff(np.sort(s)).min()) if s.size > 1 else np.inf
+        if gap > best_gap:
+            best, best_gap = e, gap
+    return best, best_gap
+
+
+def hat_move(
+    points: Any,
+    p: Any,
+    q: Any,
+    *,
+    translation: Any = None,
+    rng: Any = None,
+) -> FeedForward:
+    r"""A residual ReLU layer that moves the point ``p`` to ``q`` and fixes the other points.
+
+    With a unit direction :math:`e` whose projection isolates :math:`p`, :math:`s_0 = \langle
+    e, p\rangle` and :math:`\delta` half the smallest projected gap, the layer is
+
+    .. math:: x \mapsto x + t + \frac{q - p - t}{\delta}\big(\sigma(s - s_0 + \delta)
+              - 2\sigma(s - s_0) + \sigma(s - s_0 - \delta)\big), \qquad s = \langle e, x\rangle,
+
+    a hat of height 1 at :math:`p` that vanishes outside :math:`|s - s_0| < \delta`; width 3, or
+    4 with the optional translation :math:`t` (a unit with zero input weights).
+
+    Parameters
+    ----------
+    points : array_like, shape (M, d)
+        The other current points that must stay fixed (``p`` itself may be among them).
+    p, q : array_like, shape (d,)
+        Point to move and its destination.
+    translation : array_like, shape (d,), optional
+        A translation applied to every point in the same layer.
+    rng : Generator, int or None
+        Draws the direction (best of a few random ones).
+
+    Returns
+    -------
+    FeedForward
+
+    Examples
+    --------
+    >>> pts = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    >>> ff = hat_move(pts, pts[1], [5.0, 5.0], rng=0)
+    >>> np.round(ff(pts), 12).tolist()
+    [[0.0, 0.0], [5.0, 5.0], [0.0, 1.0]]
+    """
+    pts = as_tokens(points, "points")
+    d = pts.shape[1]
+    p = as_vector(p, "p", size=d)
+    q = as_vector(q, "q", size=d)
+    t = np.zeros(d) if translation is None else as_vector(translation, "translation", size=d)
+    rng = as_rng(rng)
+    scale = max(1.0, float(np.abs(pts).max()), float(np.abs(p).max()))
+    others = pts[np.linalg.norm(pts - p, axis=1) > COINCIDE_RTOL * scale]
+    if others.shape[0]:
+        e, gap = _generic_direction(others, rng, anchor=p)
+        if gap <= COINCIDE_RTOL * scale:
+            raise ValueError(
+                "`p` cannot be isolated by a projection from the other points; they must be "
+                "pairwise distinct."
+            )
+        delta = 0.5 * gap
+    else:
+        e, delta = np.eye(d)[0], 1.0
+    s0 = float(p @ e)
+    D = q - p - t
+    U = np.tile(e, (3, 1))
+    b = np.array([-(s0 - delta), -s0, -(s0 + delta)])
+    W = np.outer(D, [1.0, -2.0, 1.0]) / delta
+    if translation is not None and np.any(t != 0):
+        U = np.vstack([U, np.zeros(d)])
+        b = np.append(b, 1.0)
+        W = np.column_stack([W, t])
+    return FeedForward(U=U, b=b, W=W, eta=1.0)

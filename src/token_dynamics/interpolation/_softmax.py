@@ -1,0 +1,421 @@
+"""Softmax attention in the constructive interpolator: error bounds, the critical temperature
+and an exact snapping stage (private)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._validation import as_rng, check_positive
+from ._blocks import (
+    HARDMAX_TOL,
+    FeedForward,
+    SelfAttention,
+    Transformer,
+    TransformerBlock,
+    as_sequences,
+    relative_hausdorff_errors,
+)
+from ._data import check_dataset
+from ._hardmax import build_hardmax_interpolator
+from ._moves import _generic_direction
+
+__all__ = [
+    "SoftmaxInterpolator",
+    "build_softmax_interpolator",
+    "critical_temperature",
+    "snap_layer",
+    "softmax_deviation_bound",
+    "substitution_errors",
+]
+
+#: Temperatures searched by :func:`critical_temperature`, relative to the largest score scale:
+#: 1e-12 makes every softmax weight off the maximiser underflow, 1e6 makes softmax uniform.
+TAU_RANGE = (1e-12, 1e6)
+#: Bisection steps in log(tau): 60 halvings of a 40-decade bracket pin tau* to ~1e-16 relative.
+N_BISECTION = 60
+#: Fraction of the snapping plateau that the a-priori bound may use; the rest absorbs rounding.
+SNAP_SAFETY = 0.5
+
+
+def _ff_factors(ff: FeedForward, X: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """Per-token Lipschitz factor of ``ff`` on the ball of radius ``e_i`` around ``x_i``."""
+    H = X @ ff.U.T + ff.b
+    unorm = np.linalg.norm(ff.U, axis=1)
+    if not np.all(np.isfinite(e)):
+        return np.full(X.shape[0], np.inf)
+    near_kink = np.any(np.abs(H) <= e[:, None] * unorm[None, :], axis=1)
+    glob = abs(ff.eta) + np.linalg.norm(ff.W, 2) * np.linalg.norm(ff.U, 2)
+    out = np.full(X.shape[0], glob)
+    d = X.shape[1]
+    smooth = np.flatnonzero(~near_kink)
+    patterns, inverse = np.unique(H[smooth] > 0, axis=0, return_inverse=True)
+    for p, pattern in enumerate(patterns):  # one local Jacobian per activation pattern
+        J = ff.eta * np.eye(d) + (ff.W * pattern) @ ff.U
+        out[smooth[inverse.ravel() == p]] = np.linalg.norm(J, 2)
+    return out
+
+
+def _sa_bound(sa: SelfAttention, X: np.ndarray, e: np.ndarray, tau: float) -> np.ndarray:
+    """Bound on |softmax layer(x') - hardmax layer(x)| per token, given |x'_i - x_i| <= e_i."""
+    if sa.V is None:
+        return abs(sa.rho) * e
+    A = sa._dense_A if sa._dense_A is not None else np.zeros((X.shape[1], X.shape[1]))
+    normA, normV = np.linalg.norm(A, 2), np.linalg.norm(sa._dense_V, 2)
+    E = float(e.max())
+    if not np.isfinite(E):
+        return np.full_like(e, np.inf)
+    R = float(np.linalg.norm(X, axis=1).max()) + E
+    S = X @ A.T @ X.T
+    top = S.max(axis=1, keepdims=True)
+    tied = S >= top - HARDMAX_TOL * np.maximum(1.0, np.abs(top))
+    if E > 0:
+        for i in range(X.shape[0]):
+            T_ = X[tied[i]]
+            if np.ptp(T_, axis=0).max() > 0:
+                return np.full_like(e, np.inf)  # a tie between distinct points can break
+    second = np.where(tied, -np.inf, S).max(axis=1)
+    margin = top[:, 0] - second  # inf when every key is tied
+    shift = 2.0 * normA * (2.0 * R * E + E * E)
+    eff = margin - shift
+    if np.any(eff <= 0):
+        return np.full_like(e, np.inf)
+    n = X.shape[0]
+    leak = 2.0 * (n - 1) * normV * R * np.exp(-eff / tau)
+    return abs(sa.rho) * e + normV * E + leak
+
+
+def softmax_deviation_bound(transformer: Transformer, inputs: Any, tau: float) -> list[np.ndarray]:
+    r"""A-priori bound on how far the softmax network strays from the hardmax one.
+
+    Each attention layer of ``transformer`` is switched from hardmax to softmax at temperature
+    ``tau``. Along the hardmax trajectory, a token's deviation ``e_i`` is propagated layer by
+    layer: a feed-forward layer multiplies it by its local Lipschitz constant on the ball of
+    radius ``e_i`` (the global one when the ball meets a kink); an attention layer with margin
+    :math:`\Delta_i` between the best and second-best score adds at most
+    :math:`2(n-1)\lVert V\rVert R e^{-\Delta_i^{\rm eff}/\tau}`, with the margin reduced by the
+    largest score change the deviations can cause.
+
+    Parameters
+    ----------
+    transformer : Transformer
+        A network with hardmax attention (for instance an interpolator).
+    inputs : list of array_like, shapes (n_j, d)
+    tau : float
+        Softmax temperature.
+
+    Returns
+    -------
+    list of ndarray, shapes (n_j,)
+        Bound on the deviation of each output token (``inf`` if a margin is lost).
+
+    Examples
+    --------
+    >>> from token_dynamics.interpolation import build_hardmax_interpolator
+    >>> X = [np.array([[0.0, 0.0], [1.0, 0.0]]), np.array([[0.0, 0.0], [0.0, 1.0]])]
+    >>> interp = build_hardmax_interpolator(X, [X[0][:1], X[1]], rng=0)
+    >>> bool(softmax_deviation_bound(interp.transformer, X, 1e-3)[0].max() < 1e-12)
+    True
+    """
+    tau = check_positive(tau, "tau")
+    return _deviation_bound(transformer, transformer.layer_states(inputs), tau)
+
+
+def _deviation_bound(transformer: Transformer, states: list, tau: float) -> list[np.ndarray]:
+    bounds = [np.zeros(Z.shape[0]) for Z in states[0]]
+    for k, block in enumerate(transformer.blocks):
+        before_ff, before_sa = states[2 * k], states[2 * k + 1]
+        bounds = [_ff_factors(block.ff, Z, e) * e for Z, e in zip(before_ff, bounds, strict=True)]
+        bounds = [_sa_bound(block.sa, Z, e, tau) for Z, e in zip(before_sa, bounds, strict=True)]
+    return bounds
+
+
+def critical_temperature(transformer: Transformer, inputs: Any, tolerance: float) -> float:
+    r"""Largest temperature :math:`\tau^*` at which :func:`softmax_deviation_bound` stays below
+    ``tolerance`` for every token (bisection in :math:`\log\tau`; the bound grows with
+    :math:`\tau`).
+
+    Parameters
+    ----------
+    transformer : Transformer
+    inputs : list of array_like, shapes (n_j, d)
+    tolerance : float
+        Allowed deviation of every output token.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> from token_dynamics.interpolation import build_hardmax_interpolator
+    >>> X = [np.array([[0.0, 0.0], [1.0, 0.0]]), np.array([[0.0, 0.0], [0.0, 1.0]])]
+    >>> interp = build_hardmax_interpolator(X, [X[0][:1], X[1]], rng=0)
+    >>> tau = critical_temperature(interp.transformer, X, 1e-6)
+    >>> bool(softmax_deviation_bound(interp.transformer, X, tau)[0].max() <= 1e-6)
+    True
+    """
+    tolerance = check_positive(tolerance, "tolerance")
+    states = transformer.layer_states(as_sequences(inputs, d=transformer.dim))
+    scale = max(1.0, max(float(np.abs(Z).max()) for st in states for Z in st)) ** 2
+
+    def ok(tau: float) -> bool:
+        bounds = _deviation_bound(transformer, states, tau)
+        return max(float(b.max()) for b in bounds) <= tolerance
+
+    lo, hi = np.log(TAU_RANGE[0] * scale), np.log(TAU_RANGE[1] * scale)
+    if not ok(np.exp(lo)):
+        raise ValueError(
+            "no temperature meets `tolerance`: a hardmax margin is lost to the deviations "
+            "already at tau -> 0; increase `tolerance`."
+        )
+    if ok(np.exp(hi)):
+        return float(np.exp(hi))
+    for _ in range(N_BISECTION):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if ok(np.exp(mid)) else (lo, mid)
+    return float(np.exp(lo))
+
+
+def substitution_errors(
+    transformer: Transformer, inputs: Any, targets: Any, taus: Any
+) -> np.ndarray:
+    """Largest relative Hausdorff error when every attention layer is softmax at ``tau``.
+
+    Parameters
+    ----------
+    transformer : Transformer
+    inputs, targets : lists of arrays, shapes (n_j, d) and (m_j, d)
+    taus : array_like, shape (k,)
+
+    Returns
+    -------
+    ndarray, shape (k,)
+
+    Examples
+    --------
+    >>> from token_dynamics.interpolation import build_hardmax_interpolator
+    >>> X = [np.array([[0.0, 0.0], [1.0, 0.0]]), np.array([[0.0, 0.0], [0.0, 1.0]])]
+    >>> Y = [X[0][:1], X[1]]
+    >>> interp = build_hardmax_interpolator(X, Y, rng=0)
+    >>> err = substitution_errors(interp.transformer, X, Y, [10.0, 1e-3])
+    >>> bool(err[0] > 1e-3 and err[1] < 1e-10)
+    True
+    """
+    taus = np.atleast_1d(np.asarray(taus, dtype=np.float64))
+    for tau in taus:
+        check_positive(float(tau), "taus")
+    X = as_sequences(inputs, d=transformer.dim)
+    out = []
+    with np.errstate(under="ignore"):
+        for tau in taus:
+            T = transformer.with_attention("softmax", float(tau))
+            out.append(relative_hausdorff_errors(T(X), targets).max())
+    return np.array(out)
+
+
+@dataclass(frozen=True, eq=False)
+class SoftmaxInterpolator:
+    """Result of :func:`build_softmax_interpolator`.
+
+    Attributes
+    ----------
+    transformer : Transformer
+        Softmax network: the hardmax plan through the collapse with softmax at ``tau``, one
+        non-residual projection block, then one snap-and-move block per leader.
+    tau, tau_star : float
+        Temperature used, and the critical temperature below which the a-priori bound
+        guarantees that every near-collapsed token lies on a snapping plateau.
+    snap_radius : float
+        Half-width of the narrowest snapping plateau (line coordinate).
+    collapse_radius : float
+        Largest measured distance (line coordinate) of a token from its leader after the
+        softmax collapse.
+    plateau_fill : float
+        Largest ratio of a token's distance to its leader over the half-width of that
+        leader's plateau (measured).
+    exact_collapse : bool
+        ``plateau_fill < 1``: every token lies on its plateau and is snapped exactly onto its
+        target.
+    errors : ndarray, shape (N,)
+        Relative Hausdorff error of each sequence.
+    n_separation : int
+    m : ndarray of int, shape (N,)
+    """
+
+    transformer: Transformer
+    tau: float
+    tau_star: float
+    snap_radius: float
+    collapse_radius: float
+    plateau_fill: float
+    exact_collapse: bool
+    errors: np.ndarray
+    n_separation: int
+    m: np.ndarray
+
+    @property
+    def n_blocks(self) -> int:
+        return self.transformer.n_blocks
+
+    @property
+    def max_error(self) -> float:
+        return float(self.errors.max())
+
+    @property
+    def paper_bound(self) -> int:
+        """The paper's softmax block count ``2 sum(m) + 3 N``."""
+        return int(2 * self.m.sum() + 3 * self.m.size)
+
+
+def snap_layer(c: float, delta: float, w: Any, e: Any, y: Any) -> FeedForward:
+    r"""Width-4 residual layer that snaps a segment of the line :math:`\{a w\}` onto ``y``.
+
+    With :math:`t = \langle e, x\rangle` and breakpoints :math:`c \mp \delta`,
+    :math:`c \mp \delta/2`, the layer :math:`x \mapsto x + \sum_k W_k \sigma(t - b_k)` equals
+    ``y`` for every ``a w`` with :math:`|a - c| \le \delta/2` and is the identity where
+    :math:`|t - c| \ge \delta`. Requires :math:`\langle e, w\rangle = 1`.
+
+    Parameters
+    ----------
+    c, delta : float
+        Centre of the segment (line coordinate) and half-width of the window.
+    w : array_like, shape (d,)
+        Direction of the line.
+    e : array_like, shape (d,)
+        Projection direction, with ``<e, w> = 1``.
+    y : array_like, shape (d,)
+        Destination.
+
+    Returns
+    -------
+    FeedForward
+
+    Examples
+    --------
+    >>> ff = snap_layer(2.0, 0.4, [1.0, 0.0], [1.0, 0.0], [5.0, 5.0])
+    >>> ff(np.array([[1.9, 0.0], [2.1, 0.0], [0.0, 0.0], [9.0, 0.0]])).round(12).tolist()
+    [[5.0, 5.0], [5.0, 5.0], [0.0, 0.0], [9.0, 0.0]]
+    """
+    w, e, y = (np.asarray(v, dtype=np.float64) for v in (w, e, y))
+    delta = check_positive(delta, "delta")
+    if abs(float(e @ w) - 1.0) > 1e-12:
+        raise ValueError(f"`e` must satisfy <e, w> = 1; got {float(e @ w)!r}.")
+    b1, b2, b3, b4 = c - delta, c - delta / 2, c + delta / 2, c + delta
+    W2 = (b1 * w - y) / (b2 - b1)
+    W1 = -w - W2
+    W4 = (y - b3 * w) / (b4 - b3)
+    W3 = w - W4
+    return FeedForward(
+        U=np.tile(e, (4, 1)),
+        b=-np.array([b1, b2, b3, b4]),
+        W=np.column_stack([W1, W2, W3, W4]),
+        eta=1.0,
+    )
+
+
+def build_softmax_interpolator(
+    inputs: Any, targets: Any, *, tau: float | None = None, rng: Any = None
+) -> SoftmaxInterpolator:
+    r"""Build a softmax transformer that interpolates the data, with an exact collapse.
+
+    Stages: the hardmax plan (separation, leader selection, collapse) with softmax attention
+    at temperature ``tau``, which leaves every token within a small distance of its leader;
+    one non-residual feed-forward layer (:math:`\eta = 0`, width 1) that maps every token onto
+    a generic line; then, per leader, one width-4 residual layer that is *constant* on a
+    neighbourhood of the leader's point of the line, so that the whole near-collapsed cluster
+    lands exactly on its target. Blocks: ``S + 2 sum(m) + 1 <= 2 sum(m) + N``.
+
+    Parameters
+    ----------
+    inputs, targets : lists of array_like, shapes (n_j, d) and (m_j, d)
+        As for :func:`build_hardmax_interpolator`.
+    tau : float, optional
+        Softmax temperature; the computed critical temperature ``tau_star`` by default.
+    rng : Generator, int or None
+
+    Returns
+    -------
+    SoftmaxInterpolator
+
+    References
+    ----------
+    A. Alcalde, G. Fantuzzi, E. Zuazua, *Exact sequence interpolation with transformers*,
+    arXiv:2502.02270 (the snapping stage here is our construction).
+
+    Examples
+    --------
+    >>> X = [np.array([[0.0, 0.0], [1.0, 0.0]]), np.array([[0.0, 0.0], [0.0, 1.0]])]
+    >>> Y = [np.array([[5.0, 5.0]]), np.array([[-1.0, 2.0], [3.0, 0.0]])]
+    >>> interp = build_softmax_interpolator(X, Y, rng=0)
+    >>> interp.exact_collapse, bool(interp.max_error < 1e-10), interp.n_blocks
+    (True, True, 8)
+    """
+    X, Y = check_dataset(inputs, targets)
+    rng = as_rng(rng)
+    plan = build_hardmax_interpolator(X, Y, rng=rng)
+    S, K, d = plan.n_separation, int(plan.m.sum()), X[0].shape[1]
+    head = Transformer(plan.transformer.blocks[: S + K])
+    collapsed = plan.phase("collapsed").sequences
+    centers = []  # (sequence, actual collapsed leader position) in move order
+    for j, L_ in enumerate(plan.leader_points):
+        for k in range(L_.shape[0]):
+            Z = collapsed[j]
+            centers.append(Z[np.argmin(np.linalg.norm(Z - L_[k], axis=1))])
+    C = np.array(centers)
+    targets_flat = np.vstack(Y)
+    # Projection onto the line a -> a w (eta = 0, width 1); a = <e, x> + b0 >= 1 on the clusters.
+    e0, gap = _generic_direction(C, rng) if K > 1 else (np.eye(d)[0], 1.0)
+    a = C @ e0
+    b0 = 1.0 + gap - a.min()
+    w = rng.normal(size=d)
+    w /= np.linalg.norm(w)
+    project = FeedForward(U=e0[None, :], b=[b0], W=w[:, None], eta=0.0)
+    line = list(a + b0)
+    blocks = [TransformerBlock(project, SelfAttention())]
+    deltas = []
+    for k in range(K):
+        best = None
+        for trial in range(16):
+            g = np.zeros(d) if trial == 0 else rng.normal(size=d)
+            e = w + (g - (g @ w) * w)  # <e, w> = 1: line points keep their coordinate
+            others = [line[i] for i in range(k + 1, K)] + [targets_flat[i] @ e for i in range(k)]
+            delta = 0.5 * min((abs(t - line[k]) for t in others), default=2.0)
+            if best is None or delta > best[0]:
+                best = (delta, e)
+        delta, e = best
+        deltas.append(delta)
+        blocks.append(
+            TransformerBlock(snap_layer(line[k], delta, w, e, targets_flat[k]), SelfAttention())
+        )
+    snap_radius = 0.5 * min(deltas)
+    tau_star = critical_temperature(head, X, SNAP_SAFETY * snap_radius)
+    tau = tau_star if tau is None else check_positive(tau, "tau")
+    soft_head = head.with_attention("softmax", tau)
+    with np.errstate(under="ignore"):
+        near = soft_head(X)
+        centres = np.array(line)
+        half = 0.5 * np.array(deltas)  # plateau half-width of each leader's snapping layer
+        radius, fill = 0.0, 0.0
+        for Z in near:
+            a_ = Z @ e0 + b0
+            k = np.argmin(np.abs(a_[:, None] - centres[None, :]), axis=1)
+            dist = np.abs(a_ - centres[k])
+            radius = max(radius, float(dist.max()))
+            fill = max(fill, float((dist / half[k]).max()))
+        T = soft_head + Transformer(tuple(blocks))
+        errors = relative_hausdorff_errors(T(X), Y)
+    return SoftmaxInterpolator(
+        transformer=T,
+        tau=float(tau),
+        tau_star=float(tau_star),
+        snap_radius=float(snap_radius),
+        collapse_radius=radius,
+        plateau_fill=fill,
+        exact_collapse=bool(fill < 1.0),
+        errors=errors,
+        n_separation=S,
+        m=plan.m,
+    )

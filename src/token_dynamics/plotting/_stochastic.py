@@ -1,0 +1,282 @@
+"""Plotting helpers for the chapters on stochastic limits and synchronization (ax in, artist out).
+
+Monte-Carlo curves with their standard-error bands, convergence studies on log-log axes with the
+fitted slope, Lyapunov exponents against the dimension, kernels, and energy decay against a rate.
+Animations of tokens on the sphere reuse :func:`token_dynamics.plotting.animate`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..stochastic import lyapunov_exponent, noise_kernel
+
+__all__ = [
+    "plot_angle_histogram",
+    "plot_convergence",
+    "plot_energy_decay",
+    "plot_kernels",
+    "plot_lyapunov_dimensions",
+    "plot_mc_estimate",
+]
+
+#: Width of the shaded bands, in standard errors: +-2 SE is a 95% band for a Gaussian mean.
+BAND_SE = 2.0
+
+
+def plot_mc_estimate(
+    ax: Any,
+    x: Any,
+    estimate: Any,
+    *,
+    predicted: Any = None,
+    label: str = "simulation",
+    color: Any = "C0",
+) -> Any:
+    """Plot a Monte-Carlo mean with a +-2 SE band, and optionally the predicted curve.
+
+    Parameters
+    ----------
+    ax : matplotlib Axes
+    x : (k,) array_like
+    estimate : MCEstimate
+        With ``mean`` and ``stderr`` of shape ``(k,)``.
+    predicted : (k,) array_like, optional
+        Drawn dashed in black.
+    label : str
+    color : color
+
+    Returns
+    -------
+    Line2D
+        The line of the mean.
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> from token_dynamics.stochastic import MCEstimate
+    >>> fig, ax = plt.subplots()
+    >>> line = plot_mc_estimate(ax, [0, 1], MCEstimate(np.array([1.0, 0.5]), np.zeros(2), 10))
+    >>> plt.close(fig)
+    """
+    x = np.asarray(x, dtype=np.float64)
+    mean, se = np.asarray(estimate.mean), np.asarray(estimate.stderr)
+    (line,) = ax.plot(x, mean, color=color, label=label)
+    ax.fill_between(x, mean - BAND_SE * se, mean + BAND_SE * se, color=color, alpha=0.25, lw=0)
+    if predicted is not None:
+        ax.plot(x, np.asarray(predicted), "k--", lw=1, label="prediction")
+    ax.legend(frameon=False)
+    return line
+
+
+def plot_convergence(
+    ax: Any,
+    study: Any,
+    *,
+    xlabel: str = "L",
+    ylabel: str = "error",
+    reference_slope: float | None = None,
+    color: Any = "C0",
+) -> Any:
+    """Log-log plot of a :class:`ConvergenceStudy` with +-2 SE bars and its fitted line.
+
+    Parameters
+    ----------
+    ax : matplotlib Axes
+    study : ConvergenceStudy
+    xlabel, ylabel : str
+    reference_slope : float, optional
+        A dotted line of this slope through the first point, for comparison.
+    color : color
+
+    Returns
+    -------
+    ErrorbarContainer
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> from token_dynamics.stochastic import ConvergenceStudy
+    >>> s = ConvergenceStudy(np.array([1.0, 2.0]), np.array([1.0, 0.5]), np.zeros(2), -1.0)
+    >>> fig, ax = plt.subplots()
+    >>> bars = plot_convergence(ax, s)
+    >>> plt.close(fig)
+    """
+    x, y = study.values, study.mean
+    bars = ax.errorbar(x, y, yerr=BAND_SE * study.stderr, fmt="o", color=color, capsize=3)
+    intercept = np.mean(np.log(y) - study.slope * np.log(x))
+    ax.plot(
+        x, np.exp(intercept) * x**study.slope, color=color, label=f"fit: slope {study.slope:.2f}"
+    )
+    if reference_slope is not None:
+        ax.plot(x, y[0] * (x / x[0]) ** reference_slope, "k:", label=f"slope {reference_slope:g}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.legend(frameon=False)
+    return bars
+
+
+def plot_lyapunov_dimensions(
+    ax: Any,
+    dims: Any,
+    estimates: dict,
+    *,
+    sigma1: float = 1.0,
+    sigma2: float = 1.0,
+) -> list:
+    """Simulated Lyapunov exponents (+-2 SE) against ``d`` over the formula, per activation.
+
+    Parameters
+    ----------
+    ax : matplotlib Axes
+    dims : (k,) array_like of int
+    estimates : dict
+        ``{activation: [MCEstimate, ...]}``, one estimate per dimension.
+    sigma1, sigma2 : float
+        Weight scales used for the formula curves.
+
+    Returns
+    -------
+    list of Line2D
+        The formula curves.
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> from token_dynamics.stochastic import MCEstimate
+    >>> fig, ax = plt.subplots()
+    >>> lines = plot_lyapunov_dimensions(ax, [3], {"relu": [MCEstimate(-0.5, 0.01, 10)]})
+    >>> plt.close(fig)
+    """
+    dims = np.asarray(dims)
+    grid = np.arange(2, int(dims.max()) + 2)
+    lines = []
+    for k, (act, ests) in enumerate(estimates.items()):
+        color = f"C{k}"
+        lam = [lyapunov_exponent(int(d), act, sigma1=sigma1, sigma2=sigma2) for d in grid]
+        (line,) = ax.plot(grid, lam, color=color, label=f"{act}: formula")
+        lines.append(line)
+        mean = np.array([e.mean for e in ests])
+        se = np.array([e.stderr for e in ests])
+        ax.errorbar(dims, mean, yerr=BAND_SE * se, fmt="o", color=color, capsize=3)
+    ax.axhline(0.0, color="0.5", lw=0.8)
+    ax.set_xlabel("dimension d")
+    ax.set_ylabel(r"Lyapunov exponent $\lambda$")
+    ax.legend(frameon=False)
+    return lines
+
+
+def plot_kernels(
+    ax: Any, activations: Any = ("relu", "erf", "tanh", "identity"), *, sigma1: float = 1.0
+) -> list:
+    """Normalised noise kernels ``k(rho) / k(1)`` on ``[-1, 1]``.
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> fig, ax = plt.subplots()
+    >>> lines = plot_kernels(ax, ["relu"])
+    >>> plt.close(fig)
+    """
+    rho = np.linspace(-1.0, 1.0, 201)
+    lines = []
+    for act in activations:
+        k = noise_kernel(rho, act, sigma1=sigma1)
+        (line,) = ax.plot(rho, k / k[-1], label=act)
+        lines.append(line)
+    ax.set_xlabel(r"$\rho = \langle x, y\rangle$")
+    ax.set_ylabel(r"$k(\rho)/k(1)$")
+    ax.legend(frameon=False)
+    return lines
+
+
+def plot_energy_decay(
+    ax: Any,
+    times: Any,
+    energies: Any,
+    *,
+    rate: float | None = None,
+    label: str = "mean energy",
+    color: Any = "C0",
+) -> Any:
+    """Mean energy over paths (+-2 SE) on a log scale, with the bound ``E_0 exp(-rate t)``.
+
+    Parameters
+    ----------
+    ax : matplotlib Axes
+    times : (T,) array_like
+    energies : (paths, T) array_like
+    rate : float, optional
+        Guaranteed decay rate; its bound is drawn dashed.
+    label : str
+    color : color
+
+    Returns
+    -------
+    Line2D
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> fig, ax = plt.subplots()
+    >>> line = plot_energy_decay(ax, [0, 1], np.ones((3, 2)), rate=0.1)
+    >>> plt.close(fig)
+    """
+    times = np.asarray(times, dtype=np.float64)
+    E = np.asarray(energies, dtype=np.float64)
+    mean = E.mean(axis=0)
+    se = E.std(axis=0, ddof=1) / np.sqrt(E.shape[0])
+    (line,) = ax.plot(times, mean, color=color, label=label)
+    lo = np.clip(mean - BAND_SE * se, mean * 1e-3, None)
+    ax.fill_between(times, lo, mean + BAND_SE * se, color=color, alpha=0.25, lw=0)
+    if rate is not None:
+        ax.plot(
+            times, mean[0] * np.exp(-rate * times), "k--", lw=1, label=f"bound, rate {rate:.3g}"
+        )
+    ax.set_yscale("log")
+    ax.set_xlabel("depth t")
+    ax.legend(frameon=False)
+    return line
+
+
+def plot_angle_histogram(
+    ax: Any, X: Any, *, bins: int = 48, label: str | None = None, color: Any = "C0"
+) -> Any:
+    """Histogram of the angles of tokens on the circle (``d = 2``): an empirical measure.
+
+    Parameters
+    ----------
+    ax : matplotlib Axes
+    X : (n, 2) array_like
+        Tokens on the unit circle.
+    bins : int
+    label : str, optional
+    color : color
+
+    Returns
+    -------
+    The patches of the histogram.
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> fig, ax = plt.subplots()
+    >>> patches = plot_angle_histogram(ax, np.eye(2))
+    >>> plt.close(fig)
+    """
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2 or X.shape[1] != 2:
+        raise ValueError(f"`X` must have shape (n, 2) (tokens on the circle); got {X.shape}.")
+    theta = np.arctan2(X[:, 1], X[:, 0])
+    *_, patches = ax.hist(
+        theta, bins=bins, range=(-np.pi, np.pi), density=True, alpha=0.6, color=color, label=label
+    )
+    ax.set_xlabel(r"angle $\theta$")
+    ax.set_xlim(-np.pi, np.pi)
+    if label is not None:
+        ax.legend(frameon=False)
+    return patches

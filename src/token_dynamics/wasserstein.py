@@ -1,0 +1,450 @@
+r"""Wasserstein distances between token distributions (the only module that calls POT).
+
+A cloud of tokens ``X`` of shape ``(n, d)`` with weights ``(n,)`` is the discrete measure
+:math:`\mu = \sum_i w_i \delta_{x_i}`. This module measures how far apart two such measures
+are:
+
+- :func:`wasserstein2` -- :math:`W_2`, exact (network simplex, ``ot.emd2``; sorting in 1-D) or
+  entropic (log-domain Sinkhorn, ``ot.sinkhorn2``), optionally for a twisted ground cost
+  :math:`(x-y)^\top M (x-y)`;
+- :func:`wasserstein1` -- :math:`W_1` for the Euclidean ground cost;
+- :func:`w2_gaussian_1d` -- the exact :math:`W_2` from a 1-D discrete measure to a Gaussian,
+  through quantile functions;
+- :func:`bures_wasserstein` -- the closed-form :math:`W_2` between two Gaussians;
+- :func:`conditional_w2` -- :math:`W_{2,\lambda}` between two measures on
+  :math:`[0, 1]\times\mathbb R^d` that share their position marginal :math:`\lambda`.
+
+Failures of the optimal-transport solver (iteration cap reached, Sinkhorn not converged) raise
+:class:`OptimalTransportError` with a remedy instead of a warning and a wrong number.
+
+References
+----------
+.. [1] R. Flamary et al., "POT: Python Optimal Transport", JMLR 22(78), 2021.
+.. [2] G. Peyré and M. Cuturi, "Computational Optimal Transport", 2019.
+.. [3] V. Castin, P. Ablin, J. A. Carrillo, G. Peyré, "A Unified Perspective on the Dynamics of
+   Deep Transformers", arXiv:2501.18322, 2025 (the conditional distance for masked attention).
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import ot
+from scipy.special import ndtri
+
+from ._validation import WEIGHTS_TOL, as_matrix, as_tokens, as_vector, as_weights, check_positive
+
+__all__ = [
+    "OptimalTransportError",
+    "bures_wasserstein",
+    "conditional_w2",
+    "w2_gaussian_1d",
+    "wasserstein1",
+    "wasserstein2",
+]
+
+#: Iteration cap of the network simplex. POT's default (1e5) is reached for n of a few thousand;
+#: 1e7 keeps exact W2 exact up to n ~ 1e4 points while still stopping a runaway solve.
+EMD_MAX_ITER = 10_000_000
+#: Iteration cap of log-domain Sinkhorn; with the stopping threshold below it covers
+#: reg / cost-scale down to about 1e-3.
+SINKHORN_MAX_ITER = 10_000
+#: Marginal violation at which Sinkhorn stops: far below the 1/sqrt(n) sampling error of W2.
+SINKHORN_STOP = 1e-9
+#: Marginal violation accepted when the iteration cap is reached: the plan is then within 1e-6
+#: of a coupling, which moves the cost by ~1e-6 times the cost scale; anything worse is an error.
+SINKHORN_ACCEPT = 1e-6
+#: Relative tolerance for symmetry and positive (semi-)definiteness of matrices, a few thousand
+#: ulps of float64 so that a covariance computed by a product X.T @ X passes.
+MATRIX_TOL = 1e-10
+#: Positions are compared exactly up to this absolute tolerance when checking that two measures
+#: share their position marginal (positions such as (i - 1) / n are reproducible to an ulp).
+POSITION_TOL = 1e-12
+
+
+class OptimalTransportError(RuntimeError):
+    """The optimal-transport solver did not reach a trustworthy answer."""
+
+
+def _spd_factor(metric: Any, d: int) -> np.ndarray:
+    """Return L with ``metric = L @ L.T`` after checking that `metric` is SPD of shape (d, d)."""
+    M = as_matrix(metric, "metric", shape=(d, d))
+    scale = max(1.0, float(np.max(np.abs(M))))
+    if np.max(np.abs(M - M.T)) > MATRIX_TOL * scale:
+        raise ValueError("`metric` must be symmetric; pass (M + M.T) / 2.")
+    try:
+        return np.linalg.cholesky(M)
+    except np.linalg.LinAlgError:
+        raise ValueError(
+            "`metric` must be positive definite (the ground cost (x - y)^T M (x - y) must be a "
+            "squared norm); its smallest eigenvalue is "
+            f"{np.linalg.eigvalsh((M + M.T) / 2).min():.3g}."
+        ) from None
+
+
+def _pair(X: Any, Y: Any, weights_x: Any, weights_y: Any):
+    X = as_tokens(X, "X")
+    Y = as_tokens(Y, "Y", d=X.shape[1])
+    a = as_weights(weights_x, X.shape[0], "weights_x")
+    b = as_weights(weights_y, Y.shape[0], "weights_y")
+    return X, Y, a, b
+
+
+def _emd2(a: np.ndarray, b: np.ndarray, C: np.ndarray) -> float:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # POT reports through the log below
+        cost, log = ot.emd2(a, b, C, numItermax=EMD_MAX_ITER, log=True)
+    if log.get("warning") is not None or log.get("result_code", 1) != 1:
+        raise OptimalTransportError(
+            f"exact optimal transport failed ({log.get('warning')}); subsample the clouds or "
+            "use `method='entropic'` with a `reg`."
+        )
+    return float(cost)
+
+
+def _sorted_cost_1d(x: np.ndarray, y: np.ndarray, a: np.ndarray, b: np.ndarray, p: int) -> float:
+    # Exact on the line: the monotone (quantile) coupling is optimal for every convex cost.
+    return float(ot.wasserstein_1d(x, y, a, b, p=p))
+
+
+def wasserstein2(
+    X: Any,
+    Y: Any,
+    *,
+    weights_x: Any = None,
+    weights_y: Any = None,
+    method: str = "exact",
+    reg: float | None = None,
+    metric: Any = None,
+) -> float:
+    r"""2-Wasserstein distance between two discrete measures.
+
+    .. math::
+
+        W_2(\mu, \nu)^2 = \min_{\pi \in \Pi(a, b)} \sum_{ij} \pi_{ij}\, (x_i - y_j)^\top M
+        (x_i - y_j), \qquad \mu = \sum_i a_i \delta_{x_i},\ \nu = \sum_j b_j \delta_{y_j},
+
+    with :math:`M = I` unless `metric` is given (a twisted ground cost, e.g. :math:`M = P^{-1}`).
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+        Support of the first measure.
+    Y : array_like, shape (m, d)
+        Support of the second measure.
+    weights_x, weights_y : array_like, shape (n,) and (m,), optional
+        Probability weights; uniform when ``None``.
+    method : {"exact", "entropic"}
+        ``"exact"``: network simplex (``ot.emd2``), :math:`O(nm)` memory, for n, m up to a few
+        thousand; in 1-D without `metric` the exact monotone coupling (sorting). ``"entropic"``:
+        log-domain Sinkhorn with regularisation `reg`; returns the square root of the transport
+        cost of the entropic plan, an upper bound on :math:`W_2` that converges to it as
+        ``reg -> 0``.
+    reg : float, optional
+        Entropic regularisation, in units of the squared distances; required for
+        ``method="entropic"`` and forbidden otherwise.
+    metric : array_like, shape (d, d), optional
+        Symmetric positive definite matrix of the ground cost.
+
+    Returns
+    -------
+    float
+        :math:`W_2(\mu, \nu) \ge 0`.
+
+    Raises
+    ------
+    OptimalTransportError
+        When POT stops before optimality (iteration cap) or Sinkhorn does not converge.
+
+    References
+    ----------
+    Peyré & Cuturi, Computational Optimal Transport (2019), chapters 3-4; Flamary et al. (2021).
+
+    Examples
+    --------
+    >>> X = np.array([[0.0, 0.0], [1.0, 0.0]])
+    >>> round(wasserstein2(X, X + [0.0, 2.0]), 12)
+    2.0
+    >>> round(wasserstein2(X, X + [0.0, 2.0], metric=np.diag([1.0, 4.0])), 12)
+    4.0
+    """
+    X, Y, a, b = _pair(X, Y, weights_x, weights_y)
+    if method not in ("exact", "entropic"):
+        raise ValueError(f"`method` must be 'exact' or 'entropic'; got {method!r}.")
+    if method == "exact" and reg is not None:
+        raise ValueError("`reg` is only used with method='entropic'; drop it or switch method.")
+    if metric is not None:
+        L = _spd_factor(metric, X.shape[1])
+        # (x - y)^T L L^T (x - y) = |L^T (x - y)|^2: map both clouds by L^T.
+        X, Y = X @ L, Y @ L
+    if method == "exact":
+        if X.shape[1] == 1:
+            cost = _sorted_cost_1d(X[:, 0], Y[:, 0], a, b, p=2)
+        else:
+            cost = _emd2(a, b, ot.dist(X, Y, metric="sqeuclidean"))
+        return float(np.sqrt(max(cost, 0.0)))
+    if reg is None:
+        raise ValueError(
+            "`reg` is required with method='entropic' (e.g. 1e-2 times the cost scale)."
+        )
+    reg = check_positive(reg, "reg")
+    C = ot.dist(X, Y, metric="sqeuclidean")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plan, log = ot.sinkhorn(
+            a,
+            b,
+            C,
+            reg,
+            method="sinkhorn_log",
+            numItermax=SINKHORN_MAX_ITER,
+            stopThr=SINKHORN_STOP,
+            log=True,
+        )
+    err = float(log["err"][-1]) if len(log.get("err", [])) else np.inf
+    if not np.all(np.isfinite(plan)) or not err <= SINKHORN_ACCEPT:
+        raise OptimalTransportError(
+            f"Sinkhorn did not converge in {SINKHORN_MAX_ITER} iterations (marginal error "
+            f"{err:.3g}); increase `reg` or use method='exact'."
+        )
+    return float(np.sqrt(max(float(np.sum(plan * C)), 0.0)))
+
+
+def wasserstein1(X: Any, Y: Any, *, weights_x: Any = None, weights_y: Any = None) -> float:
+    r"""1-Wasserstein distance for the Euclidean ground cost (exact).
+
+    .. math:: W_1(\mu, \nu) = \min_{\pi \in \Pi(a, b)} \sum_{ij} \pi_{ij} |x_i - y_j| .
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+    Y : array_like, shape (m, d)
+    weights_x, weights_y : array_like, shape (n,) and (m,), optional
+        Probability weights; uniform when ``None``.
+
+    Returns
+    -------
+    float
+
+    References
+    ----------
+    Peyré & Cuturi (2019), section 6; in 1-D, :math:`W_1 = \int |F_\mu - F_\nu|`.
+
+    Examples
+    --------
+    >>> round(wasserstein1([[0.0], [1.0]], [[0.5], [1.5]]), 12)
+    0.5
+    """
+    X, Y, a, b = _pair(X, Y, weights_x, weights_y)
+    if X.shape[1] == 1:
+        return _sorted_cost_1d(X[:, 0], Y[:, 0], a, b, p=1)
+    return _emd2(a, b, ot.dist(X, Y, metric="euclidean"))
+
+
+def _as_samples_1d(x: Any, name: str) -> np.ndarray:
+    arr = np.asarray(x)
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        return as_tokens(arr, name)[:, 0]
+    return as_vector(x, name)
+
+
+def w2_gaussian_1d(x: Any, mean: float, var: float, *, weights: Any = None) -> float:
+    r"""Exact :math:`W_2` from a 1-D discrete measure to the Gaussian :math:`\mathcal N(m, s)`.
+
+    In 1-D the optimal coupling matches quantiles. With the points sorted,
+    :math:`c_i = \sum_{k \le i} w_k` and :math:`q_i = \Phi^{-1}(c_i)`,
+
+    .. math::
+
+        W_2^2 = \sum_i w_i (x_{(i)} - m)^2
+        - 2\sqrt{s} \sum_i (x_{(i)} - m)\big(\varphi(q_{i-1}) - \varphi(q_i)\big) + s ,
+
+    because :math:`\int_{c_{i-1}}^{c_i} \Phi^{-1}(u)\,du = \varphi(q_{i-1}) - \varphi(q_i)`.
+    No sampling of the Gaussian is involved: the value is exact up to rounding.
+
+    Parameters
+    ----------
+    x : array_like, shape (n,) or (n, 1)
+        Support points.
+    mean : float
+        Mean :math:`m` of the Gaussian.
+    var : float
+        Variance :math:`s \ge 0` (``0`` is the Dirac mass at `mean`).
+    weights : array_like, shape (n,), optional
+        Probability weights; uniform when ``None``.
+
+    Returns
+    -------
+    float
+
+    References
+    ----------
+    Peyré & Cuturi (2019), remark 2.30 (1-D optimal transport by quantile functions).
+
+    Examples
+    --------
+    >>> round(w2_gaussian_1d([3.0], 1.0, 0.0), 12)
+    2.0
+    """
+    x = _as_samples_1d(x, "x")
+    w = as_weights(weights, x.shape[0])
+    if isinstance(mean, bool) or not np.isfinite(np.float64(mean)):
+        raise ValueError(f"`mean` must be a finite real number; got {mean!r}.")
+    m = float(mean)
+    s = check_positive(var, "var", allow_zero=True)
+    order = np.argsort(x, kind="stable")
+    xs, ws = x[order] - m, w[order]
+    c = np.clip(np.concatenate(([0.0], np.cumsum(ws))), 0.0, 1.0)
+    c[-1] = 1.0
+    q = ndtri(c)  # -inf at 0, +inf at 1
+    phi = np.exp(-0.5 * q**2) / np.sqrt(2.0 * np.pi)  # 0 at +-inf
+    cross = np.sum(xs * (phi[:-1] - phi[1:]))
+    w2sq = np.sum(ws * xs**2) - 2.0 * np.sqrt(s) * cross + s
+    return float(np.sqrt(max(w2sq, 0.0)))
+
+
+def _psd_sqrt(S: np.ndarray) -> np.ndarray:
+    vals, vecs = np.linalg.eigh(S)
+    return (vecs * np.sqrt(np.clip(vals, 0.0, None))) @ vecs.T
+
+
+def _as_covariance(S: Any, name: str, d: int) -> np.ndarray:
+    S = as_matrix(S, name, shape=(d, d))
+    scale = max(1.0, float(np.max(np.abs(S))))
+    if np.max(np.abs(S - S.T)) > MATRIX_TOL * scale:
+        raise ValueError(f"`{name}` must be symmetric; pass ({name} + {name}.T) / 2.")
+    S = (S + S.T) / 2
+    lo = np.linalg.eigvalsh(S).min()
+    if lo < -MATRIX_TOL * scale:
+        raise ValueError(
+            f"`{name}` must be positive semi-definite; its smallest eigenvalue is {lo:.3g}."
+        )
+    return S
+
+
+def bures_wasserstein(m1: Any, S1: Any, m2: Any, S2: Any) -> float:
+    r"""Closed-form :math:`W_2` between two Gaussians (the Bures-Wasserstein distance).
+
+    .. math::
+
+        W_2^2 = |m_1 - m_2|^2 + \operatorname{tr}\Sigma_1 + \operatorname{tr}\Sigma_2
+        - 2 \operatorname{tr}\big(\Sigma_1^{1/2}\Sigma_2\Sigma_1^{1/2}\big)^{1/2} .
+
+    Parameters
+    ----------
+    m1, m2 : array_like, shape (d,)
+        Means.
+    S1, S2 : array_like, shape (d, d)
+        Symmetric positive semi-definite covariances (degenerate Gaussians allowed).
+
+    Returns
+    -------
+    float
+
+    References
+    ----------
+    Peyré & Cuturi (2019), remark 2.31.
+
+    Examples
+    --------
+    >>> round(bures_wasserstein([0.0], [[1.0]], [0.0], [[4.0]]), 12)
+    1.0
+    """
+    m1 = as_vector(m1, "m1")
+    d = m1.shape[0]
+    m2 = as_vector(m2, "m2", size=d)
+    S1 = _as_covariance(S1, "S1", d)
+    S2 = _as_covariance(S2, "S2", d)
+    r1 = _psd_sqrt(S1)
+    cross = np.sum(np.sqrt(np.clip(np.linalg.eigvalsh(r1 @ S2 @ r1), 0.0, None)))
+    w2sq = np.sum((m1 - m2) ** 2) + np.trace(S1) + np.trace(S2) - 2.0 * cross
+    return float(np.sqrt(max(w2sq, 0.0)))
+
+
+def _blocks(Z: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct positions (sorted), the block index of each token and the mass of each block."""
+    pos, idx = np.unique(Z[:, 0], return_inverse=True)
+    mass = np.bincount(idx, weights=w, minlength=pos.shape[0])
+    return pos, idx, mass
+
+
+def conditional_w2(X: Any, Y: Any, *, weights_x: Any = None, weights_y: Any = None) -> float:
+    r"""Conditional distance :math:`W_{2,\lambda}` of two measures with a shared position marginal.
+
+    Tokens live in :math:`[0, 1]\times\mathbb R^d`: column 0 of `X` and `Y` holds the positions
+    (the convention of :class:`token_dynamics.attention.Causal`). If both measures have the
+    same first marginal :math:`\lambda`,
+
+    .. math::
+
+        W_{2,\lambda}(\mu, \nu)^2 = \int W_2(\mu_s, \nu_s)^2 \, d\lambda(s),
+
+    where :math:`\mu_s` is the law of the token at position :math:`s`. With one token per
+    position this is the index-matched root mean square :math:`\big(\sum_i w_i |x_i -
+    y_i|^2\big)^{1/2}`. Always :math:`W_2 \le W_{2,\lambda}` (glue the conditional couplings).
+
+    Parameters
+    ----------
+    X : array_like, shape (n, 1 + d)
+        Positions in column 0, token coordinates after.
+    Y : array_like, shape (m, 1 + d)
+        Same layout; its positions and their masses must match those of `X`.
+    weights_x, weights_y : array_like, shape (n,) and (m,), optional
+        Probability weights; uniform when ``None``.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        If the position marginals differ (the distance is then undefined).
+
+    References
+    ----------
+    Castin et al. (2025), the conditional Wasserstein framework for masked attention.
+
+    Examples
+    --------
+    >>> X = np.array([[0.0, 0.0], [0.5, 1.0]])
+    >>> Y = np.array([[0.0, 1.0], [0.5, 0.0]])
+    >>> round(conditional_w2(X, Y), 12)  # index-matched: each token moved by 1
+    1.0
+    >>> round(wasserstein2(X[:, 1:], Y[:, 1:]), 12)  # as plain clouds they coincide
+    0.0
+    """
+    X = as_tokens(X, "X")
+    Y = as_tokens(Y, "Y", d=X.shape[1])
+    if X.shape[1] < 2:
+        raise ValueError(
+            "`X` must have shape (n, 1 + d): positions in column 0, then d >= 1 coordinates."
+        )
+    a = as_weights(weights_x, X.shape[0], "weights_x")
+    b = as_weights(weights_y, Y.shape[0], "weights_y")
+    # Zero-weight tokens carry no mass: drop them before comparing the marginals.
+    X, a = X[a > 0], a[a > 0]
+    Y, b = Y[b > 0], b[b > 0]
+    pos_x, idx_x, mass_x = _blocks(X, a)
+    pos_y, idx_y, mass_y = _blocks(Y, b)
+    if (
+        pos_x.shape != pos_y.shape
+        or np.max(np.abs(pos_x - pos_y)) > POSITION_TOL
+        or np.max(np.abs(mass_x - mass_y)) > WEIGHTS_TOL
+    ):
+        raise ValueError(
+            "`Y` must have the same position marginal as `X` (same positions in column 0 with the "
+            "same total weight at each); W_{2,lambda} is only defined for a shared marginal."
+        )
+    total = 0.0
+    for k, lam in enumerate(mass_x):
+        xa, xb = X[idx_x == k, 1:], Y[idx_y == k, 1:]
+        wa, wb = a[idx_x == k] / lam, b[idx_y == k] / lam
+        if xa.shape[0] == 1 and xb.shape[0] == 1:
+            total += lam * float(np.sum((xa[0] - xb[0]) ** 2))
+        else:
+            wa, wb = wa / wa.sum(), wb / wb.sum()
+            total += lam * wasserstein2(xa, xb, weights_x=wa, weights_y=wb) ** 2
+    return float(np.sqrt(total))

@@ -1,0 +1,94 @@
+"""The book build fails loudly: a tiny fixture book with one defect per case must not build.
+
+Each case copies the real `_config.yml` (and what it points to) next to a two-page book with
+one planted defect, runs the same `jupyter-book build` command as `make book`, and asserts a
+non-zero exit with the defect named in the log. A clean fixture must build, so that the failing
+cases fail for their defect and not for the set-up.
+"""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+JUPYTER_BOOK = Path(sys.executable).with_name("jupyter-book")
+HEADER = """---
+jupytext:
+  text_representation:
+    extension: .md
+    format_name: myst
+    format_version: 0.13
+    jupytext_version: 1.19.6
+kernelspec:
+  display_name: Python 3 (ipykernel)
+  language: python
+  name: python3
+---
+"""
+GOOD_NOTEBOOK = HEADER + "# A notebook\n\n```{code-cell} ipython3\nx = 1 + 1\nprint(x)\n```\n"
+TOC = "format: jb-book\nroot: book/intro\nchapters:\n  - file: book/nb\n"
+DEFECTS = {
+    "failing cell": (
+        {
+            "book/nb.md": HEADER
+            + "# Broken\n\n```{code-cell} ipython3\nraise ValueError('boom')\n```\n"
+        },
+        "boom",
+    ),
+    "broken cross-reference": (
+        {"book/intro.md": "# Intro\n\nSee {ref}`no-such-label`.\n"},
+        "no-such-label",
+    ),
+    "unknown citation": (
+        {"book/intro.md": "# Intro\n\nAs shown in {cite}`nobody2099`.\n"},
+        "nobody2099",
+    ),
+    "page missing from the TOC": (
+        {"book/orphan.md": "# Orphan\n\nNot listed in the table of contents.\n"},
+        "toctree",
+    ),
+}
+
+
+def make_book(tmp_path: Path, overrides: dict[str, str]) -> Path:
+    shutil.copy(ROOT / "_config.yml", tmp_path / "_config.yml")
+    shutil.copytree(ROOT / "book" / "_ext", tmp_path / "book" / "_ext")
+    shutil.copy(ROOT / "book" / "references.bib", tmp_path / "book" / "references.bib")
+    shutil.copytree(ROOT / "_assets", tmp_path / "_assets")
+    files = {
+        "_toc.yml": TOC,
+        "book/intro.md": "# Intro\n\nA fixture book.\n",
+        "book/nb.md": GOOD_NOTEBOOK,
+    }
+    files.update(overrides)
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+def build(book: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(JUPYTER_BOOK), "build", str(book), "-W", "-n", "--keep-going", "--all"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+@pytest.mark.slow
+def test_clean_fixture_builds(tmp_path):
+    result = build(make_book(tmp_path, {}))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("defect", list(DEFECTS))
+def test_defect_fails_build(tmp_path, defect):
+    overrides, needle = DEFECTS[defect]
+    result = build(make_book(tmp_path, overrides))
+    log = result.stdout + result.stderr
+    assert result.returncode != 0, f"the build succeeded despite a {defect}:\n{log[-3000:]}"
+    assert needle in log, f"the log does not name the {defect} ({needle!r}):\n{log[-3000:]}"

@@ -1,0 +1,125 @@
+"""Tests of token_dynamics.diagnostics against closed forms and brute force.
+
+Tolerances: 1e-14 to 1e-12 relative is round-off (machine epsilon times the handful of
+operations per entry, or the n-term sums of a moment); other tolerances are commented.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from token_dynamics import attention as att
+from token_dynamics.diagnostics import (
+    cluster_count,
+    diameter,
+    empirical_covariance,
+    empirical_mean,
+    interaction_energy,
+    min_inner_product,
+    numerical_rank,
+)
+
+
+def test_weighted_moments_equal_repeated_tokens():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((5, 3))
+    counts = np.array([1, 3, 2, 1, 4])
+    Xr = np.repeat(X, counts, axis=0)
+    w = counts / counts.sum()
+    np.testing.assert_allclose(empirical_mean(X, w), Xr.mean(axis=0), rtol=1e-14)
+    np.testing.assert_allclose(empirical_covariance(X, w), np.cov(Xr.T, bias=True), rtol=1e-12)
+    C = empirical_covariance(X)
+    np.testing.assert_array_equal(C, C.T)
+    assert np.linalg.eigvalsh(C).min() > -1e-15
+
+
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 30))
+def test_diameter_and_min_inner_product_brute_force(seed, n):
+    X = np.random.default_rng(seed).standard_normal((n, 2))
+    D = np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1))
+    np.testing.assert_allclose(diameter(X), D.max(), rtol=1e-14)
+    np.testing.assert_allclose(min_inner_product(X), (X @ X.T).min(), rtol=1e-14)
+
+
+def test_diameter_in_blocks(monkeypatch):
+    X = np.random.default_rng(1).standard_normal((50, 3))
+    dense = diameter(X)
+    monkeypatch.setattr(att._kernels, "BLOCK_ELEMENTS", 7)
+    assert diameter(X) == dense
+    # tight cluster: differences, not |x|^2 + |y|^2 - 2<x,y>, so no cancellation
+    Y = np.array([[1e3, 0.0], [1e3 + 1e-9, 0.0]])
+    assert diameter(Y) == Y[1, 0] - Y[0, 0]  # the exact difference (Sterbenz), ~1e-9
+
+
+def test_interaction_energy_closed_forms():
+    beta = 3.0
+    one = np.tile([[0.0, 1.0]], (4, 1))
+    np.testing.assert_allclose(interaction_energy(one, beta), np.exp(beta) / (2 * beta), rtol=1e-14)
+    X = np.array([[1.0, 0.0], [0.0, 1.0]])  # orthogonal pair: (2 e^beta + 2) / 4 / (2 beta)
+    np.testing.assert_allclose(
+        interaction_energy(X, beta), (np.exp(beta) + 1) / (4 * beta), rtol=1e-14
+    )
+    w = np.array([0.25, 0.75])
+    expected = (w[0] ** 2 * np.exp(beta) + w[1] ** 2 * np.exp(beta) + 2 * w[0] * w[1]) / (2 * beta)
+    np.testing.assert_allclose(interaction_energy(X, beta, w), expected, rtol=1e-14)
+    A = np.diag([2.0, 0.0])
+    expected = (np.exp(2 * beta) + 3) / (8 * beta)
+    np.testing.assert_allclose(interaction_energy(X, beta, A=A), expected, rtol=1e-14)
+    # large beta: summed in the log domain, finite while e^(beta) alone is near the limit
+    np.testing.assert_allclose(interaction_energy(one, 700.0), np.exp(700.0) / 1400, rtol=1e-12)
+    with pytest.raises(FloatingPointError, match="float64 range"):
+        interaction_energy(one, 800.0)
+    # negative beta: 1/(2 beta) < 0
+    assert interaction_energy(X, -1.0) < 0
+
+
+def test_cluster_count():
+    rng = np.random.default_rng(2)
+    centres = np.array([[0.0, 0.0], [5.0, 0.0], [0.0, 5.0]])
+    X = np.repeat(centres, 40, axis=0) + 1e-4 * rng.standard_normal((120, 2))
+    assert cluster_count(X, 1e-2) == 3
+    assert cluster_count(X, 10.0) == 1
+    assert cluster_count(X, 0.0) == 120
+    # a chain of points 1 apart is one single-linkage cluster at tol = 1, n at tol < 1
+    chain = np.column_stack([np.arange(30.0)[::-1], np.zeros(30)])
+    assert cluster_count(chain, 1.0) == 1
+    assert cluster_count(chain, 0.99) == 30
+
+
+def test_cluster_count_in_blocks(monkeypatch):
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((200, 2)) * 3
+    dense = cluster_count(X, 0.3)
+    monkeypatch.setattr(att._kernels, "BLOCK_ELEMENTS", 5 * 200)
+    assert cluster_count(X, 0.3) == dense
+    from scipy.cluster.hierarchy import fcluster, linkage
+
+    labels = fcluster(linkage(X, "single"), t=0.3, criterion="distance")
+    assert dense == labels.max()  # scipy's single linkage as a cross-implementation
+
+
+def test_numerical_rank():
+    rng = np.random.default_rng(4)
+    U = rng.standard_normal((10, 2))
+    assert numerical_rank(U @ rng.standard_normal((2, 6))) == 2
+    assert numerical_rank(np.zeros((3, 3))) == 0
+    assert numerical_rank(np.diag([1.0, 1e-6]), rtol=1e-5) == 1
+    assert numerical_rank(np.diag([1.0, 1e-6]), rtol=1e-7) == 2
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: empirical_mean(np.ones(3)), "`X`"),
+        (lambda: empirical_covariance(np.ones((3, 2)), [1.0, 0.0, 0.5]), "`weights`"),
+        (lambda: interaction_energy(np.ones((2, 2)), 0.0), "`beta`"),
+        (lambda: interaction_energy(np.ones((2, 2)), A=np.eye(3)), "`A`"),
+        (lambda: cluster_count(np.ones((2, 2)), -1.0), "`tol`"),
+        (lambda: numerical_rank(np.ones(3)), "`M`"),
+        (lambda: numerical_rank(np.eye(2), rtol=-1.0), "`rtol`"),
+    ],
+)
+def test_bad_inputs_raise_named_errors(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()

@@ -1,0 +1,531 @@
+"""Tests of token_dynamics.gradient_flow against closed forms, finite differences and POT."""
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from scipy.integrate import solve_ivp
+
+from token_dynamics import gradient_flow as gf
+from token_dynamics.attention import Softmax, Unnormalised
+from token_dynamics.gaussian import SoftmaxMoments, solve_moments
+
+EPS = np.finfo(float).eps
+# Central differences: truncation O(h^2 f''') ~ 1e-10 and rounding O(eps |f| / h) ~ 1e-11 at
+# h = 1e-5 for O(1) data, so 1e-7 relative leaves a margin of 10^3.
+H = 1e-5
+FD_RTOL = 1e-7
+
+
+def _instance(seed, n=6, d=3, scale=0.5):
+    rng = np.random.default_rng(seed)
+    X = scale * rng.standard_normal((n, d))
+    w = rng.dirichlet(np.ones(n))
+    return rng, X, w
+
+
+def _sym(rng, d, scale=0.5):
+    M = scale * rng.standard_normal((d, d))
+    return 0.5 * (M + M.T)
+
+
+def _spd(rng, d):
+    M = rng.standard_normal((d, d))
+    return M @ M.T / d + 0.5 * np.eye(d)
+
+
+def _trajectory(field, X0, times):
+    """Reference trajectory by DOP853 at tight tolerance (independent of our integrators)."""
+    n, d = X0.shape
+    sol = solve_ivp(
+        lambda t, y: field(t, y.reshape(n, d)).ravel(),
+        (times[0], times[-1]),
+        X0.ravel(),
+        t_eval=times,
+        method="DOP853",
+        rtol=1e-11,
+        atol=1e-13,
+    )
+    assert sol.status == 0
+    return sol.y.T.reshape(len(times), n, d)
+
+
+# ----------------------------------------------------------------------------- the energy
+
+
+def test_particle_energy_direct_sum():
+    _, X, w = _instance(0)
+    A = np.arange(9.0).reshape(3, 3) / 10
+    direct = 0.5 * sum(w[i] * w[j] * np.exp(A @ X[i] @ X[j]) for i in range(6) for j in range(6))
+    # a sum of 36 positive terms: rounding below 36 eps relative
+    np.testing.assert_allclose(gf.particle_energy(X, A, weights=w), direct, rtol=50 * EPS)
+
+
+def test_particle_energy_overflow_is_reported():
+    with pytest.raises(FloatingPointError, match="float64 range"):
+        gf.particle_energy([[30.0, 0.0]], np.eye(2))
+
+
+def test_energy_along_and_validation():
+    _, X, w = _instance(1)
+    A = -np.eye(3)
+    states = np.stack([X, 2 * X])
+    np.testing.assert_allclose(
+        gf.energy_along(states, A, weights=w),
+        [gf.particle_energy(X, A, weights=w), gf.particle_energy(2 * X, A, weights=w)],
+    )
+    with pytest.raises(ValueError, match="`states`"):
+        gf.energy_along(X, A)
+    with pytest.raises(ValueError, match="`A`"):
+        gf.particle_energy(X, np.eye(2))
+    with pytest.raises(ValueError, match="`velocity`"):
+        gf.energy_rate(X, X[:2], A)
+
+
+@pytest.mark.statement("gf-prop-first-variation")
+@pytest.mark.parametrize("seed", range(3))
+def test_gradient_is_the_particle_derivative(seed):
+    rng, X, w = _instance(seed)
+    A = 0.5 * rng.standard_normal((3, 3))  # not symmetric: the general formula
+    exact = w[:, None] * gf.energy_gradient(X, A, weights=w)
+    fd = np.zeros_like(X)
+    for i in range(X.shape[0]):
+        for k in range(X.shape[1]):
+            e = np.zeros_like(X)
+            e[i, k] = H
+            fd[i, k] = (
+                gf.particle_energy(X + e, A, weights=w) - gf.particle_energy(X - e, A, weights=w)
+            ) / (2 * H)
+    np.testing.assert_allclose(fd, exact, rtol=FD_RTOL, atol=FD_RTOL * np.abs(exact).max())
+
+
+@pytest.mark.statement("gf-prop-first-variation")
+@pytest.mark.parametrize("seed", range(3))
+def test_first_variation_is_the_mixture_derivative(seed):
+    # d/ds E((1 - s) mu + s delta_y) at s = 0 equals dE/dmu(y) - int dE/dmu dmu = dE/dmu(y) - 2 E
+    rng, X, w = _instance(seed)
+    A = 0.5 * rng.standard_normal((3, 3))
+    y = 0.5 * rng.standard_normal(3)
+    Xy = np.vstack([X, y])
+
+    def E(s):
+        return gf.particle_energy(Xy, A, weights=np.append((1 - s) * w, s))
+
+    # s -> E is a quadratic polynomial, so the one-sided three-point formula is exact up to
+    # rounding eps |E| / h ~ 1e-13 at h = 1e-3
+    h = 1e-3
+    fd = (-3 * E(0.0) + 4 * E(h) - E(2 * h)) / (2 * h)
+    exact = gf.first_variation(X, A, y[None, :], weights=w)[0] - 2 * gf.particle_energy(
+        X, A, weights=w
+    )
+    np.testing.assert_allclose(fd, exact, rtol=FD_RTOL)
+
+
+@pytest.mark.statement("gf-prop-first-variation")
+def test_first_variation_is_the_partition_function_for_symmetric_A():
+    rng, X, w = _instance(4)
+    A = _sym(rng, 3)
+    Y = rng.standard_normal((4, 3))
+    np.testing.assert_allclose(
+        gf.first_variation(X, A, Y, weights=w),
+        gf.softmax_metric_density(X, A, Y, weights=w),
+        rtol=10 * EPS,
+    )
+    # gradient of Z: A int e^{<Ay, x>} x dmu (spec 4.1)
+    K = np.exp(Y @ A @ X.T) * w
+    np.testing.assert_allclose(
+        gf.energy_gradient(X, A, Y, weights=w), K @ X @ A, rtol=1e-13, atol=1e-15
+    )
+
+
+# ---------------------------------------------------------------------- twisted metric
+
+
+def _twisted_instance(seed, d=3, sign=1):
+    rng = np.random.default_rng(seed)
+    A = _sym(rng, d) + 1.5 * np.eye(d) * rng.choice([-1, 1])  # symmetric, far from singular
+    P = sign * _spd(rng, d)
+    return rng, A, P @ A, P
+
+
+@pytest.mark.statement("gf-prop-usa-twisted")
+@pytest.mark.parametrize(("seed", "sign"), [(0, 1), (1, -1), (2, 1), (3, -1)])
+def test_unnormalised_attention_is_the_twisted_gradient(seed, sign):
+    rng, A, V, P = _twisted_instance(seed, sign=sign)
+    X = 0.4 * rng.standard_normal((7, 3))
+    w = rng.dirichlet(np.ones(7))
+    chk = gf.gradient_flow_check(X, A, V, weights=w)
+    np.testing.assert_allclose(chk.velocity, Unnormalised(A, V).velocity(X, weights=w), rtol=1e-14)
+    # two evaluations of the same n-term sums in different orders: a few ulps times n
+    assert chk.identity_error < 100 * EPS
+    assert chk.sign == sign
+    np.testing.assert_allclose(gf.twisted_metric(A, V).P, P, rtol=1e-12, atol=1e-12)
+    # energy-dissipation equality: dE/dt = sign * |v|^2 in the twisted metric
+    np.testing.assert_allclose(chk.energy_rate, sign * chk.metric_speed_squared, rtol=1e-12)
+    assert sign * chk.energy_rate > 0
+
+
+@pytest.mark.statement("gf-prop-usa-twisted")
+def test_metric_speed_is_the_twisted_wasserstein_speed():
+    # For distinct tokens and small h, x -> x + h v is the optimal map, so
+    # d_P(mu, (id + h v)_# mu) = h |v|_{P^-1} exactly (up to the LP's rounding).
+    rng, A, V, _ = _twisted_instance(5)
+    X = rng.standard_normal((8, 3))
+    w = rng.dirichlet(np.ones(8))
+    chk = gf.gradient_flow_check(X, A, V, weights=w)
+    h = 1e-3 / np.abs(chk.velocity).max()
+    dist = gf.twisted_wasserstein(X, X + h * chk.velocity, A, V, weights_x=w, weights_y=w)
+    np.testing.assert_allclose(dist / h, np.sqrt(chk.metric_speed_squared), rtol=1e-9)
+
+
+@pytest.mark.statement("gf-lem-translations")
+@pytest.mark.parametrize("s", [0.3, 1.0, 4.0])
+def test_translations_are_twisted_geodesics(s):
+    rng, A, V, _ = _twisted_instance(6)
+    X = rng.standard_normal((6, 3))
+    b = rng.standard_normal(3)
+    M = gf.twisted_metric(A, V).metric
+    # cost (sb)^T M (sb) for every coupling mean, attained by the translation (Jensen)
+    np.testing.assert_allclose(
+        gf.twisted_wasserstein(X, X + s * b, A, V), s * np.sqrt(b @ M @ b), rtol=1e-9
+    )
+    # the twisted distance is W2 of the pushforwards by M^{1/2}
+    lam, U = np.linalg.eigh(M)
+    R = (U * np.sqrt(lam)) @ U.T
+    Y = rng.standard_normal((6, 3))
+    from token_dynamics.wasserstein import wasserstein2
+
+    np.testing.assert_allclose(
+        gf.twisted_wasserstein(X, Y, A, V), wasserstein2(X @ R, Y @ R), rtol=1e-9
+    )
+
+
+def test_twisted_metric_errors():
+    A = np.diag([1.0, 2.0])
+    with pytest.raises(gf.TwistedMetricError, match="not symmetric"):
+        gf.twisted_metric(A, np.array([[1.0, 1.0], [0.0, 1.0]]))
+    with pytest.raises(gf.TwistedMetricError, match="indefinite"):
+        gf.twisted_metric(A, np.diag([1.0, -1.0]))
+    with pytest.raises(gf.TwistedMetricError, match="singular"):
+        gf.twisted_metric(np.diag([1.0, 0.0]), np.eye(2))
+    with pytest.raises(ValueError, match="`A` must be a symmetric"):
+        gf.twisted_metric(np.array([[1.0, 1.0], [0.0, 1.0]]), np.eye(2))
+    with pytest.raises(gf.TwistedMetricError):
+        gf.twisted_wasserstein(np.zeros((2, 2)), np.ones((2, 2)), A, np.diag([1.0, -1.0]))
+    with pytest.raises(ValueError, match="`kind`"):
+        gf.gradient_flow_check(np.zeros((2, 2)), A, A, kind="hardmax")
+
+
+@pytest.mark.statement("gf-prop-softmax-weighted")
+@pytest.mark.parametrize(("seed", "sign"), [(7, 1), (8, -1)])
+def test_softmax_is_the_weighted_gradient_flow(seed, sign):
+    rng, A, V, _ = _twisted_instance(seed, sign=sign)
+    X = 0.4 * rng.standard_normal((7, 3))
+    w = rng.dirichlet(np.ones(7))
+    chk = gf.gradient_flow_check(X, A, V, kind="softmax", weights=w)
+    np.testing.assert_allclose(chk.velocity, Softmax(A, V).velocity(X, weights=w), rtol=1e-13)
+    assert chk.identity_error < 100 * EPS
+    np.testing.assert_allclose(chk.energy_rate, sign * chk.metric_speed_squared, rtol=1e-12)
+
+
+# ----------------------------------------------------------------------- monotonicity
+
+
+def _softmax_rate_formula(X, A, V, w, power):
+    Z = gf.softmax_metric_density(X, A, weights=w)
+    m = Softmax(A, np.eye(X.shape[1])).velocity(X, weights=w)
+    return float(np.einsum("i,i,ik,kl,il->", w, Z**power, m, A @ V, m))
+
+
+@pytest.mark.statement("gf-thm-monotonicity")
+@given(seed=st.integers(0, 10_000))
+def test_dissipation_formula_and_sign(seed):
+    rng, X, w = _instance(seed, n=5, d=2)
+    A = _sym(rng, 2)
+    V = rng.standard_normal((2, 2))
+    for field, power in ((Softmax(A, V), 1), (Unnormalised(A, V), 2)):
+        rate = gf.energy_rate(X, field.velocity(X, weights=w), A, weights=w)
+        expected = _softmax_rate_formula(X, A, V, w, power)
+        np.testing.assert_allclose(rate, expected, rtol=1e-10, atol=1e-14)
+        sign = gf.monotonicity_sign(A, V)
+        if sign != 0:
+            assert sign * rate >= -1e-14
+
+
+@pytest.mark.statement("gf-thm-monotonicity")
+@pytest.mark.parametrize("seed", range(4))
+def test_energy_is_monotone_along_trajectories(seed):
+    rng = np.random.default_rng(seed)
+    d = 2
+    A = _sym(rng, d)
+    for target in (1, -1):
+        # V = S A with S symmetric definite: AV = A S A is semidefinite, with the sign of S
+        V = target * _spd(rng, d) @ A
+        assert gf.monotonicity_sign(A, V) == target
+        X0 = 0.7 * rng.standard_normal((6, d))
+        times = np.linspace(0.0, 0.5, 101)
+        states = _trajectory(Softmax(A, V), X0, times)
+        E = gf.energy_along(states, A)
+        # tolerance: the reference integrator's rtol 1e-11 on the energy
+        assert np.all(target * np.diff(E) >= -1e-9 * E[:-1])
+        # and dE/dt matches the formula: central differences in time err by dt^2 |E'''| / 6,
+        # below 1e-3 of the largest rate here (dt = 5e-3, |E'''| / |E'| at most ~ 20)
+        dt = times[1] - times[0]
+        rate_fd = (E[2:] - E[:-2]) / (2 * dt)
+        rates = [gf.energy_rate(X, Softmax(A, V).velocity(X), A) for X in states[1:-1]]
+        scale = np.abs(rates).max()
+        np.testing.assert_allclose(rate_fd, rates, atol=1e-3 * scale)
+
+
+def test_monotonicity_sign_indefinite():
+    assert gf.monotonicity_sign(np.eye(2), np.diag([1.0, -1.0])) == 0
+    assert gf.monotonicity_sign(np.eye(2), np.eye(2)) == 1
+
+
+# --------------------------------------------------------------------- Gaussian energy
+
+
+@pytest.mark.statement("gf-prop-gaussian-energy")
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_gaussian_energy_against_monte_carlo(symmetric):
+    rng = np.random.default_rng(11)
+    d = 2
+    A = 0.6 * rng.standard_normal((d, d))
+    A = 0.5 * (A + A.T) if symmetric else A
+    mean = np.array([0.4, -0.3])
+    cov = np.array([[0.35, 0.1], [0.1, 0.25]])
+    N = 2_000_000
+    x = rng.multivariate_normal(mean, cov, N)
+    y = rng.multivariate_normal(mean, cov, N)
+    samples = 0.5 * np.exp(np.einsum("ij,jk,ik->i", y, A, x))
+    est = gf.gaussian_energy(mean, cov, A)
+    assert est.finite and est.reason == ""
+    # CLT: 5 standard errors of the mean of N iid samples (a 6e-7 false-alarm rate)
+    assert abs(samples.mean() - est.value) < 5 * samples.std() / np.sqrt(N)
+
+
+@pytest.mark.statement("gf-prop-gaussian-energy")
+@pytest.mark.parametrize("seed", range(3))
+def test_gaussian_energy_matches_the_spec_formula(seed):
+    rng = np.random.default_rng(seed)
+    d = 3
+    A = _sym(rng, d, 0.4)
+    cov = _spd(rng, d) * 0.3
+    mean = rng.standard_normal(d)
+    Pm = np.linalg.inv(cov) - A @ cov @ A
+    c = np.linalg.solve(cov, mean) + A @ mean
+    spec = (
+        0.5
+        * np.linalg.det(np.eye(d) - cov @ A @ cov @ A) ** -0.5
+        * np.exp(0.5 * c @ np.linalg.solve(Pm, c) - 0.5 * mean @ np.linalg.solve(cov, mean))
+    )
+    # two algebraically equal formulas, each with O(cond * eps) rounding
+    np.testing.assert_allclose(gf.gaussian_energy(mean, cov, A).value, spec, rtol=1e-11)
+
+
+@pytest.mark.statement("gf-prop-gaussian-energy")
+@pytest.mark.parametrize(("s", "d"), [(0.0, 2), (0.3, 1), (0.7, 3)])
+def test_gaussian_energy_isotropic_and_dirac(s, d):
+    mean = np.linspace(-0.5, 0.8, d)
+    value = gf.gaussian_energy(mean, s * np.eye(d), -np.eye(d)).value
+    expected = 0.5 * (1 - s**2) ** (-d / 2) * np.exp(-(mean @ mean) / (1 + s))
+    np.testing.assert_allclose(value, expected, rtol=1e-13)
+
+
+@pytest.mark.statement("gf-prop-gaussian-energy")
+def test_gaussian_energy_infinite_is_reported_with_reason():
+    # Sigma^-1 - A Sigma A = (1/s - s) I fails for s >= 1 when A = -I
+    for s in (1.0, 1.5, 1e6):
+        res = gf.gaussian_energy(np.zeros(2), s * np.eye(2), -np.eye(2))
+        assert not res.finite and res.value == np.inf
+        assert "infinite" in res.reason and "spectral norm" in res.reason
+    # singular covariance: only the range matters
+    ok = gf.gaussian_energy([0.0, 0.0], np.diag([0.5, 0.0]), np.diag([-1.0, 100.0]))
+    assert ok.finite
+    np.testing.assert_allclose(ok.value, 0.5 / np.sqrt(1 - 0.25), rtol=1e-13)
+    # finite but not representable: reported, not overflowed
+    big = gf.gaussian_energy([40.0], [[0.0]], [[1.0]])
+    assert big.finite and big.value == np.inf and "log_value" in big.reason
+    np.testing.assert_allclose(big.log_value, 1600 + np.log(0.5), rtol=1e-14)
+    with pytest.raises(ValueError, match="`cov`"):
+        gf.gaussian_energy([0.0], [[-1.0]], [[1.0]])
+
+
+# ------------------------------------------------------------------------ convexity
+
+
+@pytest.mark.statement("gf-prop-nonconvex")
+@pytest.mark.parametrize("seed", range(3))
+def test_second_variations_against_finite_differences(seed):
+    rng, X, w = _instance(seed)
+    A = 0.5 * rng.standard_normal((3, 3))
+    b = rng.standard_normal(3)
+    h = 1e-4  # second differences: O(h^2) truncation, O(eps / h^2) ~ 2e-8 rounding
+
+    def f(s):
+        return gf.particle_energy(X + s * b, A, weights=w)
+
+    fd = (f(h) - 2 * f(0) + f(-h)) / h**2
+    np.testing.assert_allclose(gf.translation_second_variation(X, A, b, weights=w), fd, rtol=1e-6)
+    mean, cov = rng.standard_normal(3) * 0.3, _spd(rng, 3) * 0.2
+
+    def g(s):
+        return gf.gaussian_energy(mean + s * b, cov, A).value
+
+    fd = (g(h) - 2 * g(0) + g(-h)) / h**2
+    np.testing.assert_allclose(
+        gf.gaussian_translation_second_variation(mean, cov, A, b), fd, rtol=1e-6
+    )
+
+
+@pytest.mark.statement("gf-prop-nonconvex")
+@pytest.mark.parametrize("d", [1, 2, 3])
+def test_not_geodesically_convex_for_minus_identity(d):
+    u = np.eye(d)[0]
+    values = []
+    for s in (0.0, 0.5, 0.9, 0.99, 0.999):
+        E = gf.gaussian_energy(np.zeros(d), s * np.eye(d), -np.eye(d)).value
+        sv = gf.gaussian_translation_second_variation(np.zeros(d), s * np.eye(d), -np.eye(d), u)
+        np.testing.assert_allclose(sv, -2 * E / (1 + s), rtol=1e-12)
+        values.append(sv)
+    # strictly negative, and unbounded below as s -> 1: no lambda-convexity on Gaussians
+    assert max(values) < 0
+    assert values[-1] < -(10 ** (d / 2))
+    # particles: the second variation at a Dirac mass is -2 E < 0 too
+    np.testing.assert_allclose(
+        gf.translation_second_variation(np.zeros((1, d)), -np.eye(d), u), -1.0, rtol=1e-14
+    )
+
+
+@pytest.mark.statement("gf-prop-escape")
+def test_mean_escapes_while_the_cloud_collapses():
+    s0, alpha0 = 0.6, np.array([0.5, -0.2])
+    times = np.linspace(0.0, 3.0, 31)
+    sol = solve_moments(SoftmaxMoments(-np.eye(2), np.eye(2)), alpha0, s0 * np.eye(2), times)
+    assert sol.status == "completed"
+    s = s0 / (1 + 2 * s0 * times)
+    alpha = alpha0[None, :] * (np.exp(times) / np.sqrt(1 + 2 * s0 * times))[:, None]
+    # solver tolerance rtol 1e-10, amplified by e^T over the run
+    np.testing.assert_allclose(sol.covariances, s[:, None, None] * np.eye(2), rtol=1e-8)
+    np.testing.assert_allclose(sol.means, alpha, rtol=1e-8)
+    E = gf.gaussian_energy_along(sol.means, sol.covariances, -np.eye(2))
+    assert np.all(np.diff(E) < 0)
+    assert E[-1] < 1e-3 * E[0]
+
+
+@pytest.mark.statement("gf-cor-infinite-energy")
+@pytest.mark.parametrize("s0", [0.3, 0.6, 0.9])
+def test_energy_is_infinite_before_the_blow_up(s0):
+    t_star = 1 / (2 * s0)
+    t_inf = t_star - 0.5
+    times = np.unique(np.append(np.linspace(0.0, 0.98 * t_star, 50), t_inf))
+    sol = solve_moments(SoftmaxMoments(np.eye(2), np.eye(2)), [0.3, -0.1], s0 * np.eye(2), times)
+    assert sol.status == "completed"
+    E = gf.gaussian_energy_along(sol.means, sol.covariances, np.eye(2))
+    # s(t) < 1 exactly before t_inf; the solver's rtol 1e-10 decides only a 1e-10 neighbourhood
+    before, after = times < t_inf - 1e-8, times > t_inf + 1e-8
+    assert np.all(np.isfinite(E[before])) and np.all(np.isinf(E[after]))
+    assert np.all(np.diff(E[before]) > 0)
+    res = gf.gaussian_energy(sol.means[-1], sol.covariances[-1], np.eye(2))
+    assert not res.finite and "spectral norm" in res.reason
+    with pytest.raises(ValueError, match="`means`"):
+        gf.gaussian_energy_along(sol.means[0], sol.covariances, np.eye(2))
+
+
+# ----------------------------------------------------------------------- Sinkhorn / BW
+
+
+@pytest.mark.statement("gf-prop-sinkhorn-bw")
+@pytest.mark.parametrize(("seed", "eps"), [(0, 1.0), (1, 1.0), (2, 0.3), (3, 2.5)])
+def test_sinkhorn_is_a_bures_wasserstein_gradient_flow(seed, eps):
+    rng = np.random.default_rng(seed)
+    A = _sym(rng, 3, 1.0)
+    chk = gf.sinkhorn_bures_wasserstein_check(rng.standard_normal(3), _spd(rng, 3), A, eps=eps)
+    # central differences at h = 1e-5: O(h^2) + O(eps_mach / h) ~ 1e-10 relative
+    assert chk.error < 1e-7
+
+
+@pytest.mark.statement("gf-prop-sinkhorn-bw")
+def test_sinkhorn_cost_minimises_over_gaussian_couplings():
+    rng = np.random.default_rng(3)
+    d, eps = 2, 0.7
+    A = _sym(rng, d, 1.0)
+    mean, cov = rng.standard_normal(d), _spd(rng, d)
+    R = np.linalg.cholesky(cov)
+
+    def objective(Ct):
+        C = R @ Ct @ R.T
+        _, logdet = np.linalg.slogdet(np.eye(d) - Ct @ Ct.T)
+        return -np.trace(A @ C) - mean @ A @ mean - 0.5 * eps * logdet
+
+    best = gf.sinkhorn_gaussian_cost(mean, cov, A, eps=eps)
+    # whitened optimum for the Cholesky factor: the optimal C mapped back
+    C_opt = gf._sinkhorn_cross_covariance(cov, A, eps)[0]
+    Ct_opt = np.linalg.solve(R, np.linalg.solve(R, C_opt.T).T)
+    np.testing.assert_allclose(objective(Ct_opt), best, rtol=1e-12)
+    for _ in range(20):
+        Ct = Ct_opt + 0.05 * rng.standard_normal((d, d))
+        if np.linalg.norm(Ct, 2) < 1:
+            assert objective(Ct) > best
+    np.testing.assert_allclose(gf.sinkhorn_gaussian_cost(mean, cov, np.zeros((d, d))), 0.0)
+
+
+# ------------------------------------------------------------------- the circle
+
+
+@pytest.mark.statement("gf-prop-sphere-ascent")
+def test_circle_energy_staircase():
+    res = gf.circle_metastability(24, 9.0, 2e3, n_times=80, rng=2)
+    # ascent up to the integrator's rtol 1e-8
+    assert np.all(np.diff(res.energies) >= -1e-7 * res.energies[:-1])
+    assert res.cluster_counts[0] > 10 and res.cluster_counts[-1] < 6
+    np.testing.assert_allclose(np.linalg.norm(res.states, axis=-1), 1.0, rtol=1e-14)
+    # the energy is E_beta of the tokens
+    X = res.states[-1]
+    np.testing.assert_allclose(
+        res.energies[-1], gf.particle_energy(X, 9.0 * np.eye(2)) / 9.0, rtol=1e-12
+    )
+
+
+@pytest.mark.statement("gf-prop-sphere-ascent")
+def test_circle_reduction_matches_projected_softmax():
+    res = gf.circle_metastability(6, 3.0, 1.0, t_min=0.1, n_times=4, rng=5)
+    field = Softmax(np.eye(2), np.eye(2), beta=3.0)
+
+    def projected(t, X):
+        v = field.velocity(X)
+        return v - np.sum(v * X, axis=1, keepdims=True) * X
+
+    ref = _trajectory(projected, res.states[0], res.times)
+    # both integrators at rtol <= 1e-8 over unit time
+    np.testing.assert_allclose(res.states, ref, atol=1e-6)
+
+
+def test_validation_errors():
+    with pytest.raises(ValueError, match="`t_min`"):
+        gf.circle_metastability(4, 1.0, 1.0, t_min=2.0)
+    with pytest.raises(ValueError, match="`beta`"):
+        gf.circle_metastability(4, -1.0, 1.0)
+    with pytest.raises(ValueError, match="`cov` must be positive definite"):
+        gf.bures_wasserstein_velocity(lambda m, S: 0.0, [0.0], [[0.0]])
+    with pytest.raises(ValueError, match="`A` must be a symmetric"):
+        gf.sinkhorn_gaussian_cost([0.0, 0.0], np.eye(2), [[0.0, 1.0], [0.0, 0.0]])
+
+
+def test_plotting_helpers_draw():
+    from token_dynamics import plotting
+
+    res = gf.circle_metastability(6, 3.0, 10.0, n_times=10, rng=0)
+    fig, axes = plt.subplots(1, 5)
+    assert plotting.plot_energy_staircase(axes[0], res)
+    assert plotting.plot_energy_curves(axes[1], res.times, {"a": res.energies})
+    assert plotting.plot_circle_snapshots(axes[2], res.states, [0, -1], labels=["0", "T"])
+    s = np.linspace(-1, 1, 5)
+    assert plotting.plot_translation_profile(axes[3], s, -(s**2), second_derivative=-2.0)
+    assert plotting.plot_flow_quantities(axes[4], s, {"x": np.exp(s)}, logy=True)
+    fig2, ax = plt.subplots()
+    assert plotting.plot_energy_landscape(ax, s, s, np.add.outer(s, s)) is not None
+    assert plotting.plot_step_convergence(ax, [1e-1, 1e-2], [1e-2, 1e-4], order=2)
+    plt.close(fig)
+    plt.close(fig2)

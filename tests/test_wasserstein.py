@@ -1,0 +1,253 @@
+"""Tests of token_dynamics.wasserstein: closed forms, POT cross-checks, invariants, errors."""
+
+import numpy as np
+import ot
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from scipy.integrate import quad
+from scipy.stats import norm
+
+from token_dynamics.wasserstein import (
+    OptimalTransportError,
+    bures_wasserstein,
+    conditional_w2,
+    w2_gaussian_1d,
+    wasserstein1,
+    wasserstein2,
+)
+
+# Rounding of sums of O(1) terms over n <= 100 points: a few hundred ulps.
+EXACT = 1e-12
+
+
+# --- wasserstein2 / wasserstein1 -----------------------------------------------------------------
+
+
+def test_translation_is_the_distance():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 3))
+    shift = np.array([0.3, -1.0, 2.0])
+    # A rigid translation of a measure is at W2 and W1 distance |shift| (the identity coupling
+    # is optimal, Brenier); exact solvers give it to rounding.
+    np.testing.assert_allclose(wasserstein2(X, X + shift), np.linalg.norm(shift), rtol=EXACT)
+    np.testing.assert_allclose(wasserstein1(X, X + shift), np.linalg.norm(shift), rtol=1e-10)
+
+
+def test_matches_pot_and_is_symmetric():
+    rng = np.random.default_rng(1)
+    X, Y = rng.normal(size=(40, 2)), rng.normal(size=(25, 2)) + 0.5
+    a = rng.dirichlet(np.ones(40))
+    ref = np.sqrt(ot.emd2(a, np.full(25, 1 / 25), ot.dist(X, Y)))
+    np.testing.assert_allclose(wasserstein2(X, Y, weights_x=a), ref, rtol=EXACT)
+    np.testing.assert_allclose(wasserstein2(Y, X, weights_y=a), ref, rtol=EXACT)
+
+
+def test_one_dimensional_sorting_matches_network_simplex():
+    rng = np.random.default_rng(2)
+    x, y = rng.normal(size=(50, 1)), rng.exponential(size=(70, 1))
+    # In 1-D the exact path sorts; compare with POT's network simplex on the same cost.
+    ref2 = np.sqrt(ot.emd2(np.full(50, 0.02), np.full(70, 1 / 70), ot.dist(x, y)))
+    ref1 = ot.emd2(np.full(50, 0.02), np.full(70, 1 / 70), ot.dist(x, y, metric="euclidean"))
+    np.testing.assert_allclose(wasserstein2(x, y), ref2, rtol=1e-10)
+    np.testing.assert_allclose(wasserstein1(x, y), ref1, rtol=1e-10)
+
+
+def test_twisted_metric_equals_euclidean_after_change_of_variables():
+    rng = np.random.default_rng(3)
+    X, Y = rng.normal(size=(20, 2)), rng.normal(size=(20, 2))
+    B = rng.normal(size=(2, 2))
+    M = B @ B.T + 0.5 * np.eye(2)
+    L = np.linalg.cholesky(M)
+    # (x - y)^T M (x - y) = |L^T (x - y)|^2, so the twisted W2 is the plain one of the images.
+    np.testing.assert_allclose(wasserstein2(X, Y, metric=M), wasserstein2(X @ L, Y @ L), rtol=EXACT)
+
+
+def test_entropic_upper_bound_converges_to_exact():
+    rng = np.random.default_rng(4)
+    X, Y = rng.normal(size=(30, 2)), rng.normal(size=(30, 2)) + 1.0
+    exact = wasserstein2(X, Y)
+    values = [wasserstein2(X, Y, method="entropic", reg=r) for r in (3.0, 1.0, 0.3)]
+    # The entropic plan is feasible, so its cost is >= the optimum (up to the 1e-6 marginal
+    # tolerance); the bias shrinks with reg, like reg log n, here ~3% of W2^2 at reg = 0.3.
+    assert all(v >= exact - 1e-6 for v in values)
+    assert values[0] >= values[1] >= values[2]
+    np.testing.assert_allclose(values[-1], exact, rtol=5e-2)
+
+
+@given(st.integers(0, 10_000))
+def test_triangle_inequality(seed):
+    rng = np.random.default_rng(seed)
+    X, Y, Z = (rng.normal(size=(8, 2)) for _ in range(3))
+    assert wasserstein2(X, Z) <= wasserstein2(X, Y) + wasserstein2(Y, Z) + 1e-12
+    assert wasserstein1(X, Y) <= wasserstein2(X, Y) + 1e-12  # Jensen: W1 <= W2
+
+
+def test_arguments_are_validated():
+    X = np.zeros((3, 2))
+    with pytest.raises(ValueError, match="`Y` must have d = 2"):
+        wasserstein2(X, np.zeros((3, 3)))
+    with pytest.raises(ValueError, match="`weights_x` must sum to one"):
+        wasserstein2(X, X, weights_x=[0.5, 0.5, 0.5])
+    with pytest.raises(ValueError, match="`method`"):
+        wasserstein2(X, X, method="sinkhorn")
+    with pytest.raises(ValueError, match="`reg` is required"):
+        wasserstein2(X, X, method="entropic")
+    with pytest.raises(ValueError, match="`reg` is only used"):
+        wasserstein2(X, X, reg=0.1)
+    with pytest.raises(ValueError, match="`metric` must be positive definite"):
+        wasserstein2(X, X, metric=-np.eye(2))
+    with pytest.raises(ValueError, match="`metric` must be symmetric"):
+        wasserstein2(X, X, metric=[[1.0, 1.0], [0.0, 1.0]])
+    with pytest.raises(ValueError, match="`X` contains NaN"):
+        wasserstein1(np.full((2, 2), np.nan), X)
+
+
+def test_solver_failure_is_our_error():
+    rng = np.random.default_rng(5)
+    X, Y = rng.normal(size=(10, 2)), 10 * rng.normal(size=(10, 2))
+    # reg tiny against costs ~ 100: log-Sinkhorn cannot reach 1e-9 in the iteration cap.
+    with pytest.raises(OptimalTransportError, match="did not converge"):
+        wasserstein2(X, Y, method="entropic", reg=1e-4)
+
+
+# --- exact 1-D W2 to a Gaussian ---------------------------------------------------------------
+
+
+@pytest.mark.statement("mf-prop-w2-quantile")
+def test_gaussian_1d_matches_quantile_integral():
+    rng = np.random.default_rng(6)
+    x = np.sort(rng.normal(0.3, 1.2, size=7))
+    m, s = -0.2, 0.7
+    # W2^2 = int_0^1 (F^{-1}(u) - G^{-1}(u))^2 du, integrated piecewise by adaptive quadrature.
+    edges = np.linspace(0, 1, 8)
+    val = sum(
+        quad(lambda u, xi=xi: (xi - m - np.sqrt(s) * norm.ppf(u)) ** 2, a, b)[0]
+        for xi, a, b in zip(x, edges[:-1], edges[1:], strict=True)
+    )
+    np.testing.assert_allclose(w2_gaussian_1d(x, m, s), np.sqrt(val), rtol=1e-8)  # quad accuracy
+
+
+@pytest.mark.statement("mf-prop-w2-quantile")
+def test_gaussian_1d_matches_pot_on_large_samples():
+    rng = np.random.default_rng(7)
+    x = rng.normal(0.5, np.sqrt(0.4), size=300)
+    ref = rng.normal(0.5, np.sqrt(0.4), size=400_000)
+    exact = w2_gaussian_1d(x, 0.5, 0.4)
+    sampled = wasserstein2(x[:, None], ref[:, None])
+    # The reference sample is itself off by W2 ~ sqrt(loglog N / N) ~ 2e-3 (1-D Gaussian rate),
+    # so by the triangle inequality the two agree to a few 1e-3.
+    np.testing.assert_allclose(sampled, exact, atol=5e-3)
+
+
+def test_gaussian_1d_limits_and_weights():
+    # Variance 0: the Gaussian is a Dirac and W2^2 is the second moment about the mean.
+    x = np.array([0.0, 1.0, 3.0])
+    np.testing.assert_allclose(w2_gaussian_1d(x, 1.0, 0.0), np.sqrt(5 / 3), rtol=EXACT)
+    # A single point at the mean: W2^2 = s (all the spread of the Gaussian).
+    np.testing.assert_allclose(w2_gaussian_1d([2.0], 2.0, 0.49), 0.7, rtol=EXACT)
+    # Duplicating points with halved weights leaves the measure, hence W2, unchanged.
+    w = np.array([0.2, 0.5, 0.3])
+    np.testing.assert_allclose(
+        w2_gaussian_1d(np.repeat(x, 2), 0.1, 0.8, weights=np.repeat(w / 2, 2)),
+        w2_gaussian_1d(x, 0.1, 0.8, weights=w),
+        rtol=1e-12,
+    )
+    # (n, 1) tokens are accepted as well as (n,) samples.
+    assert w2_gaussian_1d(x[:, None], 0.0, 1.0) == w2_gaussian_1d(x, 0.0, 1.0)
+
+
+def test_gaussian_1d_validation():
+    with pytest.raises(ValueError, match="`var` must be nonnegative"):
+        w2_gaussian_1d([0.0], 0.0, -1.0)
+    with pytest.raises(ValueError, match="`mean` must be a finite"):
+        w2_gaussian_1d([0.0], np.nan, 1.0)
+    with pytest.raises(ValueError, match="`x` must have shape"):
+        w2_gaussian_1d(np.zeros((2, 2)), 0.0, 1.0)
+
+
+# --- Bures-Wasserstein -------------------------------------------------------------------------
+
+
+def test_bures_closed_forms():
+    # Commuting covariances: W2^2 = |dm|^2 + |S1^{1/2} - S2^{1/2}|_F^2.
+    S1, S2 = np.diag([1.0, 4.0]), np.diag([9.0, 1.0])
+    m1, m2 = np.array([0.0, 1.0]), np.array([3.0, 5.0])
+    expected = np.sqrt(25 + (1 - 3) ** 2 + (2 - 1) ** 2)
+    np.testing.assert_allclose(bures_wasserstein(m1, S1, m2, S2), expected, rtol=EXACT)
+    # Symmetric, zero on the diagonal, and degenerate covariances are allowed.
+    P = np.array([[1.0, 0.0], [0.0, 0.0]])
+    assert bures_wasserstein(m1, P, m1, P) == pytest.approx(0.0, abs=1e-7)  # sqrt of rounding
+
+
+def test_bures_matches_pot_and_samples():
+    rng = np.random.default_rng(8)
+    B1, B2 = rng.normal(size=(3, 3)), rng.normal(size=(3, 3))
+    S1, S2 = B1 @ B1.T, B2 @ B2.T + np.eye(3)
+    m1, m2 = rng.normal(size=3), rng.normal(size=3)
+    ref = float(np.squeeze(ot.gaussian.bures_wasserstein_distance(m1, m2, S1, S2)))
+    np.testing.assert_allclose(bures_wasserstein(m1, S1, m2, S2), ref, rtol=1e-8)
+    np.testing.assert_allclose(
+        bures_wasserstein(m1, S1, m2, S2), bures_wasserstein(m2, S2, m1, S1), rtol=1e-10
+    )
+
+
+def test_bures_validation():
+    with pytest.raises(ValueError, match="`S2` must be positive semi-definite"):
+        bures_wasserstein([0.0], [[1.0]], [0.0], [[-1.0]])
+    with pytest.raises(ValueError, match="`S1` must be symmetric"):
+        bures_wasserstein([0, 0], [[1.0, 1.0], [0.0, 1.0]], [0, 0], np.eye(2))
+    with pytest.raises(ValueError, match="`m2` must have shape"):
+        bures_wasserstein([0, 0], np.eye(2), [0.0], np.eye(2))
+
+
+# --- conditional W_{2, lambda} -----------------------------------------------------------------
+
+
+def _positions(n):
+    return np.arange(n) / n
+
+
+@pytest.mark.statement("mf-prop-conditional")
+@given(st.integers(0, 10_000))
+def test_conditional_dominates_plain_w2(seed):
+    rng = np.random.default_rng(seed)
+    n = 12
+    X = np.column_stack([_positions(n), rng.normal(size=(n, 2))])
+    Y = np.column_stack([_positions(n), rng.normal(size=(n, 2))])
+    cond = conditional_w2(X, Y)
+    # One token per position: W_{2,lambda} is the index-matched RMS distance.
+    np.testing.assert_allclose(cond, np.sqrt(np.mean(np.sum((X - Y) ** 2, axis=1))), rtol=EXACT)
+    # Gluing the conditional couplings gives a coupling of the token marginals: W2 <= W_{2,lambda}.
+    assert wasserstein2(X[:, 1:], Y[:, 1:]) <= cond + 1e-12
+    # Also in the joint space [0, 1] x R^d, where positions are matched exactly.
+    assert wasserstein2(X, Y) <= cond + 1e-12
+
+
+@pytest.mark.statement("mf-prop-conditional")
+def test_conditional_with_blocks_and_weights():
+    rng = np.random.default_rng(9)
+    # Two tokens at position 0 (a sink block, mass 1/2) and one at each of 0.5 and 1.
+    pos = np.array([0.0, 0.0, 0.5, 1.0])
+    w = np.array([0.25, 0.25, 0.25, 0.25])
+    X = np.column_stack([pos, rng.normal(size=(4, 2))])
+    Y = np.column_stack([pos, rng.normal(size=(4, 2))])
+    block = wasserstein2(X[:2, 1:], Y[:2, 1:]) ** 2
+    rest = np.sum((X[2:, 1:] - Y[2:, 1:]) ** 2, axis=1) @ w[2:]
+    np.testing.assert_allclose(
+        conditional_w2(X, Y, weights_x=w, weights_y=w), np.sqrt(0.5 * block + rest), rtol=EXACT
+    )
+    # Inside a block the order of tokens does not matter (a measure, not a list).
+    np.testing.assert_allclose(conditional_w2(X, Y[[1, 0, 2, 3]]), conditional_w2(X, Y), rtol=EXACT)
+
+
+def test_conditional_requires_a_shared_position_marginal():
+    X = np.column_stack([_positions(4), np.zeros(4)])
+    Y = X.copy()
+    Y[1, 0] = 0.3
+    with pytest.raises(ValueError, match="same position marginal"):
+        conditional_w2(X, Y)
+    with pytest.raises(ValueError, match="same position marginal"):
+        conditional_w2(X, X, weights_y=[0.4, 0.2, 0.2, 0.2])
+    with pytest.raises(ValueError, match=r"\(n, 1 \+ d\)"):
+        conditional_w2(np.zeros((3, 1)), np.zeros((3, 1)))

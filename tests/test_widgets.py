@@ -1,0 +1,78 @@
+"""Tests of token_dynamics.widgets: built over the same pure functions, lazily imported."""
+
+import subprocess
+import sys
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+
+from token_dynamics.attention import make_field
+from token_dynamics.integrators import integrate
+from token_dynamics.sampling import uniform_sphere
+from token_dynamics.widgets import attention_explorer, draw_variant
+
+
+def test_draw_variant_is_the_library_computation():
+    X0 = np.random.default_rng(0).standard_normal((5, 2))
+    times = np.linspace(0, 1, 5)
+    fig, ax = plt.subplots()
+    try:
+        traj = draw_variant(ax, X0, "l2", 3.0, times=times)
+    finally:
+        plt.close(fig)
+    ref = integrate(make_field("l2", 2, beta=3.0), X0, times, dt=0.05)
+    np.testing.assert_array_equal(traj.states, ref.states)
+
+
+def test_explorer_redraws_on_each_change():
+    X0 = uniform_sphere(6, 2, rng=1)
+    kw = {"times": [0.0, 0.5, 1.0], "geometry": "sphere"}
+    box = attention_explorer(X0, variants=("softmax", "sinkhorn"), **kw)
+    first = box.trajectory
+    box.slider.value = 10.0
+    after_beta = box.trajectory
+    assert after_beta is not first
+    box.slider.value = 1.0  # Sinkhorn at eps = 1 / beta = 1 on unit tokens converges fast
+    box.menu.value = "sinkhorn"
+    ax = box.figure.axes[0]
+    assert ax.get_title().startswith("sinkhorn")
+    field = make_field("sinkhorn", 2, beta=box.slider.value)
+    expected = integrate(field, X0, kw["times"], geometry="sphere", dt=0.05)
+    np.testing.assert_array_equal(box.trajectory.states, expected.states)
+    assert len(box.children) == 3
+
+
+def test_explorer_3d_on_the_sphere():
+    X0 = np.random.default_rng(2).standard_normal((5, 3))
+    box = attention_explorer(X0, times=[0.0, 0.5], geometry="sphere")
+    assert box.figure.axes[0].name == "3d"
+    np.testing.assert_allclose(np.linalg.norm(box.trajectory.final, axis=1), 1.0, rtol=1e-14)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"variants": ("softmax", "cosine")}, "`variants`"),
+        ({"beta": 100.0}, "`beta`"),
+        ({"beta_range": (0.0, 1.0)}, "`beta_range`"),
+        ({"geometry": "torus"}, "`geometry`"),
+    ],
+)
+def test_explorer_bad_inputs(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        attention_explorer(np.eye(2), **kwargs)
+    with pytest.raises(ValueError, match="`X0`"):
+        attention_explorer(np.ones((3, 4)))
+
+
+def test_maths_modules_never_import_widgets_or_matplotlib():
+    code = (
+        "import sys, token_dynamics\n"
+        "had = 'matplotlib' in sys.modules\n"
+        "import token_dynamics.attention, token_dynamics.geometry, token_dynamics.integrators\n"
+        "import token_dynamics.sampling, token_dynamics.diagnostics\n"
+        "assert 'ipywidgets' not in sys.modules\n"
+        "assert had or 'matplotlib' not in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
