@@ -1,14 +1,6 @@
 """Every labelled statement has a test, and every statement marker names a statement."""
 
-import importlib.util
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("traceability", ROOT / "book/_ext/traceability.py")
-traceability = importlib.util.module_from_spec(_spec)
-sys.modules["traceability"] = traceability  # dataclasses look their module up there
-_spec.loader.exec_module(traceability)
+from .book_sources import traceability
 
 
 def test_every_statement_has_a_test():

@@ -41,11 +41,32 @@ class Statement:
     notebooks: list[str] = field(default_factory=list)
 
 
+def toc_pages(toc_file: Path | None = None) -> list[str]:
+    """Docnames of `_toc.yml` (``book/...``, no suffix) in reading order."""
+    import yaml
+
+    toc = yaml.safe_load((toc_file or ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    pages = [toc["root"]]
+
+    def walk(entries):
+        for entry in entries or []:
+            if "file" in entry:
+                pages.append(entry["file"])
+            walk(entry.get("sections"))
+            walk(entry.get("chapters"))
+
+    for part in toc.get("parts", []):
+        walk(part.get("chapters"))
+    walk(toc.get("chapters"))
+    return pages
+
+
 def _is_notebook(text: str) -> bool:
     return text.lstrip().startswith("---\njupytext:")
 
 
 def _book_pages():
+    # within a page, statements keep their order of appearance (the sort in collect is stable)
     for path in sorted(BOOK.rglob("*.md")):
         rel = path.relative_to(BOOK)
         if any(part.startswith((".", "_")) for part in rel.parts):
@@ -88,7 +109,10 @@ def test_markers() -> dict[str, list[str]]:
 
 
 def collect() -> list[Statement]:
-    """Every labelled statement of the book, with its tests and notebooks, in page order."""
+    """Every labelled statement of the book, with its tests and notebooks, in reading order.
+
+    Pages are read in the order of `_toc.yml` (pages missing from it come last, by name).
+    """
     statements: dict[str, Statement] = {}
     refs: dict[str, list[str]] = {}
     for path, docname in _book_pages():
@@ -108,7 +132,13 @@ def collect() -> list[Statement]:
     for label, stmt in statements.items():
         stmt.tests = markers.get(label, [])
         stmt.notebooks = refs.get(label, [])
-    return list(statements.values())
+    toc = ROOT / "_toc.yml"
+    order = {doc: i for i, doc in enumerate(toc_pages(toc))} if toc.exists() else {}
+
+    def reading_order(stmt: Statement) -> tuple[int, str]:
+        return order.get(stmt.docname, len(order)), stmt.docname
+
+    return sorted(statements.values(), key=reading_order)
 
 
 def setup(app):
@@ -124,24 +154,42 @@ def setup(app):
         return ref
 
     class StatementChecks(SphinxDirective):
-        """Render the statement -> checks table (no arguments, no content)."""
+        """Render the statement -> checks tables, one per page (no arguments, no content)."""
 
         def run(self):
             rows = collect()
+            out = [
+                nodes.paragraph(
+                    text=f"{len(rows)} statements; "
+                    f"{sum(bool(s.tests) for s in rows)} with at least one test; "
+                    f"{sum(bool(s.notebooks) for s in rows)} shown in a notebook."
+                )
+            ]
+            pages: dict[str, list[Statement]] = {}
+            for stmt in rows:
+                pages.setdefault(stmt.docname, []).append(stmt)
+            for docname, statements in pages.items():
+                out.append(nodes.rubric("", "", xref("std", "doc", "/" + docname)))
+                out.append(self._table(statements))
+            return out
+
+        def _table(self, statements):
             table = nodes.table(classes=["statement-checks"])
-            group = nodes.tgroup(cols=4)
+            group = nodes.tgroup(cols=3)
             table += group
-            for width in (30, 12, 40, 18):
+            for width in (35, 45, 20):
                 group += nodes.colspec(colwidth=width)
             head = nodes.thead()
             group += head
-            head += self._row([nodes.Text(h) for h in ("Statement", "Kind", "Tests", "Shown in")])
+            head += self._row([nodes.Text(h) for h in ("Statement", "Tests", "Shown in")])
             body = nodes.tbody()
             group += body
-            for stmt in rows:
+            for stmt in statements:
+                name = stmt.kind.capitalize() + (f": {stmt.title}" if stmt.title else "")
                 tests = nodes.bullet_list()
                 for test in stmt.tests:
-                    tests += nodes.list_item("", nodes.paragraph("", "", nodes.literal(text=test)))
+                    short = test.removeprefix("tests/")
+                    tests += nodes.list_item("", nodes.paragraph("", "", nodes.literal(text=short)))
                 if not stmt.tests:
                     tests = nodes.strong(text="no check yet")
                 shown = nodes.paragraph()
@@ -149,20 +197,11 @@ def setup(app):
                     if i:
                         shown += nodes.Text(", ")
                     shown += xref("std", "doc", "/" + doc)
-                body += self._row(
-                    [
-                        nodes.paragraph("", "", xref("prf", "ref", stmt.label)),
-                        nodes.Text(stmt.kind),
-                        tests,
-                        shown,
-                    ]
-                )
-            summary = nodes.paragraph(
-                text=f"{len(rows)} statements; "
-                f"{sum(bool(s.tests) for s in rows)} with at least one test; "
-                f"{sum(bool(s.notebooks) for s in rows)} shown in a notebook."
-            )
-            return [summary, table]
+                statement = nodes.paragraph("", "", xref("prf", "ref", stmt.label))
+                statement += nodes.Text(" ")
+                statement += nodes.emphasis(text=name)
+                body += self._row([statement, tests, shown])
+            return table
 
         @staticmethod
         def _row(cells):

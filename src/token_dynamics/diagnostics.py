@@ -1,4 +1,5 @@
-r"""Diagnostics of token clouds: moments, diameter, interaction energy, clusters, rank.
+r"""Diagnostics of token clouds: moments, diameter, interaction energy, clusters, rank, and the
+log-log fit of a convergence rate.
 
 Functions take tokens ``X`` of shape ``(n, d)`` and optional probability ``weights`` of shape
 ``(n,)`` (uniform if ``None``). Pairwise quantities are computed in row blocks, so memory stays
@@ -7,20 +8,23 @@ bounded for large ``n``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from scipy.spatial.distance import cdist
 from scipy.special import logsumexp
 
-from ._validation import as_matrix, as_tokens, as_weights, check_positive
+from ._validation import as_matrix, as_tokens, as_vector, as_weights, check_positive
 from .attention._kernels import row_blocks
 
 __all__ = [
+    "PowerLawFit",
     "cluster_count",
     "diameter",
     "empirical_covariance",
     "empirical_mean",
+    "fit_power_law",
     "interaction_energy",
     "min_inner_product",
     "numerical_rank",
@@ -286,3 +290,45 @@ def numerical_rank(M: Any, rtol: float | None = None) -> int:
     if s[0] == 0:
         return 0
     return int(np.sum(s > rtol * s[0]))
+
+
+@dataclass(frozen=True)
+class PowerLawFit:
+    """Least-squares line :math:`\\log y = \\text{intercept} + \\text{slope}\\,\\log x`."""
+
+    slope: float
+    intercept: float
+
+    def __call__(self, x: Any) -> np.ndarray:
+        return np.exp(self.intercept) * np.asarray(x, dtype=float) ** self.slope
+
+
+def fit_power_law(x: Any, y: Any) -> PowerLawFit:
+    """Fit :math:`y \\approx C x^{p}` by least squares on a log-log scale.
+
+    Parameters
+    ----------
+    x, y : array_like, shape (k,)
+        Positive values, at least two distinct ``x``.
+
+    Returns
+    -------
+    PowerLawFit
+
+    Raises
+    ------
+    ValueError
+        If a value is not positive or all ``x`` are equal.
+
+    Examples
+    --------
+    >>> fit = fit_power_law([1, 4, 16], [1.0, 0.5, 0.25])
+    >>> round(fit.slope, 12)
+    -0.5
+    """
+    x = as_vector(x, "x")
+    y = as_vector(y, "y", size=x.shape[0])
+    if np.any(x <= 0) or np.any(y <= 0) or np.unique(x).shape[0] < 2:
+        raise ValueError("`x` and `y` must be positive, with at least two distinct `x`.")
+    slope, intercept = np.polyfit(np.log(x), np.log(y), 1)
+    return PowerLawFit(float(slope), float(intercept))

@@ -8,29 +8,12 @@ download, jshtml animations show a frame, and widgets render their saved state.
 from pathlib import Path
 
 import pytest
-import yaml
 
+from ..book_sources import traceability
 from .conftest import HTML, ROOT
 
 # MathJax has to start up and typeset every page: generous for a loaded 2-core machine.
 TIMEOUT_MS = 30_000
-
-
-def toc_pages() -> list[str]:
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
-    pages = [toc["root"]]
-
-    def walk(entries):
-        for entry in entries or []:
-            if "file" in entry:
-                pages.append(entry["file"])
-            walk(entry.get("sections"))
-            walk(entry.get("chapters"))
-
-    for part in toc.get("parts", []):
-        walk(part.get("chapters"))
-    walk(toc.get("chapters"))
-    return pages
 
 
 def is_notebook(page: str) -> bool:
@@ -38,7 +21,7 @@ def is_notebook(page: str) -> bool:
     return text.lstrip().startswith("---\njupytext:")
 
 
-PAGES = toc_pages()
+PAGES = traceability.toc_pages()
 
 
 def test_toc_pages_were_built():
@@ -91,7 +74,6 @@ def test_page_renders_offline(page, base_url, page_name):
 @pytest.mark.browser
 def test_checks_page_lists_statements(page, base_url):
     page.goto(f"{base_url}/book/checks.html", wait_until="load")
-    table = page.locator("table.statement-checks")
-    assert table.count() == 1
-    assert table.locator("tbody tr").count() >= 1
-    assert "no check yet" not in table.inner_text()
+    rows = page.locator("table.statement-checks tbody tr")
+    assert rows.count() == len(traceability.collect())
+    assert "no check yet" not in page.inner_text("main")

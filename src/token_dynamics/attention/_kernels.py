@@ -1,34 +1,150 @@
-"""Row-blocked attention kernels (private).
+"""Row-blocked, threaded attention kernels (private).
 
 Every attention variant whose weights are a function of a score matrix goes through
-:func:`apply_rows`: the ``(n, n)`` score matrix is never formed at once, only ``(b, n_keys)``
-slabs of it, so the memory stays bounded whatever the number of tokens. A faster kernel (threads,
-a compiled loop) can replace :func:`apply_rows` without touching the variants.
+:func:`apply_rows` (velocities) or :func:`matrix_rows` (attention matrices): the ``(n, n)`` score
+matrix is never formed at once, only slabs of at most :data:`BLOCK_ELEMENTS` entries, so memory
+stays bounded whatever the number of tokens.
+
+Speed. For the small ``d`` of the book a velocity is bound by its ``n^2`` exponentials. Each slab
+is one small matrix product into a reused buffer, ``np.exp`` in place and one product with the
+value columns, all in cache, and every product small enough for BLAS to run it on the calling
+thread (:data:`SERIAL_BLAS_FLOPS`). numpy's ufuncs and BLAS release the GIL, so the slabs are
+shared out to a pool of :data:`THREADS` threads. Which rows form a slab does not depend on the
+number of threads, so threaded and serial evaluations give the same numbers.
+
+The plain softmax (``transform is softmax_transform``) has a dedicated path: each row's shift
+comes from O(n d) bounds (:func:`_softmax_shift`) and is folded into the score product, which
+saves the max and subtract passes over the slab; rows whose bounds are loose get the exact
+maximum. Shifted scores are clamped at :data:`EXP_FLOOR` when they can reach it: ``np.exp`` of
+arguments whose result is subnormal or zero runs 5 to 150 times slower than of ordinary ones,
+and such terms are below ``e^-700`` of the row's largest term, far under round-off. Rows longer
+than a slab (n > 65536) are cut into key tiles whose sums are accumulated.
 """
 
 from __future__ import annotations
 
+import itertools
+import os
+import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+from scipy.special import expit
 
-#: Number of float64 entries in one slab of the score matrix (rows x keys): 2**17 entries are
-#: 1 MiB, so a slab and its temporaries stay in cache. Measured on the 2-core machine, softmax
-#: velocities at n = 16384 (d = 2) ran 3-5x faster than with 16 MiB slabs (which spill to
-#: memory), and the extra memory is a few MiB plus O(n d) for any n (n = 10^5 included).
-BLOCK_ELEMENTS = 2**17
+#: Number of float64 entries in one slab of the score matrix (rows x keys): 2**16 entries are
+#: 512 KiB, so a slab and its product stay in a core's L2 cache. Measured on the 2-core machine
+#: (CPU time of a softmax velocity at n = 16384, d = 2, `benchmarks/run.py`): 2**16 beat 2**15,
+#: 2**17 and 2**18 by 10-20 %, and 16 MiB slabs (which spill to memory) ran 3-5x slower. The
+#: extra memory is a slab per thread plus O(n d) for any n (n = 10^5 included).
+BLOCK_ELEMENTS = 2**16
+
+
+def _usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - macOS and Windows
+        return os.cpu_count() or 1
+
+
+#: Worker threads sharing the slabs: one per usable core (the affinity mask, which containers
+#: and CI runners restrict), at most 8 (the kernel is bound by exp and cache bandwidth per core;
+#: more threads only add slab buffers). Set it to 1 to run every kernel on the calling thread.
+THREADS = min(_usable_cores(), 8)
+
+#: Largest product ``rows x keys x inner`` of one slab. OpenBLAS runs a product of at most
+#: 2**18 multiply-adds on the calling thread and larger ones on its own threads; from two of
+#: our workers at once those collide (measured: a d = 16 softmax velocity at n = 1024 took 50x
+#: longer on two workers than on one). With at most 4 inner columns (d = 2) the slab keeps
+#: BLOCK_ELEMENTS entries; larger d gets proportionally fewer rows per slab.
+SERIAL_BLAS_FLOPS = 2**18
+
+#: Rows per tile when a row of scores is longer than a slab (more than BLOCK_ELEMENTS keys,
+#: n > 65536): the keys are then cut into tiles too, each tile's products stay small, and the
+#: per-row sums are accumulated over the tiles (the softmax shift is known beforehand).
+WIDE_ROWS = 4
+
+#: Below this many score entries a kernel runs on the calling thread: handing work to the pool
+#: costs some tens of microseconds, the work of 2**18 entries is about a millisecond.
+PARALLEL_MIN_ELEMENTS = 2**18
+
+#: Slabs per task handed to a thread is chosen so that each thread gets about this many tasks:
+#: enough to even out a noisy machine, few enough that dispatch stays negligible.
+TASKS_PER_THREAD = 4
+
+#: Lowest shifted score passed to ``np.exp`` on the softmax velocity path. ``exp(-700)`` is a
+#: normal double (1e-304); below about -708 results turn subnormal and numpy's exp falls back to
+#: a slow path (measured: 150x slower at -745, 5x for -inf). A term clamped here was already
+#: below ``e^-700`` times the row's largest term, so the result moves by less than
+#: ``n e^-700``, relative: far below round-off for any n.
+EXP_FLOOR = -700.0
+
+#: Largest gap allowed between the Cauchy-Schwarz bound on a row's scores and its shift ``L_i``
+#: (the best score over the probe keys) on the softmax velocity path: the exponentials are then
+#: at most ``e^300`` (1e130), so a sum of ``n`` of them times the value columns stays finite for
+#: any realistic ``n`` and values, and the largest term is at least 1 (no underflow). Rows with
+#: looser bounds (very large scores) get their exact maximum instead.
+SHIFT_SLACK = 300.0
+
+#: Number of evenly spaced probe keys (besides the extreme ones) that give each row's shift;
+#: their products cost ``n * PROBE_KEYS * d`` flops, negligible next to the ``n^2`` exponentials.
+PROBE_KEYS = 32
 
 #: A transform maps a slab of scores ``S`` (rows x keys, may be overwritten) and the slice of
 #: query rows it covers to the kernel slab ``E`` and an optional per-row log-scale ``c`` such
 #: that the true kernel is ``exp(c)[:, None] * E``.
 Transform = Callable[[np.ndarray, slice], tuple[np.ndarray, np.ndarray | None]]
 
+_pool: ThreadPoolExecutor | None = None
+_pool_size = 0
+_pool_lock = threading.Lock()
 
-def row_blocks(n_rows: int, n_cols: int) -> Iterator[slice]:
-    """Yield slices of at most ``BLOCK_ELEMENTS // n_cols`` consecutive rows."""
-    step = max(1, BLOCK_ELEMENTS // max(n_cols, 1))
+
+def _reset_pool_after_fork() -> None:  # pragma: no cover - exercised by multiprocessing only
+    # a forked child inherits the executor object but not its threads
+    global _pool, _pool_size, _pool_lock
+    _pool, _pool_size, _pool_lock = None, 0, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_pool_after_fork)
+
+
+def _executor(workers: int) -> ThreadPoolExecutor:
+    global _pool, _pool_size
+    with _pool_lock:
+        if _pool is None or _pool_size != workers:
+            if _pool is not None:
+                _pool.shutdown(wait=False)
+            _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="token-dynamics")
+            _pool_size = workers
+        return _pool
+
+
+def row_blocks(n_rows: int, n_cols: int, inner: int = 1) -> Iterator[slice]:
+    """Yield slices of at most ``BLOCK_ELEMENTS // n_cols`` consecutive rows, fewer when the
+    products of a slab have ``inner`` > 4 columns (see :data:`SERIAL_BLAS_FLOPS`)."""
+    elements = min(BLOCK_ELEMENTS, max(1, SERIAL_BLAS_FLOPS // max(inner, 1)))
+    step = max(1, elements // max(n_cols, 1))
     for start in range(0, n_rows, step):
         yield slice(start, min(start + step, n_rows))
+
+
+def _run(task: Callable[[list[slice]], None], blocks: list[slice], n_elements: int) -> None:
+    """Run ``task`` over groups of row slabs, on the pool when the problem is large enough.
+
+    Exceptions propagate from the earliest group that raised (the serial order).
+    """
+    workers = min(int(THREADS), len(blocks))
+    if workers <= 1 or n_elements < PARALLEL_MIN_ELEMENTS:
+        task(blocks)
+        return
+    n_tasks = min(len(blocks), workers * TASKS_PER_THREAD)
+    bounds = np.linspace(0, len(blocks), n_tasks + 1).astype(int)
+    groups = [blocks[lo:hi] for lo, hi in itertools.pairwise(bounds)]
+    futures = [_executor(workers).submit(task, group) for group in groups]
+    for future in futures:
+        future.result()
 
 
 def scores(F: np.ndarray, G: np.ndarray, rows: slice, bias: np.ndarray | None) -> np.ndarray:
@@ -37,6 +153,38 @@ def scores(F: np.ndarray, G: np.ndarray, rows: slice, bias: np.ndarray | None) -
     if bias is not None:
         S += bias
     return S
+
+
+def _softmax_shift(
+    F: np.ndarray, G: np.ndarray, bias: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-row shifts for the softmax path, from O(n d) bounds on each row's scores.
+
+    Returns ``L`` (the best score over a few probe keys, a lower bound on the row's maximum),
+    ``exact`` (rows whose bounds are too loose to use ``L``: they get the exact maximum) and
+    ``clamp`` (rows where a shifted score may fall below :data:`EXP_FLOOR`).
+    """
+    b_hi = b_lo = 0.0
+    if bias is not None:
+        b_hi, b_lo = float(bias.max()), float(bias.min())
+    g_norm = float(np.sqrt(np.einsum("ij,ij->i", G, G).max()))
+    f_norm = np.sqrt(np.einsum("ij,ij->i", F, F))
+    # probe keys: the extreme keys along each coordinate, the longest key, the key of largest
+    # bias and an even sample; the best of them is within a few |f| |g| of the true maximum
+    probes = [G.argmax(axis=0), G.argmin(axis=0), [np.einsum("ij,ij->i", G, G).argmax()]]
+    if bias is not None:
+        probes.append([bias.argmax()])
+    probes.append(np.linspace(0, G.shape[0] - 1, min(G.shape[0], PROBE_KEYS)).astype(int))
+    J = np.unique(np.concatenate(probes))
+    with np.errstate(over="ignore", invalid="ignore"):
+        L = np.full(F.shape[0], -np.inf)
+        for j in J:  # one key at a time: O(n) memory
+            np.maximum(L, F @ G[j] + (0.0 if bias is None else bias[j]), out=L)
+        upper = f_norm * g_norm + b_hi  # Cauchy-Schwarz: no score of the row is above it
+        lower = -f_norm * g_norm + b_lo  # ... nor below this one
+        exact = ~(upper - L <= SHIFT_SLACK)  # also catches inf and nan
+        clamp = ~(lower - L >= EXP_FLOOR)
+    return np.where(exact, 0.0, L), exact, clamp
 
 
 def apply_rows(
@@ -52,18 +200,98 @@ def apply_rows(
 
     With ``normalise=True`` the last column of ``R`` holds the key weights and the result is
     the first columns divided by the last one (a row-stochastic average).
+
+    With ``transform=softmax_transform`` the row shift is folded into the score product: rows
+    are shifted by ``L_i``, the best score over a few probe keys, when the Cauchy-Schwarz bound
+    says that no score of the row exceeds ``L_i + SHIFT_SLACK`` (the exponentials then neither
+    overflow nor lose the row's largest term, and the shift cancels in the normalisation);
+    the other rows get the exact maximum, as :func:`softmax_transform` does. (Without
+    ``normalise`` each row carries a positive factor of its shift, as with any shift.)
     """
-    out = np.empty((F.shape[0], R.shape[1]))
-    for rows in row_blocks(F.shape[0], G.shape[0]):
-        E, log_scale = transform(scores(F, G, rows, bias), rows)
-        block = E @ R
-        if log_scale is not None:
-            with np.errstate(over="ignore", invalid="ignore"):
-                block *= np.exp(log_scale)[:, None]
-        out[rows] = block
+    n_rows, n_cols = F.shape[0], G.shape[0]
+    out = np.empty((n_rows, R.shape[1]))
+    RT = np.ascontiguousarray(R.T)
+    if transform is not softmax_transform:
+        GT = np.ascontiguousarray(G.T)
+
+        def task(blocks: list[slice]) -> None:
+            for rows in blocks:
+                S = F[rows] @ GT
+                if bias is not None:
+                    S += bias
+                E, log_scale = transform(S, rows)
+                block = (RT @ E.T).T  # see the note in the softmax task
+                if log_scale is not None:
+                    with np.errstate(over="ignore", invalid="ignore"):
+                        block = block * np.exp(log_scale)[:, None]
+                out[rows] = block
+
+        inner = max(F.shape[1], R.shape[1])
+        _run(task, list(row_blocks(n_rows, n_cols, inner)), n_rows * n_cols)
+    else:
+        _softmax_rows(F, G, RT, bias, out)
     if normalise:
         return out[:, :-1] / out[:, -1:]
     return out
+
+
+def _softmax_rows(F, G, RT, bias, out) -> None:
+    """``out = exp(F G^T + bias - shift) R`` (rows scaled by any positive factor), in tiles."""
+    n_rows, n_cols = F.shape[0], G.shape[0]
+    L, exact, clamp = _softmax_shift(F, G, bias)
+    any_exact, any_clamp = bool(exact.any()), bool(clamp.any())
+    # scores minus shift in one product: [F, -L, 1] @ [G, 1, bias]^T
+    F = np.column_stack([F, -L] + ([] if bias is None else [np.ones(n_rows)]))
+    GT = np.ascontiguousarray(
+        np.column_stack([G, np.ones(n_cols)] + ([] if bias is None else [bias])).T
+    )
+    inner = max(F.shape[1], RT.shape[0])
+    elements = min(BLOCK_ELEMENTS, max(1, SERIAL_BLAS_FLOPS // inner))
+    wide = n_cols > elements
+    if wide:  # rows longer than a slab: tiles of WIDE_ROWS rows x part of the keys
+        blocks = [slice(i, min(i + WIDE_ROWS, n_rows)) for i in range(0, n_rows, WIDE_ROWS)]
+        step = max(1, elements // WIDE_ROWS)
+        col_tiles = [slice(j, min(j + step, n_cols)) for j in range(0, n_cols, step)]
+    else:
+        blocks = list(row_blocks(n_rows, n_cols, inner))
+        col_tiles = [slice(0, n_cols)]
+
+    def task(blocks: list[slice]) -> None:
+        if not blocks:
+            return
+        b0 = blocks[0].stop - blocks[0].start
+        buf = np.empty(b0 * (col_tiles[0].stop - col_tiles[0].start))
+        for rows in blocks:
+            b, Fr = rows.stop - rows.start, F[rows]
+            need_exact = any_exact and bool(exact[rows].any())
+            need_clamp = any_clamp and bool(clamp[rows].any())
+            shift = None
+            if need_exact and wide:  # exact row maxima first, tile by tile
+                shift = np.full((b, 1), -np.inf)
+                for cols in col_tiles:
+                    S = buf[: b * (cols.stop - cols.start)].reshape(b, -1)
+                    np.matmul(Fr, GT[:, cols], out=S)
+                    np.maximum(shift, S.max(axis=1, keepdims=True), out=shift)
+            acc = np.zeros((RT.shape[0], b)) if wide else None
+            for cols in col_tiles:
+                S = buf[: b * (cols.stop - cols.start)].reshape(b, -1)
+                np.matmul(Fr, GT[:, cols], out=S)
+                if need_exact:
+                    S -= S.max(axis=1, keepdims=True) if shift is None else shift
+                    np.maximum(S, EXP_FLOOR, out=S)
+                elif need_clamp:
+                    np.maximum(S, EXP_FLOOR, out=S)
+                np.exp(S, out=S)
+                # (R^T E^T)^T: BLAS runs this orientation faster than E @ R for the few
+                # columns of R (measured at n = 16384: 0.07 s against 0.10 s of CPU time)
+                if wide:
+                    acc += RT[:, cols] @ S.T
+                else:
+                    out[rows] = (RT @ S.T).T
+            if wide:
+                out[rows] = acc.T
+
+    _run(task, blocks, n_rows * n_cols)
 
 
 def matrix_rows(
@@ -77,15 +305,19 @@ def matrix_rows(
 ) -> np.ndarray:
     """Dense matrix ``w_j kernel_ij`` (rows normalised when asked), row block by row block."""
     out = np.empty((F.shape[0], G.shape[0]))
-    for rows in row_blocks(F.shape[0], G.shape[0]):
-        E, log_scale = transform(scores(F, G, rows, bias), rows)
-        E = E * w
-        if normalise:
-            E /= E.sum(axis=1, keepdims=True)
-        elif log_scale is not None:
-            with np.errstate(over="ignore", invalid="ignore"):
-                E *= np.exp(log_scale)[:, None]
-        out[rows] = E
+
+    def task(blocks: list[slice]) -> None:
+        for rows in blocks:
+            E, log_scale = transform(scores(F, G, rows, bias), rows)
+            E = E * w
+            if normalise:
+                E /= E.sum(axis=1, keepdims=True)
+            elif log_scale is not None:
+                with np.errstate(over="ignore", invalid="ignore"):
+                    E *= np.exp(log_scale)[:, None]
+            out[rows] = E
+
+    _run(task, list(row_blocks(F.shape[0], G.shape[0], F.shape[1])), F.shape[0] * G.shape[0])
     return out
 
 
@@ -102,3 +334,30 @@ def exp_transform(S: np.ndarray, rows: slice) -> tuple[np.ndarray, np.ndarray]:
     S -= m[:, None]
     np.exp(S, out=S)
     return S, m
+
+
+#: Exponent above which :func:`sigmoid_transform` hands a slab to ``scipy.special.expit``:
+#: ``exp(-x)`` of a score ``x < -700`` would overflow to inf (a sigmoid below 1e-304, which
+#: expit still resolves into subnormals).
+SIGMOID_EXP_MAX = 700.0
+
+#: Lowest ``-x`` passed to ``exp`` by :func:`sigmoid_transform`: for ``x >= 37`` the sigmoid is
+#: exactly 1.0 in float64 (``e^-37 < 2^-53``), so clamping at -40 changes nothing and keeps exp
+#: off its slow subnormal path.
+SIGMOID_EXP_MIN = -40.0
+
+
+def sigmoid_transform(S: np.ndarray, b: float = 0.0) -> np.ndarray:
+    """Logistic sigmoid of ``S + b`` in place, as ``1 / (1 + exp(-(S + b)))``.
+
+    numpy's vectorised exp makes this 3-4x faster than ``scipy.special.expit`` (measured, CPU
+    time at n = 16384) with the same values to a few ulps; a slab with a score below ``-700``
+    goes to expit, which keeps the subnormal tail.
+    """
+    np.subtract(-b, S, out=S)  # -x
+    if float(S.max()) > SIGMOID_EXP_MAX:
+        return expit(np.negative(S, out=S), out=S)
+    np.maximum(S, SIGMOID_EXP_MIN, out=S)
+    np.exp(S, out=S)
+    S += 1.0
+    return np.reciprocal(S, out=S)

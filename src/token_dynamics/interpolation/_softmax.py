@@ -18,7 +18,7 @@ from ._blocks import (
     as_sequences,
     relative_hausdorff_errors,
 )
-from ._data import check_dataset
+from ._data import check_dataset, paper_block_count
 from ._hardmax import build_hardmax_interpolator
 from ._moves import _generic_direction
 
@@ -267,7 +267,7 @@ class SoftmaxInterpolator:
     @property
     def paper_bound(self) -> int:
         """The paper's softmax block count ``2 sum(m) + 3 N``."""
-        return int(2 * self.m.sum() + 3 * self.m.size)
+        return paper_block_count(self.m, "softmax")
 
 
 def snap_layer(c: float, delta: float, w: Any, e: Any, y: Any) -> FeedForward:

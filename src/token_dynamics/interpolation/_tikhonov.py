@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from .._validation import as_rng, check_int, check_positive
+from ..diagnostics import fit_power_law
 
 __all__ = [
     "TikhonovData",
@@ -317,7 +318,7 @@ def tikhonov_sweep(
         fits.append(fit)
         theta = fit.theta
     loss = np.array([f.loss for f in fits])
-    slope = float(np.polyfit(np.log(eps_values), np.log(loss), 1)[0]) if len(fits) > 1 else np.nan
+    slope = fit_power_law(eps_values, loss).slope if len(fits) > 1 else np.nan
     return TikhonovSweep(
         eps=eps_values,
         loss=loss,

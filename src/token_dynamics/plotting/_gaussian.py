@@ -14,9 +14,9 @@ __all__ = [
     "plot_cone_trajectories",
     "plot_covariance_ellipse",
     "plot_disk_trajectories",
-    "plot_error_vs_n",
     "plot_gaussian_cloud",
     "plot_growth",
+    "plot_moment_error_vs_n",
     "plot_rank_histogram",
 ]
 
@@ -137,7 +137,7 @@ def plot_rank_histogram(
     return bars
 
 
-def plot_error_vs_n(ax, ns: Any, errors: Any, *, label: str | None = None):
+def plot_moment_error_vs_n(ax, ns: Any, errors: Any, *, label: str | None = None):
     """Log-log plot of an error against the number of tokens, with an ``n^-1/2`` guide."""
     ns, errors = np.asarray(ns, float), np.asarray(errors, float)
     (line,) = ax.loglog(ns, errors, "o-", label=label)

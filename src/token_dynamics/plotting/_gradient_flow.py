@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from ._tokens import _plot_curves
+
 __all__: list[str] = [
     "plot_circle_snapshots",
     "plot_energy_curves",
@@ -39,15 +41,16 @@ def plot_energy_curves(
     -------
     list of Line2D
     """
-    t = np.asarray(times, dtype=float)
-    lines = []
-    for label, E in energies.items():
-        E = np.asarray(E, dtype=float)
-        lines += ax.plot(t, E / E[0] if relative else E, label=label)
-    ax.set_xlabel("time $t$ (depth)")
-    ax.set_ylabel(r"$\mathcal{E}(t)/\mathcal{E}(0)$" if relative else r"$\mathcal{E}(t)$")
-    ax.legend(fontsize="small")
-    return lines
+    curves = {label: np.asarray(E, dtype=float) for label, E in energies.items()}
+    if relative:
+        curves = {label: E / E[0] for label, E in curves.items()}
+    return _plot_curves(
+        ax,
+        times,
+        curves,
+        xlabel="time $t$ (depth)",
+        ylabel=r"$\mathcal{E}(t)/\mathcal{E}(0)$" if relative else r"$\mathcal{E}(t)$",
+    )
 
 
 def plot_energy_staircase(ax: Any, result: Any, *, show_clusters: bool = True) -> list:
@@ -122,15 +125,7 @@ def plot_flow_quantities(
     -------
     list of Line2D
     """
-    t = np.asarray(times, dtype=float)
-    lines = []
-    for label, y in series.items():
-        lines += ax.plot(t, np.asarray(y, dtype=float), label=label)
-    if logy:
-        ax.set_yscale("log")
-    ax.set_xlabel("time $t$")
-    ax.legend(fontsize="small")
-    return lines
+    return _plot_curves(ax, times, series, xlabel="time $t$", logy=logy)
 
 
 def plot_circle_snapshots(

@@ -9,6 +9,8 @@ import matplotlib as mpl
 import numpy as np
 from matplotlib.ticker import NullFormatter
 
+from ._tokens import _plot_curves
+
 __all__: list[str] = [
     "plot_against_n",
     "plot_causal_paths",
@@ -115,16 +117,7 @@ def plot_distance_curves(
     -------
     list of Line2D
     """
-    t = np.asarray(times, dtype=float)
-    lines = []
-    for label, values in curves.items():
-        lines += ax.plot(t, np.asarray(values, dtype=float), label=label)
-    if log:
-        ax.set_yscale("log")
-    ax.set_xlabel("time $t$ (depth)")
-    ax.set_ylabel("distance")
-    ax.legend(fontsize="small")
-    return lines
+    return _plot_curves(ax, times, curves, xlabel="time $t$ (depth)", ylabel="distance", logy=log)
 
 
 def plot_causal_paths(

@@ -64,6 +64,29 @@ def _states(trajectory: Any) -> np.ndarray:
     return arr
 
 
+def _plot_curves(
+    ax: Any,
+    x: Any,
+    curves: Any,
+    *,
+    xlabel: str,
+    ylabel: str | None = None,
+    logy: bool = False,
+) -> list:
+    """One line per ``label -> values`` of ``curves`` against ``x``, labelled, with a legend."""
+    x = np.asarray(x, dtype=float)
+    lines = []
+    for label, values in curves.items():
+        lines += ax.plot(x, np.asarray(values, dtype=float), label=label)
+    if logy:
+        ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    if ylabel is not None:
+        ax.set_ylabel(ylabel)
+    ax.legend(fontsize="small")
+    return lines
+
+
 def plot_tokens(
     X: Any, *, ax: Any = None, weights: Any = None, size: float = 20.0, **kwargs: Any
 ) -> Any:

@@ -135,12 +135,17 @@ def noise_kernel(
     >>> round(float(noise_kernel(1.0, "erf")), 4)
     0.4646
     """
+    activation, s1, s2, rho = _kernel_args(activation, sigma1, sigma2, rho)
+    v = s1**2
+    return np.asarray(_general_kernel(activation, v, v, v * rho, s2), dtype=np.float64)
+
+
+def _kernel_args(activation: Any, sigma1: Any, sigma2: Any, rho: Any):
+    """Validate the arguments shared by :func:`noise_kernel` and its derivative."""
     activation = _check_activation(activation)
     s1 = check_positive(sigma1, "sigma1")
     s2 = check_positive(sigma2, "sigma2")
-    rho = _as_rho(rho)
-    v = s1**2
-    return np.asarray(_general_kernel(activation, v, v, v * rho, s2), dtype=np.float64)
+    return activation, s1, s2, _as_rho(rho)
 
 
 def _as_rho(rho: Any) -> np.ndarray:
@@ -181,10 +186,7 @@ def noise_kernel_derivative(
     >>> round(float(noise_kernel_derivative(1.0, "erf")), 4)
     0.5694
     """
-    activation = _check_activation(activation)
-    s1 = check_positive(sigma1, "sigma1")
-    s2 = check_positive(sigma2, "sigma2")
-    rho = _as_rho(rho)
+    activation, s1, s2, rho = _kernel_args(activation, sigma1, sigma2, rho)
     scale = s1**2 * s2**2
     if activation == "identity":
         return np.full_like(rho, scale)

@@ -13,8 +13,9 @@ from typing import Any
 import numpy as np
 
 from .._validation import as_rng, check_int, check_positive
+from ..diagnostics import fit_power_law
 from ._model import StochasticTransformer, _as_initial, _layer, _Noise, _progress
-from ._observables import _uniform_sphere
+from ._observables import _estimate, _uniform_sphere
 
 __all__ = ["ConvergenceStudy", "propagation_of_chaos", "strong_error"]
 
@@ -30,7 +31,8 @@ class ConvergenceStudy:
     mean, stderr : (k,) ndarray
         Mean error at each resolution and its standard error over the paths.
     slope : float
-        Least-squares slope of ``log mean`` against ``log values``.
+        Least-squares slope of ``log mean`` against ``log values``
+        (:func:`token_dynamics.diagnostics.fit_power_law`).
     """
 
     values: np.ndarray
@@ -41,10 +43,8 @@ class ConvergenceStudy:
 
 def _study(values, errors: np.ndarray) -> ConvergenceStudy:
     values = np.asarray(values, dtype=np.float64)
-    mean = errors.mean(axis=0)
-    stderr = errors.std(axis=0, ddof=1) / np.sqrt(errors.shape[0])
-    slope = float(np.polyfit(np.log(values), np.log(mean), 1)[0])
-    return ConvergenceStudy(values, mean, stderr, slope)
+    est = _estimate(errors)  # errors has paths >= 2 rows: the standard error is defined
+    return ConvergenceStudy(values, est.mean, est.stderr, fit_power_law(values, est.mean).slope)
 
 
 def strong_error(

@@ -60,6 +60,12 @@ def _estimate(values: np.ndarray) -> MCEstimate:
     return MCEstimate(values.mean(axis=0), std / np.sqrt(n), n)
 
 
+def _check_rho(rho: float) -> None:
+    """Check the inner product ``rho`` of a pair of unit vectors, a scalar in ``[-1, 1]``."""
+    if not -1.0 <= rho <= 1.0:
+        raise ValueError(f"`rho` must lie in [-1, 1]; got {rho!r}.")
+
+
 def _uniform_sphere(shape: tuple[int, ...], d: int, rng: np.random.Generator) -> np.ndarray:
     """Uniform points on the sphere, shape ``(*shape, d)``, through ``sampling.uniform_sphere``."""
     from ..sampling import uniform_sphere
@@ -100,8 +106,7 @@ def mlp_covariance(
     >>> bool(abs(est.mean - 0.5) < 4 * est.stderr)
     True
     """
-    if not -1.0 <= rho <= 1.0:
-        raise ValueError(f"`rho` must lie in [-1, 1]; got {rho!r}.")
+    _check_rho(rho)
     d = check_int(d, "d", minimum=2)
     samples = check_int(samples, "samples", minimum=2)
     rng = as_rng(rng)
@@ -245,8 +250,7 @@ def two_point_step(
     >>> float(step.drift.mean)
     0.0
     """
-    if not -1.0 <= rho <= 1.0:
-        raise ValueError(f"`rho` must lie in [-1, 1]; got {rho!r}.")
+    _check_rho(rho)
     d = check_int(d, "d", minimum=2)
     h = check_positive(h, "h")
     samples = check_int(samples, "samples", minimum=2)

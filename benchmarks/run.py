@@ -1,0 +1,583 @@
+"""Speed and memory benchmarks of token-dynamics, as ratios to references measured in the same run.
+
+Usage::
+
+    python benchmarks/run.py                  # every case at full size (several minutes)
+    python benchmarks/run.py --quick          # smaller sizes, fewer repeats (under ~2 minutes)
+    python benchmarks/run.py softmax sinkhorn # only these cases (see --list)
+
+Each case prints the median wall time over repeats, the median CPU time of the process (robust
+to a busy machine: other processes steal wall time, not CPU time), the peak memory that
+``tracemalloc`` traced (numpy reports its allocations there) and ratios to references timed in
+the same run: the floor of the issue (``np.exp`` over n^2 values, in cache-sized slabs on one
+thread, plus two n x n x d products at the dgemm rate measured now), the dense numpy computation
+and a naive Python loop. No absolute time is asserted anywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from scipy.special import expit
+
+from token_dynamics import attention as att
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# ----------------------------------------------------------------------------- harness
+
+
+@dataclass
+class Timing:
+    wall: float  # median wall seconds
+    cpu: float  # median process CPU seconds
+    peak: int  # peak traced bytes of one extra call
+
+
+def measure(fn: Callable[[], object], repeats: int, *, memory: bool = True) -> Timing:
+    """Median wall and CPU time of ``fn()`` over ``repeats`` calls (after one warm-up call),
+    and the peak ``tracemalloc`` memory of one more call."""
+    fn()
+    walls, cpus = [], []
+    for _ in range(repeats):
+        gc.collect()
+        w0, c0 = time.perf_counter(), time.process_time()
+        fn()
+        walls.append(time.perf_counter() - w0)
+        cpus.append(time.process_time() - c0)
+    peak = 0
+    if memory:
+        gc.collect()
+        tracemalloc.start()
+        fn()
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    return Timing(float(np.median(walls)), float(np.median(cpus)), peak)
+
+
+def mib(nbytes: float) -> str:
+    return f"{nbytes / 2**20:.1f} MiB"
+
+
+def row(*cells: object) -> None:
+    print("| " + " | ".join(str(c) for c in cells) + " |", flush=True)
+
+
+def header(title: str, *cols: str) -> None:
+    print(f"\n### {title}\n", flush=True)
+    row(*cols)
+    row(*["---"] * len(cols))
+
+
+def dgemm_rate(repeats: int) -> float:
+    """Measured dgemm rate in flop/s (2048^3 product, BLAS threads as configured)."""
+    M = np.random.default_rng(0).standard_normal((2048, 2048))
+    t = measure(lambda: M @ M, repeats, memory=False)
+    return 2 * 2048**3 / t.wall
+
+
+def exp_floor(n_values: int, repeats: int) -> Timing:
+    """``np.exp`` over ``n_values`` float64 values in [-10, 0] on one thread, in slabs of
+    ``BLOCK_ELEMENTS`` (in cache: the fastest numpy computes them)."""
+    block = att.BLOCK_ELEMENTS
+    src = -10 * np.random.default_rng(0).random(block)
+    dst = np.empty_like(src)
+    full, rest = divmod(n_values, block)
+
+    def run() -> None:
+        for _ in range(full):
+            np.exp(src, out=dst)
+        np.exp(src[:rest], out=dst[:rest])
+
+    return measure(run, repeats, memory=False)
+
+
+def rel_error(x: np.ndarray, ref: np.ndarray) -> float:
+    return float(np.max(np.abs(x - ref)) / np.max(np.abs(ref)))
+
+
+# ----------------------------------------------------------------------------- dense references
+
+
+def dense_velocity(name: str, X: np.ndarray, params: dict) -> np.ndarray:
+    """The dense numpy computation: the full n x n weight matrix, then one product."""
+    n = X.shape[0]
+    V = params["V"]
+    if name == "l2":
+        Q, K = params["Qbar"], params["Kbar"]
+        G = X @ K.T
+        S = (2.0 / params["s"]) * (X @ Q.T) @ G.T
+        S -= np.einsum("ij,ij->i", G, G)[None, :] / params["s"]
+    else:
+        S = (X @ params["A"].T) @ X.T
+    if name in ("softmax", "l2"):
+        S *= params.get("beta", 1.0)
+        S -= S.max(axis=1, keepdims=True)
+        np.exp(S, out=S)
+        S /= S.sum(axis=1, keepdims=True)
+        return S @ X @ V.T
+    if name == "sigmoid":
+        S += params["b"]
+        expit(S, out=S)
+        return (S @ X) @ V.T / n
+    if name == "linear":
+        return (S @ X) @ V.T / n
+    if name == "hardmax":
+        m = S.max(axis=1, keepdims=True)
+        P = (S >= m - 1e-9 * np.maximum(1.0, np.abs(m))).astype(np.float64)
+        P /= P.sum(axis=1, keepdims=True)
+        return P @ X @ V.T
+    raise ValueError(name)
+
+
+def make_field(name: str, d: int, rng: np.random.Generator):
+    A = rng.standard_normal((d, d)) / np.sqrt(d)
+    V = rng.standard_normal((d, d)) / np.sqrt(d)
+    if name == "softmax":
+        return att.Softmax(A, V, beta=1.0), {"A": A, "V": V, "beta": 1.0}
+    if name == "l2":
+        Q, K = rng.standard_normal((2, d, d)) / np.sqrt(d)
+        return att.L2(Q, K, V, s=2.0), {"Qbar": Q, "Kbar": K, "V": V, "s": 2.0}
+    if name == "sigmoid":
+        return att.Sigmoid(A, V, b=-1.0), {"A": A, "V": V, "b": -1.0}
+    if name == "linear":
+        return att.Linear(A, V), {"A": A, "V": V}
+    if name == "hardmax":
+        return att.Hardmax(A, V), {"A": A, "V": V}
+    raise ValueError(name)
+
+
+def naive_softmax(X: np.ndarray, A: np.ndarray, V: np.ndarray) -> np.ndarray:
+    """The field's public code of today: a Python double loop over the tokens."""
+    n = X.shape[0]
+    out = np.zeros_like(X)
+    for i in range(n):
+        q = A @ X[i]
+        s = [float(q @ X[j]) for j in range(n)]
+        m = max(s)
+        num = np.zeros(X.shape[1])
+        den = 0.0
+        for j in range(n):
+            e = np.exp(s[j] - m)
+            num += e * X[j]
+            den += e
+        out[i] = V @ (num / den)
+    return out
+
+
+# ----------------------------------------------------------------------------- cases
+
+
+def case_velocity(name: str, cfg: argparse.Namespace) -> None:
+    n, d = cfg.n, 2
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((n, d))
+    field, params = make_field(name, d, rng)
+    rate = dgemm_rate(cfg.repeats)
+    ex = exp_floor(n * n, cfg.repeats)
+    floor = ex.wall + 4 * n * n * d / rate
+    floor_cpu = ex.cpu + 4 * n * n * d / rate
+    fast = measure(lambda: field.velocity(X), cfg.repeats)
+    dense = measure(lambda: dense_velocity(name, X, params), cfg.dense_repeats, memory=False)
+    extra = []
+    if name == "sigmoid":
+        # the exp-based sigmoid of the kernels module, through the same row blocks (Sigmoid
+        # itself calls scipy's expit until its transform is switched over)
+        K = att._kernels
+        F, R = X @ params["A"].T, (X @ params["V"].T) / n
+        b = params["b"]
+        fast_sig = measure(
+            lambda: K.apply_rows(
+                F, X, R, lambda S, rows: (K.sigmoid_transform(S, b), None), normalise=False
+            ),
+            cfg.repeats,
+        )
+        extra.append(("with kernels.sigmoid_transform", fast_sig))
+    err = rel_error(field.velocity(X), dense_velocity(name, X, params))
+    header(
+        f"{name} velocity, n = {n}, d = {d}, float64 ({att._kernels.THREADS} threads)",
+        "path",
+        "kernel wall",
+        "kernel CPU",
+        "peak memory",
+        "floor (exp + 2 products)",
+        "ratio to floor (wall / CPU)",
+        "dense numpy (wall / CPU)",
+        "speed-up over dense (wall / CPU)",
+        "max rel. diff. to dense",
+    )
+    for label, t in [("library", fast), *extra]:
+        row(
+            label,
+            f"{t.wall:.3f} s",
+            f"{t.cpu:.3f} s",
+            mib(t.peak),
+            f"{floor:.3f} s (exp {ex.wall:.3f} s, dgemm {rate / 1e9:.0f} GFLOP/s)",
+            f"{t.wall / floor:.2f} / {t.cpu / floor_cpu:.2f}",
+            f"{dense.wall:.3f} s / {dense.cpu:.3f} s",
+            f"{dense.wall / t.wall:.1f}x / {dense.cpu / t.cpu:.1f}x",
+            f"{err:.1e}",
+        )
+
+
+def case_threads(cfg: argparse.Namespace) -> None:
+    """Softmax velocity with the pool against the calling thread alone (same run)."""
+    n = cfg.n
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((n, 2))
+    field, _ = make_field("softmax", 2, rng)
+    K = att._kernels
+    saved = K.THREADS
+    res = {}
+    try:
+        for threads in sorted({1, saved}):
+            K.THREADS = threads
+            res[threads] = measure(lambda: field.velocity(X), cfg.repeats, memory=False)
+    finally:
+        K.THREADS = saved
+    header(f"softmax velocity, n = {n}: threads", "threads", "wall", "CPU", "speed-up (wall)")
+    for threads, t in res.items():
+        row(threads, f"{t.wall:.3f} s", f"{t.cpu:.3f} s", f"{res[1].wall / t.wall:.2f}x")
+
+
+def case_naive(cfg: argparse.Namespace) -> None:
+    n = cfg.n_naive
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((n, 2))
+    A, V = np.eye(2), rng.standard_normal((2, 2))
+    field = att.Softmax(A, V)
+    loop = measure(lambda: naive_softmax(X, A, V), 1, memory=False)
+    fast = measure(lambda: field.velocity(X), cfg.repeats, memory=False)
+    err = rel_error(field.velocity(X), naive_softmax(X, A, V))
+    header(
+        f"softmax velocity against a Python double loop, n = {n}",
+        "loop",
+        "kernel",
+        "speed-up",
+        "max rel. diff.",
+    )
+    row(
+        f"{loop.wall:.3f} s",
+        f"{fast.wall * 1e3:.2f} ms",
+        f"{loop.wall / fast.wall:.0f}x",
+        f"{err:.1e}",
+    )
+
+
+def case_large(cfg: argparse.Namespace) -> None:
+    n = cfg.n_large
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((n, 2))
+    field = att.Softmax(np.eye(2), np.eye(2))
+    # one call (n^2 = 10^10 exponentials), timed and traced at once
+    gc.collect()
+    tracemalloc.start()
+    w0, c0 = time.perf_counter(), time.process_time()
+    v = field.velocity(X)
+    t = Timing(time.perf_counter() - w0, time.process_time() - c0, 0)
+    t.peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    idx = rng.choice(n, 4, replace=False)
+    S = X[idx] @ X.T
+    P = np.exp(S - S.max(axis=1, keepdims=True))
+    ref = (P / P.sum(axis=1, keepdims=True)) @ X
+    err = rel_error(v[idx], ref)
+    header(
+        f"softmax velocity, n = {n}, d = 2: bounded memory",
+        "wall",
+        "CPU",
+        "peak traced memory",
+        "a dense score matrix would take",
+        "rel. diff. of 4 rows to dense",
+    )
+    row(f"{t.wall:.2f} s", f"{t.cpu:.2f} s", mib(t.peak), mib(8 * n * n), f"{err:.1e}")
+
+
+def _plain_scaling_step(K, a, b, u, v):
+    u = a / (K @ v)
+    v = b / (K.T @ u)
+    return u, v
+
+
+def case_sinkhorn(cfg: argparse.Namespace) -> None:
+    from token_dynamics.attention import _sinkhorn as sk
+
+    n = cfg.n_sinkhorn
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((n, 2))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    A = rng.standard_normal((2, 2))  # not symmetric: the alternating (general) updates
+    a = np.full(n, 1 / n)
+    S = (X @ A.T) @ X.T
+    k = cfg.sinkhorn_iters
+    # per iteration, at eps = 1 where plain scaling works. Each solver is timed for k + 1 and
+    # for 1 iteration; the difference over k is the cost of one iteration without the setup. Wall
+    # time, not CPU time: OpenBLAS threads the matrix-vector products and its waiting threads
+    # spin, which process CPU time counts.
+    eps = 1.0
+    K = np.exp(S / eps)
+    Ke = S / eps
+    log_a = np.log(a)
+
+    def plain(iters):
+        u, v = np.ones(n), np.ones(n)
+        for _ in range(iters):
+            u, v = _plain_scaling_step(K, a, a, u, v)
+
+    solvers = {
+        "plain scaling (2 matrix-vector products)": plain,
+        "library (log-stabilised scaling)": lambda it: sk.sinkhorn_plan(
+            S, eps, tol=1e-300, max_iter=it
+        ),
+        "log-sum-exp updates (the previous solver)": lambda it: sk._alternating_iterations(
+            Ke, log_a, log_a, 1e-300, it
+        ),
+    }
+    # interleaved repeats (plain, library, previous, ...) so that a busy spell of the machine
+    # hits every solver alike; medians of the per-iteration times
+    kp = max(2, k // 20)  # the previous solver costs ~100x more per iteration
+    samples: dict[str, list[float]] = {name: [] for name in solvers}
+
+    def clock(fn) -> float:
+        start = time.perf_counter()
+        fn()
+        return time.perf_counter() - start
+
+    for run in solvers.values():  # warm-up
+        run(2)
+    for rep in range(cfg.repeats):
+        for name, run in solvers.items():
+            kk = kp if "previous" in name else k
+            if "previous" in name and rep > 0:
+                continue  # one sample is enough at ~100x the cost
+            t_k = clock(lambda run=run, kk=kk: run(kk + 1))
+            if name.startswith("plain"):  # no setup to subtract
+                samples[name].append(t_k / (kk + 1))
+            else:  # minus the setup (first potentials, kernel, final plan) and one iteration
+                samples[name].append(max(t_k - clock(lambda run=run: run(1)), 0.0) / kk)
+    per = {name: float(np.median(v)) for name, v in samples.items()}
+    header(
+        f"Sinkhorn, n = {n}, wall time per iteration (alternating updates, eps = 1)",
+        "solver",
+        "per iteration",
+        "ratio to plain scaling",
+    )
+    base = per["plain scaling (2 matrix-vector products)"]
+    for name, t in per.items():
+        row(name, f"{t * 1e3:.2f} ms", f"{t / base:.2f}")
+    # robustness: eps = 0.1 with a score spread of 100 to 200 eps, on 512 of the tokens
+    # (convergence, not speed, is the point; thousands of iterations at n = 2048 take minutes)
+    n = min(n, 512)
+    S, a = S[:n, :n], np.full(n, 1 / n)
+    header(
+        f"Sinkhorn, n = {n}, eps = 0.1, score spread 100-1000 eps",
+        "spread / eps",
+        "library converged",
+        "iterations",
+        "marginal error",
+        "wall",
+        "plain scaling, same iterations",
+    )
+    # 1000 eps: beyond the issue's range, where e^(S/eps) spans more than float64 holds
+    for spread in (100, 200, 1000):
+        Sx = S * (spread * 0.1 / np.ptp(S))
+        start = time.perf_counter()
+        res = sk.sinkhorn_plan(Sx, 0.1, tol=1e-9, max_iter=20_000)
+        wall = time.perf_counter() - start
+        with np.errstate(all="ignore"):
+            Kx = np.exp(Sx / 0.1)
+            u, v = np.ones(n), np.ones(n)
+            for _ in range(max(res.n_iter, 1)):
+                u, v = _plain_scaling_step(Kx, a, a, u, v)
+            plan = u[:, None] * Kx * v[None, :]
+            err = np.abs(plan.sum(axis=0) - a).sum() + np.abs(plan.sum(axis=1) - a).sum()
+        plain = f"marginal error {err:.1e}" if np.isfinite(err) else "not finite (under/overflow)"
+        row(spread, res.converged, res.n_iter, f"{res.marginal_error:.1e}", f"{wall:.2f} s", plain)
+
+
+def chunked_layer(X, h, W1, W2, A, V, beta):
+    """One relu layer as the stochastic module could compute it: attention through the
+    row-blocked kernel, the MLP in (row, hidden-unit) tiles whose products stay under
+    OpenBLAS's single-thread size (memory O(tile), not O(N m)). A sketch for the report,
+    checked against the module's own layer."""
+    K = att._kernels
+    n, m, d = X.shape[0], W1.shape[0], X.shape[1]
+    R = np.column_stack([X @ V.T, np.ones(n)]) / n
+    Y = X + h * K.apply_rows(beta * X @ A.T, X, R, K.softmax_transform, normalise=True)
+    g = np.zeros_like(Y)
+    W2T = np.ascontiguousarray(W2.T)
+    rows = min(n, 1024)
+    chunk = max(1, K.SERIAL_BLAS_FLOPS // (rows * d))
+    for r in range(0, n, rows):
+        Yr, gr = Y[r : r + rows], g[r : r + rows]
+        for c in range(0, m, chunk):
+            H = Yr @ W1[c : c + chunk].T
+            np.maximum(H, 0.0, out=H)
+            gr += H @ W2T[c : c + chunk]
+    Z = Y + np.sqrt(h) * g / np.sqrt(m)
+    return Z / np.linalg.norm(Z, axis=1, keepdims=True)
+
+
+def case_stochastic(cfg: argparse.Namespace) -> None:
+    try:
+        from token_dynamics.stochastic import StochasticTransformer, simulate
+    except ImportError as exc:  # another engineer's module, still being written
+        print(f"\n### stochastic layer: skipped ({exc})")
+        return
+    N, d, h = cfg.n_stochastic, 16, 0.01
+    rate = dgemm_rate(cfg.repeats)
+    rng = np.random.default_rng(0)
+    X0 = rng.standard_normal((N, d))
+    X0 /= np.linalg.norm(X0, axis=1, keepdims=True)
+    header(
+        f"stochastic transformer, one relu layer, N = {N}, d = {d}",
+        "code",
+        "width m",
+        "wall",
+        "CPU",
+        "peak memory",
+        "dgemm floor",
+        "ratio to floor (wall / CPU)",
+        "max diff. to simulate",
+    )
+    for m in cfg.widths:
+        model = StochasticTransformer(activation="relu", width=m)
+        flops = 4 * N * m * d + 4 * N * N * d  # MLP: two N x m x d products; attention: two
+        floor = flops / rate
+        t = measure(lambda m=model: simulate(m, X0, T=h, L=1, rng=1), cfg.repeats)
+        ref = simulate(model, X0, T=h, L=1, rng=1).states[0, -1]
+        # the same weights as simulate draws them (fresh reading, one path)
+        g = np.random.default_rng(1)
+        W1 = g.standard_normal((1, m, d))[0]
+        W2 = g.standard_normal((1, d, m))[0]
+        I = np.eye(d)
+        sketch = measure(
+            lambda W1=W1, W2=W2, I=I: chunked_layer(X0, h, W1, W2, I, I, 1.0), cfg.repeats
+        )
+        diff = float(np.abs(chunked_layer(X0, h, W1, W2, I, I, 1.0) - ref).max())
+        for code, tm, dd in (("simulate", t, "-"), ("chunked sketch", sketch, f"{diff:.1e}")):
+            ratio = f"{tm.wall / floor:.1f} / {tm.cpu / floor:.1f}"
+            row(
+                code,
+                m,
+                f"{tm.wall:.3f} s",
+                f"{tm.cpu:.3f} s",
+                mib(tm.peak),
+                f"{floor:.3f} s",
+                ratio,
+                dd,
+            )
+
+
+def case_gaussian(cfg: argparse.Namespace) -> None:
+    from token_dynamics.gaussian import (
+        SoftmaxMoments,
+        isotropic_covariance,
+        particle_moments,
+        solve_moments,
+    )
+
+    A = np.array([[-0.5, 0.3], [0.1, -0.8]])
+    V = np.eye(2)
+    mean0, cov0 = np.zeros(2), np.array([[1.0, 0.3], [0.3, 0.5]])
+    times = np.array([0.0, 1.0])
+    exact = isotropic_covariance(times, 1.0, A, cov0)[-1]
+    field = att.Softmax(A, V)
+
+    def particles():
+        return particle_moments(field, mean0, cov0, times, cfg.n_gauss, rng=0, dt=0.05)
+
+    def ode():
+        return solve_moments(SoftmaxMoments(A, V), mean0, cov0, times, rtol=1e-6, atol=1e-9)
+
+    t_p = measure(particles, 1, memory=False)
+    t_o = measure(ode, cfg.repeats, memory=False)
+    err_p = rel_error(particles().covariances[-1], exact)
+    err_o = rel_error(ode().covariances[-1], exact)
+    header(
+        "Gaussian moment ODE against particles (softmax, d = 2, V = I, t = 1)",
+        "particles (n, RK4 dt = 0.05)",
+        "particle cov. error",
+        "ODE (DOP853, rtol 1e-6)",
+        "ODE cov. error",
+        "speed-up at equal or better accuracy",
+    )
+    row(
+        f"{t_p.wall:.3f} s (n = {cfg.n_gauss})",
+        f"{err_p:.1e}",
+        f"{t_o.wall * 1e3:.2f} ms",
+        f"{err_o:.1e}",
+        f"{t_p.wall / t_o.wall:.0f}x",
+    )
+
+
+def case_notebooks(cfg: argparse.Namespace) -> None:
+    sys.path.insert(0, str(Path(__file__).parent))
+    import notebooks
+
+    print("\n### notebook execution (fresh kernel each, sequential)\n", flush=True)
+    notebooks.run()
+
+
+VELOCITY = ("softmax", "l2", "sigmoid", "linear", "hardmax")
+CASES: dict[str, Callable[[argparse.Namespace], None]] = {
+    **{name: (lambda cfg, name=name: case_velocity(name, cfg)) for name in VELOCITY},
+    "threads": case_threads,
+    "naive": case_naive,
+    "large": case_large,
+    "sinkhorn": case_sinkhorn,
+    "stochastic": case_stochastic,
+    "gaussian": case_gaussian,
+    "notebooks": case_notebooks,
+}
+#: Run only when named (several minutes of kernels in subprocesses).
+OPT_IN = ("notebooks",)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("cases", nargs="*", help=f"cases to run (default: all but {OPT_IN})")
+    parser.add_argument("--quick", action="store_true", help="small sizes, few repeats")
+    parser.add_argument("--list", action="store_true", help="list the cases and exit")
+    parser.add_argument("--repeats", type=int, default=None, help="repeats per timing")
+    cfg = parser.parse_args(argv)
+    if cfg.list:
+        print("\n".join(CASES))
+        return
+    unknown = [c for c in cfg.cases if c not in CASES]
+    if unknown:
+        parser.error(f"unknown case(s) {unknown}; choose from {list(CASES)}")
+    quick = cfg.quick
+    cfg.repeats = cfg.repeats or (3 if quick else 5)
+    cfg.dense_repeats = 1 if quick else 3
+    cfg.n = 4096 if quick else 16384
+    cfg.n_naive = 128 if quick else 512
+    cfg.n_large = 30_000 if quick else 100_000
+    cfg.n_sinkhorn = 1024 if quick else 2048
+    cfg.sinkhorn_iters = 50 if quick else 200
+    cfg.n_stochastic = 1024 if quick else 4096
+    cfg.widths = (1024, 4096) if quick else (4096, 16384)
+    cfg.n_gauss = 1024 if quick else 4096
+    selected = cfg.cases or [c for c in CASES if c not in OPT_IN]
+    print(
+        f"token-dynamics benchmarks ({'quick' if quick else 'full'}): numpy {np.__version__}, "
+        f"{att._kernels.THREADS} kernel threads, BLOCK_ELEMENTS = {att.BLOCK_ELEMENTS}",
+        flush=True,
+    )
+    start = time.perf_counter()
+    for name in selected:
+        CASES[name](cfg)
+    print(f"\n(benchmarks took {time.perf_counter() - start:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()

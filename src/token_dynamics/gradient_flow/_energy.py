@@ -1,0 +1,269 @@
+"""The interaction energy of particles, its first variation, gradient and rate (private)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .._validation import as_matrix, as_tokens, as_vector, as_weights
+from ._matrices import SYM_RTOL, _square, _symmetric
+
+__all__ = [
+    "energy_along",
+    "energy_gradient",
+    "energy_rate",
+    "first_variation",
+    "monotonicity_sign",
+    "particle_energy",
+    "translation_second_variation",
+]
+
+
+def _measure_args(X: Any, A: Any, points: Any, weights: Any):
+    """Validate ``(X, A, points, weights)``; ``points`` default to the tokens."""
+    X = as_tokens(X)
+    n, d = X.shape
+    A = _square(A, "A", d)
+    Y = X if points is None else as_tokens(points, "points", d=d)
+    return X, A, Y, as_weights(weights, n)
+
+
+def _kernels(X, A, Y):
+    """K1[k, j] = e^{<A y_k, x_j>}, K2[k, j] = e^{<A x_j, y_k>}, as exponents."""
+    return Y @ A.T @ X.T, Y @ A @ X.T
+
+
+def particle_energy(X: Any, A: Any, *, weights: Any = None) -> float:
+    r"""Interaction energy :math:`\frac12\sum_{ij} w_i w_j e^{\langle A x_i, x_j\rangle}`.
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+        Tokens, one per row.
+    A : array_like, shape (d, d)
+        Attention matrix (any, not necessarily symmetric).
+    weights : array_like, shape (n,), optional
+        Probability weights; uniform ``1/n`` by default.
+
+    Returns
+    -------
+    float
+        :math:`\mathcal E_A(\mu)` for :math:`\mu = \sum_i w_i \delta_{x_i}`.
+
+    Raises
+    ------
+    FloatingPointError
+        If the energy exceeds the float64 range (scale ``A`` or the tokens down).
+
+    Notes
+    -----
+    The same quantity as :func:`token_dynamics.diagnostics.interaction_energy` with
+    ``beta=1`` (which computes it, through log-sum-exp), named here as the energy of the
+    gradient-flow chapter.
+
+    References
+    ----------
+    Castin et al., arXiv:2501.18322, the interaction energy of the Transformer PDE.
+
+    Examples
+    --------
+    >>> round(particle_energy([[1.0, 0.0]], -np.eye(2)), 12)  # one Dirac: e^{-|x|^2} / 2
+    0.183939720586
+    """
+    from ..diagnostics import interaction_energy
+
+    X = as_tokens(X)
+    A = _square(A, "A", X.shape[1])
+    return interaction_energy(X, beta=1.0, weights=weights, A=A)
+
+
+def first_variation(X: Any, A: Any, points: Any = None, *, weights: Any = None) -> np.ndarray:
+    r"""First variation :math:`\frac{\delta\mathcal E}{\delta\mu}` evaluated at ``points``.
+
+    .. math::
+
+        \frac{\delta\mathcal E}{\delta\mu}(y) = \frac12\int \big(e^{\langle Ay,x\rangle}
+        + e^{\langle Ax,y\rangle}\big)\, d\mu(x),
+
+    which is :math:`Z_\mu(y)` when :math:`A` is symmetric.
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+        Tokens of :math:`\mu`.
+    A : array_like, shape (d, d)
+    points : array_like, shape (m, d), optional
+        Where to evaluate; the tokens themselves by default.
+    weights : array_like, shape (n,), optional
+
+    Returns
+    -------
+    ndarray, shape (m,)
+
+    References
+    ----------
+    Castin et al., arXiv:2501.18322.
+
+    Examples
+    --------
+    >>> first_variation([[0.0, 0.0]], np.eye(2), [[1.0, 1.0]])
+    array([1.])
+    """
+    X, A, Y, w = _measure_args(X, A, points, weights)
+    S1, S2 = _kernels(X, A, Y)
+    return 0.5 * (np.exp(S1) + np.exp(S2)) @ w
+
+
+def energy_gradient(X: Any, A: Any, points: Any = None, *, weights: Any = None) -> np.ndarray:
+    r"""Gradient :math:`\nabla_y\frac{\delta\mathcal E}{\delta\mu}(y)` at ``points``.
+
+    .. math::
+
+        \nabla\frac{\delta\mathcal E}{\delta\mu}(y) = \frac12\int\big(e^{\langle Ay,x\rangle}
+        A^\top x + e^{\langle Ax,y\rangle} A x\big)\, d\mu(x),
+
+    equal to :math:`A\int e^{\langle Ay,x\rangle}x\,d\mu(x)` for symmetric :math:`A`. For the
+    empirical measure, :math:`\partial\mathcal E/\partial x_i = w_i\nabla\frac{\delta\mathcal
+    E}{\delta\mu}(x_i)`.
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+    A : array_like, shape (d, d)
+    points : array_like, shape (m, d), optional
+        The tokens by default.
+    weights : array_like, shape (n,), optional
+
+    Returns
+    -------
+    ndarray, shape (m, d)
+
+    References
+    ----------
+    Castin et al., arXiv:2501.18322.
+
+    Examples
+    --------
+    >>> energy_gradient([[1.0, 0.0]], 2 * np.eye(2), [[0.0, 0.0]])
+    array([[2., 0.]])
+    """
+    X, A, Y, w = _measure_args(X, A, points, weights)
+    S1, S2 = _kernels(X, A, Y)
+    return 0.5 * ((np.exp(S1) * w) @ X @ A + (np.exp(S2) * w) @ X @ A.T)
+
+
+def energy_rate(X: Any, velocity: Any, A: Any, *, weights: Any = None) -> float:
+    r"""Time derivative of :math:`\mathcal E_A` when token :math:`x_i` moves with :math:`v_i`.
+
+    .. math:: \frac{d}{dt}\mathcal E = \sum_i w_i\,\nabla\tfrac{\delta\mathcal E}{\delta\mu}(x_i)
+        \cdot v_i .
+
+    Parameters
+    ----------
+    X, velocity : array_like, shape (n, d)
+    A : array_like, shape (d, d)
+    weights : array_like, shape (n,), optional
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> energy_rate([[1.0, 0.0]], [[1.0, 0.0]], -np.eye(2))  # d/dt e^{-(1+t)^2}/2 at t=0
+    -0.36787944117144233
+    """
+    X = as_tokens(X)
+    n, d = X.shape
+    v = as_tokens(velocity, "velocity", d=d)
+    if v.shape != X.shape:
+        raise ValueError(f"`velocity` must have the shape of `X` {X.shape}; got {v.shape}.")
+    w = as_weights(weights, n)
+    return float(np.einsum("i,ik,ik->", w, energy_gradient(X, A, weights=w), v))
+
+
+def energy_along(states: Any, A: Any, *, weights: Any = None) -> np.ndarray:
+    """Energy :func:`particle_energy` at each state of a trajectory.
+
+    Parameters
+    ----------
+    states : array_like, shape (T, n, d)
+    A : array_like, shape (d, d)
+    weights : array_like, shape (n,), optional
+
+    Returns
+    -------
+    ndarray, shape (T,)
+
+    Examples
+    --------
+    >>> energy_along(np.zeros((3, 2, 1)), [[1.0]])
+    array([0.5, 0.5, 0.5])
+    """
+    arr = np.asarray(states, dtype=np.float64)
+    if arr.ndim != 3:
+        raise ValueError(f"`states` must have shape (T, n, d); got shape {arr.shape}.")
+    return np.array([particle_energy(X, A, weights=weights) for X in arr])
+
+
+def monotonicity_sign(A: Any, V: Any) -> int:
+    r"""Predicted sign of :math:`d\mathcal E/dt` for softmax and unnormalised attention.
+
+    For symmetric :math:`A`, :math:`\frac{d}{dt}\mathcal E = \sum_i w_i Z_i^k\, m_i^\top AV m_i`
+    (:math:`k = 1` softmax, :math:`k = 2` unnormalised), so the sign is that of
+    :math:`AV + V^\top A^\top` when it is semidefinite.
+
+    Returns
+    -------
+    int
+        ``+1`` (energy non-decreasing), ``-1`` (non-increasing) or ``0`` (indefinite, no
+        prediction).
+
+    Examples
+    --------
+    >>> monotonicity_sign(-np.eye(2), np.eye(2))
+    -1
+    """
+    A = as_matrix(A, "A")
+    A = _symmetric(A, "A")
+    V = _square(V, "V", A.shape[0])
+    lam = np.linalg.eigvalsh(A @ V + V.T @ A)
+    tol = SYM_RTOL * max(1.0, np.abs(lam).max())
+    if lam.min() >= -tol:
+        return 1
+    if lam.max() <= tol:
+        return -1
+    return 0
+
+
+def translation_second_variation(X: Any, A: Any, direction: Any, *, weights: Any = None) -> float:
+    r"""Exact :math:`\frac{d^2}{ds^2}\mathcal E_A\big((x\mapsto x + sb)_\#\mu\big)` at :math:`s=0`.
+
+    With :math:`f_{ij} = \langle Ax_i, x_j\rangle`, :math:`f'_{ij} = b^\top Ax_i + x_j^\top Ab`,
+    the value is :math:`\frac12\sum_{ij} w_iw_j e^{f_{ij}}(f_{ij}'^2 + 2b^\top Ab)`.
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+    A : array_like, shape (d, d)
+    direction : array_like, shape (d,)
+    weights : array_like, shape (n,), optional
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> translation_second_variation([[0.0]], [[-1.0]], [1.0])  # e^{-s^2}/2 at 0
+    -1.0
+    """
+    X = as_tokens(X)
+    n, d = X.shape
+    A = _square(A, "A", d)
+    b = as_vector(direction, "direction", size=d)
+    w = as_weights(weights, n)
+    S = X @ A.T @ X.T
+    fp = (X @ A.T @ b)[:, None] + (X @ A @ b)[None, :]
+    return float(0.5 * w @ (np.exp(S) * (fp**2 + 2 * b @ A @ b)) @ w)

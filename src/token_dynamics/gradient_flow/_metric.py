@@ -1,0 +1,258 @@
+"""The twisted Wasserstein metric and the gradient-flow identity of attention (private)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._validation import as_matrix, as_tokens, as_weights
+from ._energy import _measure_args, energy_gradient, energy_rate
+from ._matrices import SYM_RTOL, _square, _symmetric
+
+__all__ = [
+    "GradientFlowCheck",
+    "TwistedMetric",
+    "TwistedMetricError",
+    "gradient_flow_check",
+    "softmax_metric_density",
+    "twisted_metric",
+    "twisted_wasserstein",
+]
+
+
+class TwistedMetricError(ValueError):
+    """``P = V A^{-1}`` is not symmetric definite, so no twisted metric exists."""
+
+
+def _attention_velocity(kind: str, X, A, V, w) -> np.ndarray:
+    """Velocity of attention.Unnormalised or attention.Softmax (beta = 1)."""
+    from ..attention import Softmax, Unnormalised
+
+    field = Unnormalised(A, V) if kind == "unnormalised" else Softmax(A, V)
+    return field.velocity(X, weights=w)
+
+
+def _wasserstein2(X, Y, wx, wy, metric):
+    """Exact W2 with ground cost (x - y)^T metric (x - y), through the wasserstein module."""
+    from ..wasserstein import wasserstein2
+
+    return float(wasserstein2(X, Y, weights_x=wx, weights_y=wy, metric=metric))
+
+
+@dataclass(frozen=True)
+class TwistedMetric:
+    """The twisted geometry of unnormalised attention.
+
+    Attributes
+    ----------
+    P : ndarray, shape (d, d)
+        ``V A^{-1}``, symmetric definite.
+    sign : int
+        ``+1`` if ``P`` is positive definite (gradient ascent of the energy), ``-1`` if negative
+        definite (descent).
+    metric : ndarray, shape (d, d)
+        ``(sign P)^{-1}``: the ground cost is ``(x - y)^T metric (x - y)``.
+    """
+
+    P: np.ndarray
+    sign: int
+    metric: np.ndarray
+
+
+def twisted_metric(A: Any, V: Any) -> TwistedMetric:
+    r"""The matrix :math:`P = VA^{-1}` and the twisted ground metric :math:`(\pm P)^{-1}`.
+
+    Parameters
+    ----------
+    A : array_like, shape (d, d)
+        Symmetric, invertible.
+    V : array_like, shape (d, d)
+
+    Returns
+    -------
+    TwistedMetric
+
+    Raises
+    ------
+    TwistedMetricError
+        If ``A`` is singular or ``P`` is not symmetric, or not definite.
+
+    References
+    ----------
+    Castin et al., arXiv:2501.18322 (the twisted Wasserstein distance; this reconstruction is
+    the book's).
+
+    Examples
+    --------
+    >>> twisted_metric(2 * np.eye(2), np.eye(2)).metric
+    array([[2., 0.],
+           [0., 2.]])
+    """
+    A = _symmetric(as_matrix(A, "A"), "A")
+    d = A.shape[0]
+    V = _square(V, "V", d)
+    if np.linalg.cond(A) > 1.0 / SYM_RTOL:
+        raise TwistedMetricError("`A` is singular (to working precision): P = V A^-1 is undefined.")
+    P = V @ np.linalg.inv(A)
+    scale = max(1.0, float(np.abs(P).max()))
+    if np.abs(P - P.T).max() > 1e3 * SYM_RTOL * scale * np.linalg.cond(A):
+        raise TwistedMetricError(
+            "P = V A^-1 is not symmetric (A V != V^T A): unnormalised attention is not a gradient "
+            "flow for a twisted W2 metric; choose V = P A with P symmetric definite."
+        )
+    P = 0.5 * (P + P.T)
+    lam = np.linalg.eigvalsh(P)
+    if lam.min() > 0:
+        sign = 1
+    elif lam.max() < 0:
+        sign = -1
+    else:
+        raise TwistedMetricError(
+            f"P = V A^-1 is indefinite (eigenvalues from {lam.min():.3g} to {lam.max():.3g}): "
+            "(x - y)^T P^-1 (x - y) is not a cost; choose V = P A with P definite."
+        )
+    return TwistedMetric(P, sign, np.linalg.inv(sign * P))
+
+
+def twisted_wasserstein(
+    X: Any, Y: Any, A: Any, V: Any, *, weights_x: Any = None, weights_y: Any = None
+) -> float:
+    r"""Twisted distance :math:`d_P(\mu,\nu) = W_2((P^{-1/2})_\#\mu, (P^{-1/2})_\#\nu)`.
+
+    The ground cost is :math:`(x-y)^\top(\pm P)^{-1}(x-y)` with :math:`P = VA^{-1}`; computed
+    exactly by :func:`token_dynamics.wasserstein.wasserstein2` with ``metric``.
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+    Y : array_like, shape (m, d)
+    A, V : array_like, shape (d, d)
+    weights_x : array_like, shape (n,), optional
+    weights_y : array_like, shape (m,), optional
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    TwistedMetricError
+        If ``V A^{-1}`` is not symmetric definite.
+
+    Examples
+    --------
+    >>> X = np.array([[0.0, 0.0], [1.0, 1.0]])
+    >>> round(twisted_wasserstein(X, X + [1.0, 0.0], 4 * np.eye(2), np.eye(2)), 12)
+    2.0
+    """
+    X = as_tokens(X)
+    d = X.shape[1]
+    Y = as_tokens(Y, "Y", d=d)
+    tm = twisted_metric(A, V)
+    wx = as_weights(weights_x, X.shape[0], "weights_x")
+    wy = as_weights(weights_y, Y.shape[0], "weights_y")
+    return _wasserstein2(X, Y, wx, wy, tm.metric)
+
+
+def softmax_metric_density(
+    X: Any, A: Any, points: Any = None, *, weights: Any = None
+) -> np.ndarray:
+    r"""Density :math:`Z_\mu(x) = \int e^{\langle Ax, y\rangle}d\mu(y)` of the softmax metric.
+
+    Softmax attention is the gradient flow of :math:`\mathcal E_A` for
+    :math:`g_\mu(v, v) = \int Z_\mu(x)\, v(x)^\top(\pm P)^{-1}v(x)\,d\mu(x)`.
+
+    Returns
+    -------
+    ndarray, shape (m,)
+
+    Examples
+    --------
+    >>> softmax_metric_density([[0.0], [1.0]], [[1.0]], [[1.0]])
+    array([1.85914091])
+    """
+    X, A, Y, w = _measure_args(X, A, points, weights)
+    return np.exp(Y @ A.T @ X.T) @ w
+
+
+@dataclass(frozen=True)
+class GradientFlowCheck:
+    r"""Gradient-flow identity at one configuration.
+
+    Attributes
+    ----------
+    velocity : ndarray, shape (n, d)
+        Attention velocity, from :class:`token_dynamics.attention.Unnormalised` or
+        :class:`token_dynamics.attention.Softmax`.
+    steepest : ndarray, shape (n, d)
+        ``sign`` times the gradient of the energy for the metric (``P ∇δE/δμ``, divided by
+        ``Z`` for softmax).
+    identity_error : float
+        ``max|velocity - steepest| / max|steepest|``.
+    energy_rate : float
+        :math:`d\mathcal E/dt` along ``velocity``.
+    metric_speed_squared : float
+        :math:`\|velocity\|^2` in the metric; gradient flow means
+        ``energy_rate = sign * metric_speed_squared``.
+    sign : int
+        ``+1`` ascent, ``-1`` descent.
+    """
+
+    velocity: np.ndarray
+    steepest: np.ndarray
+    identity_error: float
+    energy_rate: float
+    metric_speed_squared: float
+    sign: int
+
+
+def gradient_flow_check(
+    X: Any, A: Any, V: Any, *, kind: str = "unnormalised", weights: Any = None
+) -> GradientFlowCheck:
+    r"""Check that attention is the gradient flow of :math:`\mathcal E_A` for its metric.
+
+    ``kind="unnormalised"``: velocity :math:`V\int e^{\langle Ax,y\rangle}y\,d\mu` against
+    :math:`P\nabla\frac{\delta\mathcal E}{\delta\mu}`, metric :math:`\int v^\top(\pm P)^{-1}v\,
+    d\mu`. ``kind="softmax"``: velocity divided by :math:`Z_\mu`, metric weighted by
+    :math:`Z_\mu` (:func:`softmax_metric_density`).
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+    A : array_like, shape (d, d)
+        Symmetric, invertible.
+    V : array_like, shape (d, d)
+        With ``V A^{-1}`` symmetric definite.
+    kind : {"unnormalised", "softmax"}
+    weights : array_like, shape (n,), optional
+
+    Returns
+    -------
+    GradientFlowCheck
+
+    Examples
+    --------
+    >>> X = np.array([[0.1, 0.2], [-0.3, 0.4], [0.5, -0.1]])
+    >>> c = gradient_flow_check(X, -np.eye(2), np.eye(2))
+    >>> c.identity_error < 1e-14, c.sign
+    (True, -1)
+    """
+    if kind not in ("unnormalised", "softmax"):
+        raise ValueError(f"`kind` must be 'unnormalised' or 'softmax'; got {kind!r}.")
+    X = as_tokens(X)
+    n, d = X.shape
+    tm = twisted_metric(A, V)
+    A = _symmetric(_square(A, "A", d), "A")
+    V = _square(V, "V", d)
+    w = as_weights(weights, n)
+    vel = _attention_velocity(kind, X, A, V, w)
+    steep = energy_gradient(X, A, weights=w) @ tm.P.T
+    Z = np.ones(n)
+    if kind == "softmax":
+        Z = softmax_metric_density(X, A, weights=w)
+        steep = steep / Z[:, None]
+    err = float(np.abs(vel - steep).max() / max(np.abs(steep).max(), np.finfo(float).tiny))
+    speed2 = float(np.einsum("i,i,ik,kl,il->", w, Z, vel, tm.metric, vel))
+    return GradientFlowCheck(vel, steep, err, energy_rate(X, vel, A, weights=w), speed2, tm.sign)

@@ -1,0 +1,223 @@
+"""Mean-field experiments: particle systems against exact solutions and each other (private)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._validation import (
+    as_matrix,
+    as_rng,
+    as_tokens,
+    as_vector,
+    as_weights,
+    check_int,
+    check_positive,
+)
+from ..attention import Softmax
+from ..diagnostics import PowerLawFit, fit_power_law
+from ..integrators import integrate
+from ..wasserstein import conditional_w2, w2_gaussian_1d, wasserstein2
+from ._estimates import _square, _times
+from ._references import softmax_gaussian_1d, softmax_gaussian_centred
+
+__all__ = ["MeanFieldErrors", "StabilityRun", "mean_field_errors", "stability_ratios"]
+
+#: Default RK4 step of the particle experiments: the RK4 error h^4 ~ 6e-6 is far below the
+#: 1/sqrt(n) ~ 1e-2 sampling error that the experiments measure.
+DEFAULT_DT = 0.05
+#: Default size of the reference sample in d >= 2, as a multiple of the largest n: the spec's
+#: n_ref >= 20 n keeps the reference's own error well below that of the particle system.
+REFERENCE_FACTOR = 20
+
+
+@dataclass(frozen=True)
+class MeanFieldErrors:
+    """Distances between the particle system and the exact mean-field solution.
+
+    Attributes
+    ----------
+    ns : ndarray, shape (k,)
+        Numbers of tokens.
+    initial, final : ndarray, shape (n_seeds, k)
+        :math:`W_2(\\mu^n_0, \\mu_0)` and :math:`W_2(\\mu^n(T), \\mu(T))` for each seed and n.
+    fit : PowerLawFit
+        Fit of the seed-mean of ``final`` against ``ns``.
+    """
+
+    ns: np.ndarray
+    initial: np.ndarray
+    final: np.ndarray
+    fit: PowerLawFit
+
+    @property
+    def ratio(self) -> np.ndarray:
+        """Seed-mean of ``final`` over seed-mean of ``initial``, shape (k,)."""
+        return self.final.mean(axis=0) / self.initial.mean(axis=0)
+
+
+def _flow(
+    field: Any, X0: np.ndarray, times: np.ndarray, dt: float, weights: Any = None
+) -> np.ndarray:
+    rhs = field if weights is None else (lambda t, X: field.velocity(X, t, weights=weights))
+    return integrate(rhs, X0, times, method="rk4", dt=dt).states
+
+
+def mean_field_errors(
+    ns: Any,
+    *,
+    cov0: Any,
+    A: Any,
+    v: float,
+    T: float,
+    mean0: Any = None,
+    beta: float = 1.0,
+    n_seeds: int = 4,
+    n_ref: int | None = None,
+    dt: float = DEFAULT_DT,
+    rng: Any = None,
+) -> MeanFieldErrors:
+    r"""Mean-field error :math:`W_2(\mu^n(T), \mu(T))` of softmax tokens against an exact solution.
+
+    The tokens are ``n`` i.i.d. draws of :math:`\mu_0 = \mathcal N(m_0, \Sigma_0)`, moved by
+    softmax attention with :math:`V = vI` (RK4, step `dt`). The exact solution stays Gaussian
+    (:func:`softmax_gaussian_1d`, :func:`softmax_gaussian_centred`). In ``d = 1`` the distance
+    to it is exact (:func:`~token_dynamics.wasserstein.w2_gaussian_1d`); in ``d >= 2`` the
+    mean must be zero and the distance is taken to an independent sample of :math:`\mu(T)` of
+    size `n_ref` (exact optimal transport), which adds an error of order
+    :math:`n_{\rm ref}^{-1/2}`.
+
+    Parameters
+    ----------
+    ns : array_like of int, shape (k,)
+    cov0 : array_like, shape (d, d)
+    A : array_like, shape (d, d)
+    v : float
+    T : float
+        Final time, before any blow-up.
+    mean0 : array_like, shape (d,), optional
+        Initial mean; zero by default (must be zero when ``d >= 2``).
+    beta : float
+    n_seeds : int
+    n_ref : int, optional
+        Reference sample size in ``d >= 2``; ``20 * max(ns)`` by default.
+    dt : float
+    rng : Generator, int or None
+
+    Returns
+    -------
+    MeanFieldErrors
+
+    Examples
+    --------
+    >>> err = mean_field_errors([50, 200], cov0=[[0.4]], A=[[-0.6]], v=0.8, T=0.5,
+    ...                         mean0=[0.5], n_seeds=2, rng=0)
+    >>> err.final.shape
+    (2, 2)
+    """
+    ns = np.array([check_int(n, "ns") for n in np.atleast_1d(ns)])
+    S0 = _square(cov0, "cov0")
+    d = S0.shape[0]
+    A = as_matrix(A, "A", shape=(d, d))
+    m0 = np.zeros(d) if mean0 is None else as_vector(mean0, "mean0", size=d)
+    T = check_positive(T, "T")
+    n_seeds = check_int(n_seeds, "n_seeds")
+    dt = check_positive(dt, "dt")
+    rng = as_rng(rng)
+    if d == 1:
+        ref = softmax_gaussian_1d([0.0, T], m0[0], S0[0, 0], v, A[0, 0], beta=beta)
+    else:
+        if np.any(m0 != 0):
+            raise ValueError("`mean0` must be zero when d >= 2 (the exact reference is centred).")
+        ref = softmax_gaussian_centred([0.0, T], S0, A, v, beta=beta)
+        n_ref = check_int(REFERENCE_FACTOR * int(ns.max()) if n_ref is None else n_ref, "n_ref")
+    field = Softmax(A, v * np.eye(d), beta=beta)
+    initial = np.empty((n_seeds, ns.shape[0]))
+    final = np.empty_like(initial)
+    for j, n in enumerate(ns):
+        for k in range(n_seeds):
+            X0 = rng.multivariate_normal(m0, S0, size=n)
+            XT = _flow(field, X0, np.array([0.0, T]), dt)[-1]
+            if d == 1:
+                initial[k, j] = w2_gaussian_1d(X0[:, 0], m0[0], S0[0, 0])
+                final[k, j] = w2_gaussian_1d(XT[:, 0], ref.mean[1, 0], ref.cov[1, 0, 0])
+            else:
+                Y0 = rng.multivariate_normal(m0, S0, size=n_ref)
+                YT = rng.multivariate_normal(np.zeros(d), ref.cov[1], size=n_ref)
+                initial[k, j] = wasserstein2(X0, Y0)
+                final[k, j] = wasserstein2(XT, YT)
+    return MeanFieldErrors(ns, initial, final, fit_power_law(ns, final.mean(axis=0)))
+
+
+@dataclass(frozen=True)
+class StabilityRun:
+    """Distance between two token flows over time.
+
+    Attributes
+    ----------
+    times : ndarray, shape (T,)
+    distance : ndarray, shape (T,)
+        :math:`W_2(\\mu_t, \\nu_t)` (or :math:`W_{2,\\lambda}` for masked tokens).
+    ratio : ndarray, shape (T,)
+        ``distance / distance[0]``: the measured stability constant.
+    """
+
+    times: np.ndarray
+    distance: np.ndarray
+    ratio: np.ndarray
+
+
+def stability_ratios(
+    field: Any,
+    X0: Any,
+    Y0: Any,
+    times: Any,
+    *,
+    weights: Any = None,
+    conditional: bool = False,
+    dt: float = DEFAULT_DT,
+) -> StabilityRun:
+    r"""Flow two clouds with the same field and measure :math:`W_2(\mu_t,\nu_t)/W_2(\mu_0,\nu_0)`.
+
+    Parameters
+    ----------
+    field : AttentionField
+        Any field with ``velocity(X, t, weights=...)``.
+    X0, Y0 : array_like, shape (n, d)
+        The two initial clouds (same weights).
+    times : array_like, shape (T,)
+        Output times, starting at the initial time.
+    weights : array_like, shape (n,), optional
+    conditional : bool
+        Measure :math:`W_{2,\lambda}` (positions in column 0) instead of :math:`W_2`.
+    dt : float
+        RK4 step.
+
+    Returns
+    -------
+    StabilityRun
+
+    Examples
+    --------
+    >>> from token_dynamics.attention import Softmax
+    >>> X = np.linspace(-1, 1, 5)[:, None]
+    >>> run = stability_ratios(Softmax([[0.0]], [[1.0]]), X, X + 0.01, [0.0, 1.0])
+    >>> run.ratio.round(6)  # A = 0: every token moves by v * mean, a rigid shift e^t
+    array([1.      , 2.718282])
+    """
+    X0 = as_tokens(X0, "X0")
+    Y0 = as_tokens(Y0, "Y0", d=X0.shape[1])
+    if Y0.shape != X0.shape:
+        raise ValueError(f"`Y0` must have the shape of `X0` {X0.shape}; got {Y0.shape}.")
+    t = _times(times)
+    w = as_weights(weights, X0.shape[0])
+    dt = check_positive(dt, "dt")
+    Xs = _flow(field, X0, t, dt, None if weights is None else w)
+    Ys = _flow(field, Y0, t, dt, None if weights is None else w)
+    distance = conditional_w2 if conditional else wasserstein2
+    dist = np.array([distance(x, y, weights_x=w, weights_y=w) for x, y in zip(Xs, Ys, strict=True)])
+    if dist[0] == 0:
+        raise ValueError("`X0` and `Y0` must define different measures (their distance is 0).")
+    return StabilityRun(times=t, distance=dist, ratio=dist / dist[0])

@@ -1,0 +1,244 @@
+"""Tests of the fast paths of the attention kernels (threads, folded softmax shift, clamping)
+and of the log-domain Sinkhorn solver on problems where plain scaling underflows.
+
+Tolerances. 1e-12 relative against the dense formulas is round-off: each velocity entry is a
+ratio of two sums of n <= 1000 positive terms, each one exp of a score computed from d <= 3
+products, so a few hundred ulps (2.2e-16) at most; the folded shift moves each exponent by an
+error of a few ulps of the scores (|s| <= 1e3 here), which adds |s| * 2.2e-16 <= 1e-13.
+Threaded and serial evaluations cut the rows into the same slabs, so they agree to the last bit;
+1e-15 leaves room for a BLAS that reorders a sum across calls. No timing is asserted here: speed
+lives in `benchmarks/`.
+"""
+
+import numpy as np
+import pytest
+from scipy.special import expit, softmax
+
+from token_dynamics.attention import (
+    L2,
+    Causal,
+    Hardmax,
+    Linear,
+    Sigmoid,
+    Sinkhorn,
+    Softmax,
+    Unnormalised,
+    sinkhorn_plan,
+    with_positions,
+)
+from token_dynamics.attention import _kernels as K_
+
+RTOL = 1e-12
+
+
+def fields(rng, d):
+    A = rng.standard_normal((d, d)) / np.sqrt(d)
+    V = rng.standard_normal((d, d)) / np.sqrt(d)
+    Qb, Kb = rng.standard_normal((2, d + 1, d)) / np.sqrt(d)
+    return {
+        "softmax": Softmax(A, V, beta=1.5),
+        "unnormalised": Unnormalised(A, V, beta=0.7),
+        "hardmax": Hardmax(A, V),
+        "l2": L2(Qb, Kb, V, s=2.0),
+        "sinkhorn": Sinkhorn(A, V, eps=4.0, max_iter=20_000),
+        "sigmoid": Sigmoid(A, V, b=-0.3),
+        "linear": Linear(A, V),
+    }
+
+
+def dense_softmax(X, A, V, beta, w=None, Y=None):
+    Y = X if Y is None else Y
+    n = X.shape[0]
+    w = np.full(n, 1.0 / n) if w is None else w
+    P = softmax(beta * np.einsum("ik,jk->ij", Y @ A.T, X) + np.log(w)[None, :], axis=1)
+    return P @ X @ V.T
+
+
+@pytest.fixture
+def threaded(monkeypatch):
+    """Many small slabs, always on the pool (two threads even on a one-core runner)."""
+    monkeypatch.setattr(K_, "THREADS", 2)
+    monkeypatch.setattr(K_, "PARALLEL_MIN_ELEMENTS", 0)
+    monkeypatch.setattr(K_, "BLOCK_ELEMENTS", 7 * 257)
+
+
+def test_threaded_equals_serial_for_every_variant(monkeypatch, threaded):
+    rng = np.random.default_rng(0)
+    n, d = 257, 3
+    X = rng.standard_normal((n, d))
+    w = rng.dirichlet(np.ones(n))
+    for name, field in fields(rng, d).items():
+        v2, P2 = field.velocity(X, weights=w), field.attention_matrix(X, weights=w)
+        monkeypatch.setattr(K_, "THREADS", 1)
+        v1, P1 = field.velocity(X, weights=w), field.attention_matrix(X, weights=w)
+        monkeypatch.setattr(K_, "THREADS", 2)
+        np.testing.assert_allclose(v2, v1, rtol=1e-15, atol=0, err_msg=name)
+        np.testing.assert_allclose(P2, P1, rtol=1e-15, atol=0, err_msg=name)
+
+
+def test_threaded_blocked_equals_dense(threaded):
+    rng = np.random.default_rng(1)
+    n, d = 500, 2
+    X = rng.standard_normal((n, d))
+    A = 2.0 * rng.standard_normal((d, d))
+    V = rng.standard_normal((d, d))
+    w = rng.dirichlet(np.ones(n))
+    ref = dense_softmax(X, A, V, 2.0, w)
+    np.testing.assert_allclose(Softmax(A, V, 2.0).velocity(X, weights=w), ref, rtol=RTOL)
+    # the other exponential and sigmoid kernels, against their formulas
+    S = X @ A.T @ X.T
+    np.testing.assert_allclose(
+        Unnormalised(A, V, beta=0.5).velocity(X), (np.exp(0.5 * S) / n) @ X @ V.T, rtol=RTOL
+    )
+    np.testing.assert_allclose(
+        Sigmoid(A, V, b=-0.3).velocity(X), (expit(S - 0.3) / n) @ X @ V.T, rtol=RTOL
+    )
+    Qb, Kb = rng.standard_normal((2, 3, d))
+    D2 = ((X @ Qb.T)[:, None, :] - (X @ Kb.T)[None, :, :]) ** 2
+    P = softmax(-D2.sum(-1) / 1.5, axis=1)
+    np.testing.assert_allclose(L2(Qb, Kb, V, s=1.5).velocity(X), P @ X @ V.T, rtol=RTOL)
+
+
+def test_velocity_at_query_points_threaded(threaded):
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((300, 2))
+    Y = 3 * rng.standard_normal((411, 2))
+    A, V = rng.standard_normal((2, 2, 2))
+    ref = dense_softmax(X, A, V, 1.0, Y=Y)
+    np.testing.assert_allclose(Softmax(A, V).velocity_at(Y, X), ref, rtol=RTOL)
+
+
+@pytest.mark.parametrize(
+    ("beta", "far", "path"),
+    [
+        (1.0, 1.0, "folded shift"),  # bounds tight: the shift folded into the score product
+        (40.0, 1.0, "clamped"),  # scores spread ~500: some exponents below EXP_FLOOR
+        (400.0, 1.0, "exact maximum"),  # Cauchy-Schwarz gap > SHIFT_SLACK: exact row maxima
+        (1.0, 30.0, "mixed"),  # a few far tokens: exact rows and folded rows in one call
+    ],
+)
+@pytest.mark.parametrize("block", [7 * 257, 64])
+def test_softmax_paths_agree_with_dense(monkeypatch, threaded, block, beta, far, path):
+    """Every branch of the softmax path gives the dense log-sum-exp result to round-off, with
+    whole rows per slab and with rows cut into key tiles (``block`` < n keys, as n > 65536)."""
+    monkeypatch.setattr(K_, "BLOCK_ELEMENTS", block)
+    rng = np.random.default_rng(3)
+    n, d = 400, 2
+    X = rng.standard_normal((n, d))
+    X[:5] *= far
+    A = np.array([[1.0, 0.4], [-0.3, 0.8]])
+    V = rng.standard_normal((d, d))
+    F = beta * X @ A.T
+    L, exact, clamp = K_._softmax_shift(F, X, None)
+    if path == "folded shift":
+        assert not exact.any() and not clamp.any()
+    elif path == "clamped":
+        assert clamp.any() and not exact.all()
+    elif path == "exact maximum":
+        assert exact.mean() > 0.5  # rows with a short query can still use the folded shift
+    else:
+        assert exact.any() and not exact.all()
+    S = F @ X.T
+    smax = S.max(axis=1)
+    # the shift is a lower bound on the row maximum (up to the rounding of the products, a
+    # few ulps), within SHIFT_SLACK where it is used
+    assert np.all(L[~exact] <= smax[~exact] + 1e-13 * np.abs(smax[~exact]))
+    assert np.all(smax[~exact] - L[~exact] <= K_.SHIFT_SLACK)
+    ref = dense_softmax(X, A, V, beta)
+    v = Softmax(A, V, beta).velocity(X)
+    # relative to each row's scale: rows are averages of V x_j, O(10) here
+    np.testing.assert_allclose(v, ref, rtol=RTOL, atol=RTOL * np.abs(ref).max())
+
+
+def test_softmax_extreme_scores_stay_finite_and_exact():
+    """Scores spread over 1e5: most terms underflow; the rows are still the dense ones."""
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((200, 2))
+    A, V = np.eye(2), np.eye(2)
+    v = Softmax(A, V, beta=3e4).velocity(X)
+    ref = dense_softmax(X, A, V, 3e4)
+    assert np.all(np.isfinite(v))
+    np.testing.assert_allclose(v, ref, rtol=RTOL, atol=RTOL * np.abs(ref).max())
+
+
+@pytest.mark.parametrize("block", [7 * 257, 64])
+def test_l2_and_sinkhorn_bias_paths_agree_with_dense(monkeypatch, threaded, block):
+    """The key biases (l2's -|K x|^2, Sinkhorn's potential) ride in the folded product."""
+    monkeypatch.setattr(K_, "BLOCK_ELEMENTS", block)
+    rng = np.random.default_rng(5)
+    n, d = 300, 2
+    X = rng.standard_normal((n, d))
+    F, G, bias = 4 * rng.standard_normal((n, d)), X, 30 * rng.standard_normal(n)
+    R = np.column_stack([X, np.ones(n)])
+    S = F @ G.T + bias
+    P = softmax(S, axis=1)
+    ref = P @ X
+    out = K_.apply_rows(F, G, R, K_.softmax_transform, bias=bias, normalise=True)
+    np.testing.assert_allclose(out, ref, rtol=RTOL, atol=RTOL * np.abs(ref).max())
+
+
+def test_errors_raised_in_a_worker_reach_the_caller_in_serial_order(threaded):
+    """Causal attention: a query that sees no token raises, naming the first such query."""
+    rng = np.random.default_rng(6)
+    n = 300
+    X = with_positions(rng.standard_normal((n, 2)), np.arange(n) / n)
+    w = np.ones(n)
+    w[:120] = 0.0  # queries 0..119 see no token of positive weight
+    w /= w.sum()
+    with pytest.raises(ValueError, match="query 0 "):
+        Causal(np.eye(2), np.eye(2)).velocity(X, weights=w)
+
+
+def test_parallel_threshold_keeps_small_problems_on_the_caller(monkeypatch):
+    calls = []
+    monkeypatch.setattr(K_, "_executor", lambda workers: calls.append(workers))
+    monkeypatch.setattr(K_, "THREADS", 2)
+    X = np.random.default_rng(7).standard_normal((64, 2))
+    Softmax(np.eye(2), np.eye(2)).velocity(X)  # 64^2 << PARALLEL_MIN_ELEMENTS
+    assert calls == []
+
+
+@pytest.mark.parametrize("spread", [100, 200])
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_sinkhorn_small_eps_where_plain_scaling_underflows(spread, symmetric):
+    """eps = 0.1 with scores spread over 100 to 200 eps: e^(S/eps) spans e^200, so plain
+    scaling loses whole rows to underflow once multiplied by its scalings; the log-domain
+    solver converges to a 1e-9 marginal error."""
+    rng = np.random.default_rng(8)
+    n, eps = 120, 0.1
+    X = rng.standard_normal((n, 2))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    A = np.array([[1.0, 0.3], [0.3, 0.6]]) if symmetric else np.array([[1.0, 0.7], [-0.2, 0.6]])
+    S = X @ A.T @ X.T
+    S *= spread * eps / np.ptp(S)
+    res = sinkhorn_plan(S, eps, tol=1e-9, max_iter=20_000)
+    assert res.converged
+    a = np.full(n, 1 / n)
+    # marginals recomputed here from the returned plan (1e-9 target; sums of n terms add
+    # n * 2.2e-16 of rounding)
+    assert np.abs(res.plan.sum(axis=1) - a).sum() <= 1e-9 + 1e-13
+    assert np.abs(res.plan.sum(axis=0) - a).sum() <= 1e-9 + 1e-13
+    # Gibbs form: log plan = (f_i + g_j + S_ij)/eps + log a_i b_j wherever the plan is normal
+    logp = np.log(res.plan, where=res.plan > 1e-300, out=np.full_like(S, np.nan))
+    model = (res.f[:, None] + res.g[None, :] + S) / eps + 2 * np.log(a)
+    ok = np.isfinite(logp)
+    np.testing.assert_allclose(logp[ok], model[ok], rtol=0, atol=1e-9)
+    # plain scaling: the kernel itself spans e^(spread), so its row sums reach e^(spread/2)
+    # and beyond; with spread 200 the scaled plan is inexact or not finite
+    with np.errstate(all="ignore"):
+        K = np.exp(S / eps)
+    assert np.ptp(np.log(K[K > 0])) > 0.9 * spread
+
+
+@pytest.mark.parametrize("b", [0.0, -0.3, 5.0])
+def test_sigmoid_transform_matches_expit(b):
+    """The exp-based sigmoid equals scipy's expit to a few ulps (1 exp, 1 add, 1 reciprocal:
+    about 3 roundings, 2.2e-16 each), exactly 1 above x = 37, and defers to expit on slabs
+    reaching below -700 (subnormal tail)."""
+    rng = np.random.default_rng(9)
+    x = np.concatenate([np.linspace(-699.0, 800.0, 20000), 20 * rng.standard_normal(20000)])
+    y = K_.sigmoid_transform(x.reshape(40, -1).copy(), b).ravel()
+    np.testing.assert_allclose(y, expit(x + b), rtol=1e-15, atol=0)
+    assert np.all(y[x + b > 37] == 1.0)
+    tail = np.linspace(-800.0, 0.0, 1001)
+    np.testing.assert_array_equal(K_.sigmoid_transform(tail.copy(), b), expit(tail + b))
