@@ -18,7 +18,7 @@ else ifneq ($(EDITION),full)
 $(error EDITION must be `full` or `student`, not `$(EDITION)`)
 endif
 
-.PHONY: book test env lint unit build browser chromium bench clean
+.PHONY: book test test-fullsize env lint unit build browser chromium bench clean
 
 ## env: the pinned environment in .venv (re-installed when a requirements file changes)
 env: $(STAMP)
@@ -47,6 +47,10 @@ lint: env
 
 unit: env
 	$(BIN)/pytest -n $(JOBS) --ignore=tests/browser tests src
+
+## test-fullsize: the papers' experiments at full size (minutes each; not part of `make test`)
+test-fullsize: env
+	$(BIN)/pytest -m fullsize tests
 
 build: env
 	rm -rf _build/html _build/.doctrees _build/jupyter_execute

@@ -321,6 +321,16 @@ def test_tikhonov_reduced_sweep():
     assert 0.7 <= sweep.slope <= 1.3
 
 
+@pytest.mark.fullsize
+@pytest.mark.statement("interp-cor-tikhonov")
+def test_tikhonov_full_sweep():
+    """The authors' sizes and epochs (about 5 minutes): `make test-fullsize` runs it."""
+    data = tikhonov_dataset(10, 100, 16, 4, rng=0)
+    sweep = tikhonov_sweep(data, [1e-1, 1e-2, 1e-3], epochs=[5000, 10000, 50000], lr=1e-3, rng=0)
+    assert np.all(sweep.loss <= sweep.threshold)
+    assert 0.7 <= sweep.slope <= 1.3
+
+
 def test_tikhonov_gradient():
     data = tikhonov_dataset(4, 6, 3, 4, rng=2)
     theta = np.random.default_rng(3).normal(size=data.exact.size) * 0.5

@@ -48,9 +48,11 @@ def _usable_cores() -> int:
 
 
 #: Worker threads sharing the slabs: one per usable core (the affinity mask, which containers
-#: and CI runners restrict), at most 8 (the kernel is bound by exp and cache bandwidth per core;
-#: more threads only add slab buffers). Set it to 1 to run every kernel on the calling thread.
-THREADS = min(_usable_cores(), 8)
+#: and CI runners restrict), at most 2. Two is what the book's machines have (CI, Binder); each
+#: worker holds a slab, so more workers mean more memory (the memory test of the attention
+#: module allows four slabs) and they were not measured here. Set it higher on a larger machine,
+#: or to 1 to run every kernel on the calling thread.
+THREADS = min(_usable_cores(), 2)
 
 #: Largest product ``rows x keys x inner`` of one slab. OpenBLAS runs a product of at most
 #: 2**18 multiply-adds on the calling thread and larger ones on its own threads; from two of

@@ -138,7 +138,7 @@ def _symmetric_iterations(K, log_a, tol, max_iter):
 #: ``P`` (the plan at the last absorbed potentials); once a scaling leaves
 #: ``[e^-ABSORB_LOG, e^ABSORB_LOG]`` it is absorbed into the potentials and ``P`` is rebuilt
 #: (one exp pass). e^30 ~ 1e13 keeps every product ``P @ beta`` far from over- and underflow
-#: while absorptions stay rare (a handful per solve at eps = 0.1, score spread 200 eps).
+#: while absorptions stay rare (one per solve, measured at eps = 0.1, spreads of 100-200 eps).
 ABSORB_LOG = 30.0
 
 
@@ -249,7 +249,11 @@ def sinkhorn_plan(
         g_j = -\varepsilon \log \sum_i a_i e^{(f_i + S_{ij})/\varepsilon},\qquad
         f_i = -\varepsilon \log \sum_j b_j e^{(g_j + S_{ij})/\varepsilon},
 
-    each a log-sum-exp, so no exponential under- or overflows whatever :math:`S/\varepsilon`.
+    computed in the log-stabilised scaling form: the plan at the current potentials is stored,
+    each update is a matrix-vector product with it (the cost of plain Sinkhorn scaling), and the
+    scalings are absorbed into the potentials before they can over- or underflow, so no
+    exponential leaves the float64 range whatever :math:`S/\varepsilon` (plain log-sum-exp
+    updates take over if a scaling still turns non-finite, or when a weight is zero).
     Stops when the column marginal is within ``tol`` in :math:`\ell^1` (the rows are exact after
     each update). When ``S`` is symmetric (to round-off) and ``a = b`` (self-attention with a
     symmetric ``A``), the symmetric averaged update :math:`f \leftarrow (f + T(f))/2` with
@@ -278,7 +282,8 @@ def sinkhorn_plan(
     ----------
     M. E. Sander, P. Ablin, M. Blondel, G. Peyré, *Sinkformers: Transformers with Doubly
     Stochastic Attention*, AISTATS 2022. G. Peyré, M. Cuturi, *Computational Optimal Transport*,
-    2019, §4.4.
+    2019, §4.4. B. Schmitzer, *Stabilized Sparse Scaling Algorithms for Entropy Regularized
+    Transport Problems*, SIAM J. Sci. Comput. 41(3), 2019 (absorption of the scalings).
 
     Examples
     --------

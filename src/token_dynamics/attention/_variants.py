@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.special import expit
 
 from .._validation import check_positive
 from . import _kernels as K_
@@ -228,7 +227,9 @@ class Hardmax(_Bilinear):
 
     def _transform(self, S, rows):
         m = S.max(axis=1, keepdims=True)
-        return (S >= m - self.tol * np.maximum(1.0, np.abs(m))).astype(np.float64), None
+        # the tie indicator overwrites the slab in place (no boolean or float copies)
+        np.greater_equal(S, m - self.tol * np.maximum(1.0, np.abs(m)), out=S)
+        return S, None
 
     def _velocity_at(self, Y, X, t, w):
         A, V = self._params(t, X.shape[1])
@@ -278,8 +279,7 @@ class Sigmoid(_Bilinear):
         object.__setattr__(self, "b", check_real(self.b, "b"))
 
     def _transform(self, S, rows):
-        S += self.b
-        return expit(S, out=S), None
+        return K_.sigmoid_transform(S, self.b), None
 
     def _velocity_at(self, Y, X, t, w):
         A, V = self._params(t, X.shape[1])
