@@ -12,13 +12,11 @@ import sys
 import time
 from pathlib import Path
 
-import jupytext
-from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
-from notebook_code import notebooks  # noqa: E402
+from notebook_code import execute, notebooks  # noqa: E402
 
 #: Per-notebook budget of the issue, in seconds.
 NOTEBOOK_BUDGET_S = 60.0
@@ -31,17 +29,9 @@ CELL_TIMEOUT_S = 300
 
 def time_notebook(path: Path) -> tuple[float, str]:
     """Wall time of executing ``path`` in a fresh ``python3`` kernel and ``"ok"`` or the error."""
-    nb = jupytext.read(path)
-    client = NotebookClient(
-        nb,
-        timeout=CELL_TIMEOUT_S,
-        kernel_name="python3",
-        allow_errors=False,
-        resources={"metadata": {"path": str(path.parent)}},
-    )
     start = time.perf_counter()
     try:
-        client.execute()
+        execute(path, timeout=CELL_TIMEOUT_S)
     except CellExecutionError as exc:
         last = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
         return time.perf_counter() - start, f"FAILED: {last[:100]}"

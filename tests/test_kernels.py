@@ -17,10 +17,7 @@ from scipy.special import expit, softmax
 from token_dynamics.attention import (
     L2,
     Causal,
-    Hardmax,
-    Linear,
     Sigmoid,
-    Sinkhorn,
     Softmax,
     Unnormalised,
     sinkhorn_plan,
@@ -28,22 +25,14 @@ from token_dynamics.attention import (
 )
 from token_dynamics.attention import _kernels as K_
 
+from .test_attention import all_fields
+
 RTOL = 1e-12
 
 
 def fields(rng, d):
-    A = rng.standard_normal((d, d)) / np.sqrt(d)
-    V = rng.standard_normal((d, d)) / np.sqrt(d)
-    Qb, Kb = rng.standard_normal((2, d + 1, d)) / np.sqrt(d)
-    return {
-        "softmax": Softmax(A, V, beta=1.5),
-        "unnormalised": Unnormalised(A, V, beta=0.7),
-        "hardmax": Hardmax(A, V),
-        "l2": L2(Qb, Kb, V, s=2.0),
-        "sinkhorn": Sinkhorn(A, V, eps=4.0, max_iter=20_000),
-        "sigmoid": Sigmoid(A, V, b=-0.3),
-        "linear": Linear(A, V),
-    }
+    """Every single-head variant of `test_attention.all_fields` (multi-head is a sum of them)."""
+    return {k: f for k, f in all_fields(rng, d).items() if k != "multihead"}
 
 
 def dense_softmax(X, A, V, beta, w=None, Y=None):

@@ -3,13 +3,11 @@
 import sys
 from pathlib import Path
 
-import jupytext
 import pytest
-from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
-from notebook_code import notebooks  # noqa: E402
+from notebook_code import execute, notebooks  # noqa: E402
 
 NOTEBOOKS = notebooks()
 # seconds per cell; a notebook is meant to run in well under a minute in total
@@ -19,16 +17,7 @@ CELL_TIMEOUT = 300
 @pytest.mark.notebook
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT / "book")))
 def test_notebook_executes(path):
-    nb = jupytext.read(path)
-    client = NotebookClient(
-        nb,
-        timeout=CELL_TIMEOUT,
-        kernel_name="python3",
-        allow_errors=False,
-        # the notebook's folder is its working directory, as in the book build
-        resources={"metadata": {"path": str(path.parent)}},
-    )
-    client.execute()  # raises CellExecutionError on the first failing cell
+    execute(path, timeout=CELL_TIMEOUT)  # raises CellExecutionError on the first failing cell
 
 
 def test_found_notebooks():

@@ -1,13 +1,15 @@
-"""Write the code cells of every book notebook to ``OUT/<path>.py`` so that ruff can lint them.
+"""The book's notebooks as code: find them, execute one, or extract their code for the linter.
 
-Usage: ``python tools/notebook_code.py OUT``. Each output file holds a notebook's code cells in
-order (jupytext's percent format), so line numbers in ruff's report point at the cell content.
+Usage: ``python tools/notebook_code.py OUT`` writes the code cells of every notebook to
+``OUT/<path>.py`` in order (jupytext's percent format), so that ruff can lint them.
+``notebooks()`` and ``execute()`` serve the notebook tests and the execution benchmark.
 """
 
 import sys
 from pathlib import Path
 
 import jupytext
+from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -21,6 +23,18 @@ def notebooks() -> list[Path]:
         if not any(part.startswith((".", "_")) for part in p.relative_to(book).parts)
         and p.read_text(encoding="utf-8").lstrip().startswith("---\njupytext:")
     )
+
+
+def execute(path: Path, *, timeout: float) -> None:
+    """Run the notebook at `path` in a fresh ``python3`` kernel, in its own folder (as the book
+    build does); raise ``CellExecutionError`` on the first failing cell."""
+    NotebookClient(
+        jupytext.read(path),
+        timeout=timeout,
+        kernel_name="python3",
+        allow_errors=False,
+        resources={"metadata": {"path": str(path.parent)}},
+    ).execute()
 
 
 def main(out: Path) -> None:
