@@ -186,6 +186,13 @@ def setup(app):
             group += body
             for stmt in statements:
                 name = stmt.kind.capitalize() + (f": {stmt.title}" if stmt.title else "")
+                # titles may hold inline maths ($...$): typeset it rather than show dollars
+                pieces = name.split("$")
+                title = [
+                    nodes.math(text=piece) if i % 2 else nodes.Text(piece)
+                    for i, piece in enumerate(pieces)
+                    if piece
+                ]
                 tests = nodes.bullet_list()
                 for test in stmt.tests:
                     short = test.removeprefix("tests/")
@@ -199,7 +206,7 @@ def setup(app):
                     shown += xref("std", "doc", "/" + doc)
                 statement = nodes.paragraph("", "", xref("prf", "ref", stmt.label))
                 statement += nodes.Text(" ")
-                statement += nodes.emphasis(text=name)
+                statement += nodes.emphasis("", "", *title)
                 body += self._row([statement, tests, shown])
             return table
 

@@ -12,8 +12,9 @@ import pytest
 from ..book_sources import traceability
 from .conftest import HTML, ROOT
 
-# MathJax has to start up and typeset every page: generous for a loaded 2-core machine.
-TIMEOUT_MS = 30_000
+# MathJax has to start up and typeset every page (the checks page holds hundreds of formulas):
+# generous for a loaded 2-core machine.
+TIMEOUT_MS = 60_000
 
 
 def is_notebook(page: str) -> bool:
