@@ -30,6 +30,7 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 
 ## book: execute every notebook and build the site into _build/html (EDITION=student drops solutions)
 book: env
+	rm -rf _build/html  # no page of an earlier build (or edition) survives
 	mkdir -p _build
 	$(if $(BUILD_CONFIG),$(BIN)/python tools/student_config.py > _build/_config_student.yml)
 	$(BIN)/jupyter-book build . $(BUILD_FLAGS) $(BUILD_CONFIG)
