@@ -31,6 +31,8 @@ from scipy.special import expit
 from token_dynamics import attention as att
 
 ROOT = Path(__file__).resolve().parents[1]
+#: Seconds to wait before each measurement (see :func:`measure`).
+SETTLE_S = 0.25
 
 
 # ----------------------------------------------------------------------------- harness
@@ -45,7 +47,13 @@ class Timing:
 
 def measure(fn: Callable[[], object], repeats: int, *, memory: bool = True) -> Timing:
     """Median wall and CPU time of ``fn()`` over ``repeats`` calls (after one warm-up call),
-    and the peak ``tracemalloc`` memory of one more call."""
+    and the peak ``tracemalloc`` memory of one more call.
+
+    OpenBLAS's threads spin for about 0.1 s after a threaded product (measured: a 2048^3
+    product, then 0.1 s of CPU time charged to the process while it slept), so the harness
+    waits that out first: a reference timed just before does not bill the CPU column here.
+    """
+    time.sleep(SETTLE_S)
     fn()
     walls, cpus = [], []
     for _ in range(repeats):
@@ -85,20 +93,43 @@ def dgemm_rate(repeats: int) -> float:
     return 2 * 2048**3 / t.wall
 
 
-def exp_floor(n_values: int, repeats: int) -> Timing:
+def exp_floor(n_values: int, repeats: int, passes: Callable | None = None) -> Timing:
     """``np.exp`` over ``n_values`` float64 values in [-10, 0] on one thread, in slabs of
-    ``BLOCK_ELEMENTS`` (in cache: the fastest numpy computes them)."""
+    ``BLOCK_ELEMENTS`` (in cache: the fastest numpy computes them); ``passes(src, dst)``
+    replaces the exp by other elementwise work."""
     block = att.BLOCK_ELEMENTS
     src = -10 * np.random.default_rng(0).random(block)
     dst = np.empty_like(src)
     full, rest = divmod(n_values, block)
+    passes = passes or (lambda x, out: np.exp(x, out=out))
 
     def run() -> None:
         for _ in range(full):
-            np.exp(src, out=dst)
-        np.exp(src[:rest], out=dst[:rest])
+            passes(src, dst)
+        passes(src[:rest], dst[:rest])
 
     return measure(run, repeats, memory=False)
+
+
+def sigmoid_passes(x: np.ndarray, out: np.ndarray) -> None:
+    """The elementwise work of a sigmoid weight: exp, add one, reciprocal."""
+    np.exp(x, out=out)
+    out += 1.0
+    np.reciprocal(out, out=out)
+
+
+def with_threads(fn: Callable[[], object], threads: int = 1) -> Callable[[], object]:
+    """``fn`` with the kernels' pool set to ``threads`` workers for the call (1: no pool)."""
+
+    def run() -> object:
+        K, saved = att._kernels, att._kernels.THREADS
+        K.THREADS = threads
+        try:
+            return fn()
+        finally:
+            K.THREADS = saved
+
+    return run
 
 
 def rel_error(x: np.ndarray, ref: np.ndarray) -> float:
@@ -187,21 +218,8 @@ def case_velocity(name: str, cfg: argparse.Namespace) -> None:
     floor = ex.wall + 4 * n * n * d / rate
     floor_cpu = ex.cpu + 4 * n * n * d / rate
     fast = measure(lambda: field.velocity(X), cfg.repeats)
+    serial = measure(with_threads(lambda: field.velocity(X)), cfg.repeats, memory=False)
     dense = measure(lambda: dense_velocity(name, X, params), cfg.dense_repeats, memory=False)
-    extra = []
-    if name == "sigmoid":
-        # the exp-based sigmoid of the kernels module, through the same row blocks (Sigmoid
-        # itself calls scipy's expit until its transform is switched over)
-        K = att._kernels
-        F, R = X @ params["A"].T, (X @ params["V"].T) / n
-        b = params["b"]
-        fast_sig = measure(
-            lambda: K.apply_rows(
-                F, X, R, lambda S, rows: (K.sigmoid_transform(S, b), None), normalise=False
-            ),
-            cfg.repeats,
-        )
-        extra.append(("with kernels.sigmoid_transform", fast_sig))
     err = rel_error(field.velocity(X), dense_velocity(name, X, params))
     header(
         f"{name} velocity, n = {n}, d = {d}, float64 ({att._kernels.THREADS} threads)",
@@ -215,7 +233,7 @@ def case_velocity(name: str, cfg: argparse.Namespace) -> None:
         "speed-up over dense (wall / CPU)",
         "max rel. diff. to dense",
     )
-    for label, t in [("library", fast), *extra]:
+    for label, t in [("library", fast), ("library, one thread", serial)]:
         row(
             label,
             f"{t.wall:.3f} s",
@@ -227,6 +245,50 @@ def case_velocity(name: str, cfg: argparse.Namespace) -> None:
             f"{dense.wall / t.wall:.1f}x / {dense.cpu / t.cpu:.1f}x",
             f"{err:.1e}",
         )
+    if name == "sigmoid":
+        own = exp_floor(n * n, cfg.repeats, sigmoid_passes)
+        print(
+            f"\nThe sigmoid's own elementwise work (exp, add one, reciprocal over n^2 values in "
+            f"slabs, one thread) takes {own.wall:.3f} s, {own.wall / ex.wall:.2f}x the exp alone: "
+            f"with the two products its floor is {(own.wall + floor - ex.wall) / floor:.2f}x "
+            f"the floor above, and the library runs at "
+            f"{fast.wall / (own.wall + floor - ex.wall):.2f}x it (one thread: "
+            f"{serial.wall / (own.wall + floor - ex.wall):.2f}x).",
+            flush=True,
+        )
+
+
+def case_wide(cfg: argparse.Namespace) -> None:
+    """Softmax velocity at larger d, where the slab products are wide enough for OpenBLAS to
+    thread them (no pool)."""
+    header(
+        "softmax velocity at larger d",
+        "n, d",
+        "kernel wall / CPU",
+        "floor (exp + 2 products)",
+        "ratio to floor (wall / CPU)",
+        "dense numpy (wall)",
+        "speed-up over dense (wall)",
+        "max rel. diff. to dense",
+    )
+    rate = dgemm_rate(cfg.repeats)
+    for n, d in cfg.wide:
+        rng = np.random.default_rng(0)
+        X = rng.standard_normal((n, d)) / np.sqrt(d)
+        field, params = make_field("softmax", d, rng)
+        ex = exp_floor(n * n, cfg.repeats)
+        floor, floor_cpu = ex.wall + 4 * n * n * d / rate, ex.cpu + 4 * n * n * d / rate
+        fast = measure(lambda field=field, X=X: field.velocity(X), cfg.repeats, memory=False)
+        dense = measure(lambda X=X, p=params: dense_velocity("softmax", X, p), cfg.dense_repeats)
+        row(
+            f"{n}, {d}",
+            f"{fast.wall:.4f} s / {fast.cpu:.4f} s",
+            f"{floor:.4f} s",
+            f"{fast.wall / floor:.2f} / {fast.cpu / floor_cpu:.2f}",
+            f"{dense.wall:.4f} s",
+            f"{dense.wall / fast.wall:.1f}x",
+            f"{rel_error(field.velocity(X), dense_velocity('softmax', X, params)):.1e}",
+        )
 
 
 def case_threads(cfg: argparse.Namespace) -> None:
@@ -235,15 +297,10 @@ def case_threads(cfg: argparse.Namespace) -> None:
     rng = np.random.default_rng(0)
     X = rng.standard_normal((n, 2))
     field, _ = make_field("softmax", 2, rng)
-    K = att._kernels
-    saved = K.THREADS
-    res = {}
-    try:
-        for threads in sorted({1, saved}):
-            K.THREADS = threads
-            res[threads] = measure(lambda: field.velocity(X), cfg.repeats, memory=False)
-    finally:
-        K.THREADS = saved
+    res = {
+        k: measure(with_threads(lambda: field.velocity(X), k), cfg.repeats, memory=False)
+        for k in sorted({1, att._kernels.THREADS})
+    }
     header(f"softmax velocity, n = {n}: threads", "threads", "wall", "CPU", "speed-up (wall)")
     for threads, t in res.items():
         row(threads, f"{t.wall:.3f} s", f"{t.cpu:.3f} s", f"{res[1].wall / t.wall:.2f}x")
@@ -517,6 +574,7 @@ def case_notebooks(cfg: argparse.Namespace) -> None:
 VELOCITY = ("softmax", "l2", "sigmoid", "linear", "hardmax")
 CASES: dict[str, Callable[[argparse.Namespace], None]] = {
     **{name: (lambda cfg, name=name: case_velocity(name, cfg)) for name in VELOCITY},
+    "wide": case_wide,
     "threads": case_threads,
     "naive": case_naive,
     "large": case_large,
@@ -553,6 +611,7 @@ def main(argv: list[str] | None = None) -> None:
     cfg.n_stochastic = 1024 if quick else 4096
     cfg.widths = (1024, 4096) if quick else (4096, 16384)
     cfg.n_gauss = 1024 if quick else 4096
+    cfg.wide = ((1024, 16), (512, 64)) if quick else ((4096, 16), (2048, 64))
     selected = cfg.cases or [c for c in CASES if c not in OPT_IN]
     print(
         f"token-dynamics benchmarks ({'quick' if quick else 'full'}): numpy {np.__version__}, "

@@ -10,6 +10,8 @@ Threaded and serial evaluations cut the rows into the same slabs, so they agree 
 lives in `benchmarks/`.
 """
 
+from concurrent.futures import Future
+
 import numpy as np
 import pytest
 from scipy.special import expit, softmax
@@ -17,6 +19,7 @@ from scipy.special import expit, softmax
 from token_dynamics.attention import (
     L2,
     Causal,
+    Hardmax,
     Sigmoid,
     Softmax,
     Unnormalised,
@@ -51,9 +54,10 @@ def threaded(monkeypatch):
     monkeypatch.setattr(K_, "BLOCK_ELEMENTS", 7 * 257)
 
 
-def test_threaded_equals_serial_for_every_variant(monkeypatch, threaded):
+@pytest.mark.parametrize("d", [2, 5])  # products of at most 4 columns on the pool; wider not
+def test_threaded_equals_serial_for_every_variant(monkeypatch, threaded, d):
     rng = np.random.default_rng(0)
-    n, d = 257, 3
+    n = 257
     X = rng.standard_normal((n, d))
     w = rng.dirichlet(np.ones(n))
     for name, field in fields(rng, d).items():
@@ -217,6 +221,77 @@ def test_sinkhorn_small_eps_where_plain_scaling_underflows(spread, symmetric):
     with np.errstate(all="ignore"):
         K = np.exp(S / eps)
     assert np.ptp(np.log(K[K > 0])) > 0.9 * spread
+
+
+def test_wide_products_run_on_the_calling_thread(monkeypatch):
+    """Slabs with more than POOL_MAX_INNER inner columns stay off the pool (OpenBLAS threads
+    their products); skinny ones (d = 2) go to it."""
+    calls = []
+    monkeypatch.setattr(K_, "_executor", lambda workers: calls.append(workers) or _Inline())
+    monkeypatch.setattr(K_, "THREADS", 2)
+    monkeypatch.setattr(K_, "PARALLEL_MIN_ELEMENTS", 0)
+    rng = np.random.default_rng(10)
+    for d, pooled in [(K_.POOL_MAX_INNER, False), (2, True)]:
+        calls.clear()
+        X = rng.standard_normal((300, d))
+        v = Softmax(np.eye(d), np.eye(d)).velocity(X)
+        np.testing.assert_allclose(v, dense_softmax(X, np.eye(d), np.eye(d), 1.0), rtol=RTOL)
+        assert bool(calls) is pooled
+
+
+class _Inline:
+    """Stand-in executor that runs each task at once, on the calling thread."""
+
+    def submit(self, fn, *args):
+        future = Future()
+        future.set_result(fn(*args))
+        return future
+
+
+def dense_hardmax(X, A, V, w, tol):
+    S = X @ A.T @ X.T
+    m = S.max(axis=1, keepdims=True)
+    P = (S >= m - tol * np.maximum(1.0, np.abs(m))) * w
+    return (P / P.sum(axis=1, keepdims=True)) @ X @ V.T, S, m
+
+
+@pytest.mark.parametrize("block", [7 * 257, 64])
+def test_hardmax_gathers_single_best_keys_and_shares_ties(monkeypatch, block):
+    """The argmax path (one best key, its row gathered) and the tie path (indicator product)
+    in one call give the formula's average; duplicated tokens make exact ties."""
+    monkeypatch.setattr(K_, "BLOCK_ELEMENTS", block)
+    rng = np.random.default_rng(11)
+    n, d, tol = 300, 2, 1e-9
+    X = rng.standard_normal((n, d))
+    X[n // 2 :] = X[: n - n // 2]  # every key twice: rows whose best key is duplicated tie
+    X[:40] = rng.standard_normal((40, d))  # ... except for these forty
+    A, V = rng.standard_normal((2, d, d))
+    w = rng.dirichlet(np.ones(n))
+    ref, S, m = dense_hardmax(X, A, V, w, tol)
+    n_best = (S >= m - tol * np.maximum(1.0, np.abs(m))).sum(axis=1)
+    assert np.any(n_best == 1) and np.any(n_best == 2)
+    v = Hardmax(A, V, tol=tol).velocity(X, weights=w)
+    np.testing.assert_allclose(v, ref, rtol=RTOL, atol=RTOL * np.abs(ref).max())
+
+
+@pytest.mark.parametrize("block", [7 * 257, 64])
+@pytest.mark.parametrize(("scale", "far"), [(1.0, 1.0), (300.0, 1.0), (1.0, 40.0)])
+def test_sigmoid_rows_agree_with_expit_on_every_path(monkeypatch, threaded, block, scale, far):
+    """Tight bounds (exp straight away), scores beyond +-700 (expit slabs and clamps), and a
+    few far tokens (both kinds of slab in one call) against ``expit(S + b) @ X V^T / n``."""
+    monkeypatch.setattr(K_, "BLOCK_ELEMENTS", block)
+    rng = np.random.default_rng(12)
+    n, d, b = 400, 2, -0.3
+    X = rng.standard_normal((n, d))
+    X[:5] *= far
+    A = scale * np.array([[1.0, 0.4], [-0.3, 0.8]])
+    V = rng.standard_normal((d, d))
+    S = X @ A.T @ X.T + b
+    if scale > 1 or far > 1:
+        assert np.abs(S).max() > K_.SIGMOID_EXP_MAX
+    ref = (expit(S) / n) @ X @ V.T
+    v = Sigmoid(A, V, b=b).velocity(X)
+    np.testing.assert_allclose(v, ref, rtol=RTOL, atol=RTOL * np.abs(ref).max())
 
 
 @pytest.mark.parametrize("b", [0.0, -0.3, 5.0])

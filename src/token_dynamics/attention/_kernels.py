@@ -7,10 +7,14 @@ stays bounded whatever the number of tokens.
 
 Speed. For the small ``d`` of the book a velocity is bound by its ``n^2`` exponentials. Each slab
 is one small matrix product into a reused buffer, ``np.exp`` in place and one product with the
-value columns, all in cache, and every product small enough for BLAS to run it on the calling
-thread (:data:`SERIAL_BLAS_FLOPS`). numpy's ufuncs and BLAS release the GIL, so the slabs are
-shared out to a pool of :data:`THREADS` threads. Which rows form a slab does not depend on the
-number of threads, so threaded and serial evaluations give the same numbers.
+value columns, all in cache. When the products are skinny (at most :data:`POOL_MAX_INNER` inner
+columns, ``d <= 3``) BLAS runs them on the calling thread and the slabs are shared out to a pool
+of :data:`THREADS` threads (numpy's ufuncs release the GIL); wider products run slab after slab
+on the calling thread and OpenBLAS threads each of them. Which rows form a slab depends on
+neither, so threaded and serial evaluations give the same numbers. Slab products go through
+``np.dot``, which releases the GIL around its BLAS call: with ``np.matmul`` two workers doing
+only these small products ran at 0.7x the speed of one (measured), and the softmax velocity at
+n = 16384 took 0.37-0.41 s on two threads against 0.30-0.33 s with ``np.dot``.
 
 The plain softmax (``transform is softmax_transform``) has a dedicated path: each row's shift
 comes from O(n d) bounds (:func:`_softmax_shift`) and is folded into the score product, which
@@ -54,12 +58,16 @@ def _usable_cores() -> int:
 #: or to 1 to run every kernel on the calling thread.
 THREADS = min(_usable_cores(), 2)
 
-#: Largest product ``rows x keys x inner`` of one slab. OpenBLAS runs a product of at most
-#: 2**18 multiply-adds on the calling thread and larger ones on its own threads; from two of
-#: our workers at once those collide (measured: a d = 16 softmax velocity at n = 1024 took 50x
-#: longer on two workers than on one). With at most 4 inner columns (d = 2) the slab keeps
-#: BLOCK_ELEMENTS entries; larger d gets proportionally fewer rows per slab.
-SERIAL_BLAS_FLOPS = 2**18
+#: Widest slab products (inner columns: ``d`` plus one or two) shared out to the pool of threads.
+#: Up to this width a slab of BLOCK_ELEMENTS entries has products of at most 2**18 multiply-adds,
+#: which OpenBLAS runs on the calling thread, and the time is in ``np.exp``, which the threads
+#: share. Wider products run on the calling thread in whole slabs and OpenBLAS threads them
+#: itself: from two of our workers at once its threads collide (a d = 16 velocity at n = 1024
+#: took 50x longer on two workers than on one), and slabs cut to stay under its threading size
+#: were 3 rows thin at n = 4096, d = 16. Measured (softmax velocity, wall time, 2-core machine):
+#: d = 8, n = 8192: 0.25 -> 0.14 s; d = 16, n = 4096: 0.10 -> 0.063 s; d = 64, n = 2048:
+#: 0.23 -> 0.033 s; at d = 3 and 4 the two ways are within 5 %.
+POOL_MAX_INNER = 4
 
 #: Rows per tile when a row of scores is longer than a slab (more than BLOCK_ELEMENTS keys,
 #: n > 65536): the keys are then cut into tiles too, each tile's products stay small, and the
@@ -123,22 +131,21 @@ def _executor(workers: int) -> ThreadPoolExecutor:
         return _pool
 
 
-def row_blocks(n_rows: int, n_cols: int, inner: int = 1) -> Iterator[slice]:
-    """Yield slices of at most ``BLOCK_ELEMENTS // n_cols`` consecutive rows, fewer when the
-    products of a slab have ``inner`` > 4 columns (see :data:`SERIAL_BLAS_FLOPS`)."""
-    elements = min(BLOCK_ELEMENTS, max(1, SERIAL_BLAS_FLOPS // max(inner, 1)))
-    step = max(1, elements // max(n_cols, 1))
+def row_blocks(n_rows: int, n_cols: int) -> Iterator[slice]:
+    """Yield slices of at most ``BLOCK_ELEMENTS // n_cols`` (at least one) consecutive rows."""
+    step = max(1, BLOCK_ELEMENTS // max(n_cols, 1))
     for start in range(0, n_rows, step):
         yield slice(start, min(start + step, n_rows))
 
 
-def _run(task: Callable[[list[slice]], None], blocks: list[slice], n_elements: int) -> None:
-    """Run ``task`` over groups of row slabs, on the pool when the problem is large enough.
+def _run(task: Callable[[list], None], blocks: list, n_elements: int, inner: int) -> None:
+    """Run ``task`` over groups of blocks: on the pool when the problem is large enough and its
+    products have at most :data:`POOL_MAX_INNER` inner columns, else on the calling thread.
 
     Exceptions propagate from the earliest group that raised (the serial order).
     """
     workers = min(int(THREADS), len(blocks))
-    if workers <= 1 or n_elements < PARALLEL_MIN_ELEMENTS:
+    if workers <= 1 or n_elements < PARALLEL_MIN_ELEMENTS or inner > POOL_MAX_INNER:
         task(blocks)
         return
     n_tasks = min(len(blocks), workers * TASKS_PER_THREAD)
@@ -151,7 +158,7 @@ def _run(task: Callable[[list[slice]], None], blocks: list[slice], n_elements: i
 
 def scores(F: np.ndarray, G: np.ndarray, rows: slice, bias: np.ndarray | None) -> np.ndarray:
     """Slab ``F[rows] @ G.T (+ bias)`` of the score matrix."""
-    S = F[rows] @ G.T
+    S = np.dot(F[rows], G.T)
     if bias is not None:
         S += bias
     return S
@@ -218,18 +225,17 @@ def apply_rows(
 
         def task(blocks: list[slice]) -> None:
             for rows in blocks:
-                S = F[rows] @ GT
+                S = np.dot(F[rows], GT)
                 if bias is not None:
                     S += bias
                 E, log_scale = transform(S, rows)
-                block = (RT @ E.T).T  # see the note in the softmax task
+                block = np.dot(RT, E.T).T  # see the note in the softmax task
                 if log_scale is not None:
                     with np.errstate(over="ignore", invalid="ignore"):
                         block = block * np.exp(log_scale)[:, None]
                 out[rows] = block
 
-        inner = max(F.shape[1], R.shape[1])
-        _run(task, list(row_blocks(n_rows, n_cols, inner)), n_rows * n_cols)
+        _run(task, list(row_blocks(n_rows, n_cols)), n_rows * n_cols, max(F.shape[1], R.shape[1]))
     else:
         _softmax_rows(F, G, RT, bias, out)
     if normalise:
@@ -247,15 +253,13 @@ def _softmax_rows(F, G, RT, bias, out) -> None:
     GT = np.ascontiguousarray(
         np.column_stack([G, np.ones(n_cols)] + ([] if bias is None else [bias])).T
     )
-    inner = max(F.shape[1], RT.shape[0])
-    elements = min(BLOCK_ELEMENTS, max(1, SERIAL_BLAS_FLOPS // inner))
-    wide = n_cols > elements
+    wide = n_cols > BLOCK_ELEMENTS
     if wide:  # rows longer than a slab: tiles of WIDE_ROWS rows x part of the keys
         blocks = [slice(i, min(i + WIDE_ROWS, n_rows)) for i in range(0, n_rows, WIDE_ROWS)]
-        step = max(1, elements // WIDE_ROWS)
+        step = max(1, BLOCK_ELEMENTS // WIDE_ROWS)
         col_tiles = [slice(j, min(j + step, n_cols)) for j in range(0, n_cols, step)]
     else:
-        blocks = list(row_blocks(n_rows, n_cols, inner))
+        blocks = list(row_blocks(n_rows, n_cols))
         col_tiles = [slice(0, n_cols)]
 
     def task(blocks: list[slice]) -> None:
@@ -272,12 +276,12 @@ def _softmax_rows(F, G, RT, bias, out) -> None:
                 shift = np.full((b, 1), -np.inf)
                 for cols in col_tiles:
                     S = buf[: b * (cols.stop - cols.start)].reshape(b, -1)
-                    np.matmul(Fr, GT[:, cols], out=S)
+                    np.dot(Fr, GT[:, cols], out=S)
                     np.maximum(shift, S.max(axis=1, keepdims=True), out=shift)
             acc = np.zeros((RT.shape[0], b)) if wide else None
             for cols in col_tiles:
                 S = buf[: b * (cols.stop - cols.start)].reshape(b, -1)
-                np.matmul(Fr, GT[:, cols], out=S)
+                np.dot(Fr, GT[:, cols], out=S)
                 if need_exact:
                     S -= S.max(axis=1, keepdims=True) if shift is None else shift
                     np.maximum(S, EXP_FLOOR, out=S)
@@ -287,13 +291,13 @@ def _softmax_rows(F, G, RT, bias, out) -> None:
                 # (R^T E^T)^T: BLAS runs this orientation faster than E @ R for the few
                 # columns of R (measured at n = 16384: 0.07 s against 0.10 s of CPU time)
                 if wide:
-                    acc += RT[:, cols] @ S.T
+                    acc += np.dot(RT[:, cols], S.T)
                 else:
-                    out[rows] = (RT @ S.T).T
+                    out[rows] = np.dot(RT, S.T).T
             if wide:
                 out[rows] = acc.T
 
-    _run(task, blocks, n_rows * n_cols)
+    _run(task, blocks, n_rows * n_cols, max(F.shape[1], RT.shape[0]))
 
 
 def matrix_rows(
@@ -319,7 +323,8 @@ def matrix_rows(
                     E *= np.exp(log_scale)[:, None]
             out[rows] = E
 
-    _run(task, list(row_blocks(F.shape[0], G.shape[0], F.shape[1])), F.shape[0] * G.shape[0])
+    n_rows, n_cols = F.shape[0], G.shape[0]
+    _run(task, list(row_blocks(n_rows, n_cols)), n_rows * n_cols, F.shape[1])
     return out
 
 
@@ -357,9 +362,87 @@ def sigmoid_transform(S: np.ndarray, b: float = 0.0) -> np.ndarray:
     goes to expit, which keeps the subnormal tail.
     """
     np.subtract(-b, S, out=S)  # -x
-    if float(S.max()) > SIGMOID_EXP_MAX:
-        return expit(np.negative(S, out=S), out=S)
-    np.maximum(S, SIGMOID_EXP_MIN, out=S)
-    np.exp(S, out=S)
-    S += 1.0
-    return np.reciprocal(S, out=S)
+    return _logistic_of_negated(S, checked=True)
+
+
+def _logistic_of_negated(N: np.ndarray, *, checked: bool) -> np.ndarray:
+    """``sigmoid(-N) = 1 / (1 + exp(N))`` in place. With ``checked`` (the bounds of the caller
+    do not exclude it) a slab reaching above :data:`SIGMOID_EXP_MAX` goes to expit and the rest
+    is clamped at :data:`SIGMOID_EXP_MIN`, off exp's slow subnormal path."""
+    if checked:
+        if float(N.max()) > SIGMOID_EXP_MAX:
+            return expit(np.negative(N, out=N), out=N)
+        np.maximum(N, SIGMOID_EXP_MIN, out=N)
+    np.exp(N, out=N)
+    N += 1.0
+    return np.reciprocal(N, out=N)
+
+
+def sigmoid_rows(F: np.ndarray, G: np.ndarray, R: np.ndarray, b: float) -> np.ndarray:
+    """``sigmoid(F G^T + b) @ R``, row block by row block.
+
+    The sign and the bias ride in the score product, ``[-F, -b] @ [G, 1]^T = -(s + b)``, which
+    goes straight to ``exp``; the overflow check and the clamp of :func:`sigmoid_transform` run
+    only on slabs whose Cauchy-Schwarz bounds ``|s_ij| <= |f_i| max_j |g_j|`` do not exclude them
+    (measured at n = 16384, d = 2: 2.9 -> 2.3 ns of CPU time per score).
+    """
+    n_rows, n_cols = F.shape[0], G.shape[0]
+    Fn = np.column_stack([-F, np.full(n_rows, -b)])
+    GT = np.ascontiguousarray(np.column_stack([G, np.ones(n_cols)]).T)
+    RT = np.ascontiguousarray(R.T)
+    with np.errstate(over="ignore", invalid="ignore"):
+        reach = np.sqrt(np.einsum("ij,ij->i", F, F)) * np.sqrt(np.einsum("ij,ij->i", G, G).max())
+        loose = ~((reach - b <= SIGMOID_EXP_MAX) & (-reach - b >= EXP_FLOOR))  # nan is loose
+    any_loose = bool(loose.any())
+    out = np.empty((n_rows, R.shape[1]))
+
+    def task(blocks: list[slice]) -> None:
+        for rows in blocks:
+            N = np.dot(Fn[rows], GT)
+            _logistic_of_negated(N, checked=any_loose and bool(loose[rows].any()))
+            out[rows] = np.dot(RT, N.T).T
+
+    _run(task, list(row_blocks(n_rows, n_cols)), n_rows * n_cols, max(Fn.shape[1], R.shape[1]))
+    return out
+
+
+def tie_threshold(m: np.ndarray, tol: float) -> np.ndarray:
+    """Lowest score tied with the maximum ``m`` at relative tolerance ``tol`` (hardmax)."""
+    return m - tol * np.maximum(1.0, np.abs(m))
+
+
+def hardmax_rows(F: np.ndarray, G: np.ndarray, R: np.ndarray, tol: float) -> np.ndarray:
+    """``sum_{j in C_i} R_j`` over the tie sets ``C_i = {j : s_ij >= tie_threshold(m_i)}`` of
+    the scores ``s = F G^T`` (``m_i`` the row maximum), row block by row block.
+
+    Most rows have one best key: an argmax finds it and a second maximum, with that key masked,
+    confirms it is alone above the threshold; its row of ``R`` is gathered, with no product over
+    the slab. Rows with a tie (or a non-finite maximum) sum ``R`` over their indicator.
+
+    Runs on the calling thread: its passes are light, and on two threads the hand-offs cost more
+    than they share (measured at n = 16384, d = 2: 0.23 s on one thread, 0.37 s on two).
+    """
+    n_rows, n_cols = F.shape[0], G.shape[0]
+    GT = np.ascontiguousarray(G.T)
+    RT = np.ascontiguousarray(R.T)
+    out = np.empty((n_rows, R.shape[1]))
+
+    def task(blocks: list[slice]) -> None:
+        for rows in blocks:
+            S = np.dot(F[rows], GT)
+            r = np.arange(S.shape[0])
+            best = S.argmax(axis=1)
+            m = S[r, best]
+            threshold = tie_threshold(m, tol)
+            S[r, best] = -np.inf
+            tied = ~(S.max(axis=1) < threshold)  # a second key at the threshold, or nan
+            block = out[rows]
+            block[:] = R[best]
+            if tied.any():
+                S[r, best] = m
+                T = S[tied]
+                np.greater_equal(T, threshold[tied, None], out=T)
+                block[tied] = np.dot(RT, T.T).T
+
+    task(list(row_blocks(n_rows, n_cols)))
+    return out

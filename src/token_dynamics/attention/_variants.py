@@ -226,16 +226,16 @@ class Hardmax(_Bilinear):
         object.__setattr__(self, "tol", check_positive(self.tol, "tol", allow_zero=True))
 
     def _transform(self, S, rows):
-        m = S.max(axis=1, keepdims=True)
         # the tie indicator overwrites the slab in place (no boolean or float copies)
-        np.greater_equal(S, m - self.tol * np.maximum(1.0, np.abs(m)), out=S)
+        np.greater_equal(S, K_.tie_threshold(S.max(axis=1, keepdims=True), self.tol), out=S)
         return S, None
 
     def _velocity_at(self, Y, X, t, w):
         A, V = self._params(t, X.shape[1])
         Xk, wk = positive_keys(X, w)
         R = np.column_stack([wk[:, None] * (Xk @ V.T), wk])
-        return K_.apply_rows(Y @ A.T, Xk, R, self._transform, normalise=True)
+        sums = K_.hardmax_rows(Y @ A.T, Xk, R, self.tol)
+        return sums[:, :-1] / sums[:, -1:]
 
     def _matrix(self, X, t, w):
         A, _ = self._params(t, X.shape[1])
@@ -284,8 +284,7 @@ class Sigmoid(_Bilinear):
     def _velocity_at(self, Y, X, t, w):
         A, V = self._params(t, X.shape[1])
         Xk, wk = positive_keys(X, w)
-        R = wk[:, None] * (Xk @ V.T)
-        return K_.apply_rows(Y @ A.T, Xk, R, self._transform, normalise=False)
+        return K_.sigmoid_rows(Y @ A.T, Xk, wk[:, None] * (Xk @ V.T), self.b)
 
     def _matrix(self, X, t, w):
         A, _ = self._params(t, X.shape[1])

@@ -42,8 +42,10 @@ MIN_NORM = 1e-8
 TILE_ELEMENTS = 2**14
 #: Rows of one MLP tile (fewer when ``n`` is smaller); its hidden units fill TILE_ELEMENTS.
 #: Measured at N = 4096, d = 16, m = 4096 and 16384 on the 2-core machine: 128 x 128 tiles ran
-#: within 10 % of 256 x 64 and 64 x 256, 25 % faster than 1024 x 16, and 4-13x faster than
-#: tiles large enough for OpenBLAS to thread their products (on a busy machine).
+#: within 10 % of 256 x 64 and 64 x 256 and 25 % faster than 1024 x 16; on the calling thread
+#: (d = 16, see ``attention._kernels.POOL_MAX_INNER``) tiles large enough for OpenBLAS to thread
+#: their products (up to 4096 x 256) were at most 20 % faster, for 16x the memory. The MLP is
+#: bound by its skinny products: one whole-array numpy MLP takes longer than the tiles.
 TILE_ROWS = 128
 
 
@@ -204,7 +206,8 @@ def _mlp(activation: str, Y: np.ndarray, W1: np.ndarray, W2: np.ndarray) -> np.n
     Small layers are computed over groups of paths at once; larger ones per path in tiles of
     (rows x hidden units), the activation in place and each tile's product with ``W2``
     accumulated into its rows (in a fixed order: results do not depend on the threads), on the
-    attention module's worker threads. Memory O(tile) on top of the weights.
+    attention module's worker threads when ``d`` is small enough for its pool. Memory O(tile) on
+    top of the weights.
     """
     phi = _phi_inplace(activation)
     paths, n, _ = Y.shape
@@ -219,8 +222,7 @@ def _mlp(activation: str, Y: np.ndarray, W1: np.ndarray, W2: np.ndarray) -> np.n
         kernels = _attention._kernels
         g = np.zeros_like(Y)
         rows = min(n, TILE_ROWS)
-        # tiles of at most TILE_ELEMENTS entries and products below OpenBLAS's threading size
-        units = max(1, min(TILE_ELEMENTS, kernels.SERIAL_BLAS_FLOPS // Y.shape[2]) // rows)
+        units = max(1, TILE_ELEMENTS // rows)
         tiles = [(p, slice(r, min(r + rows, n))) for p in range(paths) for r in range(0, n, rows)]
 
         def task(group) -> None:
@@ -231,7 +233,7 @@ def _mlp(activation: str, Y: np.ndarray, W1: np.ndarray, W2: np.ndarray) -> np.n
                         H = phi(Yr @ W1[p, c : c + units].T)
                         gr += H @ W2[p, :, c : c + units].T
 
-        kernels._run(task, tiles, paths * n * m)
+        kernels._run(task, tiles, paths * n * m, Y.shape[2])
     g /= np.sqrt(m)
     return g
 

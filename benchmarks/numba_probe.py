@@ -1,0 +1,74 @@
+"""Would a compiled kernel earn its weight? A fused numba kernel against the library's softmax.
+
+Not part of ``make bench`` and numba is not a dependency: run it in a scratch environment::
+
+    python -m venv /tmp/nb
+    /tmp/nb/bin/pip install numba==0.68.1 numpy==2.4.6 scipy pot
+    /tmp/nb/bin/pip install --no-deps -e .
+    /tmp/nb/bin/python benchmarks/numba_probe.py
+
+The kernel is the whole velocity in one pass per query row (score, exponential, weighted sums:
+no slab in memory), parallel over rows with ``prange`` (no GIL), with only the reassociation
+and contraction of floating point allowed (so the sums vectorise). It prints its wall time on
+one and two threads next to the library's, and its agreement with the library.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from token_dynamics.attention import Softmax
+from token_dynamics.attention import _kernels as K
+
+
+@njit(parallel=True, fastmath={"reassoc", "contract"}, cache=False)
+def fused_rows(F, GT, RT, out):  # pragma: no cover - compiled
+    """``out[i] = sum_j exp(F[i] . GT[:, j]) RT[:, j]`` for three inner and three value columns."""
+    for i in prange(F.shape[0]):
+        f0, f1, f2 = F[i, 0], F[i, 1], F[i, 2]
+        a0 = a1 = a2 = 0.0
+        for j in range(GT.shape[1]):
+            e = math.exp(f0 * GT[0, j] + f1 * GT[1, j] + f2 * GT[2, j])
+            a0 += e * RT[0, j]
+            a1 += e * RT[1, j]
+            a2 += e * RT[2, j]
+        out[i, 0], out[i, 1], out[i, 2] = a0, a1, a2
+
+
+def median_wall(fn, repeats: int = 5) -> float:
+    fn()
+    walls = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        walls.append(time.perf_counter() - t0)
+    return float(np.median(walls))
+
+
+def main(n: int = 16384) -> None:
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((n, 2))
+    field = Softmax(np.eye(2), np.eye(2))
+    L, _, _ = K._softmax_shift(X, X, None)  # the library's folded shift, reused as is
+    F = np.column_stack([X, -L])
+    GT = np.ascontiguousarray(np.column_stack([X, np.ones(n)]).T)
+    RT = np.ascontiguousarray(np.column_stack([X, np.ones(n)]).T)
+    out = np.empty((n, 3))
+    print(f"numba {numba.__version__}, SVML in use: {numba.config.USING_SVML}, n = {n}, d = 2")
+    for threads in (1, 2):
+        numba.set_num_threads(threads)
+        t = median_wall(lambda: fused_rows(F, GT, RT, out))
+        print(f"fused numba kernel, {threads} thread(s): {t:.3f} s")
+    print(f"library (numpy, row slabs):       {median_wall(lambda: field.velocity(X)):.3f} s")
+    v = out[:, :2] / out[:, 2:]
+    ref = field.velocity(X)
+    print(f"max rel. diff. to the library: {np.abs(v - ref).max() / np.abs(ref).max():.1e}")
+
+
+if __name__ == "__main__":
+    main()
