@@ -218,7 +218,7 @@ def case_velocity(name: str, cfg: argparse.Namespace) -> None:
     floor = ex.wall + 4 * n * n * d / rate
     floor_cpu = ex.cpu + 4 * n * n * d / rate
     fast = measure(lambda: field.velocity(X), cfg.repeats)
-    serial = measure(with_threads(lambda: field.velocity(X)), cfg.repeats, memory=False)
+    serial = measure(with_threads(lambda: field.velocity(X)), cfg.repeats)
     dense = measure(lambda: dense_velocity(name, X, params), cfg.dense_repeats, memory=False)
     err = rel_error(field.velocity(X), dense_velocity(name, X, params))
     header(
@@ -289,21 +289,6 @@ def case_wide(cfg: argparse.Namespace) -> None:
             f"{dense.wall / fast.wall:.1f}x",
             f"{rel_error(field.velocity(X), dense_velocity('softmax', X, params)):.1e}",
         )
-
-
-def case_threads(cfg: argparse.Namespace) -> None:
-    """Softmax velocity with the pool against the calling thread alone (same run)."""
-    n = cfg.n
-    rng = np.random.default_rng(0)
-    X = rng.standard_normal((n, 2))
-    field, _ = make_field("softmax", 2, rng)
-    res = {
-        k: measure(with_threads(lambda: field.velocity(X), k), cfg.repeats, memory=False)
-        for k in sorted({1, att._kernels.THREADS})
-    }
-    header(f"softmax velocity, n = {n}: threads", "threads", "wall", "CPU", "speed-up (wall)")
-    for threads, t in res.items():
-        row(threads, f"{t.wall:.3f} s", f"{t.cpu:.3f} s", f"{res[1].wall / t.wall:.2f}x")
 
 
 def case_naive(cfg: argparse.Namespace) -> None:
@@ -593,7 +578,6 @@ VELOCITY = ("softmax", "l2", "sigmoid", "linear", "hardmax")
 CASES: dict[str, Callable[[argparse.Namespace], None]] = {
     **{name: (lambda cfg, name=name: case_velocity(name, cfg)) for name in VELOCITY},
     "wide": case_wide,
-    "threads": case_threads,
     "naive": case_naive,
     "large": case_large,
     "sinkhorn": case_sinkhorn,
