@@ -185,9 +185,9 @@ def setup(app):
             body = nodes.tbody()
             group += body
             for stmt in statements:
-                name = stmt.kind.capitalize() + (f": {stmt.title}" if stmt.title else "")
+                # the reference already reads "Proposition 3": the title follows it alone;
                 # titles may hold inline maths ($...$): typeset it rather than show dollars
-                pieces = name.split("$")
+                pieces = (stmt.title or "").split("$")
                 title = [
                     nodes.math(text=piece) if i % 2 else nodes.Text(piece)
                     for i, piece in enumerate(pieces)

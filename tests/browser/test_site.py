@@ -1,10 +1,12 @@
 """Open every page of the table of contents in headless Chromium, offline.
 
 For each page: no request leaves 127.0.0.1, no 4xx, no page error, the maths is typeset with no
-TeX error, every image has loaded. On notebook pages: the executed .ipynb is offered for
-download, jshtml animations show a frame, and widgets render their saved state.
+TeX error and no raw TeX is left in the prose, every image has loaded. On notebook pages: the
+executed .ipynb is offered for download, jshtml animations show a frame, and widgets render
+their saved state.
 """
 
+import re
 from pathlib import Path
 
 import pytest
@@ -23,6 +25,19 @@ def is_notebook(page: str) -> bool:
 
 
 PAGES = traceability.toc_pages()
+
+#: Text of the page as a reader sees it, minus code, cell outputs and typeset maths.
+PROSE_JS = """() => {
+  const skip = "pre, code, script, style, svg, mjx-container, .cell_output, textarea";
+  const root = document.querySelector("main") || document.body;
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  const parts = [];
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    if (!n.parentElement.closest(skip)) parts.push(n.textContent);
+  }
+  return parts.join(" ");
+}"""
+RAW_TEX = re.compile(r"\$|\\[A-Za-z]+")
 
 
 def test_toc_pages_were_built():
@@ -46,6 +61,12 @@ def test_page_renders_offline(page, base_url, page_name):
         # unknown macros render red, TeX syntax errors as merror
         bad = page.locator("mjx-merror, mjx-mtext[style*='color: red']")
         assert bad.count() == 0, [bad.nth(i).inner_text() for i in range(min(bad.count(), 5))]
+    # maths the parser missed reaches the reader as raw TeX: dollars or backslash commands in
+    # the prose (a `$$` display glued to the line above is read as inline dollars, and the
+    # dollars after it pair up wrongly)
+    prose = page.evaluate(PROSE_JS)
+    stray = [prose[max(0, m.start() - 40) : m.end() + 40] for m in RAW_TEX.finditer(prose)]
+    assert not stray, f"raw TeX in the text: {stray[:3]}"
 
     images = page.locator("main img")
     for i in range(images.count()):
