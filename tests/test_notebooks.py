@@ -1,4 +1,5 @@
-"""Execute every book notebook (MyST .md, jupytext) in a fresh kernel; a failing cell fails."""
+"""Execute every book notebook (MyST .md, jupytext) in a fresh kernel; a failing cell, or one
+that writes to stderr (a warning), fails."""
 
 import sys
 from pathlib import Path
@@ -17,7 +18,16 @@ CELL_TIMEOUT = 300
 @pytest.mark.notebook
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT / "book")))
 def test_notebook_executes(path):
-    execute(path, timeout=CELL_TIMEOUT)  # raises CellExecutionError on the first failing cell
+    nb = execute(path, timeout=CELL_TIMEOUT)  # raises CellExecutionError on a failing cell
+    # nothing on stderr: a warning printed in a cell is published in the book (with the local
+    # path of the library in it)
+    stderr = [
+        (i, out["text"][:300])
+        for i, cell in enumerate(nb.cells)
+        for out in cell.get("outputs", [])
+        if out.get("output_type") == "stream" and out.get("name") == "stderr"
+    ]
+    assert not stderr, f"cells writing to stderr (cell index, text): {stderr}"
 
 
 def test_found_notebooks():

@@ -25,10 +25,11 @@ def notebooks() -> list[Path]:
     )
 
 
-def execute(path: Path, *, timeout: float) -> None:
+def execute(path: Path, *, timeout: float):
     """Run the notebook at `path` in a fresh ``python3`` kernel, in its own folder (as the book
-    build does); raise ``CellExecutionError`` on the first failing cell."""
-    NotebookClient(
+    build does), and return it executed; raise ``CellExecutionError`` on the first failing
+    cell."""
+    return NotebookClient(
         jupytext.read(path),
         timeout=timeout,
         kernel_name="python3",

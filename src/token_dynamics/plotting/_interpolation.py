@@ -183,7 +183,10 @@ def plot_error_vs_tau(
     list of matplotlib artists
     """
     errors = np.maximum(np.asarray(errors, dtype=float), 1e-17)  # log axes: clip exact zeros
-    artists = list(ax.loglog(taus, errors, "o-", label=label, **kwargs))
+    style = {"marker": "o", "linestyle": "-"} | kwargs  # a caller's `ls=` replaces the line
+    if "ls" in kwargs:
+        style.pop("linestyle")
+    artists = list(ax.loglog(taus, errors, label=label, **style))
     if tau_star is not None:
         artists.append(ax.axvline(tau_star, color="0.4", ls="--", lw=1))
     ax.set_xlabel(r"temperature $\tau$")
