@@ -223,6 +223,19 @@ def test_sinkhorn_small_eps_where_plain_scaling_underflows(spread, symmetric):
     assert np.ptp(np.log(K[K > 0])) > 0.9 * spread
 
 
+@pytest.mark.parametrize(("value", "expected"), [("", 2), ("1", 1), (" 3 ", 3)])
+def test_threads_from_the_environment(monkeypatch, value, expected):
+    monkeypatch.setenv("TOKEN_DYNAMICS_THREADS", value)
+    assert K_._threads_from_env(2) == expected
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "two", "1.5"])
+def test_bad_threads_setting_is_named(monkeypatch, value):
+    monkeypatch.setenv("TOKEN_DYNAMICS_THREADS", value)
+    with pytest.raises(ValueError, match="TOKEN_DYNAMICS_THREADS must be a positive integer"):
+        K_._threads_from_env(2)
+
+
 def test_wide_products_run_on_the_calling_thread(monkeypatch):
     """Slabs with more than POOL_MAX_INNER inner columns stay off the pool (OpenBLAS threads
     their products); skinny ones (d = 2) go to it."""

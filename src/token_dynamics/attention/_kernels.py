@@ -51,12 +51,26 @@ def _usable_cores() -> int:
         return os.cpu_count() or 1
 
 
+def _threads_from_env(default: int) -> int:
+    """``TOKEN_DYNAMICS_THREADS`` from the environment (a positive integer), else ``default``."""
+    value = os.environ.get("TOKEN_DYNAMICS_THREADS", "").strip()
+    if not value:
+        return default
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(
+            f"TOKEN_DYNAMICS_THREADS must be a positive integer (1 turns the thread pool off); "
+            f"got {value!r}."
+        )
+    return int(value)
+
+
 #: Worker threads sharing the slabs: one per usable core (the affinity mask, which containers
 #: and CI runners restrict), at most 2. Two is what the book's machines have (CI, Binder); each
 #: worker holds a slab, so more workers mean more memory (the memory test of the attention
-#: module allows four slabs) and they were not measured here. Set it higher on a larger machine,
-#: or to 1 to run every kernel on the calling thread.
-THREADS = min(_usable_cores(), 2)
+#: module allows four slabs) and they were not measured here. The environment variable
+#: ``TOKEN_DYNAMICS_THREADS`` sets it at import (higher on a larger machine, 1 to run every
+#: kernel on the calling thread); the module attribute can also be changed at run time.
+THREADS = _threads_from_env(min(_usable_cores(), 2))
 
 #: Widest slab products (inner columns: ``d`` plus one or two) shared out to the pool of threads.
 #: Up to this width a slab of BLOCK_ELEMENTS entries has products of at most 2**18 multiply-adds,
