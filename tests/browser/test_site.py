@@ -1,9 +1,9 @@
 """Open every page of the table of contents in headless Chromium, offline.
 
 For each page: no request leaves 127.0.0.1, no 4xx, no page error, the maths is typeset with no
-TeX error and no raw TeX is left in the prose, every image has loaded. On notebook pages: the
-executed .ipynb is offered for download, jshtml animations show a frame, and widgets render
-their saved state.
+TeX error, no display equation is wider than the page and no raw TeX is left in the prose,
+every image has loaded. On notebook pages: the executed .ipynb is offered for download, jshtml
+animations show a frame, and widgets render their saved state.
 """
 
 import re
@@ -38,6 +38,22 @@ PROSE_JS = """() => {
   return parts.join(" ");
 }"""
 RAW_TEX = re.compile(r"\$|\\[A-Za-z]+")
+#: Display equations reaching past the right edge of the article (MathJax 3 does not break
+#: lines, and the overflow is clipped): [pixels over, TeX source].
+WIDE_MATH_JS = """() => {
+  const article = document.querySelector("article") || document.querySelector("main");
+  const right = article.getBoundingClientRect().right;
+  const out = [];
+  for (const el of article.querySelectorAll("mjx-container[display='true']")) {
+    const box = el.getBoundingClientRect();
+    const over = Math.max(box.right - right, el.scrollWidth - el.clientWidth);
+    if (over > 2) {
+      const item = MathJax.startup.document.getMathItemsWithin(el)[0];
+      out.push([Math.round(over), item ? item.math.slice(0, 80) : ""]);
+    }
+  }
+  return out;
+}"""
 
 
 def test_toc_pages_were_built():
@@ -61,6 +77,8 @@ def test_page_renders_offline(page, base_url, page_name):
         # unknown macros render red, TeX syntax errors as merror
         bad = page.locator("mjx-merror, mjx-mtext[style*='color: red']")
         assert bad.count() == 0, [bad.nth(i).inner_text() for i in range(min(bad.count(), 5))]
+        wide = page.evaluate(WIDE_MATH_JS)
+        assert not wide, f"display maths wider than the page (px over, TeX): {wide[:3]}"
     # maths the parser missed reaches the reader as raw TeX: dollars or backslash commands in
     # the prose (a `$$` display glued to the line above is read as inline dollars, and the
     # dollars after it pair up wrongly)
