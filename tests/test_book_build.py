@@ -1,4 +1,5 @@
-"""The book build fails loudly: a tiny fixture book with one defect per case must not build.
+"""The book build fails loudly: a tiny fixture book with one defect per case must not build;
+and the student edition of a fixture with an exercise publishes no trace of its solution.
 
 Each case copies the real `_config.yml` (and what it points to) next to a two-page book with
 one planted defect, runs the same `jupyter-book build` command as `make book`, and asserts a
@@ -69,9 +70,9 @@ def make_book(tmp_path: Path, overrides: dict[str, str]) -> Path:
     return tmp_path
 
 
-def build(book: Path) -> subprocess.CompletedProcess:
+def build(book: Path, *options: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [str(JUPYTER_BOOK), "build", str(book), "-W", "-n", "--keep-going", "--all"],
+        [str(JUPYTER_BOOK), "build", str(book), "-W", "-n", "--keep-going", "--all", *options],
         capture_output=True,
         text=True,
         timeout=600,
@@ -92,3 +93,43 @@ def test_defect_fails_build(tmp_path, defect):
     log = result.stdout + result.stderr
     assert result.returncode != 0, f"the build succeeded despite a {defect}:\n{log[-3000:]}"
     assert needle in log, f"the log does not name the {defect} ({needle!r}):\n{log[-3000:]}"
+
+
+EXERCISE = """
+```{exercise} Two plus two
+:label: fixture-ex
+
+Compute two plus two.
+```
+
+````{solution} fixture-ex
+:class: dropdown
+
+The answer is SOLUTION-TEXT-4.
+````
+"""
+
+
+@pytest.mark.slow
+def test_student_edition_publishes_no_solution(tmp_path):
+    """`make book EDITION=student`: the exercise is there, its solution is nowhere in the site
+    (neither on the page nor in page sources or executed notebooks offered for download)."""
+    book = make_book(tmp_path, {"book/nb.md": GOOD_NOTEBOOK + EXERCISE})
+    config = tmp_path / "_config_student.yml"
+    student = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "student_config.py")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    config.write_text(student.stdout, encoding="utf-8")
+    result = build(book, "--config", str(config))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    site = book / "_build" / "html"
+    assert "Compute two plus two" in (site / "book" / "nb.html").read_text(encoding="utf-8")
+    leaks = [
+        str(path.relative_to(site))
+        for path in site.rglob("*")
+        if path.is_file() and b"SOLUTION-TEXT-4" in path.read_bytes()
+    ]
+    assert not leaks, f"the solution is published in {leaks}"
