@@ -117,3 +117,15 @@ def test_checks_page_lists_statements(page, base_url):
     rows = page.locator("table.statement-checks tbody tr")
     assert rows.count() == len(traceability.collect())
     assert "no check yet" not in page.inner_text("main")
+
+
+@pytest.mark.browser
+def test_search_works_offline(page, base_url):
+    """The site search (Sphinx's index, loaded from the site itself) finds the Sinkhorn pages."""
+    page.goto(f"{base_url}/search.html?q=sinkhorn", wait_until="load")
+    page.wait_for_selector("ul.search li", timeout=TIMEOUT_MS)
+    page.wait_for_timeout(500)  # results are appended one by one
+    titles = page.locator("ul.search li a").all_inner_texts()
+    assert any("Sinkhorn" in title for title in titles), titles
+    assert not page.external, f"requests left the machine: {page.external[:5]}"
+    assert not page.errors, f"page errors: {page.errors[:5]}"
