@@ -9,9 +9,14 @@ import sys
 from pathlib import Path
 
 import jupytext
+import yaml
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
+#: Seconds a cell may run: the book build's own setting (``execute.timeout`` in _config.yml).
+CELL_TIMEOUT_S = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["execute"][
+    "timeout"
+]
 
 
 def notebooks() -> list[Path]:
@@ -25,10 +30,10 @@ def notebooks() -> list[Path]:
     )
 
 
-def execute(path: Path, *, timeout: float):
+def execute(path: Path, *, timeout: float = CELL_TIMEOUT_S):
     """Run the notebook at `path` in a fresh ``python3`` kernel, in its own folder (as the book
-    build does), and return it executed; raise ``CellExecutionError`` on the first failing
-    cell."""
+    build does, with its timeout per cell), and return it executed; raise ``CellExecutionError``
+    on the first failing cell."""
     return NotebookClient(
         jupytext.read(path),
         timeout=timeout,
