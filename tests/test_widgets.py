@@ -7,10 +7,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
+from token_dynamics import widgets as td_widgets
 from token_dynamics.attention import make_field
 from token_dynamics.integrators import integrate
 from token_dynamics.sampling import uniform_sphere
-from token_dynamics.widgets import attention_explorer, draw_variant
+from token_dynamics.widgets import attention_explorer, draw_variant, figure_sliders
 
 
 def test_draw_variant_is_the_library_computation():
@@ -64,6 +65,47 @@ def test_explorer_bad_inputs(kwargs, match):
         attention_explorer(np.eye(2), **kwargs)
     with pytest.raises(ValueError, match="`X0`"):
         attention_explorer(np.ones((3, 4)))
+
+
+def test_figure_sliders_redraw_with_the_slider_values():
+    seen = []
+
+    def draw(ax, a, b):
+        seen.append((a, b))
+        ax.plot([0, 1], [a, b])
+
+    box = figure_sliders(draw, a=(0.0, 1.0, 0.1, 0.2), b=(-1.0, 1.0, 0.5, 0.0))
+    box.sliders["b"].value = 0.5
+    assert seen == [(0.2, 0.0), (0.2, 0.5)]
+    assert len(box.figure.axes[0].lines) == 1  # the axes are cleared before each drawing
+    assert [c.description for c in box.children[:2]] == ["a", "b"]
+
+
+@pytest.mark.parametrize(
+    ("ranges", "match"),
+    [
+        ({}, "at least one slider"),
+        ({"a": (1.0, 0.0, 0.1, 0.5)}, "`a` must be"),
+        ({"a": (0.0, 1.0, 0.0, 0.5)}, "`a` must be"),
+        ({"a": (0.0, 1.0, 0.1, 2.0)}, "`a` must be"),
+        ({"a": (0.0, 1.0)}, "`a` must be"),
+    ],
+)
+def test_figure_sliders_bad_ranges(ranges, match):
+    with pytest.raises(ValueError, match=match):
+        figure_sliders(lambda ax, **kw: None, **ranges)
+    with pytest.raises(ValueError, match="`draw`"):
+        figure_sliders("plot", a=(0.0, 1.0, 0.1, 0.5))
+
+
+def test_figures_reach_the_output_widget_from_the_kernel_side(monkeypatch):
+    """In a kernel the figure becomes the Output widget's only output, set on the model (no
+    output capture, which makes nbclient miss cell replies: jupyter/nbclient#312)."""
+    monkeypatch.setattr(td_widgets, "_in_kernel", lambda: True)
+    box = figure_sliders(lambda ax, a: ax.plot([0, a]), a=(0.0, 1.0, 0.1, 0.5))
+    box.sliders["a"].value = 0.7
+    (output,) = box.children[-1].outputs
+    assert output["output_type"] == "display_data" and "image/png" in output["data"]
 
 
 def test_maths_modules_never_import_widgets_or_matplotlib():

@@ -8,7 +8,9 @@ shows is what the static figure next to it shows, at other parameter values.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import base64
+import io
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -17,7 +19,7 @@ from ._validation import as_tokens, as_vector, check_positive
 from .attention import VARIANTS, make_field
 from .integrators import GEOMETRIES, METHODS, Trajectory, integrate
 
-__all__ = ["attention_explorer", "draw_variant"]
+__all__ = ["attention_explorer", "draw_variant", "figure_sliders"]
 
 
 def _ipywidgets() -> Any:
@@ -36,6 +38,22 @@ def _in_kernel() -> bool:
     except ImportError:  # pragma: no cover
         return False
     return getattr(get_ipython(), "kernel", None) is not None
+
+
+def _show(out: Any, fig: Any) -> None:
+    """Make ``fig`` the only output of the ``Output`` widget ``out``, set from the kernel side.
+
+    Not ``with out: display(fig)``: that capture makes nbclient (which executes the book) send
+    the widget's state back on the shell channel while it awaits the cell's reply there, and the
+    reply is then sometimes missed until the cell timeout (jupyter/nbclient#312; seen here in
+    about one run in three of the book build).
+    """
+    if not _in_kernel():  # outside a kernel there is nowhere to show the figure
+        return
+    png = io.BytesIO()
+    fig.savefig(png, format="png", bbox_inches="tight")  # as the inline backend renders it
+    data = {"image/png": base64.b64encode(png.getvalue()).decode("ascii"), "text/plain": repr(fig)}
+    out.outputs = ({"output_type": "display_data", "data": data, "metadata": {}},)
 
 
 def draw_variant(
@@ -177,15 +195,81 @@ def attention_explorer(
         box.trajectory = draw_variant(
             ax, X0, menu.value, slider.value, times=times, geometry=geometry, method=method, dt=dt
         )
-        if _in_kernel():  # outside a kernel there is nowhere to show the figure
-            from IPython.display import display
-
-            out.clear_output(wait=True)
-            with out:
-                display(fig)
+        _show(out, fig)
 
     slider.observe(redraw, names="value")
     menu.observe(redraw, names="value")
     box.figure, box.slider, box.menu = fig, slider, menu
+    redraw()
+    return box
+
+
+def figure_sliders(
+    draw: Callable[..., Any],
+    *,
+    figsize: tuple[float, float] = (4.0, 4.0),
+    **ranges: tuple[float, float, float, float],
+) -> Any:
+    """Sliders over the keyword arguments of ``draw``, redrawing one figure on each change.
+
+    Parameters
+    ----------
+    draw : callable ``draw(ax, **values)``
+        Draws on a cleared matplotlib Axes.
+    figsize : (float, float)
+        Size of the figure, in inches.
+    **ranges : (min, max, step, value)
+        One float slider per keyword argument of ``draw``.
+
+    Returns
+    -------
+    ipywidgets.VBox
+        Children: the sliders in the order given, then the output. Its attributes ``figure`` and
+        ``sliders`` (a dict by name) give access from code.
+
+    Examples
+    --------
+    >>> calls = []
+    >>> box = figure_sliders(lambda ax, a: calls.append(a), a=(0.0, 1.0, 0.1, 0.5))
+    >>> box.sliders["a"].value = 0.8
+    >>> calls
+    [0.5, 0.8]
+    """
+    widgets = _ipywidgets()
+    from matplotlib.figure import Figure
+
+    if not callable(draw):
+        raise ValueError(f"`draw` must be a function draw(ax, **values); got {draw!r}.")
+    if not ranges:
+        raise ValueError("give at least one slider range, as name=(min, max, step, value).")
+    for name, spec in ranges.items():
+        ok = isinstance(spec, tuple | list) and len(spec) == 4
+        if ok:
+            lo, hi, step, value = (float(v) for v in spec)
+            ok = lo < hi and step > 0 and lo <= value <= hi
+        if not ok:
+            raise ValueError(
+                f"`{name}` must be (min, max, step, value) with min < max, step > 0 and "
+                f"min <= value <= max; got {spec!r}."
+            )
+    fig = Figure(figsize=figsize)
+    ax = fig.add_subplot()
+    sliders = {
+        name: widgets.FloatSlider(
+            min=spec[0], max=spec[1], step=spec[2], value=spec[3], description=name
+        )
+        for name, spec in ranges.items()
+    }
+    out = widgets.Output()
+    box = widgets.VBox([*sliders.values(), out])
+
+    def redraw(_: Any = None) -> None:
+        ax.clear()
+        draw(ax, **{name: slider.value for name, slider in sliders.items()})
+        _show(out, fig)
+
+    for slider in sliders.values():
+        slider.observe(redraw, names="value")
+    box.figure, box.sliders = fig, sliders
     redraw()
     return box
