@@ -89,6 +89,8 @@ def test_figure_sliders_redraw_with_the_slider_values():
         ({"a": (0.0, 1.0, 0.0, 0.5)}, "`a` must be"),
         ({"a": (0.0, 1.0, 0.1, 2.0)}, "`a` must be"),
         ({"a": (0.0, 1.0)}, "`a` must be"),
+        ({"a": (0.0, 1.0, "fine", 0.5)}, "`a` must be"),
+        ({"a": 0.5}, "`a` must be"),
     ],
 )
 def test_figure_sliders_bad_ranges(ranges, match):

@@ -243,10 +243,11 @@ def figure_sliders(
     if not ranges:
         raise ValueError("give at least one slider range, as name=(min, max, step, value).")
     for name, spec in ranges.items():
-        ok = isinstance(spec, tuple | list) and len(spec) == 4
-        if ok:
+        try:
             lo, hi, step, value = (float(v) for v in spec)
             ok = lo < hi and step > 0 and lo <= value <= hi
+        except (TypeError, ValueError):  # not four numbers
+            ok = False
         if not ok:
             raise ValueError(
                 f"`{name}` must be (min, max, step, value) with min < max, step > 0 and "
