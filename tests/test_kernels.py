@@ -5,6 +5,8 @@ Tolerances. 1e-12 relative against the dense formulas is round-off: each velocit
 ratio of two sums of n <= 1000 positive terms, each one exp of a score computed from d <= 3
 products, so a few hundred ulps (2.2e-16) at most; the folded shift moves each exponent by an
 error of a few ulps of the scores (|s| <= 1e3 here), which adds |s| * 2.2e-16 <= 1e-13.
+An entry of a velocity is a signed sum (V times a weighted mean of tokens), so the round-off is
+relative to the largest entry, not to that entry: `assert_rounded` adds atol = RTOL * max|ref|.
 Threaded and serial evaluations cut the rows into the same slabs, so they agree to the last bit;
 1e-15 leaves room for a BLAS that reorders a sum across calls. No timing is asserted here: speed
 lives in `benchmarks/`.
@@ -31,6 +33,12 @@ from token_dynamics.attention import _kernels as K_
 from .test_attention import all_fields
 
 RTOL = 1e-12
+
+
+def assert_rounded(actual, ref):
+    """Equal to round-off: RTOL relative to each entry or to the largest one (see above)."""
+    ref = np.asarray(ref)
+    np.testing.assert_allclose(actual, ref, rtol=RTOL, atol=RTOL * np.abs(ref).max())
 
 
 def fields(rng, d):
@@ -77,19 +85,15 @@ def test_threaded_blocked_equals_dense(threaded):
     V = rng.standard_normal((d, d))
     w = rng.dirichlet(np.ones(n))
     ref = dense_softmax(X, A, V, 2.0, w)
-    np.testing.assert_allclose(Softmax(A, V, 2.0).velocity(X, weights=w), ref, rtol=RTOL)
+    assert_rounded(Softmax(A, V, 2.0).velocity(X, weights=w), ref)
     # the other exponential and sigmoid kernels, against their formulas
     S = X @ A.T @ X.T
-    np.testing.assert_allclose(
-        Unnormalised(A, V, beta=0.5).velocity(X), (np.exp(0.5 * S) / n) @ X @ V.T, rtol=RTOL
-    )
-    np.testing.assert_allclose(
-        Sigmoid(A, V, b=-0.3).velocity(X), (expit(S - 0.3) / n) @ X @ V.T, rtol=RTOL
-    )
+    assert_rounded(Unnormalised(A, V, beta=0.5).velocity(X), (np.exp(0.5 * S) / n) @ X @ V.T)
+    assert_rounded(Sigmoid(A, V, b=-0.3).velocity(X), (expit(S - 0.3) / n) @ X @ V.T)
     Qb, Kb = rng.standard_normal((2, 3, d))
     D2 = ((X @ Qb.T)[:, None, :] - (X @ Kb.T)[None, :, :]) ** 2
     P = softmax(-D2.sum(-1) / 1.5, axis=1)
-    np.testing.assert_allclose(L2(Qb, Kb, V, s=1.5).velocity(X), P @ X @ V.T, rtol=RTOL)
+    assert_rounded(L2(Qb, Kb, V, s=1.5).velocity(X), P @ X @ V.T)
 
 
 def test_velocity_at_query_points_threaded(threaded):
@@ -98,7 +102,7 @@ def test_velocity_at_query_points_threaded(threaded):
     Y = 3 * rng.standard_normal((411, 2))
     A, V = rng.standard_normal((2, 2, 2))
     ref = dense_softmax(X, A, V, 1.0, Y=Y)
-    np.testing.assert_allclose(Softmax(A, V).velocity_at(Y, X), ref, rtol=RTOL)
+    assert_rounded(Softmax(A, V).velocity_at(Y, X), ref)
 
 
 @pytest.mark.parametrize(
@@ -140,7 +144,7 @@ def test_softmax_paths_agree_with_dense(monkeypatch, threaded, block, beta, far,
     ref = dense_softmax(X, A, V, beta)
     v = Softmax(A, V, beta).velocity(X)
     # relative to each row's scale: rows are averages of V x_j, O(10) here
-    np.testing.assert_allclose(v, ref, rtol=RTOL, atol=RTOL * np.abs(ref).max())
+    assert_rounded(v, ref)
 
 
 def test_softmax_extreme_scores_stay_finite_and_exact():
@@ -151,7 +155,7 @@ def test_softmax_extreme_scores_stay_finite_and_exact():
     v = Softmax(A, V, beta=3e4).velocity(X)
     ref = dense_softmax(X, A, V, 3e4)
     assert np.all(np.isfinite(v))
-    np.testing.assert_allclose(v, ref, rtol=RTOL, atol=RTOL * np.abs(ref).max())
+    assert_rounded(v, ref)
 
 
 @pytest.mark.parametrize("block", [7 * 257, 64])
@@ -167,7 +171,7 @@ def test_l2_and_sinkhorn_bias_paths_agree_with_dense(monkeypatch, threaded, bloc
     P = softmax(S, axis=1)
     ref = P @ X
     out = K_.apply_rows(F, G, R, K_.softmax_transform, bias=bias, normalise=True)
-    np.testing.assert_allclose(out, ref, rtol=RTOL, atol=RTOL * np.abs(ref).max())
+    assert_rounded(out, ref)
 
 
 def test_errors_raised_in_a_worker_reach_the_caller_in_serial_order(threaded):
@@ -248,7 +252,7 @@ def test_wide_products_run_on_the_calling_thread(monkeypatch):
         calls.clear()
         X = rng.standard_normal((300, d))
         v = Softmax(np.eye(d), np.eye(d)).velocity(X)
-        np.testing.assert_allclose(v, dense_softmax(X, np.eye(d), np.eye(d), 1.0), rtol=RTOL)
+        assert_rounded(v, dense_softmax(X, np.eye(d), np.eye(d), 1.0))
         assert bool(calls) is pooled
 
 
@@ -284,7 +288,7 @@ def test_hardmax_gathers_single_best_keys_and_shares_ties(monkeypatch, block):
     n_best = (S >= m - tol * np.maximum(1.0, np.abs(m))).sum(axis=1)
     assert np.any(n_best == 1) and np.any(n_best == 2)
     v = Hardmax(A, V, tol=tol).velocity(X, weights=w)
-    np.testing.assert_allclose(v, ref, rtol=RTOL, atol=RTOL * np.abs(ref).max())
+    assert_rounded(v, ref)
 
 
 @pytest.mark.parametrize("block", [7 * 257, 64])
@@ -304,7 +308,7 @@ def test_sigmoid_rows_agree_with_expit_on_every_path(monkeypatch, threaded, bloc
         assert np.abs(S).max() > K_.SIGMOID_EXP_MAX
     ref = (expit(S) / n) @ X @ V.T
     v = Sigmoid(A, V, b=b).velocity(X)
-    np.testing.assert_allclose(v, ref, rtol=RTOL, atol=RTOL * np.abs(ref).max())
+    assert_rounded(v, ref)
 
 
 @pytest.mark.parametrize("b", [0.0, -0.3, 5.0])
