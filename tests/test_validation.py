@@ -94,3 +94,70 @@ def test_as_rng():
     assert v.as_rng(gen) is gen
     with pytest.raises(TypeError, match="`rng` must be"):
         v.as_rng("seed")
+
+
+@pytest.mark.parametrize(
+    ("value", "what"),
+    [
+        (np.array([1.0 + 2.0j]), "complex numbers"),
+        (np.array([True, False]), "booleans"),
+        (["1.0", "2.0"], "strings"),
+        (np.array([1.0, None], dtype=object), "Python objects"),
+    ],
+)
+def test_real_arrays_refuse_what_numpy_would_coerce(value, what):
+    # numpy casts each of these to float64 (dropping an imaginary part, reading True as 1);
+    # the ground floor refuses them with a TypeError naming the argument.
+    with pytest.raises(TypeError, match=f"`x` must be a real array-like; got an array of {what}"):
+        v.as_real_array(value, "x")
+    with pytest.raises(TypeError, match="`X` must be a real array-like"):
+        v.as_tokens(np.atleast_2d(value))
+
+
+def test_as_times():
+    np.testing.assert_array_equal(v.as_times([0, 1, 3]), [0.0, 1.0, 3.0])
+    np.testing.assert_array_equal(v.as_times(2.0, scalar=True), [2.0])
+    np.testing.assert_array_equal(v.as_times([0, 1, 1], strict=False), [0.0, 1.0, 1.0])
+    for bad in ([], [0.0, 0.0], [1.0, 0.5], [[0.0, 1.0]]):
+        with pytest.raises(ValueError, match="`times` must be a non-empty strictly increasing"):
+            v.as_times(bad)
+    with pytest.raises(ValueError, match="`t` must be nonnegative"):
+        v.as_times([-1.0, 0.0], "t", nonnegative=True)
+
+
+@pytest.mark.parametrize("scale", [1e-200, 1e-8, 1.0, 1e8, 1e200])
+def test_one_covariance_tolerance_is_scale_invariant(scale):
+    # MATRIX_RTOL is relative to max|S|: the verdict on S and on scale * S is the same.
+    ok = scale * np.array([[1.0, 0.5], [0.5, 1.0]])
+    np.testing.assert_array_equal(v.as_covariance(ok), ok)
+    rounding = ok + np.array([[0.0, 1e-12], [0.0, 0.0]]) * scale  # asymmetry 1e-12 relative
+    np.testing.assert_allclose(v.as_covariance(rounding), 0.5 * (rounding + rounding.T))
+    with pytest.raises(ValueError, match="`cov` must be positive semi-definite"):
+        v.as_covariance(scale * np.diag([1.0, -1e-6]))
+    with pytest.raises(ValueError, match="`cov` must be symmetric"):
+        v.as_covariance(scale * np.array([[1.0, 1e-6], [0.0, 1.0]]))
+    with pytest.raises(ValueError, match=r"`cov` must be a square \(d, d\) matrix"):
+        v.as_covariance(np.ones((2, 3)))
+
+
+def test_psd_sqrt_and_factor():
+    from token_dynamics import _linalg
+
+    rng = np.random.default_rng(0)
+    L = rng.standard_normal((3, 2))
+    S = L @ L.T  # rank 2: one eigenvalue is zero up to rounding, possibly negative
+    R = _linalg.psd_sqrt(S)
+    F = _linalg.psd_factor(S)
+    # eigh is backward stable: errors are a few ulps of ||S|| ~ 10, so 1e-12 relative.
+    np.testing.assert_allclose(R, R.T, atol=1e-12 * np.abs(S).max())
+    np.testing.assert_allclose(R @ R, S, atol=1e-12 * np.abs(S).max())
+    np.testing.assert_allclose(F @ F.T, S, atol=1e-12 * np.abs(S).max())
+    assert np.all(np.isfinite(R))
+
+
+def test_row_blocks_tile_the_rows():
+    from token_dynamics._linalg import BLOCK_ELEMENTS, row_blocks
+
+    blocks = list(row_blocks(10, BLOCK_ELEMENTS // 3))
+    assert [b.stop - b.start for b in blocks] == [3, 3, 3, 1]
+    assert list(row_blocks(4, 10 * BLOCK_ELEMENTS)) == [slice(i, i + 1) for i in range(4)]

@@ -1,9 +1,15 @@
-"""Input validation shared by every public function (private module).
+"""Input validation shared by every public function (private module, the ground floor).
 
 Each helper checks one argument once, at the public boundary, and raises a
 ``ValueError`` (or ``TypeError``) whose message names the argument in backticks
 and says what would fix it. Every helper returns a *new* float64 array when it
 converts, so callers may never mutate what the user passed in.
+
+One checker per kind of argument: real arrays (:func:`as_real_array`, :func:`as_vector`,
+:func:`as_matrix`, :func:`as_tokens`), times (:func:`as_times`), square, symmetric and
+covariance matrices with one tolerance policy (:data:`MATRIX_RTOL`), probability weights
+(:func:`as_weights`) and random generators (:func:`as_rng`). A chapter package uses these and
+never re-makes them.
 """
 
 from __future__ import annotations
@@ -15,10 +21,16 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "MATRIX_RTOL",
+    "as_covariance",
     "as_matrix",
     "as_parameter",
+    "as_real_array",
     "as_rng",
     "as_sphere_tokens",
+    "as_square",
+    "as_symmetric",
+    "as_times",
     "as_tokens",
     "as_vector",
     "as_weights",
@@ -31,13 +43,51 @@ __all__ = [
 SPHERE_TOL = 1e-8
 #: Tolerance on |sum(w) - 1| for probability weights given in float64.
 WEIGHTS_TOL = 1e-9
+#: The one tolerance policy for symmetric and covariance matrices: ``|M - M^T|`` and a negative
+#: eigenvalue may reach ``MATRIX_RTOL`` times ``max|M|`` (the matrix's own scale, so the test is
+#: unchanged by rescaling). A few hundred thousand ulps of float64: it absorbs the rounding of
+#: products such as ``L @ L.T``, ``X.T @ X`` or ``V @ inv(A)`` and of an eigen-decomposition,
+#: while a genuinely indefinite or asymmetric matrix is off by far more.
+MATRIX_RTOL = 1e-10
+#: Array kinds read as real numbers: signed and unsigned integers and floats. Booleans, complex
+#: numbers, strings and Python objects are refused instead of being coerced silently.
+_REAL_KINDS = "iuf"
 
 
-def _finite_float_array(value: Any, name: str) -> np.ndarray:
+def as_real_array(value: Any, name: str) -> np.ndarray:
+    """Return a fresh, finite float64 array of any shape, from real numbers only.
+
+    Raises ``TypeError`` naming `name` for complex, boolean, string or object input (which
+    numpy would coerce, dropping an imaginary part or reading ``True`` as 1), and
+    ``ValueError`` for NaN or infinite entries.
+
+    Examples
+    --------
+    >>> as_real_array([1, 2.5], "x")
+    array([1. , 2.5])
+    >>> as_real_array([1 + 2j], "x")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: `x` must be a real array-like; got an array of complex numbers. ...
+    """
     try:
-        arr = np.array(value, dtype=np.float64, copy=True)
+        raw = np.asarray(value)
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"`{name}` must be a real array-like; got {type(value).__name__}.") from exc
+        raise TypeError(
+            f"`{name}` must be a real array-like (nested lists of equal length, or an ndarray); "
+            f"got {type(value).__name__}."
+        ) from exc
+    if raw.dtype.kind not in _REAL_KINDS:
+        what = {"b": "booleans", "c": "complex numbers", "U": "strings", "S": "bytes"}.get(
+            raw.dtype.kind, "Python objects (ragged lists or non-numbers)"
+        )
+        fix = (
+            " Pass its real part (np.real(x)) if that is what you mean."
+            if raw.dtype.kind == "c"
+            else " Pass an array of floats, e.g. np.asarray(x, dtype=float)."
+        )
+        raise TypeError(f"`{name}` must be a real array-like; got an array of {what}.{fix}")
+    arr = np.array(raw, dtype=np.float64, copy=True)
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"`{name}` contains NaN or infinite entries; pass finite values.")
     return arr
@@ -54,7 +104,7 @@ def as_tokens(X: Any, name: str = "X", *, d: int | None = None) -> np.ndarray:
     >>> as_tokens([[0.0, 1.0], [2.0, 3.0]]).shape
     (2, 2)
     """
-    arr = _finite_float_array(X, name)
+    arr = as_real_array(X, name)
     if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] < 1:
         raise ValueError(
             f"`{name}` must have shape (n, d) with one token per row; got shape {arr.shape}. "
@@ -81,7 +131,7 @@ def as_sphere_tokens(X: Any, name: str = "X", *, tol: float = SPHERE_TOL) -> np.
 
 def as_vector(x: Any, name: str, *, size: int | None = None) -> np.ndarray:
     """Return a finite 1-D float64 array (optionally of length `size`)."""
-    arr = _finite_float_array(x, name)
+    arr = as_real_array(x, name)
     if arr.ndim != 1 or (size is not None and arr.shape[0] != size):
         want = f"({size},)" if size is not None else "(k,)"
         raise ValueError(f"`{name}` must have shape {want}; got shape {arr.shape}.")
@@ -92,7 +142,7 @@ def as_matrix(
     M: Any, name: str, *, shape: tuple[int | None, int | None] | None = None
 ) -> np.ndarray:
     """Return a finite 2-D float64 array; ``None`` entries of `shape` are free."""
-    arr = _finite_float_array(M, name)
+    arr = as_real_array(M, name)
     if arr.ndim != 2:
         raise ValueError(f"`{name}` must be a 2-D matrix; got shape {arr.shape}.")
     if shape is not None:
@@ -101,6 +151,104 @@ def as_matrix(
                 want_str = "(" + ", ".join("k" if s is None else str(s) for s in shape) + ")"
                 raise ValueError(f"`{name}` must have shape {want_str}; got shape {arr.shape}.")
     return arr
+
+
+def as_times(
+    times: Any,
+    name: str = "times",
+    *,
+    strict: bool = True,
+    nonnegative: bool = False,
+    scalar: bool = False,
+) -> np.ndarray:
+    """Return times as a fresh 1-D float64 array of at least one entry, in increasing order.
+
+    ``strict=True`` asks for strictly increasing times (output times of a solver),
+    ``strict=False`` for nondecreasing ones; ``nonnegative=True`` refuses negative times;
+    ``scalar=True`` reads a single number as ``[t]``.
+
+    Examples
+    --------
+    >>> as_times([0.0, 0.5, 2.0])
+    array([0. , 0.5, 2. ])
+    >>> as_times(3.0, scalar=True)
+    array([3.])
+    """
+    arr = as_real_array(times, name)
+    if scalar:
+        arr = np.atleast_1d(arr)
+    order = "strictly increasing" if strict else "nondecreasing"
+    steps = np.diff(arr) if arr.ndim == 1 else None
+    bad = steps is None or arr.size < 1 or (np.any(steps <= 0) if strict else np.any(steps < 0))
+    if bad or (nonnegative and arr[0] < 0):
+        sign = "nonnegative and " if nonnegative else ""
+        raise ValueError(
+            f"`{name}` must be {sign}a non-empty {order} 1-D array of times; got "
+            f"{np.array2string(arr, threshold=6)}. Pass e.g. np.linspace(0, T, 50)."
+        )
+    return arr
+
+
+def as_square(M: Any, name: str, *, d: int | None = None) -> np.ndarray:
+    """Return a finite square ``(d, d)`` float64 matrix (any ``d`` when `d` is None).
+
+    Examples
+    --------
+    >>> as_square([[1, 2], [3, 4]], "A").shape
+    (2, 2)
+    """
+    arr = as_matrix(M, name, shape=(d, d))
+    if arr.shape[0] != arr.shape[1]:
+        raise ValueError(f"`{name}` must be a square (d, d) matrix; got shape {arr.shape}.")
+    return arr
+
+
+def _scale(M: np.ndarray) -> float:
+    return float(np.max(np.abs(M))) if M.size else 0.0
+
+
+def as_symmetric(M: Any, name: str, *, d: int | None = None, what: str = "symmetric") -> np.ndarray:
+    """Return the symmetric part of a square matrix that is symmetric up to :data:`MATRIX_RTOL`.
+
+    `what` words the requirement in the error (``"`A` must be <what>; ..."``).
+
+    Examples
+    --------
+    >>> as_symmetric([[1.0, 2.0], [2.0, 1.0]], "A")
+    array([[1., 2.],
+           [2., 1.]])
+    """
+    S = as_square(M, name, d=d)
+    gap = float(np.max(np.abs(S - S.T)))
+    if gap > MATRIX_RTOL * _scale(S):
+        raise ValueError(
+            f"`{name}` must be {what}; max |{name} - {name}^T| = {gap:.3g}. "
+            f"Pass ({name} + {name}.T) / 2 if the antisymmetric part is rounding."
+        )
+    return 0.5 * (S + S.T)
+
+
+def as_covariance(cov: Any, name: str = "cov", *, d: int | None = None) -> np.ndarray:
+    """Return a symmetric positive semidefinite ``(d, d)`` float64 matrix or raise ValueError.
+
+    Symmetry and the sign of the smallest eigenvalue are judged with the one tolerance
+    :data:`MATRIX_RTOL` relative to ``max |cov|``; degenerate covariances (a Dirac, rank one)
+    are accepted.
+
+    Examples
+    --------
+    >>> as_covariance([[1.0, 0.0], [0.0, 0.0]])
+    array([[1., 0.],
+           [0., 0.]])
+    """
+    S = as_symmetric(cov, name, d=d)
+    lam_min = float(np.linalg.eigvalsh(S)[0])
+    if lam_min < -MATRIX_RTOL * _scale(S):
+        raise ValueError(
+            f"`{name}` must be positive semi-definite; its smallest eigenvalue is {lam_min:.3g}. "
+            "Build a positive semidefinite matrix as L @ L.T."
+        )
+    return S
 
 
 def as_weights(w: Any, n: int, name: str = "weights") -> np.ndarray:

@@ -15,8 +15,8 @@ import numpy as np
 from scipy.spatial.distance import cdist
 from scipy.special import logsumexp
 
+from ._linalg import row_blocks
 from ._validation import as_matrix, as_tokens, as_vector, as_weights, check_positive
-from .attention._kernels import row_blocks
 
 __all__ = [
     "PowerLawFit",

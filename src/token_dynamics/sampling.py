@@ -10,27 +10,18 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import as_matrix, as_rng, as_vector, as_weights, check_int
+from ._linalg import psd_factor
+from ._validation import (
+    as_covariance,
+    as_matrix,
+    as_real_array,
+    as_rng,
+    as_vector,
+    as_weights,
+    check_int,
+)
 
 __all__ = ["gaussian_cloud", "gaussian_mixture", "uniform_sphere"]
-
-#: Tolerance, relative to the largest eigenvalue, under which a covariance eigenvalue counts as
-#: a rounding error of a positive semidefinite matrix (it is clipped to zero, not rejected).
-PSD_RTOL = 1e-10
-
-
-def _covariance_factor(cov: Any, name: str, d: int) -> np.ndarray:
-    """Return ``L`` with ``L @ L.T == cov`` for a symmetric positive semidefinite ``cov``."""
-    C = as_matrix(cov, name, shape=(d, d))
-    if not np.allclose(C, C.T, rtol=1e-12, atol=1e-12 * max(1.0, np.abs(C).max())):
-        raise ValueError(f"`{name}` must be symmetric; symmetrise it with (C + C.T) / 2.")
-    lam, U = np.linalg.eigh((C + C.T) / 2)
-    scale = max(float(np.abs(lam).max()), np.finfo(float).tiny)
-    if lam.min() < -PSD_RTOL * scale:
-        raise ValueError(
-            f"`{name}` must be positive semidefinite; its smallest eigenvalue is {lam.min():.3g}."
-        )
-    return U * np.sqrt(np.clip(lam, 0.0, None))
 
 
 def gaussian_cloud(n: int, mean: Any, cov: Any, *, rng: Any = None) -> np.ndarray:
@@ -62,7 +53,7 @@ def gaussian_cloud(n: int, mean: Any, cov: Any, *, rng: Any = None) -> np.ndarra
     """
     n = check_int(n, "n")
     m = as_vector(mean, "mean")
-    L = _covariance_factor(cov, "cov", m.size)
+    L = psd_factor(as_covariance(cov, "cov", d=m.size))
     return m + as_rng(rng).standard_normal((n, m.size)) @ L.T
 
 
@@ -141,11 +132,11 @@ def gaussian_mixture(
     n = check_int(n, "n")
     M = as_matrix(means, "means")
     K, d = M.shape
-    C = np.array(covs, dtype=np.float64, copy=True) if not isinstance(covs, np.ndarray) else covs
+    C = as_real_array(covs, "covs")
     if np.ndim(C) == 2:
-        factors = [_covariance_factor(C, "covs", d)] * K
+        factors = [psd_factor(as_covariance(C, "covs", d=d))] * K
     elif np.ndim(C) == 3 and np.shape(C)[0] == K:
-        factors = [_covariance_factor(C[k], f"covs[{k}]", d) for k in range(K)]
+        factors = [psd_factor(as_covariance(C[k], f"covs[{k}]", d=d)) for k in range(K)]
     else:
         raise ValueError(
             f"`covs` must have shape ({K}, {d}, {d}) or ({d}, {d}); got {np.shape(C)}."

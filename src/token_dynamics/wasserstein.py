@@ -34,7 +34,16 @@ import numpy as np
 import ot
 from scipy.special import ndtri
 
-from ._validation import WEIGHTS_TOL, as_matrix, as_tokens, as_vector, as_weights, check_positive
+from ._linalg import psd_sqrt
+from ._validation import (
+    WEIGHTS_TOL,
+    as_covariance,
+    as_symmetric,
+    as_tokens,
+    as_vector,
+    as_weights,
+    check_positive,
+)
 
 __all__ = [
     "OptimalTransportError",
@@ -56,9 +65,6 @@ SINKHORN_STOP = 1e-9
 #: Marginal violation accepted when the iteration cap is reached: the plan is then within 1e-6
 #: of a coupling, which moves the cost by ~1e-6 times the cost scale; anything worse is an error.
 SINKHORN_ACCEPT = 1e-6
-#: Relative tolerance for symmetry and positive (semi-)definiteness of matrices, a few thousand
-#: ulps of float64 so that a covariance computed by a product X.T @ X passes.
-MATRIX_TOL = 1e-10
 #: Positions are compared exactly up to this absolute tolerance when checking that two measures
 #: share their position marginal (positions such as (i - 1) / n are reproducible to an ulp).
 POSITION_TOL = 1e-12
@@ -70,17 +76,14 @@ class OptimalTransportError(RuntimeError):
 
 def _spd_factor(metric: Any, d: int) -> np.ndarray:
     """Return L with ``metric = L @ L.T`` after checking that `metric` is SPD of shape (d, d)."""
-    M = as_matrix(metric, "metric", shape=(d, d))
-    scale = max(1.0, float(np.max(np.abs(M))))
-    if np.max(np.abs(M - M.T)) > MATRIX_TOL * scale:
-        raise ValueError("`metric` must be symmetric; pass (M + M.T) / 2.")
+    M = as_symmetric(metric, "metric", d=d)
     try:
         return np.linalg.cholesky(M)
     except np.linalg.LinAlgError:
         raise ValueError(
             "`metric` must be positive definite (the ground cost (x - y)^T M (x - y) must be a "
             "squared norm); its smallest eigenvalue is "
-            f"{np.linalg.eigvalsh((M + M.T) / 2).min():.3g}."
+            f"{np.linalg.eigvalsh(M).min():.3g}."
         ) from None
 
 
@@ -305,25 +308,6 @@ def w2_gaussian_1d(x: Any, mean: float, var: float, *, weights: Any = None) -> f
     return float(np.sqrt(max(w2sq, 0.0)))
 
 
-def _psd_sqrt(S: np.ndarray) -> np.ndarray:
-    vals, vecs = np.linalg.eigh(S)
-    return (vecs * np.sqrt(np.clip(vals, 0.0, None))) @ vecs.T
-
-
-def _as_covariance(S: Any, name: str, d: int) -> np.ndarray:
-    S = as_matrix(S, name, shape=(d, d))
-    scale = max(1.0, float(np.max(np.abs(S))))
-    if np.max(np.abs(S - S.T)) > MATRIX_TOL * scale:
-        raise ValueError(f"`{name}` must be symmetric; pass ({name} + {name}.T) / 2.")
-    S = (S + S.T) / 2
-    lo = np.linalg.eigvalsh(S).min()
-    if lo < -MATRIX_TOL * scale:
-        raise ValueError(
-            f"`{name}` must be positive semi-definite; its smallest eigenvalue is {lo:.3g}."
-        )
-    return S
-
-
 def bures_wasserstein(m1: Any, S1: Any, m2: Any, S2: Any) -> float:
     r"""Closed-form :math:`W_2` between two Gaussians (the Bures-Wasserstein distance).
 
@@ -355,9 +339,9 @@ def bures_wasserstein(m1: Any, S1: Any, m2: Any, S2: Any) -> float:
     m1 = as_vector(m1, "m1")
     d = m1.shape[0]
     m2 = as_vector(m2, "m2", size=d)
-    S1 = _as_covariance(S1, "S1", d)
-    S2 = _as_covariance(S2, "S2", d)
-    r1 = _psd_sqrt(S1)
+    S1 = as_covariance(S1, "S1", d=d)
+    S2 = as_covariance(S2, "S2", d=d)
+    r1 = psd_sqrt(S1)
     cross = np.sum(np.sqrt(np.clip(np.linalg.eigvalsh(r1 @ S2 @ r1), 0.0, None)))
     w2sq = np.sum((m1 - m2) ** 2) + np.trace(S1) + np.trace(S2) - 2.0 * cross
     return float(np.sqrt(max(w2sq, 0.0)))

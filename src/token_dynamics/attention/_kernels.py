@@ -30,18 +30,13 @@ from __future__ import annotations
 import itertools
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from scipy.special import expit
 
-#: Number of float64 entries in one slab of the score matrix (rows x keys): 2**16 entries are
-#: 512 KiB, so a slab and its product stay in a core's L2 cache. Measured on the 2-core machine
-#: (CPU time of a softmax velocity at n = 16384, d = 2, `benchmarks/run.py`): 2**16 beat 2**15,
-#: 2**17 and 2**18 by 10-20 %, and 16 MiB slabs (which spill to memory) ran 3-5x slower. The
-#: extra memory is a slab per thread plus O(n d) for any n (n = 10^5 included).
-BLOCK_ELEMENTS = 2**16
+from .._linalg import BLOCK_ELEMENTS, row_blocks
 
 
 def _usable_cores() -> int:
@@ -143,13 +138,6 @@ def _executor(workers: int) -> ThreadPoolExecutor:
             _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="token-dynamics")
             _pool_size = workers
         return _pool
-
-
-def row_blocks(n_rows: int, n_cols: int) -> Iterator[slice]:
-    """Yield slices of at most ``BLOCK_ELEMENTS // n_cols`` (at least one) consecutive rows."""
-    step = max(1, BLOCK_ELEMENTS // max(n_cols, 1))
-    for start in range(0, n_rows, step):
-        yield slice(start, min(start + step, n_rows))
 
 
 def _run(task: Callable[[list], None], blocks: list, n_elements: int, inner: int) -> None:

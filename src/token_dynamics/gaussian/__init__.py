@@ -14,7 +14,7 @@ from ._closed_forms import *  # noqa: F403
 from ._closed_forms import __all__ as _closed_all
 from ._equations import *  # noqa: F403
 from ._equations import __all__ as _equations_all
-from ._equations import as_covariance, sinkhorn_whitened_coupling
+from ._equations import sinkhorn_whitened_coupling
 from ._experiments import *  # noqa: F403
 from ._experiments import __all__ as _experiments_all
 from ._particles import *  # noqa: F403
@@ -28,6 +28,5 @@ __all__ = [
     *_closed_all,
     *_particles_all,
     *_experiments_all,
-    "as_covariance",
     "sinkhorn_whitened_coupling",
 ]

@@ -7,9 +7,8 @@ from typing import Any
 import numpy as np
 from scipy.optimize import brentq
 
-from .._validation import as_matrix, as_vector, check_positive
-from ._equations import _psd_sqrt, as_covariance
-from ._solve import as_times
+from .._linalg import psd_sqrt
+from .._validation import as_covariance, as_matrix, as_times, as_vector, check_positive
 
 __all__ = [
     "isotropic_blowup_time",
@@ -92,7 +91,7 @@ def scalar_softmax_solution(
 
 
 def _isotropic_rate(v: float, A: np.ndarray, cov0: np.ndarray) -> float:
-    R = _psd_sqrt(cov0)
+    R = psd_sqrt(cov0)
     lam = np.linalg.eigvalsh(R @ (A + A.T) @ R)
     return float(np.max(v * lam))
 

@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import as_matrix, as_parameter, as_vector, check_positive
+from .._linalg import psd_sqrt
+from .._validation import as_covariance, as_matrix, as_parameter, as_vector, check_positive
 
 __all__ = [
     "L2Moments",
@@ -27,10 +28,6 @@ __all__ = [
     "moment_equations",
 ]
 
-#: Relative tolerance for the symmetry and positivity of a covariance given by a user: a few
-#: hundred ulps of its norm absorbs the rounding of ``L @ L.T`` or of an eigen-decomposition.
-COV_TOL = 1e-10
-
 #: Attention variants whose velocity field is not affine on Gaussians, with the reason.
 NOT_GAUSSIAN_PRESERVING = {
     "Sigmoid": "the sigmoid of the score is not an exponential, so the tilted key law is not "
@@ -41,33 +38,6 @@ NOT_GAUSSIAN_PRESERVING = {
     "Unnormalised": "the missing normaliser multiplies the softmax field by "
     "exp(<Ax, alpha> + |Sigma^(1/2) A x|^2 / 2), which is not affine in the token",
 }
-
-
-def _psd_sqrt(cov: np.ndarray) -> np.ndarray:
-    """Symmetric square root of a symmetric PSD matrix (negative rounding clipped to 0)."""
-    lam, U = np.linalg.eigh(0.5 * (cov + cov.T))
-    return (U * np.sqrt(np.clip(lam, 0.0, None))) @ U.T
-
-
-def as_covariance(cov: Any, name: str = "cov", *, d: int | None = None) -> np.ndarray:
-    """Return a symmetric positive semidefinite ``(d, d)`` float64 matrix or raise ValueError."""
-    S = as_matrix(cov, name, shape=(d, d))
-    if S.shape[0] != S.shape[1]:
-        raise ValueError(f"`{name}` must be a square (d, d) covariance; got shape {S.shape}.")
-    scale = max(1.0, float(np.max(np.abs(S))))
-    if np.max(np.abs(S - S.T)) > COV_TOL * scale:
-        raise ValueError(
-            f"`{name}` must be symmetric; max |S - S^T| = {np.max(np.abs(S - S.T)):.3g}. "
-            "Pass (S + S.T) / 2."
-        )
-    S = 0.5 * (S + S.T)
-    lam_min = float(np.linalg.eigvalsh(S)[0])
-    if lam_min < -COV_TOL * scale:
-        raise ValueError(
-            f"`{name}` must be positive semidefinite; its smallest eigenvalue is {lam_min:.3g}. "
-            "Build it as L @ L.T."
-        )
-    return S
 
 
 def _square_parameter(P: Any, name: str) -> Callable[[float], np.ndarray]:
@@ -101,7 +71,7 @@ class MomentEquations:
     def rhs(self, t: float, mean: Any, cov: Any) -> tuple[np.ndarray, np.ndarray]:
         """Right-hand side ``(alpha', Sigma')`` of the moment ODE at ``(mean, cov)``."""
         alpha, Sigma = self._validate(mean, cov)
-        F = _psd_sqrt(Sigma)
+        F = psd_sqrt(Sigma)
         g, N = self._terms(float(t), alpha, F)
         dS = N @ F.T
         return g, dS + dS.T
@@ -251,8 +221,7 @@ def sinkhorn_whitened_coupling(B: np.ndarray) -> np.ndarray:
     i.e. the coupling of two standard Gaussians whose density is proportional to
     :math:`e^{u^\top \tilde B w}` times a product of functions of ``u`` and ``w``.
     """
-    lam, U = np.linalg.eigh(np.eye(B.shape[0]) + 4.0 * B.T @ B)
-    root = (U * np.sqrt(lam)) @ U.T
+    root = psd_sqrt(np.eye(B.shape[0]) + 4.0 * B.T @ B)
     # Right division by the SPD matrix I + root.
     return 2.0 * np.linalg.solve(np.eye(B.shape[0]) + root, B.T).T
 
@@ -304,7 +273,7 @@ class SinkhornMoments(MomentEquations):
         """Cross-covariance ``Cov(x, y)`` (query, key) of the plan of ``N(., cov)`` with itself."""
         Sigma = as_covariance(cov, "cov")
         self.check_dimension(Sigma.shape[0])
-        F = _psd_sqrt(Sigma)
+        F = psd_sqrt(Sigma)
         return F @ sinkhorn_whitened_coupling(F.T @ self._A(t).T @ F / self.eps) @ F.T
 
     def _terms(self, t, alpha, F):
@@ -314,7 +283,7 @@ class SinkhornMoments(MomentEquations):
 
     def _affine(self, t, alpha, Sigma):
         # Gamma(x) = V (alpha + C^T Sigma^+ (x - alpha)); the pseudo-inverse acts on range(Sigma).
-        F = _psd_sqrt(Sigma)
+        F = psd_sqrt(Sigma)
         Ct = sinkhorn_whitened_coupling(F.T @ self._A(t).T @ F / self.eps)
         V = self._V(t)
         M = V @ F @ Ct.T @ np.linalg.pinv(F)

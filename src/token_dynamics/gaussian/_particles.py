@@ -7,9 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import as_rng, as_vector, check_int
-from ._equations import _psd_sqrt, as_covariance
-from ._solve import as_times
+from .._linalg import psd_sqrt
+from .._validation import as_covariance, as_rng, as_times, as_vector, check_int
 
 __all__ = ["ParticleMoments", "moment_matched_cloud", "particle_moments"]
 
@@ -57,9 +56,9 @@ def moment_matched_cloud(n: int, mean: Any, cov: Any, *, rng: Any = None) -> np.
     gen = as_rng(rng)
     Z = gen.standard_normal((n, m.shape[0]))
     Z -= Z.mean(axis=0)
-    W = _psd_sqrt(Z.T @ Z / n)
+    W = psd_sqrt(Z.T @ Z / n)
     Z = Z @ np.linalg.inv(W)  # white: Z^T Z / n = I (W is invertible a.s. once n > d)
-    return m + Z @ _psd_sqrt(S)
+    return m + Z @ psd_sqrt(S)
 
 
 def particle_moments(

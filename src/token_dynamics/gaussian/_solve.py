@@ -8,10 +8,11 @@ from typing import Any
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from .._validation import as_vector, check_positive
-from ._equations import _psd_sqrt, as_covariance, moment_equations
+from .._linalg import psd_sqrt
+from .._validation import as_covariance, as_times, as_vector, check_positive
+from ._equations import moment_equations
 
-__all__ = ["MomentSolution", "as_times", "cone_coordinates", "solve_moments"]
+__all__ = ["MomentSolution", "cone_coordinates", "solve_moments"]
 
 #: Blow-up test. With s = tr(Sigma), a finite-time blow-up is a pole,
 #: s ~ c / (t* - t), so s / s' = t* - t -> 0; exponential growth keeps s / s' >= 1 / rate. The run
@@ -64,14 +65,6 @@ class MomentSolution:
     def blew_up(self) -> bool:
         """Whether the run met a finite-time blow-up."""
         return self.status == "blowup"
-
-
-def as_times(times: Any, name: str = "times") -> np.ndarray:
-    """Return a strictly increasing 1-D float64 array of at least one time."""
-    t = as_vector(times, name)
-    if t.size < 1 or np.any(np.diff(t) <= 0):
-        raise ValueError(f"`{name}` must be a non-empty strictly increasing 1-D array of times.")
-    return t
 
 
 def solve_moments(
@@ -141,7 +134,7 @@ def solve_moments(
         )
     tau = check_positive(blowup_tau, "blowup_tau") * max(1.0, float(t[-1] - t[0]))
     eq.check_dimension(d)
-    F0 = _psd_sqrt(Sigma0)
+    F0 = psd_sqrt(Sigma0)
 
     def unpack(y):
         return y[:d], y[d:].reshape(d, d)

@@ -42,7 +42,6 @@ from ._gaussian_energy import (
     gaussian_energy_along,
     gaussian_translation_second_variation,
 )
-from ._matrices import SYM_RTOL as SYM_RTOL
 from ._metric import (
     GradientFlowCheck,
     TwistedMetric,

@@ -6,8 +6,15 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import as_matrix, as_tokens, as_vector, as_weights
-from ._matrices import SYM_RTOL, _square, _symmetric
+from .._validation import (
+    MATRIX_RTOL,
+    as_matrix,
+    as_square,
+    as_symmetric,
+    as_tokens,
+    as_vector,
+    as_weights,
+)
 
 __all__ = [
     "energy_along",
@@ -20,11 +27,16 @@ __all__ = [
 ]
 
 
+#: How the chapter words its requirement on the interaction matrix ``A``: the energies are
+#: gradient flows of attention only for a symmetric ``A``.
+SYMMETRIC_A = "a symmetric (d, d) matrix here"
+
+
 def _measure_args(X: Any, A: Any, points: Any, weights: Any):
     """Validate ``(X, A, points, weights)``; ``points`` default to the tokens."""
     X = as_tokens(X)
     n, d = X.shape
-    A = _square(A, "A", d)
+    A = as_square(A, "A", d=d)
     Y = X if points is None else as_tokens(points, "points", d=d)
     return X, A, Y, as_weights(weights, n)
 
@@ -74,7 +86,7 @@ def particle_energy(X: Any, A: Any, *, weights: Any = None) -> float:
     from ..diagnostics import interaction_energy
 
     X = as_tokens(X)
-    A = _square(A, "A", X.shape[1])
+    A = as_square(A, "A", d=X.shape[1])
     return interaction_energy(X, beta=1.0, weights=weights, A=A)
 
 
@@ -226,10 +238,10 @@ def monotonicity_sign(A: Any, V: Any) -> int:
     -1
     """
     A = as_matrix(A, "A")
-    A = _symmetric(A, "A")
-    V = _square(V, "V", A.shape[0])
+    A = as_symmetric(A, "A", what=SYMMETRIC_A)
+    V = as_square(V, "V", d=A.shape[0])
     lam = np.linalg.eigvalsh(A @ V + V.T @ A)
-    tol = SYM_RTOL * max(1.0, np.abs(lam).max())
+    tol = MATRIX_RTOL * max(1.0, np.abs(lam).max())
     if lam.min() >= -tol:
         return 1
     if lam.max() <= tol:
@@ -261,7 +273,7 @@ def translation_second_variation(X: Any, A: Any, direction: Any, *, weights: Any
     """
     X = as_tokens(X)
     n, d = X.shape
-    A = _square(A, "A", d)
+    A = as_square(A, "A", d=d)
     b = as_vector(direction, "direction", size=d)
     w = as_weights(weights, n)
     S = X @ A.T @ X.T

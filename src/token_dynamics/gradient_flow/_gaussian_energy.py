@@ -7,10 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import as_vector
+from .._linalg import psd_sqrt
+from .._validation import as_covariance, as_square, as_vector
 from ..diagnostics import LOG_FLOAT_MAX
-from ..wasserstein import _psd_sqrt
-from ._matrices import _cov, _square
 
 __all__ = [
     "GaussianEnergy",
@@ -45,7 +44,7 @@ class GaussianEnergy:
 def _gaussian_quadratic(cov: np.ndarray, A: np.ndarray):
     """Pieces of E(N(alpha, cov)) = exp(-logdet/2 + alpha^T H alpha) / 2, or the norm if >= 1."""
     d = A.shape[0]
-    R = _psd_sqrt(cov)
+    R = psd_sqrt(cov)
     B = R @ A @ R
     sigma = float(np.linalg.norm(B, 2))
     if sigma >= 1.0:
@@ -99,8 +98,8 @@ def gaussian_energy(mean: Any, cov: Any, A: Any) -> GaussianEnergy:
     """
     alpha = as_vector(mean, "mean")
     d = alpha.shape[0]
-    A = _square(A, "A", d)
-    S = _cov(cov, d)
+    A = as_square(A, "A", d=d)
+    S = as_covariance(cov, "cov", d=d)
     logdet, H, sigma = _gaussian_quadratic(S, A)
     if H is None:
         return GaussianEnergy(
@@ -171,8 +170,8 @@ def gaussian_translation_second_variation(mean: Any, cov: Any, A: Any, direction
     alpha = as_vector(mean, "mean")
     d = alpha.shape[0]
     b = as_vector(direction, "direction", size=d)
-    A = _square(A, "A", d)
-    S = _cov(cov, d)
+    A = as_square(A, "A", d=d)
+    S = as_covariance(cov, "cov", d=d)
     E = gaussian_energy(alpha, S, A)
     if not E.finite or not np.isfinite(E.value):
         raise ValueError(f"the energy of this Gaussian is not a finite float: {E.reason}")

@@ -7,9 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import as_matrix, as_tokens, as_weights
-from ._energy import _measure_args, energy_gradient, energy_rate
-from ._matrices import SYM_RTOL, _square, _symmetric
+from .._validation import MATRIX_RTOL, as_square, as_symmetric, as_tokens, as_weights
+from ._energy import SYMMETRIC_A, _measure_args, energy_gradient, energy_rate
 
 __all__ = [
     "GradientFlowCheck",
@@ -90,14 +89,14 @@ def twisted_metric(A: Any, V: Any) -> TwistedMetric:
     array([[2., 0.],
            [0., 2.]])
     """
-    A = _symmetric(as_matrix(A, "A"), "A")
+    A = as_symmetric(A, "A", what=SYMMETRIC_A)
     d = A.shape[0]
-    V = _square(V, "V", d)
-    if np.linalg.cond(A) > 1.0 / SYM_RTOL:
+    V = as_square(V, "V", d=d)
+    if np.linalg.cond(A) > 1.0 / MATRIX_RTOL:
         raise TwistedMetricError("`A` is singular (to working precision): P = V A^-1 is undefined.")
     P = V @ np.linalg.inv(A)
     scale = max(1.0, float(np.abs(P).max()))
-    if np.abs(P - P.T).max() > 1e3 * SYM_RTOL * scale * np.linalg.cond(A):
+    if np.abs(P - P.T).max() > 1e3 * MATRIX_RTOL * scale * np.linalg.cond(A):
         raise TwistedMetricError(
             "P = V A^-1 is not symmetric (A V != V^T A): unnormalised attention is not a gradient "
             "flow for a twisted W2 metric; choose V = P A with P symmetric definite."
@@ -244,8 +243,8 @@ def gradient_flow_check(
     X = as_tokens(X)
     n, d = X.shape
     tm = twisted_metric(A, V)
-    A = _symmetric(_square(A, "A", d), "A")
-    V = _square(V, "V", d)
+    A = as_symmetric(A, "A", d=d, what=SYMMETRIC_A)
+    V = as_square(V, "V", d=d)
     w = as_weights(weights, n)
     vel = _attention_velocity(kind, X, A, V, w)
     steep = energy_gradient(X, A, weights=w) @ tm.P.T

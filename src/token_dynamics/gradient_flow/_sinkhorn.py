@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import as_vector, check_positive
-from ..wasserstein import _psd_sqrt
-from ._matrices import _cov, _square, _symmetric
+from .._linalg import psd_sqrt
+from .._validation import as_covariance, as_symmetric, as_vector, check_positive
+from ._energy import SYMMETRIC_A
 
 __all__ = [
     "BuresWassersteinCheck",
@@ -28,14 +28,14 @@ def _sinkhorn_args(mean: Any, cov: Any, A: Any, eps: Any):
     """Validate a Gaussian ``(mean, cov)``, a symmetric ``A`` and ``eps > 0``."""
     alpha = as_vector(mean, "mean")
     d = alpha.shape[0]
-    A = _symmetric(_square(A, "A", d), "A")
-    S = _cov(cov, d)
+    A = as_symmetric(A, "A", d=d, what=SYMMETRIC_A)
+    S = as_covariance(cov, "cov", d=d)
     return alpha, S, A, check_positive(eps, "eps")
 
 
 def _sinkhorn_cross_covariance(cov: np.ndarray, A: np.ndarray, eps: float):
     """Cross-covariance C of the entropic self-plan of N(., cov), cost -<Ax, y> (A symmetric)."""
-    R = _psd_sqrt(cov)
+    R = psd_sqrt(cov)
     Bt = R @ A @ R / eps
     lam, U = np.linalg.eigh(0.5 * (Bt + Bt.T))
     c = 2 * lam / (1 + np.sqrt(1 + 4 * lam**2))
@@ -130,7 +130,7 @@ def bures_wasserstein_velocity(
     """
     alpha = as_vector(mean, "mean")
     d = alpha.shape[0]
-    S = _cov(cov, d)
+    S = as_covariance(cov, "cov", d=d)
     h = check_positive(h, "h")
     if np.linalg.eigvalsh(S).min() <= 2 * h:
         raise ValueError("`cov` must be positive definite with eigenvalues above 2 h.")

@@ -14,7 +14,14 @@ import numpy as np
 from scipy.integrate import quad
 from scipy.special import logsumexp
 
-from .._validation import as_matrix, as_tokens, as_vector, as_weights, check_positive
+from .._validation import (
+    as_matrix,
+    as_square,
+    as_times,
+    as_tokens,
+    as_weights,
+    check_positive,
+)
 
 __all__ = [
     "StabilityBound",
@@ -27,22 +34,8 @@ __all__ = [
 ]
 
 
-def _times(times: Any) -> np.ndarray:
-    t = as_vector(np.atleast_1d(np.asarray(times, dtype=float)), "times")
-    if np.any(t < 0) or np.any(np.diff(t) < 0):
-        raise ValueError("`times` must be nonnegative and nondecreasing.")
-    return t
-
-
 def _opnorm(M: np.ndarray) -> float:
     return float(np.linalg.norm(M, 2))
-
-
-def _square(M: Any, name: str) -> np.ndarray:
-    M = as_matrix(M, name)
-    if M.shape[0] != M.shape[1]:
-        raise ValueError(f"`{name}` must be a square (d, d) matrix; got shape {M.shape}.")
-    return M
 
 
 def support_radius(X: Any, *, weights: Any = None) -> float:
@@ -94,9 +87,9 @@ def support_radius_bound(times: Any, R0: float, V: Any) -> np.ndarray:
     >>> support_radius_bound([0.0, 1.0], 2.0, np.eye(2)).round(4)
     array([2.    , 5.4366])
     """
-    t = _times(times)
+    t = as_times(times, strict=False, nonnegative=True, scalar=True)
     R0 = check_positive(R0, "R0", allow_zero=True)
-    return R0 * np.exp(_opnorm(_square(V, "V")) * t)
+    return R0 * np.exp(_opnorm(as_square(V, "V")) * t)
 
 
 def lipschitz_x(R: Any, A: Any, V: Any, *, beta: float = 1.0) -> np.ndarray:
@@ -124,7 +117,7 @@ def lipschitz_x(R: Any, A: Any, V: Any, *, beta: float = 1.0) -> np.ndarray:
     """
     R = np.asarray(R, dtype=float)
     beta = check_positive(beta, "beta")
-    return beta * _opnorm(_square(V, "V")) * _opnorm(_square(A, "A")) * R**2
+    return beta * _opnorm(as_square(V, "V")) * _opnorm(as_square(A, "A")) * R**2
 
 
 def lipschitz_measure(R: Any, A: Any, V: Any, *, beta: float = 1.0) -> np.ndarray:
@@ -157,9 +150,9 @@ def lipschitz_measure(R: Any, A: Any, V: Any, *, beta: float = 1.0) -> np.ndarra
     """
     R = np.asarray(R, dtype=float)
     beta = check_positive(beta, "beta")
-    k = beta * _opnorm(_square(A, "A"))
+    k = beta * _opnorm(as_square(A, "A"))
     with np.errstate(over="ignore"):
-        return _opnorm(_square(V, "V")) * (1.0 + 2.0 * k * R**2) * np.exp(2.0 * k * R**2)
+        return _opnorm(as_square(V, "V")) * (1.0 + 2.0 * k * R**2) * np.exp(2.0 * k * R**2)
 
 
 @dataclass(frozen=True)
@@ -215,8 +208,8 @@ def stability_constant(
     >>> b.log_constant.round(6)  # R0 = 0: only the measure term ||V|| survives
     array([0., 1.])
     """
-    t = _times(times)
-    A, V = _square(A, "A"), _square(V, "V")
+    t = as_times(times, strict=False, nonnegative=True, scalar=True)
+    A, V = as_square(A, "A"), as_square(V, "V")
     radius = support_radius_bound(t, R0, V)
 
     def rate(s: float) -> float:

@@ -8,8 +8,10 @@ from typing import Any
 import numpy as np
 
 from .._validation import (
+    as_covariance,
     as_matrix,
     as_rng,
+    as_times,
     as_tokens,
     as_vector,
     as_weights,
@@ -20,7 +22,6 @@ from ..attention import Softmax
 from ..diagnostics import PowerLawFit, fit_power_law
 from ..integrators import integrate
 from ..wasserstein import conditional_w2, w2_gaussian_1d, wasserstein2
-from ._estimates import _square, _times
 from ._references import softmax_gaussian_1d, softmax_gaussian_centred
 
 __all__ = ["MeanFieldErrors", "StabilityRun", "mean_field_errors", "stability_ratios"]
@@ -118,7 +119,7 @@ def mean_field_errors(
     (2, 2)
     """
     ns = np.array([check_int(n, "ns") for n in np.atleast_1d(ns)])
-    S0 = _square(cov0, "cov0")
+    S0 = as_covariance(cov0, "cov0")
     d = S0.shape[0]
     A = as_matrix(A, "A", shape=(d, d))
     m0 = np.zeros(d) if mean0 is None else as_vector(mean0, "mean0", size=d)
@@ -211,7 +212,7 @@ def stability_ratios(
     Y0 = as_tokens(Y0, "Y0", d=X0.shape[1])
     if Y0.shape != X0.shape:
         raise ValueError(f"`Y0` must have the shape of `X0` {X0.shape}; got {Y0.shape}.")
-    t = _times(times)
+    t = as_times(times, strict=False, nonnegative=True, scalar=True)
     w = as_weights(weights, X0.shape[0])
     dt = check_positive(dt, "dt")
     Xs = _flow(field, X0, t, dt, None if weights is None else w)

@@ -8,10 +8,16 @@ from typing import Any
 import numpy as np
 from scipy.linalg import expm
 
-from .._validation import as_matrix, as_tokens, as_vector, as_weights, check_positive
+from .._validation import (
+    as_matrix,
+    as_times,
+    as_tokens,
+    as_vector,
+    as_weights,
+    check_positive,
+)
 from ..attention import with_positions
 from ..wasserstein import conditional_w2
-from ._estimates import _times
 
 __all__ = [
     "MaskedCloud",
@@ -112,7 +118,7 @@ def first_token_solution(x0: Any, V: Any, times: Any) -> np.ndarray:
     """
     x0 = as_vector(x0, "x0")
     V = as_matrix(V, "V", shape=(x0.shape[0], x0.shape[0]))
-    t = _times(times)
+    t = as_times(times, strict=False, nonnegative=True, scalar=True)
     return np.stack([expm(s * V) @ x0 for s in t])
 
 

@@ -7,9 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import as_matrix, as_vector, check_positive
-from ..wasserstein import _psd_sqrt
-from ._estimates import _square, _times
+from .._linalg import psd_sqrt
+from .._validation import as_covariance, as_matrix, as_times, as_vector, check_positive
 
 __all__ = ["GaussianPath", "softmax_gaussian_1d", "softmax_gaussian_centred"]
 
@@ -78,7 +77,7 @@ def softmax_gaussian_1d(
     >>> round(float(sol.cov[1, 0, 0]), 6)  # 0.4 / (1 + 2 * 0.8 * 0.6 * 0.4)
     0.289017
     """
-    t = _times(times)
+    t = as_times(times, strict=False, nonnegative=True, scalar=True)
     m0 = float(as_vector([mean0], "mean0")[0])
     s0 = check_positive(var0, "var0")
     v = float(as_vector([v], "v")[0])
@@ -123,8 +122,8 @@ def softmax_gaussian_centred(
     array([[0.5, 0. ],
            [0. , 0.5]])
     """
-    t = _times(times)
-    S0 = _square(cov0, "cov0")
+    t = as_times(times, strict=False, nonnegative=True, scalar=True)
+    S0 = as_covariance(cov0, "cov0")
     d = S0.shape[0]
     A = as_matrix(A, "A", shape=(d, d))
     v = float(as_vector([v], "v")[0]) * check_positive(beta, "beta")
@@ -133,7 +132,7 @@ def softmax_gaussian_centred(
     vals, _ = np.linalg.eigh(S0)
     if vals.min() < -1e-10 * max(1.0, vals.max()):
         raise ValueError("`cov0` must be positive semi-definite.")
-    root = _psd_sqrt(S0)
+    root = psd_sqrt(S0)
     B = A + A.T
     # I - v t B S0 is singular when v t lambda = 1 for an eigenvalue lambda of S0^{1/2} B S0^{1/2}.
     rate = float(np.max(v * np.linalg.eigvalsh(root @ B @ root)))
