@@ -189,7 +189,8 @@ def test_scalar_closed_form_and_blowup_time():
     np.testing.assert_allclose(t_star, 1.98413, rtol=2e-6)  # the spec's printed value
     times = np.linspace(0, 0.9 * t_star, 7)
     sol = g.solve_moments(g.SoftmaxMoments([[a]], [[v]]), [m0], [[s0]], times)
-    mean, var = g.scalar_softmax_solution(times, v, a, m0, s0)
+    exact = g.softmax_gaussian_1d(times, m0, s0, v, a)
+    mean, var = exact.means[:, 0], exact.covariances[:, 0, 0]
     np.testing.assert_allclose(sol.covariances[:, 0, 0], var, rtol=CLOSED_FORM_RTOL)
     np.testing.assert_allclose(sol.means[:, 0], mean, rtol=CLOSED_FORM_RTOL)
     run = g.solve_moments(g.SoftmaxMoments([[a]], [[v]]), [m0], [[s0]], [0.0, 2 * t_star])
@@ -205,7 +206,7 @@ def test_scalar_no_blowup_when_va_negative():
     times = np.linspace(0, 50, 6)
     sol = g.solve_moments(g.SoftmaxMoments([[-0.9]], [[0.7]]), [0.2], [[0.4]], times)
     assert sol.status == "completed" and sol.blowup_time is None
-    _, var = g.scalar_softmax_solution(times, 0.7, -0.9, 0.2, 0.4)
+    var = g.softmax_gaussian_1d(times, 0.2, 0.4, 0.7, -0.9).covariances[:, 0, 0]
     np.testing.assert_allclose(sol.covariances[:, 0, 0], var, rtol=CLOSED_FORM_RTOL)
 
 
@@ -560,7 +561,7 @@ def test_bad_shapes_and_times():
     with pytest.raises(ValueError, match="`heads` must contain"):
         g.MultiHeadMoments(())
     with pytest.raises(ValueError, match="before the blow-up time"):
-        g.scalar_softmax_solution([0.0, 3.0], 0.7, 0.9, 0.0, 0.4)
+        g.softmax_gaussian_1d([0.0, 3.0], 0.0, 0.4, 0.7, 0.9)
     with pytest.raises(ValueError, match="negative semidefinite"):
         g.low_rank_limit(np.eye(2), np.eye(2))
     with pytest.raises(ValueError, match="eigenvector"):

@@ -209,8 +209,8 @@ def test_gaussian_1d_closed_form_solves_the_moment_ode():
         return [V1 * (m + s * A1 * m), 2 * V1 * A1 * s**2]
 
     ode = solve_ivp(rhs, (0, T1), [M0, S0], t_eval=times, rtol=1e-12, atol=1e-14)
-    np.testing.assert_allclose(sol.mean[:, 0], ode.y[0], rtol=1e-9)
-    np.testing.assert_allclose(sol.cov[:, 0, 0], ode.y[1], rtol=1e-9)
+    np.testing.assert_allclose(sol.means[:, 0], ode.y[0], rtol=1e-9)
+    np.testing.assert_allclose(sol.covariances[:, 0, 0], ode.y[1], rtol=1e-9)
 
 
 @pytest.mark.statement("mf-prop-gaussian-1d")
@@ -226,7 +226,7 @@ def test_gaussian_1d_matches_particles():
     from token_dynamics.wasserstein import w2_gaussian_1d
 
     w0 = w2_gaussian_1d(X0, M0, S0)
-    wT = w2_gaussian_1d(XT, sol.mean[0, 0], sol.cov[0, 0, 0])
+    wT = w2_gaussian_1d(XT, sol.means[0, 0], sol.covariances[0, 0, 0])
     assert w0 < 1e-2
     assert wT < 2 * w0  # the spec measured 6.5e-3 at T against 8e-3 at 0
 
@@ -244,12 +244,12 @@ def test_gaussian_centred_closed_form():
         return (v * C @ (A + A.T) @ C).ravel()
 
     ode = solve_ivp(rhs, (0, 1), S.ravel(), t_eval=times, rtol=1e-12, atol=1e-14)
-    np.testing.assert_allclose(sol.cov.reshape(5, 4), ode.y.T, rtol=1e-8, atol=1e-12)
-    np.testing.assert_array_equal(sol.mean, 0.0)
+    np.testing.assert_allclose(sol.covariances.reshape(5, 4), ode.y.T, rtol=1e-8, atol=1e-12)
+    np.testing.assert_array_equal(sol.means, 0.0)
     # The 1-D case agrees with the scalar formula at zero mean.
     one = mf.softmax_gaussian_centred(times, [[S0]], [[A1]], V1)
     np.testing.assert_allclose(
-        one.cov, mf.softmax_gaussian_1d(times, 0.0, S0, V1, A1).cov, rtol=1e-13
+        one.covariances, mf.softmax_gaussian_1d(times, 0.0, S0, V1, A1).covariances, rtol=1e-13
     )
 
 

@@ -19,10 +19,13 @@ from ._experiments import *  # noqa: F403
 from ._experiments import __all__ as _experiments_all
 from ._particles import *  # noqa: F403
 from ._particles import __all__ as _particles_all
+from ._path import *  # noqa: F403
+from ._path import __all__ as _path_all
 from ._solve import *  # noqa: F403
 from ._solve import __all__ as _solve_all
 
 __all__ = [
+    *_path_all,
     *_equations_all,
     *_solve_all,
     *_closed_all,

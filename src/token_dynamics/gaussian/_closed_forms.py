@@ -9,6 +9,7 @@ from scipy.optimize import brentq
 
 from .._linalg import psd_sqrt
 from .._validation import as_covariance, as_matrix, as_times, as_vector, check_positive
+from ._path import GaussianPath
 
 __all__ = [
     "isotropic_blowup_time",
@@ -17,8 +18,9 @@ __all__ = [
     "ray_blowup_time",
     "ray_covariance",
     "scalar_blowup_time",
-    "scalar_softmax_solution",
     "sinkhorn_scalar_variance",
+    "softmax_gaussian_1d",
+    "softmax_gaussian_centred",
 ]
 
 #: Eigenvalues of A + A^T below this fraction of its norm count as zero when the kernel is
@@ -34,10 +36,11 @@ def _real(x: Any, name: str) -> float:
     return float(x)
 
 
-def _check_before(times: np.ndarray, t_star: float) -> None:
+def _check_before(times: np.ndarray, t_star: float, what: str = "the solution") -> None:
     if times[-1] >= t_star:
         raise ValueError(
-            f"`times` must stay before the blow-up time {t_star:.10g}; got up to {times[-1]:g}."
+            f"`times` reach {times[-1]:g}, past the finite-time blow-up of {what} at "
+            f"t* = {t_star:.6g}: they must stay before the blow-up time."
         )
 
 
@@ -57,37 +60,104 @@ def scalar_blowup_time(v: float, a: float, var0: float) -> float:
     return 1.0 / rate if rate > 0 else np.inf
 
 
-def scalar_softmax_solution(
-    times: Any, v: float, a: float, mean0: float, var0: float
-) -> tuple[np.ndarray, np.ndarray]:
-    r"""Mean and variance of the one-dimensional softmax Gaussian dynamics.
+def softmax_gaussian_1d(
+    times: Any, mean0: float, var0: float, v: float, a: float, *, beta: float = 1.0
+) -> GaussianPath:
+    r"""Exact 1-D Gaussian solution of the softmax dynamics (the scalar moment ODE).
+
+    With :math:`\mu_0 = \mathcal N(m_0, s_0)`, scalar value :math:`v` and attention :math:`a`
+    (score :math:`\beta a x y`), the solution stays Gaussian with
 
     .. math::
-        s(t) = \frac{s_0}{1 - 2 v a s_0 t},\qquad
-        \alpha(t) = \alpha_0 e^{vt}(1 - 2 v a s_0 t)^{-1/2}.
+
+        s(t) = \frac{s_0}{1 - 2 v\beta a s_0 t}, \qquad
+        m(t) = m_0 e^{vt}\,(1 - 2 v \beta a s_0 t)^{-1/2},
+
+    which blows up at :math:`t^* = 1/(2v\beta a s_0)` when :math:`va > 0`.
 
     Parameters
     ----------
-    times : (T,) array of times before the blow-up time.
-    v, a : scalars (value and attention matrices in d = 1).
-    mean0, var0 : initial mean and variance.
+    times : array_like, shape (T,)
+        Nonnegative, nondecreasing, before the blow-up time.
+    mean0 : float
+    var0 : float
+        Initial variance :math:`s_0 > 0`.
+    v, a : float
+        Value and attention scalars.
+    beta : float
 
     Returns
     -------
-    means, variances : two (T,) arrays.
+    GaussianPath
+        With ``means`` of shape ``(T, 1)`` and ``covariances`` of shape ``(T, 1, 1)``.
+
+    Raises
+    ------
+    ValueError
+        If `times` reach the blow-up time.
+
+    References
+    ----------
+    Castin et al. (2025), Gaussian preservation; the scalar closed form is derived here.
 
     Examples
     --------
-    >>> m, s = scalar_softmax_solution([0.0, 1.0], v=1.0, a=-0.5, mean0=1.0, var0=1.0)
-    >>> s
-    array([1. , 0.5])
+    >>> sol = softmax_gaussian_1d([0.0, 1.0], 0.0, 0.4, 0.8, -0.6)
+    >>> round(float(sol.covariances[1, 0, 0]), 6)  # 0.4 / (1 + 2 * 0.8 * 0.6 * 0.4)
+    0.289017
     """
-    t = as_times(times)
-    v, a, m0 = _real(v, "v"), _real(a, "a"), _real(mean0, "mean0")
-    s0 = check_positive(var0, "var0", allow_zero=True)
-    _check_before(t, scalar_blowup_time(v, a, s0))
+    t = as_times(times, strict=False, nonnegative=True, scalar=True)
+    m0 = _real(mean0, "mean0")
+    s0 = check_positive(var0, "var0")
+    v = _real(v, "v")
+    a = _real(a, "a") * check_positive(beta, "beta")
+    _check_before(t, scalar_blowup_time(v, a, s0), "the variance")
     den = 1.0 - 2.0 * v * a * s0 * t
-    return m0 * np.exp(v * t) / np.sqrt(den), s0 / den
+    return GaussianPath(
+        times=t,
+        means=(m0 * np.exp(v * t) / np.sqrt(den))[:, None],
+        covariances=(s0 / den)[:, None, None],
+    )
+
+
+def softmax_gaussian_centred(
+    times: Any, cov0: Any, A: Any, v: float, *, beta: float = 1.0
+) -> GaussianPath:
+    r"""Exact centred Gaussian solution for :math:`V = vI` in any dimension.
+
+    From :math:`\mathcal N(0, \Sigma_0)` the mean stays :math:`0` and the covariance is
+    :func:`isotropic_covariance`,
+
+    .. math:: \Sigma(t) = \Sigma_0\big(I - v\beta t (A + A^\top)\Sigma_0\big)^{-1},
+
+    until the first time the bracket becomes singular (finite-time blow-up).
+
+    Parameters
+    ----------
+    times : array_like, shape (T,)
+        Nonnegative, nondecreasing, before the blow-up time.
+    cov0 : array_like, shape (d, d)
+        Symmetric positive semi-definite.
+    A : array_like, shape (d, d)
+    v : float
+    beta : float
+
+    Returns
+    -------
+    GaussianPath
+
+    Examples
+    --------
+    >>> sol = softmax_gaussian_centred([1.0], np.eye(2), -0.5 * np.eye(2), 1.0)
+    >>> sol.covariances[0].round(6)
+    array([[0.5, 0. ],
+           [0. , 0.5]])
+    """
+    t = as_times(times, strict=False, nonnegative=True, scalar=True)
+    S0 = as_covariance(cov0, "cov0")
+    v = _real(v, "v") * check_positive(beta, "beta")
+    cov = _isotropic_covariance(t, v, as_matrix(A, "A", shape=S0.shape), S0)
+    return GaussianPath(times=t, means=np.zeros((t.shape[0], S0.shape[0])), covariances=cov)
 
 
 def _isotropic_rate(v: float, A: np.ndarray, cov0: np.ndarray) -> float:
@@ -127,10 +197,13 @@ def isotropic_covariance(times: Any, v: float, A: Any, cov0: Any) -> np.ndarray:
     array([[[0.33333333]]])
     """
     t = as_times(times)
-    v = _real(v, "v")
     S0 = as_covariance(cov0, "cov0")
-    A = as_matrix(A, "A", shape=S0.shape)
-    _check_before(t, isotropic_blowup_time(v, A, S0))
+    return _isotropic_covariance(t, _real(v, "v"), as_matrix(A, "A", shape=S0.shape), S0)
+
+
+def _isotropic_covariance(t: np.ndarray, v: float, A: np.ndarray, S0: np.ndarray) -> np.ndarray:
+    rate = _isotropic_rate(v, A, S0)
+    _check_before(t, 1.0 / rate if rate > 0 else np.inf, "the covariance")
     d = S0.shape[0]
     out = np.empty((t.size, d, d))
     for k, tk in enumerate(t):

@@ -9,13 +9,17 @@ import numpy as np
 
 from .._linalg import psd_sqrt
 from .._validation import as_covariance, as_rng, as_times, as_vector, check_int
+from ._path import GaussianPath
 
 __all__ = ["ParticleMoments", "moment_matched_cloud", "particle_moments"]
 
 
-@dataclass(frozen=True)
-class ParticleMoments:
+@dataclass(frozen=True, kw_only=True)
+class ParticleMoments(GaussianPath):
     """Empirical moments of a token cloud along a particle run, with Monte-Carlo errors.
+
+    A :class:`GaussianPath` (so it compares field by field with the moment ODE's solution)
+    with the standard errors of the estimate added.
 
     Attributes
     ----------
@@ -23,15 +27,14 @@ class ParticleMoments:
     means : (T, d) empirical means.
     covariances : (T, d, d) empirical covariances (normalised by ``n``: the covariance of the
         empirical measure).
+    status, message : as for :class:`GaussianPath` (``"completed"``: the particle run raises
+        ``FloatingPointError`` instead of returning a failed path).
     mean_stderr : (T, d) standard errors of the means, ``std / sqrt(n)``.
     cov_stderr : (T, d, d) standard errors of the covariance entries, from the empirical
         variance of ``(x_j - m_j)(x_k - m_k)`` over the tokens, divided by ``sqrt(n)``.
     n : int, number of tokens.
     """
 
-    times: np.ndarray
-    means: np.ndarray
-    covariances: np.ndarray
     mean_stderr: np.ndarray
     cov_stderr: np.ndarray
     n: int
@@ -132,4 +135,11 @@ def particle_moments(
         mean_se[k] = Y.std(axis=0) / np.sqrt(n)
         prods = Y[:, :, None] * Y[:, None, :]
         cov_se[k] = prods.std(axis=0) / np.sqrt(n)
-    return ParticleMoments(traj.times.copy(), means, covs, mean_se, cov_se, n)
+    return ParticleMoments(
+        times=traj.times.copy(),
+        means=means,
+        covariances=covs,
+        mean_stderr=mean_se,
+        cov_stderr=cov_se,
+        n=n,
+    )

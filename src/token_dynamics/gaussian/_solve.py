@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -11,8 +10,9 @@ from scipy.integrate import solve_ivp
 from .._linalg import psd_sqrt
 from .._validation import as_covariance, as_times, as_vector, check_positive
 from ._equations import moment_equations
+from ._path import GaussianPath
 
-__all__ = ["MomentSolution", "cone_coordinates", "solve_moments"]
+__all__ = ["cone_coordinates", "solve_moments"]
 
 #: Blow-up test. With s = tr(Sigma), a finite-time blow-up is a pole,
 #: s ~ c / (t* - t), so s / s' = t* - t -> 0; exponential growth keeps s / s' >= 1 / rate. The run
@@ -40,33 +40,6 @@ class _TooStiff(Exception):
         self.t, self.y = t, y
 
 
-@dataclass(frozen=True)
-class MomentSolution:
-    """Moments of a Gaussian moved by attention, at the requested times reached.
-
-    Attributes
-    ----------
-    times : (T,) array, the requested times reached (all of them unless the run blew up).
-    means : (T, d) array.
-    covariances : (T, d, d) array, symmetric positive semidefinite.
-    status : ``"completed"``, ``"blowup"`` or ``"failed"``.
-    blowup_time : float or None, estimated blow-up time when ``status == "blowup"``.
-    message : str, what happened, in words.
-    """
-
-    times: np.ndarray
-    means: np.ndarray
-    covariances: np.ndarray
-    status: str
-    blowup_time: float | None
-    message: str
-
-    @property
-    def blew_up(self) -> bool:
-        """Whether the run met a finite-time blow-up."""
-        return self.status == "blowup"
-
-
 def solve_moments(
     equations: Any,
     mean0: Any,
@@ -77,7 +50,7 @@ def solve_moments(
     atol: float = 1e-12,
     blowup_tau: float = BLOWUP_TAU,
     method: str = "DOP853",
-) -> MomentSolution:
+) -> GaussianPath:
     r"""Integrate the mean and covariance ODE of a Gaussian-preserving attention variant.
 
     The covariance is carried as a factor :math:`\Sigma = FF^\top` with :math:`F' = MF`, so
@@ -99,7 +72,7 @@ def solve_moments(
 
     Returns
     -------
-    MomentSolution
+    GaussianPath
         ``status`` is ``"completed"``, ``"blowup"`` (with ``blowup_time``), or ``"failed"``
         when the run exhausted :data:`MAX_RHS_EVALS` (a stiff run, explained in ``message``).
 
@@ -173,8 +146,8 @@ def solve_moments(
 
     y0 = np.concatenate([alpha0, F0.ravel()])
     if t.size == 1:
-        return MomentSolution(
-            t.copy(), alpha0[None], Sigma0[None], "completed", None, "single time: initial data."
+        return GaussianPath(
+            t.copy(), alpha0[None], Sigma0[None], message="single time: initial data."
         )
     with np.errstate(over="raise", invalid="raise"):
         try:
@@ -190,12 +163,11 @@ def solve_moments(
             )
         except _TooStiff as exc:
             trace = float(np.dot(exc.y[d:], exc.y[d:]))
-            return MomentSolution(
+            return GaussianPath(
                 t[:1].copy(),
                 alpha0[None],
                 Sigma0[None],
                 "failed",
-                None,
                 f"the run became too stiff at t = {exc.t:.6g} ({MAX_RHS_EVALS} evaluations of the "
                 f"right-hand side) with tr(Sigma) = {trace:.3g}: the covariance grows fast along "
                 "some directions while it collapses along others, which no step size resolves "
@@ -238,7 +210,7 @@ def solve_moments(
         message = (
             f"the integrator stopped at t = {sol.t[-1] if sol.t.size else t[0]:g}: {sol.message}"
         )
-    return MomentSolution(times_out, means, covs, status, blowup, message)
+    return GaussianPath(times_out, means, covs, status, message, blowup)
 
 
 def cone_coordinates(covariances: Any) -> np.ndarray:

@@ -125,7 +125,7 @@ def gaussian_energy_along(means: Any, covariances: Any, A: Any) -> np.ndarray:
     ----------
     means : array_like, shape (T, d)
     covariances : array_like, shape (T, d, d)
-        For instance ``MomentSolution.means`` and ``.covariances`` of
+        For instance ``GaussianPath.means`` and ``.covariances`` of
         :func:`token_dynamics.gaussian.solve_moments`.
     A : array_like, shape (d, d)
 

@@ -15,9 +15,10 @@ softmax attention on measures supported in the ball :math:`B(0, R)`:
   (:func:`lipschitz_measure`),
 
 and Gronwall's lemma turns them into the stability constant :func:`stability_constant`.
-The module also gives the exact Gaussian solutions used as references
-(:func:`softmax_gaussian_1d`, :func:`softmax_gaussian_centred`), the mean-field experiments
-(:func:`mean_field_errors`, :func:`stability_ratios`) and the helpers of masked (causal)
+The exact Gaussian solutions used as references (:func:`softmax_gaussian_1d`,
+:func:`softmax_gaussian_centred`, returning a :class:`GaussianPath`) live in
+:mod:`token_dynamics.gaussian` and are re-exported here. The module also gives the mean-field
+experiments (:func:`mean_field_errors`, :func:`stability_ratios`) and the helpers of masked (causal)
 attention with positions in column 0 (:func:`causal_cloud`, :func:`first_token_solution`,
 :func:`conditional_sensitivity`, :func:`first_token_sensitivity`).
 
@@ -30,6 +31,7 @@ References
 """
 
 from ..diagnostics import PowerLawFit, fit_power_law
+from ..gaussian import GaussianPath, softmax_gaussian_1d, softmax_gaussian_centred
 from ._estimates import (
     StabilityBound,
     lipschitz_measure,
@@ -55,7 +57,6 @@ from ._masked import (
     first_token_sensitivity,
     first_token_solution,
 )
-from ._references import GaussianPath, softmax_gaussian_1d, softmax_gaussian_centred
 
 __all__ = [
     "GaussianPath",

@@ -20,9 +20,9 @@ from .._validation import (
 )
 from ..attention import Softmax
 from ..diagnostics import PowerLawFit, fit_power_law
+from ..gaussian import softmax_gaussian_1d, softmax_gaussian_centred
 from ..integrators import integrate
 from ..wasserstein import conditional_w2, w2_gaussian_1d, wasserstein2
-from ._references import softmax_gaussian_1d, softmax_gaussian_centred
 
 __all__ = ["MeanFieldErrors", "StabilityRun", "mean_field_errors", "stability_ratios"]
 
@@ -143,10 +143,10 @@ def mean_field_errors(
             XT = _flow(field, X0, np.array([0.0, T]), dt)[-1]
             if d == 1:
                 initial[k, j] = w2_gaussian_1d(X0[:, 0], m0[0], S0[0, 0])
-                final[k, j] = w2_gaussian_1d(XT[:, 0], ref.mean[1, 0], ref.cov[1, 0, 0])
+                final[k, j] = w2_gaussian_1d(XT[:, 0], ref.means[1, 0], ref.covariances[1, 0, 0])
             else:
                 Y0 = rng.multivariate_normal(m0, S0, size=n_ref)
-                YT = rng.multivariate_normal(np.zeros(d), ref.cov[1], size=n_ref)
+                YT = rng.multivariate_normal(np.zeros(d), ref.covariances[1], size=n_ref)
                 initial[k, j] = wasserstein2(X0, Y0)
                 final[k, j] = wasserstein2(XT, YT)
     return MeanFieldErrors(ns, initial, final, fit_power_law(ns, final.mean(axis=0)))
