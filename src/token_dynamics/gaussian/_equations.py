@@ -219,7 +219,24 @@ def sinkhorn_whitened_coupling(B: np.ndarray) -> np.ndarray:
     It is the unique :math:`\tilde C` with
     :math:`\tilde B = (I - \tilde C\tilde C^\top)^{-1}\tilde C`,
     i.e. the coupling of two standard Gaussians whose density is proportional to
-    :math:`e^{u^\top \tilde B w}` times a product of functions of ``u`` and ``w``.
+    :math:`e^{u^\top \tilde B w}` times a product of functions of ``u`` and ``w``. For a
+    symmetric :math:`\tilde B` it acts on the spectrum by :math:`f(b) = 2b/(1+\sqrt{1+4b^2})`.
+    This is the one home of the entropic Gaussian coupling: the Sinkhorn moment ODE and the
+    Bures-Wasserstein gradient flow of ``gradient_flow`` both use it.
+
+    Parameters
+    ----------
+    B : (d, d) array, the whitened score matrix :math:`F^\top A^\top F/\varepsilon`.
+
+    Returns
+    -------
+    (d, d) array, of operator norm < 1.
+
+    Examples
+    --------
+    >>> c = sinkhorn_whitened_coupling(np.array([[1.5]]))
+    >>> round(float(c[0, 0]), 12)  # f(3/2) = 3 / (1 + sqrt 10)
+    0.720759220056
     """
     root = psd_sqrt(np.eye(B.shape[0]) + 4.0 * B.T @ B)
     # Right division by the SPD matrix I + root.

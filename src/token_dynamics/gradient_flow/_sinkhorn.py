@@ -34,13 +34,13 @@ def _sinkhorn_args(mean: Any, cov: Any, A: Any, eps: Any):
 
 
 def _sinkhorn_cross_covariance(cov: np.ndarray, A: np.ndarray, eps: float):
-    """Cross-covariance C of the entropic self-plan of N(., cov), cost -<Ax, y> (A symmetric)."""
+    """Cross-covariance C of the entropic self-plan of N(., cov), cost -<Ax, y> (A symmetric),
+    and the singular values of its whitened form (the coupling f(b) of the gaussian module)."""
+    from ..gaussian import sinkhorn_whitened_coupling
+
     R = psd_sqrt(cov)
-    Bt = R @ A @ R / eps
-    lam, U = np.linalg.eigh(0.5 * (Bt + Bt.T))
-    c = 2 * lam / (1 + np.sqrt(1 + 4 * lam**2))
-    Ct = (U * c) @ U.T
-    return R @ Ct @ R, c
+    Ct = sinkhorn_whitened_coupling(R @ A @ R / eps)
+    return R @ Ct @ R, np.linalg.svd(Ct, compute_uv=False)
 
 
 def _sinkhorn_moment_rhs(mean, cov, A, V, eps):
@@ -88,6 +88,7 @@ def sinkhorn_gaussian_cost(mean: Any, cov: Any, A: Any, *, eps: float = 1.0) -> 
     """
     alpha, S, A, eps = _sinkhorn_args(mean, cov, A, eps)
     C, c = _sinkhorn_cross_covariance(S, A, eps)
+    # log det(I - Ct Ct^T) = sum log(1 - c_i^2) over the singular values c_i < 1 of Ct
     return float(-np.trace(A @ C) - alpha @ A @ alpha - 0.5 * eps * np.sum(np.log1p(-(c**2))))
 
 
