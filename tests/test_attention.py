@@ -497,3 +497,22 @@ def test_weighted_flow_equals_flow_of_repeated_tokens():
     )
     with pytest.raises(ValueError, match="`weights`"):
         field.with_weights([0.5, 0.6])
+
+
+def test_softmax_weights_is_the_fields_softmax():
+    # The one softmax of the library gives the Softmax field's attention matrix (rows sum to
+    # one, key weights enter as log-weights); both are sums of n = 5 positive terms, so they
+    # agree to a few ulps.
+    from token_dynamics.attention import Softmax, softmax_weights
+
+    rng = np.random.default_rng(3)
+    X, A = rng.normal(size=(5, 2)), rng.normal(size=(2, 2))
+    w = rng.dirichlet(np.ones(5))
+    P = softmax_weights(2.0 * X @ A.T @ X.T, log_weights=np.log(w))
+    np.testing.assert_allclose(
+        P, Softmax(A, np.eye(2), beta=2.0).attention_matrix(X, weights=w), rtol=1e-13
+    )
+    np.testing.assert_allclose(P.sum(axis=1), 1.0, rtol=1e-15 * 5)
+    # scores of size 1e300 do not overflow: the largest logit of each row is subtracted first
+    big = softmax_weights(np.array([[1e300, 1e300 - 1e285], [-1e300, 0.0]]))
+    np.testing.assert_array_equal(big, [[1.0, 0.0], [0.0, 1.0]])

@@ -11,7 +11,7 @@ bounded for large ``n``.
 
 from ._base import AttentionField
 from ._composite import VARIANTS, Causal, MultiHead, make_field, with_positions
-from ._kernels import BLOCK_ELEMENTS
+from ._kernels import BLOCK_ELEMENTS, softmax_weights
 from ._sinkhorn import (
     SINKHORN_MAX_ITER,
     Sinkhorn,
@@ -41,5 +41,6 @@ __all__ = [
     "Unnormalised",
     "make_field",
     "sinkhorn_plan",
+    "softmax_weights",
     "with_positions",
 ]

@@ -333,11 +333,55 @@ def matrix_rows(
     return out
 
 
+def softmax_weights(
+    scores: np.ndarray,
+    *,
+    log_weights: np.ndarray | None = None,
+    axis: int = -1,
+    normalise: bool = True,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    r"""Softmax weights :math:`P_{ij} = w_j e^{s_{ij}} / \sum_l w_l e^{s_{il}}` along `axis`.
+
+    The one softmax of the library: every kernel that normalises exponentiated scores calls
+    it. The largest logit of each row is subtracted before the exponential (the log-sum-exp
+    shift), so no weight overflows whatever the scale of the scores.
+
+    Parameters
+    ----------
+    scores : array, any shape
+        Scores :math:`s_{ij}`, normalised along `axis` (the key index).
+    log_weights : array broadcasting against `scores`, optional
+        Logarithms of key weights :math:`\log w_j`, added to the scores.
+    axis : int
+        The key axis.
+    normalise : bool
+        ``False`` returns the shifted exponentials :math:`e^{s_{ij} - \max_l s_{il}}` (a kernel
+        that normalises later, with its own key weights).
+    out : array, optional
+        Where to write the result; ``out=scores`` works in place.
+
+    Returns
+    -------
+    array of the shape of `scores`
+
+    Examples
+    --------
+    >>> softmax_weights(np.array([[0.0, np.log(3.0)], [1000.0, 1000.0]])).round(12)
+    array([[0.25, 0.75],
+           [0.5 , 0.5 ]])
+    """
+    logits = scores if log_weights is None else scores + log_weights
+    shifted = np.subtract(logits, logits.max(axis=axis, keepdims=True), out=out)
+    np.exp(shifted, out=shifted)
+    if normalise:
+        shifted /= shifted.sum(axis=axis, keepdims=True)
+    return shifted
+
+
 def softmax_transform(S: np.ndarray, rows: slice) -> tuple[np.ndarray, None]:
     """Stable exponential of a slab: ``exp(S - max_j S)`` in place (log-sum-exp trick)."""
-    S -= S.max(axis=1, keepdims=True)
-    np.exp(S, out=S)
-    return S, None
+    return softmax_weights(S, axis=1, normalise=False, out=S), None
 
 
 def exp_transform(S: np.ndarray, rows: slice) -> tuple[np.ndarray, np.ndarray]:

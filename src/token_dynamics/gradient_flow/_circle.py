@@ -9,6 +9,7 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 from .._validation import as_rng, check_int, check_positive
+from ..attention import softmax_weights
 
 __all__ = ["CircleMetastability", "circle_metastability"]
 
@@ -46,8 +47,7 @@ class CircleMetastability:
 def _circle_rhs(_t, theta, beta):
     D = theta[None, :] - theta[:, None]  # D[i, j] = theta_j - theta_i
     S = beta * np.cos(D)
-    W = np.exp(S - S.max(axis=1, keepdims=True))
-    return (W * np.sin(D)).sum(axis=1) / W.sum(axis=1)
+    return (softmax_weights(S, axis=1) * np.sin(D)).sum(axis=1)
 
 
 def _circle_clusters(theta: np.ndarray, tol: float) -> int:

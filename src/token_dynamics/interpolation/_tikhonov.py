@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from .._validation import as_rng, check_int, check_positive
+from ..attention import softmax_weights
 from ..diagnostics import fit_power_law
 
 __all__ = [
@@ -175,8 +176,7 @@ def tikhonov_objective(theta: Any, data: TikhonovData, eps: float) -> tuple[floa
     q, k, V, rho, U, b, W, eta = _unpack(theta, d, data.width)
     a, c = X @ q, X @ k  # (N, n)
     S = a[:, :, None] * c[:, None, :] / TAU
-    P = np.exp(S - S.max(axis=2, keepdims=True))
-    P /= P.sum(axis=2, keepdims=True)
+    P = softmax_weights(S, axis=2)
     M = X @ V.T
     Z = rho * X + P @ M
     H = Z @ U.T + b

@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 from scipy.integrate import quad
-from scipy.special import logsumexp
 
 from .._validation import (
     as_matrix,
@@ -22,6 +21,7 @@ from .._validation import (
     as_weights,
     check_positive,
 )
+from ..attention import softmax_weights
 
 __all__ = [
     "StabilityBound",
@@ -264,8 +264,7 @@ def softmax_jacobian(
     w = as_weights(weights, X.shape[0])
     keep = w > 0
     X, w = X[keep], w[keep]
-    logits = beta * (Y @ A.T @ X.T) + np.log(w)
-    P = np.exp(logits - logsumexp(logits, axis=1, keepdims=True))  # (m, n)
+    P = softmax_weights(beta * (Y @ A.T @ X.T), log_weights=np.log(w), axis=1)  # (m, n)
     mean = P @ X
     second = np.einsum("mn,ni,nj->mij", P, X, X)
     cov = second - np.einsum("mi,mj->mij", mean, mean)
