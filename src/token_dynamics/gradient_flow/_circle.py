@@ -10,15 +10,9 @@ from scipy.integrate import solve_ivp
 
 from .._validation import as_rng, check_int, check_positive
 from ..attention import softmax_weights
+from ..diagnostics import interaction_energy
 
 __all__ = ["CircleMetastability", "circle_metastability"]
-
-
-def _sphere_energy(X: np.ndarray, beta: float) -> float:
-    """E_beta = sum_ij e^{beta <x_i, x_j>} / (2 beta n^2) (diagnostics.interaction_energy)."""
-    from ..diagnostics import interaction_energy
-
-    return float(interaction_energy(X, beta=beta))
 
 
 @dataclass(frozen=True)
@@ -127,6 +121,6 @@ def circle_metastability(
         raise RuntimeError(f"the circle dynamics failed to integrate: {sol.message}")
     theta = sol.y.T
     states = np.stack([np.cos(theta), np.sin(theta)], axis=-1)
-    energies = np.array([_sphere_energy(X, beta) for X in states])
+    energies = np.array([interaction_energy(X, beta=beta) for X in states])
     counts = np.array([_circle_clusters(th, cluster_tol) for th in theta])
     return CircleMetastability(times, states, energies, counts, beta)
