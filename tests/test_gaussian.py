@@ -525,11 +525,25 @@ def test_non_gaussian_variants_have_no_moment_ode(name):
 
 
 def test_masked_attention_has_no_moment_ode():
-    class Causal:  # stands for attention.Causal, matched by class name
-        pass
+    from token_dynamics.attention import Causal, Softmax
 
     with pytest.raises(ValueError, match="Causal attention, which does not preserve"):
-        g.moment_equations(Causal())
+        g.moment_equations(Causal(np.eye(2), np.eye(2)))
+
+    # the registry is keyed by class, not by name: a stranger called Softmax is refused, and a
+    # subclass of a registered variant inherits its moment ODE
+    class Stranger:
+        pass
+
+    Stranger.__name__ = "Softmax"
+    with pytest.raises(ValueError, match="must be a Gaussian-preserving attention field"):
+        g.moment_equations(Stranger())
+
+    class Tempered(Softmax):
+        pass
+
+    eq = g.moment_equations(Tempered(np.eye(2), np.eye(2), beta=0.5))
+    assert isinstance(eq, g.SoftmaxMoments) and eq.beta == 0.5
 
 
 @pytest.mark.parametrize(

@@ -17,8 +17,21 @@ import numpy as np
 
 from .._linalg import psd_sqrt
 from .._validation import as_covariance, as_matrix, as_parameter, as_vector, check_positive
+from ..attention import (
+    L2,
+    Causal,
+    Hardmax,
+    Linear,
+    MultiHead,
+    Sigmoid,
+    Sinkhorn,
+    Softmax,
+    Unnormalised,
+)
 
 __all__ = [
+    "MOMENT_EQUATIONS",
+    "NOT_GAUSSIAN_PRESERVING",
     "L2Moments",
     "LinearMoments",
     "MomentEquations",
@@ -27,17 +40,6 @@ __all__ = [
     "SoftmaxMoments",
     "moment_equations",
 ]
-
-#: Attention variants whose velocity field is not affine on Gaussians, with the reason.
-NOT_GAUSSIAN_PRESERVING = {
-    "Sigmoid": "the sigmoid of the score is not an exponential, so the tilted key law is not "
-    "Gaussian and the velocity is not affine in the token",
-    "Hardmax": "the arg-max selects a single key, so the velocity is piecewise and not affine",
-    "Causal": "the mask makes the velocity depend on the position coordinate, so a Gaussian in "
-    "the token coordinate does not stay Gaussian in general",
-    "Unnormalised": "the missing normaliser multiplies the softmax field by "
-    "exp(<Ax, alpha> + |Sigma^(1/2) A x|^2 / 2), which is not affine in the token",
-}
 
 
 def _square_parameter(P: Any, name: str) -> Callable[[float], np.ndarray]:
@@ -413,47 +415,69 @@ class MultiHeadMoments(MomentEquations):
         return self._combine(t, [h._terms(t, alpha, F) for h in self.heads])
 
 
+def _multi_head(field: Any) -> MultiHeadMoments:
+    heads = tuple(moment_equations(h) for h in field.heads)
+    return MultiHeadMoments(heads, W=_split_output_projection(field.W, len(heads)))
+
+
+#: Registry of the moment ODEs (as SciPy's ``solve_ivp`` ``METHODS``): attention class ->
+#: builder of its :class:`MomentEquations` from the field. :func:`moment_equations` walks the
+#: field's class hierarchy and uses the first class found here, so a subclass of a registered
+#: variant inherits its moment ODE; register a new Gaussian-preserving variant by adding it.
+MOMENT_EQUATIONS: dict[type, Callable[[Any], MomentEquations]] = {
+    Softmax: lambda f: SoftmaxMoments(f.A, f.V, beta=f.beta),
+    L2: lambda f: L2Moments(f.Qbar, f.Kbar, f.V, s=f.s),
+    Sinkhorn: lambda f: SinkhornMoments(f.A, f.V, eps=f.eps),
+    Linear: lambda f: LinearMoments(f.A, f.V),
+    MultiHead: _multi_head,
+}
+
+#: Attention variants whose velocity field is not affine on Gaussians, with the reason; they
+#: are looked up before :data:`MOMENT_EQUATIONS`.
+NOT_GAUSSIAN_PRESERVING: dict[type, str] = {
+    Sigmoid: "the sigmoid of the score is not an exponential, so the tilted key law is not "
+    "Gaussian and the velocity is not affine in the token",
+    Hardmax: "the arg-max selects a single key, so the velocity is piecewise and not affine",
+    Causal: "the mask makes the velocity depend on the position coordinate, so a Gaussian in "
+    "the token coordinate does not stay Gaussian in general",
+    Unnormalised: "the missing normaliser multiplies the softmax field by "
+    "exp(<Ax, alpha> + |Sigma^(1/2) A x|^2 / 2), which is not affine in the token",
+}
+
+
 def moment_equations(field: Any) -> MomentEquations:
     """Moment ODE of an attention field of ``token_dynamics.attention``.
 
     ``Softmax``, ``L2``, ``Sinkhorn``, ``Linear`` and ``MultiHead`` (of those) map to the
-    matching :class:`MomentEquations`; a :class:`MomentEquations` is returned unchanged.
+    matching :class:`MomentEquations` through the registry :data:`MOMENT_EQUATIONS`; a
+    :class:`MomentEquations` is returned unchanged.
 
     Raises
     ------
     ValueError
         For a variant that does not preserve Gaussian measures (``Sigmoid``, ``Hardmax``,
-        ``Causal``, ``Unnormalised``), naming the reason; or for an unknown object.
+        ``Causal``, ``Unnormalised``: :data:`NOT_GAUSSIAN_PRESERVING`), naming the reason; or
+        for an unknown object.
 
     Examples
     --------
-    >>> eq = moment_equations(SoftmaxMoments(A=[[1.0]], V=[[1.0]]))
-    >>> type(eq).__name__
+    >>> from token_dynamics.attention import Softmax
+    >>> type(moment_equations(Softmax([[1.0]], [[1.0]]))).__name__
     'SoftmaxMoments'
     """
     if isinstance(field, MomentEquations):
         return field
-    names = [cls.__name__ for cls in type(field).__mro__]
-    for name in names:
-        if name in NOT_GAUSSIAN_PRESERVING:
+    mro = type(field).__mro__
+    for cls in mro:
+        if cls in NOT_GAUSSIAN_PRESERVING:
             raise ValueError(
-                f"`field` is {name} attention, which does not preserve Gaussian measures: "
-                f"{NOT_GAUSSIAN_PRESERVING[name]}. It has no moment ODE; estimate its moments "
-                "from particles with particle_moments()."
+                f"`field` is {cls.__name__} attention, which does not preserve Gaussian "
+                f"measures: {NOT_GAUSSIAN_PRESERVING[cls]}. It has no moment ODE; estimate its "
+                "moments from particles with particle_moments()."
             )
-    for name in names:
-        if name == "Softmax":
-            return SoftmaxMoments(field.A, field.V, beta=getattr(field, "beta", 1.0))
-        if name == "L2":
-            return L2Moments(field.Qbar, field.Kbar, field.V, s=getattr(field, "s", 1.0))
-        if name == "Sinkhorn":
-            return SinkhornMoments(field.A, field.V, eps=getattr(field, "eps", 1.0))
-        if name == "Linear":
-            return LinearMoments(field.A, field.V)
-        if name == "MultiHead":
-            W = getattr(field, "W", None)
-            heads = tuple(moment_equations(h) for h in field.heads)
-            return MultiHeadMoments(heads, W=_split_output_projection(W, len(heads)))
+    for cls in mro:
+        if cls in MOMENT_EQUATIONS:
+            return MOMENT_EQUATIONS[cls](field)
     raise ValueError(
         f"`field` must be a Gaussian-preserving attention field (Softmax, L2, Sinkhorn, Linear, "
         f"MultiHead) or a MomentEquations; got {type(field).__name__}."
