@@ -366,6 +366,28 @@ def test_sign_of_va_does_not_decide_blowup():
         assert abs(u @ A @ u) < 1e-2
 
 
+@pytest.mark.statement("gauss-prop-sign-caution")
+def test_first_sign_example_has_exact_rays_that_blow_up_and_decay():
+    # The proof's witness: the eigenvectors u of V span invariant rays (gauss-prop-rays);
+    # lambda q > 0 blows up at 1 / (2 lambda q eps), lambda q < 0 decays like 1/t.
+    V, A = g.SIGN_COUNTEREXAMPLE_NSD
+    lam, U = np.linalg.eig(V)
+    np.testing.assert_allclose(np.sort(lam), [(-1 - np.sqrt(17)) / 2, (-1 + np.sqrt(17)) / 2])
+    eq, eps, T = g.SoftmaxMoments(A, V), 0.5, 10.0
+    for lam_u, u in zip(lam, U.T, strict=True):
+        q = u @ A @ u
+        assert q < 0  # both rays have q < 0; the sign of lambda decides
+        run = g.solve_moments(eq, np.zeros(2), eps * np.outer(u, u), [0.0, T])
+        if lam_u * q > 0:
+            assert run.status == "blowup"
+            np.testing.assert_allclose(run.blowup_time, 1 / (2 * lam_u * q * eps), rtol=1e-6)
+        else:
+            assert run.status == "completed"
+            s_T = eps / (1 - 2 * lam_u * q * eps * T)
+            expected = s_T * np.outer(u, u)
+            np.testing.assert_allclose(run.covariances[-1], expected, rtol=1e-8, atol=1e-12)
+
+
 @pytest.mark.statement("gauss-prop-centred")
 def test_centred_softmax_equals_centred_linear():
     rng = np.random.default_rng(9)
@@ -647,6 +669,31 @@ def test_multihead_particles_against_ode():
     np.testing.assert_allclose(pm.covariances[-1], sol.covariances[-1], atol=1e-2)
     # the reported Monte-Carlo error is of the size of the observed error
     assert np.abs(pm.covariances[-1] - sol.covariances[-1]).max() < 5 * pm.cov_stderr[-1].max()
+
+
+@pytest.mark.statement("gauss-prop-non-gaussian")
+def test_sigmoid_field_of_a_centred_gaussian_is_odd_bounded_and_not_linear():
+    # The proof: Gamma(-x) = -Gamma(x), |Gamma| <= |V| E|y|, Gamma'(0) = V s A / 4 != 0, so
+    # Gamma is not affine. Checked in d = 1 by Gauss-Hermite quadrature (exact to ~1e-15 for
+    # these smooth integrands with 80 nodes).
+    from numpy.polynomial.hermite_e import hermegauss
+
+    a, v, s = 2.0, 1.5, 0.8
+    z, w = hermegauss(80)
+    w = w / w.sum()
+    y = np.sqrt(s) * z
+
+    def gamma(x):
+        return v * np.sum(w * y / (1 + np.exp(-a * x * y)))
+
+    xs = np.array([0.3, 1.0, 3.0, 10.0])
+    vals = np.array([gamma(x) for x in xs])
+    np.testing.assert_allclose([gamma(-x) for x in xs], -vals, atol=1e-14)
+    assert np.all(np.abs(vals) <= v * np.sqrt(2 * s / np.pi) + 1e-14)  # E|y| = sqrt(2s/pi)
+    h = 1e-4  # central difference, error O(h^2)
+    np.testing.assert_allclose((gamma(h) - gamma(-h)) / (2 * h), v * s * a / 4, rtol=1e-6)
+    # a linear map with slope v s a / 4 would reach 3.75 at x = 10; the field saturates
+    assert vals[-1] < 0.5 * (v * s * a / 4) * xs[-1]
 
 
 @pytest.mark.statement("gauss-prop-non-gaussian")

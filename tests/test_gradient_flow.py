@@ -414,6 +414,37 @@ def test_mean_escapes_while_the_cloud_collapses():
     assert E[-1] < 1e-3 * E[0]
 
 
+@pytest.mark.statement("gf-prop-escape")
+def test_centred_cloud_collapses_onto_its_mean_and_the_energy_tends_to_one_half():
+    # alpha_0 = 0: the mean equation alpha' = (1 - s) alpha keeps alpha = 0 exactly, and the
+    # energy is 1/2 (1 - s^2)^(-d/2), decreasing to E(delta_0) = 1/2, not to 0.
+    d, s0 = 3, 0.7
+    times = np.linspace(0.0, 40.0, 41)
+    sol = solve_moments(SoftmaxMoments(-np.eye(d), np.eye(d)), np.zeros(d), s0 * np.eye(d), times)
+    assert sol.status == "completed"
+    np.testing.assert_array_equal(sol.means, 0.0)
+    s = s0 / (1 + 2 * s0 * times)
+    E = gf.gaussian_energy_along(sol.means, sol.covariances, -np.eye(d))
+    # solver rtol 1e-10 on s, amplified by the factor d s^2 / (1 - s^2) < 2 of the log-derivative
+    np.testing.assert_allclose(E, 0.5 * (1 - s**2) ** (-d / 2), rtol=1e-8)
+    assert np.all(np.diff(E) < 0)
+    # E - 1/2 ~ (d/4) s^2 with s(40) ~ 1/80: within 1e-3 of 1/2, far from 0
+    assert 0.5 < E[-1] < 0.5 + d * s[-1] ** 2 / 2
+
+
+@pytest.mark.statement("gf-prop-escape")
+@pytest.mark.parametrize("s0", [1.0, 1.5, 3.0])
+def test_wide_start_has_infinite_energy_until_s_drops_below_one(s0):
+    t_finite = (s0 - 1) / (2 * s0)
+    times = np.unique(np.append(np.linspace(0.0, 2.0, 81), t_finite))
+    sol = solve_moments(SoftmaxMoments(-np.eye(2), np.eye(2)), [0.4, 0.1], s0 * np.eye(2), times)
+    E = gf.gaussian_energy_along(sol.means, sol.covariances, -np.eye(2))
+    # s(t) < 1 iff t > t_finite exactly; the solver's rtol 1e-10 blurs only a 1e-8 neighbourhood
+    before, after = times < t_finite - 1e-8, times > t_finite + 1e-8
+    assert np.all(np.isinf(E[before])) and np.all(np.isfinite(E[after]))
+    assert np.all(np.diff(E[after]) < 0)
+
+
 @pytest.mark.statement("gf-cor-infinite-energy")
 @pytest.mark.parametrize("s0", [0.3, 0.6, 0.9])
 def test_energy_is_infinite_before_the_blow_up(s0):
