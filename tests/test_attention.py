@@ -215,7 +215,8 @@ def test_softmax_is_finite_and_correct_at_large_beta_and_norms():
 
 @pytest.mark.statement("tok-prop-hardmax-limit")
 def test_softmax_tends_to_hardmax_with_the_bound():
-    """|SA_beta(x_i) - SA_hard(x_i)| <= 2 n |V| max|x| exp(-beta gap_i), ties included."""
+    """|SA_beta(x_i) - SA_hard(x_i)| <= sharp bound <= 2 n |V| max|x| exp(-beta gap_i), ties
+    included."""
     rng = np.random.default_rng(4)
     X = rng.standard_normal((6, 2))
     X = np.concatenate([X, X[:2]])  # exact duplicates: tied maximisers
@@ -225,11 +226,22 @@ def test_softmax_tends_to_hardmax_with_the_bound():
     gaps = np.array([np.diff(np.unique(row))[-1] for row in S])  # best minus second-best
     R = np.linalg.norm(X, axis=1).max()
     hard = Hardmax(A, V).velocity(X)
+    # the sharp bound |V|/c sum_{j not in M} exp(-beta (s* - s_j)) |x_j - mean(x_M)|, capped
+    # by |V| max_j |x_j - mean(x_M)|: M the c maximisers of row i (duplicates tie exactly)
+    top = S.max(axis=1, keepdims=True)
+    tied = S == top
+    c = tied.sum(axis=1)
+    centre = (tied @ X) / c[:, None]
+    dist = np.linalg.norm(X[None, :, :] - centre[:, None, :], axis=2)
+    normV = np.linalg.norm(V, 2)
     errors = []
     for beta in [1.0, 4.0, 16.0, 64.0, 256.0]:
         err = np.linalg.norm(Softmax(A, V, beta).velocity(X) - hard, axis=1)
-        bound = 2 * n * np.linalg.norm(V, 2) * R * np.exp(-beta * gaps)
-        assert np.all(err <= bound + 1e-13)  # the bound, plus round-off of two evaluations
+        bound = 2 * n * normV * R * np.exp(-beta * gaps)
+        weighted = np.where(tied, 0.0, np.exp(-beta * (top - S)) * dist).sum(axis=1) / c
+        sharp = normV * np.minimum(weighted, dist.max(axis=1))
+        assert np.all(err <= sharp + 1e-13)  # the bound, plus round-off of two evaluations
+        assert np.all(sharp <= bound)  # the sharp bound implies the crude one
         errors.append(err.max())
     assert np.all(np.diff(errors) < 0) and errors[-1] < 1e-13  # exp(-256 * 0.16) ~ 1e-18
 

@@ -61,6 +61,47 @@ def test_toc_pages_were_built():
     assert not missing, f"pages in _toc.yml with no HTML: {missing}"
 
 
+def numbered_chapters() -> dict[str, list[str]]:
+    """Chapter page -> its pages (itself, then its sections), for the numbered parts of _toc.yml."""
+    import yaml
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    chapters = {}
+    for part in toc["parts"]:
+        if part.get("numbered"):
+            for chapter in part["chapters"]:
+                sections = [s["file"] for s in chapter.get("sections", [])]
+                chapters[chapter["file"]] = [chapter["file"], *sections]
+    return chapters
+
+
+CAPTION_NUMBER = re.compile(r'<span class="caption-number">([A-Z][a-z]+) ([0-9.]+) </span>')
+CHAPTER_NUMBER = re.compile(r'<h1><span class="section-number">([0-9]+)\. </span>')
+
+
+def test_numbering_is_chapter_scoped():
+    """Chapters count 1, 2, ... in reading order; each statement, exercise, figure and equation
+    of a chapter (theory page and notebooks) is numbered k.m within chapter k, m from 1 up."""
+    chapters = numbered_chapters()
+    assert chapters, "no numbered part in _toc.yml"
+    for k, (chapter, pages) in enumerate(chapters.items(), start=1):
+        html = (HTML / f"{chapter}.html").read_text(encoding="utf-8")
+        title = CHAPTER_NUMBER.search(html)
+        assert title and title.group(1) == str(k), f"{chapter} is not numbered chapter {k}"
+        seen: dict[str, set[int]] = {}
+        for name in pages:
+            html = (HTML / f"{name}.html").read_text(encoding="utf-8")
+            captions = CAPTION_NUMBER.findall(html)
+            equations = re.findall(r'<span class="eqno">\(([0-9.]+)\)', html)
+            for kind, number in [*captions, *(("Equation", n) for n in equations)]:
+                head, _, m = number.rpartition(".")
+                assert head == str(k), f"{kind} {number} on {name}, in chapter {k}"
+                counter = kind if kind in ("Exercise", "Equation", "Figure") else "statement"
+                seen.setdefault(counter, set()).add(int(m))
+        for counter, numbers in seen.items():
+            assert numbers == set(range(1, len(numbers) + 1)), (chapter, counter, numbers)
+
+
 @pytest.mark.browser
 @pytest.mark.parametrize("page_name", PAGES)
 def test_page_renders_offline(page, base_url, page_name):
