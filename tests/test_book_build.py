@@ -30,7 +30,10 @@ kernelspec:
 ---
 """
 GOOD_NOTEBOOK = HEADER + "# A notebook\n\n```{code-cell} ipython3\nx = 1 + 1\nprint(x)\n```\n"
-TOC = "format: jb-book\nroot: book/intro\nchapters:\n  - file: book/nb\n"
+TOC = "format: jb-book\nroot: book/intro\nchapters:\n  - file: book/nb\n  - file: book/api\n"
+# one API page; the intro links a re-exported name by its short path (resolved to its home)
+API_PAGE = "Geometry\n========\n\n.. api-module:: token_dynamics.geometry\n"
+INTRO = "# Intro\n\nA fixture book; see {py:func}`token_dynamics.normalize`.\n"
 DEFECTS = {
     "failing cell": (
         {
@@ -47,6 +50,10 @@ DEFECTS = {
         {"book/intro.md": "# Intro\n\nAs shown in {cite}`nobody2099`.\n"},
         "nobody2099",
     ),
+    "broken API reference": (
+        {"book/intro.md": "# Intro\n\nSee {py:func}`token_dynamics.no_such_function`.\n"},
+        "token_dynamics.no_such_function",
+    ),
     "page missing from the TOC": (
         {"book/orphan.md": "# Orphan\n\nNot listed in the table of contents.\n"},
         "toctree",
@@ -61,8 +68,9 @@ def make_book(tmp_path: Path, overrides: dict[str, str]) -> Path:
     shutil.copytree(ROOT / "_assets", tmp_path / "_assets")
     files = {
         "_toc.yml": TOC,
-        "book/intro.md": "# Intro\n\nA fixture book.\n",
+        "book/intro.md": INTRO,
         "book/nb.md": GOOD_NOTEBOOK,
+        "book/api.rst": API_PAGE,
     }
     files.update(overrides)
     for name, text in files.items():
@@ -83,6 +91,8 @@ def build(book: Path, *options: str) -> subprocess.CompletedProcess:
 def test_clean_fixture_builds(tmp_path):
     result = build(make_book(tmp_path, {}))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    intro = (tmp_path / "_build" / "html" / "book" / "intro.html").read_text(encoding="utf-8")
+    assert 'href="api.html#token_dynamics.geometry.normalize"' in intro
 
 
 @pytest.mark.slow

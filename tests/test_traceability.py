@@ -1,5 +1,7 @@
 """Every labelled statement has a test, and every statement marker names a statement."""
 
+import re
+
 from .book_sources import traceability
 
 
@@ -41,3 +43,32 @@ def test_scan_reads_both_fence_styles(tmp_path, monkeypatch):
     assert set(found) == {"t-one", "t-two"}
     assert found["t-one"].tests == ["tests/test_x.py::test_a"]
     assert found["t-two"].tests == []
+
+
+def test_test_lines_point_at_the_tests():
+    """The checks page links each test id to a line: that line defines the test."""
+    sites = [site for found in traceability.test_sites().values() for site in found]
+    assert sites
+    for test, line in sites:
+        path, _, name = test.partition("::")
+        source = (traceability.ROOT / path).read_text(encoding="utf-8").splitlines()
+        if name:
+            assert re.match(rf"\s*(async\s+)?(def|class)\s+{name}\b", source[line - 1]), test
+        else:
+            assert line == 1, test
+
+
+def test_source_url_points_at_the_line():
+    url = traceability.source_url("https://example.org/o/r/", "main", "tests/test_a.py::t", 12)
+    assert url == "https://example.org/o/r/blob/main/tests/test_a.py#L12"
+
+
+def test_chapters_fold_sections_into_their_chapter(tmp_path):
+    (tmp_path / "_toc.yml").write_text(
+        "format: jb-book\nroot: intro\nparts:\n  - caption: P\n    chapters:\n"
+        "      - file: a/theory\n        sections:\n          - file: a/x\n"
+        "          - glob: a/api*\n      - file: b\n",
+        encoding="utf-8",
+    )
+    found = traceability.chapters(tmp_path / "_toc.yml")
+    assert found["a/x"] == "a/theory" and found["b"] == "b" and found["a/theory"] == "a/theory"

@@ -39,6 +39,8 @@ class Statement:
     docname: str
     tests: list[str] = field(default_factory=list)
     notebooks: list[str] = field(default_factory=list)
+    #: the line of each test's definition in its file
+    lines: dict[str, int] = field(default_factory=dict)
 
 
 def toc_pages(toc_file: Path | None = None) -> list[str]:
@@ -50,8 +52,7 @@ def toc_pages(toc_file: Path | None = None) -> list[str]:
 
     def walk(entries):
         for entry in entries or []:
-            if "file" in entry:
-                pages.append(entry["file"])
+            pages.extend(_entry_pages(entry))
             walk(entry.get("sections"))
             walk(entry.get("chapters"))
 
@@ -59,6 +60,16 @@ def toc_pages(toc_file: Path | None = None) -> list[str]:
         walk(part.get("chapters"))
     walk(toc.get("chapters"))
     return pages
+
+
+def _entry_pages(entry: dict) -> list[str]:
+    """Docnames of one `_toc.yml` entry: its ``file``, or the sorted pages its ``glob`` matches."""
+    if "file" in entry:
+        return [entry["file"]]
+    if "glob" in entry:
+        matches = {p.with_suffix("").as_posix() for p in ROOT.glob(entry["glob"] + ".*")}
+        return sorted(m.removeprefix(ROOT.as_posix() + "/") for m in matches)
+    return []
 
 
 def _is_notebook(text: str) -> bool:
@@ -87,9 +98,12 @@ def _marker_labels(node: ast.AST) -> list[str]:
     return labels
 
 
-def test_markers() -> dict[str, list[str]]:
-    """Map each statement label to the test ids (``tests/x.py::name``) marked with it."""
-    found: dict[str, list[str]] = {}
+def test_sites() -> dict[str, list[tuple[str, int]]]:
+    """Map each statement label to the tests marked with it: (``tests/x.py::name``, line).
+
+    The line is that of the test's ``def`` or ``class`` (1 for a module-wide ``pytestmark``).
+    """
+    found: dict[str, list[tuple[str, int]]] = {}
     for path in sorted(TESTS.rglob("test_*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         rel = path.relative_to(ROOT).as_posix()
@@ -102,10 +116,50 @@ def test_markers() -> dict[str, list[str]]:
         for node in ast.walk(tree):
             if isinstance(node, ast.FunctionDef | ast.ClassDef):
                 for label in {lab for dec in node.decorator_list for lab in _marker_labels(dec)}:
-                    found.setdefault(label, []).append(f"{rel}::{node.name}")
+                    found.setdefault(label, []).append((f"{rel}::{node.name}", node.lineno))
         for label in module_labels:
-            found.setdefault(label, []).append(rel)
+            found.setdefault(label, []).append((rel, 1))
     return found
+
+
+def test_markers() -> dict[str, list[str]]:
+    """Map each statement label to the test ids (``tests/x.py::name``) marked with it."""
+    return {label: [test for test, _ in sites] for label, sites in test_sites().items()}
+
+
+def chapters(toc_file: Path | None = None) -> dict[str, str]:
+    """Map each docname of `_toc.yml` to the docname of its chapter (itself for a chapter)."""
+    import yaml
+
+    toc = yaml.safe_load((toc_file or ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    found = {toc["root"]: toc["root"]}
+
+    def walk(entries, chapter=None):
+        for entry in entries or []:
+            for page in _entry_pages(entry):
+                found[page] = chapter or page
+            walk(entry.get("sections"), chapter or entry.get("file"))
+
+    for part in toc.get("parts", []):
+        walk(part.get("chapters"))
+    walk(toc.get("chapters"))
+    return found
+
+
+def page_title(docname: str) -> str:
+    """The first ``# `` heading of a page's source (its docname when it has none)."""
+    path = ROOT / f"{docname}.md"
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.startswith("# "):
+                return line[2:].strip()
+    return docname
+
+
+def source_url(repository: str, branch: str, test: str, line: int) -> str:
+    """Link to a test's line in the repository's web view (GitHub-style ``blob/.../#L``)."""
+    path = test.split("::")[0]
+    return f"{repository.rstrip('/')}/blob/{branch}/{path}#L{line}"
 
 
 def collect() -> list[Statement]:
@@ -128,9 +182,10 @@ def collect() -> list[Statement]:
                 refs.setdefault(ref["label"], [])
                 if docname not in refs[ref["label"]]:
                     refs[ref["label"]].append(docname)
-    markers = test_markers()
+    sites = test_sites()
     for label, stmt in statements.items():
-        stmt.tests = markers.get(label, [])
+        stmt.tests = [test for test, _ in sites.get(label, [])]
+        stmt.lines = dict(sites.get(label, []))
         stmt.notebooks = refs.get(label, [])
     toc = ROOT / "_toc.yml"
     order = {doc: i for i, doc in enumerate(toc_pages(toc))} if toc.exists() else {}
@@ -154,10 +209,13 @@ def setup(app):
         return ref
 
     class StatementChecks(SphinxDirective):
-        """Render the statement -> checks tables, one per page (no arguments, no content)."""
+        """Render the statement -> checks tables: one fold per chapter, one table per page."""
 
         def run(self):
             rows = collect()
+            options = self.config.html_theme_options or {}
+            self.repository = options.get("repository_url", "")
+            self.branch = options.get("repository_branch", "main")
             out = [
                 nodes.paragraph(
                     text=f"{len(rows)} statements; "
@@ -165,13 +223,29 @@ def setup(app):
                     f"{sum(bool(s.notebooks) for s in rows)} shown in a notebook."
                 )
             ]
-            pages: dict[str, list[Statement]] = {}
+            chapter_of = chapters() if (ROOT / "_toc.yml").exists() else {}
+            folds: dict[str, dict[str, list[Statement]]] = {}
             for stmt in rows:
-                pages.setdefault(stmt.docname, []).append(stmt)
-            for docname, statements in pages.items():
-                out.append(nodes.rubric("", "", xref("std", "doc", "/" + docname)))
-                out.append(self._table(statements))
+                chapter = chapter_of.get(stmt.docname, stmt.docname)
+                folds.setdefault(chapter, {}).setdefault(stmt.docname, []).append(stmt)
+            for chapter, pages in folds.items():
+                count = sum(map(len, pages.values()))
+                # an admonition of class "dropdown": sphinx-togglebutton folds it (closed)
+                fold = nodes.admonition(classes=["dropdown", "statement-checks-chapter"])
+                fold += nodes.title(text=f"{page_title(chapter)} ({count} statements)")
+                for docname, statements in pages.items():
+                    fold += nodes.rubric("", "", xref("std", "doc", "/" + docname))
+                    fold += self._table(statements)
+                out.append(fold)
             return out
+
+        def _test_item(self, stmt, test):
+            short = test.removeprefix("tests/")
+            text = nodes.literal(text=short)
+            if self.repository:
+                url = source_url(self.repository, self.branch, test, stmt.lines.get(test, 1))
+                text = nodes.reference("", "", text, refuri=url)
+            return nodes.list_item("", nodes.paragraph("", "", text))
 
         def _table(self, statements):
             table = nodes.table(classes=["statement-checks"])
@@ -195,8 +269,7 @@ def setup(app):
                 ]
                 tests = nodes.bullet_list()
                 for test in stmt.tests:
-                    short = test.removeprefix("tests/")
-                    tests += nodes.list_item("", nodes.paragraph("", "", nodes.literal(text=short)))
+                    tests += self._test_item(stmt, test)
                 if not stmt.tests:
                     tests = nodes.strong(text="no check yet")
                 shown = nodes.paragraph()

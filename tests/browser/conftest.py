@@ -27,8 +27,6 @@ ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-# JB1 quirk: sphinx-thebe's inline script is emitted twice and its `const` throws once per page.
-KNOWN_HARMLESS_ERRORS = ("THEBE_JS_URL",)
 
 
 def pytest_configure(config):
@@ -80,9 +78,9 @@ def page(browser, base_url):
 
     pg.route("**/*", route)
     pg.on("response", lambda r: r.status >= 400 and pg.missing.append(f"{r.status} {r.url}"))
-    pg.on(
-        "pageerror",
-        lambda e: any(k in str(e) for k in KNOWN_HARMLESS_ERRORS) or pg.errors.append(str(e)),
-    )
+    # JavaScript errors: uncaught exceptions and console.error messages (a blocked off-host
+    # request or a 404 is also logged as a console error: it is reported here as well)
+    pg.on("pageerror", lambda e: pg.errors.append(f"uncaught: {e}"))
+    pg.on("console", lambda m: m.type == "error" and pg.errors.append(f"console: {m.text}"))
     yield pg
     pg.close()

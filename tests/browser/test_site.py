@@ -20,15 +20,17 @@ TIMEOUT_MS = 60_000
 
 
 def is_notebook(page: str) -> bool:
-    text = (ROOT / f"{page}.md").read_text(encoding="utf-8")
-    return text.lstrip().startswith("---\njupytext:")
+    source = ROOT / f"{page}.md"
+    return source.exists() and source.read_text(encoding="utf-8").lstrip().startswith(
+        "---\njupytext:"
+    )
 
 
 PAGES = traceability.toc_pages()
 
 #: Text of the page as a reader sees it, minus code, cell outputs and typeset maths.
 PROSE_JS = """() => {
-  const skip = "pre, code, script, style, svg, mjx-container, .cell_output, textarea";
+  const skip = "pre, code, .sig, script, style, svg, mjx-container, .cell_output, textarea";
   const root = document.querySelector("main") || document.body;
   const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
   const parts = [];

@@ -74,7 +74,7 @@ def solve_moments(
     -------
     GaussianPath
         ``status`` is ``"completed"``, ``"blowup"`` (with ``blowup_time``), or ``"failed"``
-        when the run exhausted :data:`MAX_RHS_EVALS` (a stiff run, explained in ``message``).
+        when the run exhausted ``MAX_RHS_EVALS`` (a stiff run, explained in ``message``).
 
     Raises
     ------

@@ -80,7 +80,7 @@ def plot_convergence(
     reference_slope: float | None = None,
     color: Any = "C0",
 ) -> Any:
-    """Log-log plot of a :class:`ConvergenceStudy` with +-2 SE bars and its fitted line.
+    """Log-log plot of a :class:`.ConvergenceStudy` with +-2 SE bars and its fitted line.
 
     Parameters
     ----------

@@ -1,0 +1,184 @@
+"""Sphinx extension: what the site's pages load, and the indexes a reader sees.
+
+- **No Live Code button.** Jupyter Book always loads sphinx-thebe, whose script fetches Thebe
+  from a CDN and a kernel from Binder when clicked: offline it hangs, and its inline
+  ``const THEBE_JS_URL`` is emitted twice and throws on every page. Its handlers and stylesheet
+  are removed here (``launch_buttons.thebe: false`` removes the button); CONTRIBUTING.md says
+  why. The Binder and download buttons stay.
+- **MathJax served locally, pruned to what the pages use** (``tex-chtml.js``, its TeX extensions
+  and fonts: 2 MB of the 24 MB that sphinx-mathjax-offline copies), with ``mathjax-settings.js``
+  keeping every menu setting that can hide or blank the maths out of reach.
+- **Search snippets without raw TeX** (``search-snippets.js``).
+- **One search box**: the sidebar's search field is dropped; the header's search button stays.
+- **A readable proof index**: "Theorem 4.1: title", grouped by kind, instead of raw labels.
+- **No build-only files in the site**: source maps and the theme's translation catalogues.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: The part of MathJax 3's distribution the pages load: the combined TeX + CommonHTML
+#: component, the TeX extensions it autoloads on demand, and the CommonHTML web fonts.
+MATHJAX_KEEP = ("tex-chtml.js", "input/tex/extensions", "output/chtml/fonts/woff-v2")
+#: Files of the theme and extensions that no page requests.
+BUILD_ONLY = ("**/*.map", "locales")
+
+_GREEK = (
+    "alpha beta gamma delta epsilon varepsilon zeta eta theta kappa lambda mu nu xi pi rho "
+    "sigma tau phi varphi chi psi omega Gamma Delta Theta Lambda Xi Pi Sigma Phi Psi Omega"
+).split()
+_GREEK_TEXT = "αβγδεεζηθκλμνξπρστφφχψωΓΔΘΛΞΠΣΦΨΩ"
+_TEX_WORDS = {f"\\{name}": char for name, char in zip(_GREEK, _GREEK_TEXT, strict=True)}
+_TEX_WORDS |= {
+    "\\ell": "ℓ",
+    "\\top": "ᵀ",
+    "\\infty": "∞",
+    "\\le": "≤",
+    "\\leq": "≤",
+    "\\ge": "≥",
+    "\\geq": "≥",
+    "\\to": "→",
+    "\\cdot": "·",
+    "\\times": "×",
+    "\\in": "∈",
+    "\\mathbb{R}": "ℝ",
+    "\\mathbb{S}": "𝕊",
+}
+_SUBSCRIPT = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+_SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def plain_title(title: str) -> str:
+    """`title` with its inline maths (``$...$``) written in plain text, for pages without MathJax.
+
+    >>> plain_title(r"The sign of $VA + A^\\top V^\\top$ and $\\ell_2$, $W_2$, $\\lambda$")
+    'The sign of VA + Aᵀ Vᵀ and ℓ₂, W₂, λ'
+    """
+
+    def convert(match: re.Match) -> str:
+        tex = match[1]
+        for word in sorted(_TEX_WORDS, key=len, reverse=True):
+            tex = re.sub(re.escape(word) + r"(?![A-Za-z])", _TEX_WORDS[word], tex)
+        tex = re.sub(r"_\{?(\d+)\}?", lambda m: m[1].translate(_SUBSCRIPT), tex)
+        tex = re.sub(r"\^\{?(\d+)\}?", lambda m: m[1].translate(_SUPERSCRIPT), tex)
+        tex = tex.replace("^ᵀ", "ᵀ").replace("^{ᵀ}", "ᵀ")
+        return re.sub(r"\\[A-Za-z]+|[{}]", "", tex)
+
+    return re.sub(r"\$([^$]+)\$", convert, title)
+
+
+def _prf_titles() -> dict[str, tuple[str, str]]:
+    """Label -> (kind, title) of every labelled sphinx-proof directive of the book."""
+    import traceability
+
+    found = {}
+    for path, _docname in traceability._book_pages():
+        text = path.read_text(encoding="utf-8")
+        for match in traceability._DIRECTIVE.finditer(text):
+            label = traceability._LABEL.search(match["options"])
+            if label:
+                found[label["label"]] = (match["kind"], match["title"].strip())
+    return found
+
+
+def _readable_proof_index():
+    from sphinx_proof.domain import ProofIndex
+
+    class ReadableProofIndex(ProofIndex):
+        """Entries "Theorem 4.1: title" grouped by kind, in reading order, page as extra."""
+
+        def generate(self, docnames=None):
+            env = self.domain.env
+            proofs = getattr(env, "proof_list", {})
+            titles = _prf_titles()
+            groups = defaultdict(list)
+            for anchor, values in proofs.items():
+                kind = values["realtype"]
+                numbers = env.toc_fignumbers.get(values["docname"], {})
+                number = numbers.get(values.get("countertype", kind), {}).get(anchor)
+                name = kind.capitalize()
+                if number:
+                    name += " " + ".".join(map(str, number))
+                title = plain_title(titles.get(anchor, ("", ""))[1])
+                if title:
+                    name += f": {title}"
+                page = env.titles[values["docname"]].astext()
+                groups[kind.capitalize() + "s"].append(
+                    (number or (), (name, 0, values["docname"], anchor, page, "", ""))
+                )
+            content = [
+                (group, [entry for _, entry in sorted(entries, key=lambda e: e[0])])
+                for group, entries in sorted(groups.items())
+            ]
+            return content, False
+
+    return ReadableProofIndex
+
+
+def _drop_thebe(app):
+    """Disconnect sphinx-thebe (loaded by Jupyter Book whatever the configuration)."""
+    for listeners in app.events.listeners.values():
+        for listener in list(listeners):
+            if getattr(listener.handler, "__module__", "").startswith("sphinx_thebe"):
+                listeners.remove(listener)
+    app.registry.css_files = [
+        (name, attrs) for name, attrs in app.registry.css_files if "thebe" not in str(name)
+    ]
+
+
+def _copy_mathjax(app, exception):
+    """Copy the part of MathJax the pages load (replaces sphinx-mathjax-offline's full copy)."""
+    if exception is not None or app.builder.format != "html":
+        return
+    import importlib
+
+    source = Path(importlib.import_module("sphinx-mathjax-offline").__file__).parent
+    source = source / "static" / "mathjax"
+    target = Path(app.outdir) / "_static" / "mathjax"
+    shutil.rmtree(target, ignore_errors=True)
+    for part in MATHJAX_KEEP:
+        (target / part).parent.mkdir(parents=True, exist_ok=True)
+        if (source / part).is_dir():
+            shutil.copytree(source / part, target / part)
+        else:
+            shutil.copy2(source / part, target / part)
+    static = Path(app.outdir) / "_static"
+    for pattern in BUILD_ONLY:
+        for path in list(static.glob(pattern)):
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+
+
+def _config_inited(app, config):
+    # the sidebar without its search field: the header's search button is the one search box
+    config.html_sidebars = {
+        "**": ["navbar-logo.html", "icon-links.html", "sbt-sidebar-nav.html"],
+        **config.html_sidebars,
+    }
+
+
+def _builder_inited(app):
+    for listeners in app.events.listeners.values():  # sphinx-mathjax-offline's full copy
+        for listener in list(listeners):
+            if listener.handler.__module__ == "sphinx-mathjax-offline":
+                listeners.remove(listener)
+
+
+def setup(app):
+    from sphinx_proof.domain import ProofDomain
+
+    ProofDomain.indices = {_readable_proof_index()}
+    _drop_thebe(app)  # Jupyter Book sets sphinx-thebe up before the book's own extensions
+    app.connect("config-inited", _config_inited)
+    app.connect("builder-inited", _builder_inited)
+    app.connect("build-finished", _copy_mathjax)
+    # deferred: they run after the page's inline MathJax configuration and searchtools.js,
+    # and before MathJax itself (also deferred, later in the page)
+    app.add_js_file("mathjax-settings.js", loading_method="defer", priority=400)
+    app.add_js_file("search-snippets.js", loading_method="defer")
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,127 @@
+"""The API reference covers the library: one page per public module, each public name once.
+
+The pages themselves are rendered (and every reference in them checked) by the book build
+(`-n -W`); `tests/browser/test_reader.py` reads them in Chromium.
+"""
+
+import importlib
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+API = ROOT / "book" / "api"
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "book" / "_ext" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(name, module)
+    spec.loader.exec_module(module)
+    return module
+
+
+api_reference = _load("api_reference")
+book_site = _load("book_site")
+DIRECTIVE = re.compile(r"^\.\. api-module:: (\S+)$", re.MULTILINE)
+
+
+def test_one_page_per_public_module():
+    pages = {}
+    for path in sorted(API.glob("*.rst")):
+        for modname in DIRECTIVE.findall(path.read_text(encoding="utf-8")):
+            pages.setdefault(modname, []).append(path.name)
+    modules = api_reference.public_modules()
+    assert "token_dynamics.integrators" in modules and "token_dynamics._validation" not in modules
+    missing = [m for m in modules if m not in pages]
+    assert not missing, f"public modules with no page in book/api/ (add <module>.rst): {missing}"
+    stale = [m for m in pages if m not in modules]
+    assert not stale, f"book/api/ pages naming no public module: {stale}"
+    twice = {m: p for m, p in pages.items() if len(p) > 1}
+    assert not twice, twice
+    # the table of contents finds the module pages by their file name
+    for modname, (page,) in pages.items():
+        assert page in ("index.rst", f"{modname}.rst"), (modname, page)
+
+
+def test_every_public_name_has_one_home_that_lists_it():
+    """Each object of an ``__all__`` is documented on exactly one page, which exports it."""
+    modules = api_reference.public_modules()
+    homes = {}
+    for modname in modules:
+        module = importlib.import_module(modname)
+        for name in api_reference.public_names(module):
+            obj = getattr(module, name)
+            if name.startswith("__") or api_reference._kind(obj) == "module":
+                continue
+            where = api_reference.home(name, obj, modules)
+            assert name in importlib.import_module(where).__all__
+            homes.setdefault(id(obj), set()).add(f"{where}.{name}")
+    several = [sorted(h) for h in homes.values() if len(h) > 1]
+    assert not several, f"objects documented twice: {several[:5]}"
+    # a name defined in a submodule lives there, not in the package that re-exports it
+    integrate = importlib.import_module("token_dynamics").integrate
+    assert api_reference.home("integrate", integrate, modules) == "token_dynamics.integrators"
+
+
+def test_module_page_lists_all_of_its_names():
+    lines = "\n".join(api_reference.module_rst("token_dynamics.integrators"))
+    for name in importlib.import_module("token_dynamics.integrators").__all__:
+        assert f"token_dynamics.integrators.{name}" in lines, name
+    assert ".. autofunction:: token_dynamics.integrators.integrate" in lines
+    assert ".. autoclass:: token_dynamics.integrators.Trajectory" in lines
+    top = "\n".join(api_reference.module_rst("token_dynamics"))
+    assert ":py:func:`token_dynamics.integrators.integrate`" in top  # re-export: a link
+
+
+def test_unreferenced_footnotes_become_a_list():
+    lines = [
+        "See the paper [2]_.",
+        ".. [1] A. Author, first line",
+        "   second line",
+        ".. [2] B. Author",
+        "",
+        "After.",
+    ]
+    api_reference.references_as_list(lines)
+    assert lines == [
+        "See the paper [2]_.",
+        "- [1] A. Author, first line",
+        "  second line",
+        ".. [2] B. Author",
+        "",
+        "After.",
+    ]
+
+
+def test_private_bases_are_replaced_by_their_public_bases():
+    class Public:
+        pass
+
+    class _Private(Public):
+        pass
+
+    class Other:
+        pass
+
+    class Child(_Private, Other):
+        pass
+
+    assert api_reference.public_bases(list(Child.__bases__)) == [Public, Other]
+
+
+@pytest.mark.parametrize(
+    ("title", "plain"),
+    [
+        (r"USA is a twisted-$W_2$ gradient flow", "USA is a twisted-W₂ gradient flow"),
+        (r"$\ell_2$ attention", "ℓ₂ attention"),
+        (r"not $\lambda$-convex for any $\lambda$", "not λ-convex for any λ"),
+        (r"The sign of $VA + A^\top V^\top$", "The sign of VA + Aᵀ Vᵀ"),
+        ("No maths", "No maths"),
+    ],
+)
+def test_proof_index_titles_in_plain_text(title, plain):
+    assert book_site.plain_title(title) == plain
