@@ -1,5 +1,5 @@
 """Tests of token_dynamics.meanfield: a priori estimates, exact Gaussian references, the
-mean-field limit and stability (chapter 2 oracles of the spec), masked attention and sinks."""
+mean-field limit and stability, masked attention and sinks."""
 
 import numpy as np
 import pytest
@@ -12,7 +12,7 @@ from token_dynamics.attention import Causal, Softmax
 from token_dynamics.integrators import integrate
 from token_dynamics.wasserstein import conditional_w2, wasserstein1, wasserstein2
 
-# The spec's 1-D setting (chapter 2, "recommended experiment"): v, a, m0, s0, T.
+# The 1-D setting of the chapter's notebooks: v, a, m0, s0, T.
 V1, A1, M0, S0, T1 = 0.8, -0.6, 0.5, 0.4, 1.5
 
 
@@ -119,7 +119,7 @@ def test_stability_constant_shape():
 
 @pytest.mark.statement("mf-thm-stability")
 def test_stability_ratio_uniform_in_n():
-    # Spec oracle 3: jitter every token by ~1e-3 and measure C_n(T) = W2(T)/W2(0) for the measures.
+    # Jitter every token by ~1e-3 and measure C_n(T) = W2(T)/W2(0) for the measures.
     rng = np.random.default_rng(11)
     field = Softmax([[A1]], [[V1]])
     ratios = []
@@ -215,8 +215,8 @@ def test_gaussian_1d_closed_form_solves_the_moment_ode():
 
 @pytest.mark.statement("mf-prop-gaussian-1d")
 def test_gaussian_1d_matches_particles():
-    # Quantile initialisation: the empirical measure is within W2 ~ 8e-3 of N(m0, s0) at n = 1000
-    # (spec, chapter 2); the stability theorem carries that to time T with a factor O(1).
+    # Quantile initialisation: the empirical measure is within W2 ~ 8e-3 of N(m0, s0) at
+    # n = 1000; the stability theorem carries that to time T with a factor O(1).
     from scipy.special import ndtri
 
     n = 1000
@@ -228,7 +228,7 @@ def test_gaussian_1d_matches_particles():
     w0 = w2_gaussian_1d(X0, M0, S0)
     wT = w2_gaussian_1d(XT, sol.mean[0, 0], sol.cov[0, 0, 0])
     assert w0 < 1e-2
-    assert wT < 2 * w0  # the spec measured 6.5e-3 at T against 8e-3 at 0
+    assert wT < 2 * w0  # measured: 6.5e-3 at T against 8e-3 at 0
 
 
 def test_gaussian_centred_closed_form():
@@ -254,7 +254,7 @@ def test_gaussian_centred_closed_form():
 
 
 def test_gaussian_blow_up_is_reported():
-    # v a > 0: blow-up at t* = 1 / (2 v a s0) = 1.98413 for v = 0.7, a = 0.9, s0 = 0.4 (spec g2).
+    # v a > 0: blow-up at t* = 1 / (2 v a s0) = 1.98413 for v = 0.7, a = 0.9, s0 = 0.4.
     with pytest.raises(ValueError, match=r"blow-up .* t\* = 1.98413"):
         mf.softmax_gaussian_1d([0.0, 2.0], 0.0, 0.4, 0.7, 0.9)
     with pytest.raises(ValueError, match="blow-up"):
@@ -286,14 +286,14 @@ def errors_1d():
 
 @pytest.mark.statement("mf-thm-meanfield")
 def test_mean_field_ratio_bounded(errors_1d):
-    # Spec oracle 1: W2(mu^n(T), mu(T)) / W2(mu^n_0, mu_0), seed-averaged, stays below 3 over n.
+    # W2(mu^n(T), mu(T)) / W2(mu^n_0, mu_0), seed-averaged, stays below 3 over n.
     assert np.all(errors_1d.ratio < 3.0)
     assert np.all(errors_1d.final > 0)
 
 
 @pytest.mark.statement("mf-cor-rate")
 def test_mean_field_rate_slope(errors_1d):
-    # Spec oracle 2: the fitted slope of the mean W2 at T lies in [-0.7, -0.3] in d = 1 (the
+    # The fitted slope of the mean W2 at T lies in [-0.7, -0.3] in d = 1 (the
     # 1-D Gaussian rate is n^{-1/2} up to a log log factor). W2 of Gaussian samples is
     # heavy-tailed (extreme samples): with 8 seeds the fitted slope scatters by ~0.1 (measured
     # -0.43 ... -0.62 over six generator seeds), inside the band.

@@ -28,7 +28,7 @@ __all__ = ["MeanFieldErrors", "StabilityRun", "mean_field_errors", "stability_ra
 #: Default RK4 step of the particle experiments: the RK4 error h^4 ~ 6e-6 is far below the
 #: 1/sqrt(n) ~ 1e-2 sampling error that the experiments measure.
 DEFAULT_DT = 0.05
-#: Default size of the reference sample in d >= 2, as a multiple of the largest n: the spec's
+#: Default size of the reference sample in d >= 2, as a multiple of the largest n:
 #: n_ref >= 20 n keeps the reference's own error well below that of the particle system.
 REFERENCE_FACTOR = 20
 
