@@ -545,6 +545,15 @@ def test_field_constants_validation():
         mf.field_constants(Hardmax(_A2, _V2), 1.0)
     with pytest.raises(ValueError, match="`p` must be 1 or 2"):
         mf.stability_ratios(Softmax(_A2, _V2), np.eye(2), 2 * np.eye(2), [0.0, 1.0], p=3)
+    with pytest.raises(ValueError, match=r"`p` must be 1 or 2 \(2 with `conditional`\)"):
+        Z = mf.causal_cloud(np.eye(2), sink=np.zeros((1, 2)), sink_mass=0.5)
+        mf.stability_check(
+            Causal(_A2, _V2), Z.tokens, Z.tokens * [1, 2, 2], [0.0, 1.0], p=1, sink_mass=0.5
+        )
+    with pytest.raises(ValueError, match="`other_queries` must differ"):
+        mf.measured_constants(Softmax(_A2, _V2), np.eye(2), 2 * np.eye(2), np.eye(2), np.eye(2))
+    with pytest.raises(ValueError, match="`X` and `Y` must define different measures"):
+        mf.measured_constants(Softmax(_A2, _V2), np.eye(2), np.eye(2), np.eye(2), -np.eye(2))
 
 
 @pytest.mark.statement("mf-thm-stability")

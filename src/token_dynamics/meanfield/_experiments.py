@@ -217,10 +217,10 @@ def stability_ratios(
     t = _times(times)
     w = as_weights(weights, X0.shape[0])
     dt = check_positive(dt, "dt")
-    Xs = _flow(field, X0, t, dt, None if weights is None else w)
-    Ys = _flow(field, Y0, t, dt, None if weights is None else w)
     if p not in (1, 2) or (conditional and p != 2):
         raise ValueError(f"`p` must be 1 or 2 (2 with `conditional`); got {p!r}.")
+    Xs = _flow(field, X0, t, dt, None if weights is None else w)
+    Ys = _flow(field, Y0, t, dt, None if weights is None else w)
     distance = conditional_w2 if conditional else (wasserstein1 if p == 1 else wasserstein2)
     dist = np.array([distance(x, y, weights_x=w, weights_y=w) for x, y in zip(Xs, Ys, strict=True)])
     if dist[0] == 0:
