@@ -15,6 +15,9 @@ softmax attention on measures supported in the ball :math:`B(0, R)`:
   (:func:`lipschitz_measure`),
 
 and Gronwall's lemma turns them into the stability constant :func:`stability_constant`.
+The same three constants for every variant (l2, sigmoid, Sinkhorn, multi-head, masked, with
+constant or time-dependent parameters) come from :func:`field_constants`; their Gronwall bound
+from :func:`gronwall_bound`, compared with two measured flows by :func:`stability_check`.
 The exact Gaussian solutions used as references (:func:`softmax_gaussian_1d`,
 :func:`softmax_gaussian_centred`, returning a :class:`GaussianPath`) live in
 :mod:`token_dynamics.gaussian` and are re-exported here. The module also gives the mean-field
@@ -49,6 +52,7 @@ from ._experiments import (
     mean_field_errors,
     stability_ratios,
 )
+from ._lipschitz import FieldConstants, field_constants, gronwall_bound, measured_constants
 from ._masked import (
     MaskedCloud,
     Sensitivity,
@@ -57,26 +61,33 @@ from ._masked import (
     first_token_sensitivity,
     first_token_solution,
 )
+from ._stability import StabilityCheck, stability_check
 
 __all__ = [
+    "FieldConstants",
     "GaussianPath",
     "MaskedCloud",
     "MeanFieldErrors",
     "PowerLawFit",
     "Sensitivity",
     "StabilityBound",
+    "StabilityCheck",
     "StabilityRun",
     "causal_cloud",
     "conditional_sensitivity",
+    "field_constants",
     "first_token_sensitivity",
     "first_token_solution",
     "fit_power_law",
+    "gronwall_bound",
     "lipschitz_measure",
     "lipschitz_x",
     "mean_field_errors",
+    "measured_constants",
     "softmax_gaussian_1d",
     "softmax_gaussian_centred",
     "softmax_jacobian",
+    "stability_check",
     "stability_constant",
     "stability_ratios",
     "support_radius",

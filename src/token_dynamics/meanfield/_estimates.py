@@ -185,7 +185,7 @@ def stability_constant(
 
     .. math:: \log C(t, R_0) = \int_0^t \big(L_x(R(s)) + L_\mu(R(s))\big)\,ds ,
 
-    for :math:`p \in \{1, 2\}` and initial supports in :math:`B(0, R_0)`: couple the two
+    for every :math:`p \ge 1` and both initial supports in :math:`B(0, R_0)`: couple the two
     Lagrangian flows optimally at time 0; the coupled distance grows at rate at most
     :math:`L_x + L_\mu` because :math:`W_1 \le W_p`.
 

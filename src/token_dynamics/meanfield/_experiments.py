@@ -22,14 +22,14 @@ from ..attention import Softmax
 from ..diagnostics import PowerLawFit, fit_power_law
 from ..gaussian import softmax_gaussian_1d, softmax_gaussian_centred
 from ..integrators import integrate
-from ..wasserstein import conditional_w2, w2_gaussian_1d, wasserstein2
+from ..wasserstein import conditional_w2, w2_gaussian_1d, wasserstein1, wasserstein2
 
 __all__ = ["MeanFieldErrors", "StabilityRun", "mean_field_errors", "stability_ratios"]
 
 #: Default RK4 step of the particle experiments: the RK4 error h^4 ~ 6e-6 is far below the
 #: 1/sqrt(n) ~ 1e-2 sampling error that the experiments measure.
 DEFAULT_DT = 0.05
-#: Default size of the reference sample in d >= 2, as a multiple of the largest n: the spec's
+#: Default size of the reference sample in d >= 2, as a multiple of the largest n:
 #: n_ref >= 20 n keeps the reference's own error well below that of the particle system.
 REFERENCE_FACTOR = 20
 
@@ -178,9 +178,10 @@ def stability_ratios(
     *,
     weights: Any = None,
     conditional: bool = False,
+    p: int = 2,
     dt: float = DEFAULT_DT,
 ) -> StabilityRun:
-    r"""Flow two clouds with the same field and measure :math:`W_2(\mu_t,\nu_t)/W_2(\mu_0,\nu_0)`.
+    r"""Flow two clouds with the same field and measure :math:`W_p(\mu_t,\nu_t)/W_p(\mu_0,\nu_0)`.
 
     Parameters
     ----------
@@ -193,6 +194,8 @@ def stability_ratios(
     weights : array_like, shape (n,), optional
     conditional : bool
         Measure :math:`W_{2,\lambda}` (positions in column 0) instead of :math:`W_2`.
+    p : {1, 2}
+        Order of the Wasserstein distance (``conditional`` needs ``p = 2``).
     dt : float
         RK4 step.
 
@@ -215,9 +218,11 @@ def stability_ratios(
     t = as_times(times, strict=False, nonnegative=True, scalar=True)
     w = as_weights(weights, X0.shape[0])
     dt = check_positive(dt, "dt")
+    if p not in (1, 2) or (conditional and p != 2):
+        raise ValueError(f"`p` must be 1 or 2 (2 with `conditional`); got {p!r}.")
     Xs = _flow(field, X0, t, dt, None if weights is None else w)
     Ys = _flow(field, Y0, t, dt, None if weights is None else w)
-    distance = conditional_w2 if conditional else wasserstein2
+    distance = conditional_w2 if conditional else (wasserstein1 if p == 1 else wasserstein2)
     dist = np.array([distance(x, y, weights_x=w, weights_y=w) for x, y in zip(Xs, Ys, strict=True)])
     if dist[0] == 0:
         raise ValueError("`X0` and `Y0` must define different measures (their distance is 0).")

@@ -1,0 +1,329 @@
+r"""A priori estimates of every attention variant on a ball, and their Gronwall bound (private).
+
+For a field :math:`\Gamma_{\mu,t}` and measures supported in :math:`B(0, R)`, three constants
+carry the well-posedness and stability theory of the Transformer PDE:
+
+- the growth rate :math:`b` with :math:`|\Gamma_{\mu,t}(x)| \le b\,R` for :math:`|x| \le R`;
+- the Lipschitz constant :math:`L_x(R)` of :math:`x \mapsto \Gamma_{\mu,t}(x)` on the ball;
+- the Lipschitz constant :math:`L_\mu(R)` of :math:`\mu \mapsto \Gamma_{\mu,t}(x)` in
+  :math:`W_1`, hence in every :math:`W_p`, :math:`p \ge 1` (because :math:`W_1 \le W_p`).
+
+:func:`field_constants` returns them for softmax, l2, sigmoid, Sinkhorn, multi-head and masked
+attention, with constant or time-dependent parameters; :func:`gronwall_bound` integrates them
+along the support-radius bound into :math:`\log C(t, R_0)`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.integrate import quad
+
+from .._validation import as_matrix, as_times, as_tokens, check_positive
+from ..attention import L2, Causal, MultiHead, Sigmoid, Sinkhorn, Softmax
+from ..wasserstein import wasserstein1
+from ._estimates import StabilityBound, lipschitz_measure, lipschitz_x, support_radius
+
+__all__ = ["FieldConstants", "field_constants", "gronwall_bound", "measured_constants"]
+
+#: Relative accuracy asked of the quadratures of the Gronwall exponent: far below the
+#: looseness of the bound itself, so the computed bound is the bound up to rounding.
+QUAD_RTOL = 1e-10
+
+
+@dataclass(frozen=True)
+class FieldConstants:
+    r"""The three a priori constants of a field on the ball :math:`B(0, R)` at one time.
+
+    Attributes
+    ----------
+    growth : float
+        :math:`b` with :math:`|\Gamma_{\mu,t}(x)| \le b R` when :math:`|x| \le R` and
+        :math:`\operatorname{supp}\mu \subset B(0, R)`.
+    lipschitz_x : float
+        :math:`L_x(R)`: Lipschitz constant of :math:`x \mapsto \Gamma_{\mu,t}(x)`.
+    lipschitz_measure : float
+        :math:`L_\mu(R)`: :math:`|\Gamma_{\mu,t}(x) - \Gamma_{\nu,t}(x)| \le L_\mu W_1(\mu,\nu)`
+        for queries and measures in the ball (for masked attention: in :math:`W_{1,\lambda}`,
+        with the sink mass dividing the softmax constant).
+    """
+
+    growth: float
+    lipschitz_x: float
+    lipschitz_measure: float
+
+
+def _at(P: Any, name: str, t: float) -> np.ndarray:
+    """Value of a constant or time-dependent parameter at time ``t``."""
+    return as_matrix(P(t) if callable(P) else P, f"{name}(t={t:g})" if callable(P) else name)
+
+
+def _norm(M: np.ndarray) -> float:
+    return float(np.linalg.norm(M, 2))
+
+
+def _softmax(A: np.ndarray, V: np.ndarray, R: float) -> FieldConstants:
+    return FieldConstants(_norm(V), float(lipschitz_x(R, A, V)), float(lipschitz_measure(R, A, V)))
+
+
+def _l2(field: L2, R: float, t: float) -> FieldConstants:
+    Q, K = _at(field.Qbar, "Qbar", t), _at(field.Kbar, "Kbar", t)
+    nV, q, k = _norm(_at(field.V, "V", t)), _norm(Q), _norm(K)
+    s = field.s
+    with np.errstate(over="ignore"):
+        lip_mu = nV * (1 + 4 * k * (q + k) * R**2 / s) * np.exp((q + k) ** 2 * R**2 / s)
+    return FieldConstants(nV, 2 * nV * _norm(K.T @ Q) * R**2 / s, float(lip_mu))
+
+
+def _sigmoid(field: Sigmoid, R: float, t: float) -> FieldConstants:
+    nV, kappa = _norm(_at(field.V, "V", t)), _norm(_at(field.A, "A", t))
+    return FieldConstants(nV, nV * kappa * R**2 / 4, nV * (1 + kappa * R**2 / 4))
+
+
+def _sinkhorn(field: Sinkhorn, R: float, t: float) -> FieldConstants:
+    nV = _norm(_at(field.V, "V", t))
+    u = _norm(_at(field.A, "A", t)) * R**2 / field.eps
+    with np.errstate(over="ignore"):
+        lip_mu = nV * np.exp(4 * u) * (1 + 5 * u + u * np.exp(2 * u))
+    return FieldConstants(nV, nV * u, float(lip_mu))
+
+
+def field_constants(
+    field: Any, R: float, t: float = 0.0, *, sink_mass: float | None = None
+) -> FieldConstants:
+    r"""Growth, Lipschitz-in-x and Lipschitz-in-measure constants of a field on :math:`B(0,R)`.
+
+    With :math:`\kappa = \lVert A\rVert` (spectral norms throughout, parameters evaluated at
+    time `t`):
+
+    .. math::
+
+        \begin{array}{llll}
+        \text{variant} & b & L_x(R) & L_\mu(R) \\
+        \text{softmax} & \lVert V\rVert & \lVert V\rVert\kappa R^2
+            & \lVert V\rVert(1 + 2\kappa R^2)e^{2\kappa R^2} \\
+        \ell^2 & \lVert V\rVert & 2\lVert V\rVert\lVert\bar K^\top\bar Q\rVert R^2/s
+            & \lVert V\rVert\big(1 + 4k(q+k)R^2/s\big)e^{(q+k)^2R^2/s} \\
+        \text{sigmoid} & \lVert V\rVert & \lVert V\rVert\kappa R^2/4
+            & \lVert V\rVert(1 + \kappa R^2/4) \\
+        \text{Sinkhorn} & \lVert V\rVert & \lVert V\rVert u
+            & \lVert V\rVert e^{4u}(1 + 5u + ue^{2u}),\ u = \kappa R^2/\varepsilon \\
+        \text{multi-head} & \sum_h \lVert W_h\rVert b_h & \sum_h \lVert W_h\rVert L_{x,h}
+            & \sum_h \lVert W_h\rVert L_{\mu,h} \\
+        \text{masked} & \lVert V\rVert & \lVert V\rVert\kappa R^2
+            & \lVert V\rVert(1 + 2\kappa R^2)e^{2\kappa R^2}/w_0
+        \end{array}
+
+    with :math:`q = \lVert\bar Q\rVert`, :math:`k = \lVert\bar K\rVert` for l2, the inverse
+    temperature folded into :math:`A` for softmax and masked attention, and :math:`w_0` the
+    mass of the attention sink (the atom of the position marginal at 0).
+
+    Parameters
+    ----------
+    field : Softmax, L2, Sigmoid, Sinkhorn, MultiHead or Causal
+        Parameters may be constant or functions of time.
+    R : float
+        Radius of the ball holding the queries and the supports.
+    t : float
+        Time at which time-dependent parameters are evaluated.
+    sink_mass : float, optional
+        Mass :math:`w_0 \in (0, 1]` of the position marginal at 0; required for ``Causal``
+        (without an atom at 0 no constant uniform in the position exists).
+
+    Returns
+    -------
+    FieldConstants
+
+    Raises
+    ------
+    TypeError
+        For a variant without such estimates (hardmax is discontinuous; USA and linear
+        attention are not covered here).
+
+    References
+    ----------
+    V. Castin, P. Ablin, J. A. Carrillo, G. Peyré, arXiv:2501.18322, 2025 (well-posedness of
+    every variant for compactly supported data); the constants are derived in the book.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from token_dynamics.attention import Sigmoid
+    >>> c = field_constants(Sigmoid(np.eye(2), 2 * np.eye(2)), 1.0)
+    >>> c.growth, c.lipschitz_x, c.lipschitz_measure
+    (2.0, 0.5, 2.5)
+    """
+    R = check_positive(R, "R", allow_zero=True)
+    t = float(t)
+    if isinstance(field, Softmax):
+        return _softmax(abs(field.beta) * _at(field.A, "A", t), _at(field.V, "V", t), R)
+    if isinstance(field, L2):
+        return _l2(field, R, t)
+    if isinstance(field, Sigmoid):
+        return _sigmoid(field, R, t)
+    if isinstance(field, Sinkhorn):
+        return _sinkhorn(field, R, t)
+    if isinstance(field, MultiHead):
+        parts = [field_constants(h, R, t) for h in field.heads]
+        scales = [1.0] * len(parts) if field.W is None else [_norm(_at(W, "W", t)) for W in field.W]
+        return FieldConstants(
+            *(
+                float(sum(c * getattr(p, name) for c, p in zip(scales, parts, strict=True)))
+                for name in ("growth", "lipschitz_x", "lipschitz_measure")
+            )
+        )
+    if isinstance(field, Causal):
+        if sink_mass is None:
+            raise ValueError(
+                "`sink_mass` is required for `Causal`: without an atom of the position "
+                "marginal at 0 the masked field has no Lipschitz constant uniform in the "
+                "position. Pass the sink's mass w0 in (0, 1]."
+            )
+        w0 = check_positive(sink_mass, "sink_mass")
+        if w0 > 1:
+            raise ValueError(f"`sink_mass` must lie in (0, 1]; got {w0!r}.")
+        c = _softmax(abs(field.beta) * _at(field.A, "A", t), _at(field.V, "V", t), R)
+        return FieldConstants(c.growth, c.lipschitz_x, c.lipschitz_measure / w0)
+    raise TypeError(
+        "`field` must be Softmax, L2, Sigmoid, Sinkhorn, MultiHead or Causal; got "
+        f"{type(field).__name__}, for which the book states no such estimates."
+    )
+
+
+def gronwall_bound(
+    field: Any, times: Any, R0: float, *, sink_mass: float | None = None
+) -> StabilityBound:
+    r"""Stability bound :math:`W_p(\mu_t,\nu_t) \le C(t,R_0)\,W_p(\mu_0,\nu_0)` of any variant.
+
+    .. math::
+
+        R(t) = R_0 \exp\Big(\int_0^t b(s)\,ds\Big), \qquad
+        \log C(t, R_0) = \int_0^t \big(L_x(R(s), s) + L_\mu(R(s), s)\big)\,ds,
+
+    with the constants of :func:`field_constants` at time :math:`s`, valid for every
+    :math:`p \ge 1` when both initial measures are supported in :math:`B(0, R_0)` (for masked
+    attention: :math:`W_{p,\lambda}` and a sink of mass `sink_mass`). The integrals are
+    computed by adaptive quadrature (relative accuracy :data:`QUAD_RTOL`).
+
+    Parameters
+    ----------
+    field : Softmax, L2, Sigmoid, Sinkhorn, MultiHead or Causal
+    times : array_like, shape (T,)
+        Nonnegative, nondecreasing times.
+    R0 : float
+        Radius of a ball holding both initial supports.
+    sink_mass : float, optional
+        For ``Causal`` only (see :func:`field_constants`).
+
+    Returns
+    -------
+    StabilityBound
+        ``log_constant`` is ``inf`` once the integrand overflows float64 (the bound is then
+        void, not wrong).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from token_dynamics.attention import Softmax
+    >>> b = gronwall_bound(Softmax(np.zeros((1, 1)), np.eye(1)), [0.0, 1.0], 1.0)
+    >>> b.radius.round(4), b.log_constant.round(6)  # A = 0: only L_mu = ||V|| = 1
+    (array([1.    , 2.7183]), array([0., 1.]))
+    """
+    t = as_times(times, strict=False, nonnegative=True, scalar=True)
+    R0 = check_positive(R0, "R0", allow_zero=True)
+
+    def consts(s: float, r: float) -> FieldConstants:
+        return field_constants(field, r, s, sink_mass=sink_mass)
+
+    def radius(s: float) -> float:
+        growth = quad(lambda u: consts(u, R0).growth, 0.0, s, epsrel=QUAD_RTOL)[0] if s else 0.0
+        return R0 * float(np.exp(growth))
+
+    def rate(s: float) -> float:
+        c = consts(s, radius(s))
+        return c.lipschitz_x + c.lipschitz_measure
+
+    def piece(a: float, b: float) -> float:
+        # the rate is finite and continuous until the exponentials overflow float64
+        with np.errstate(over="ignore"):
+            if not all(np.isfinite(rate(s)) for s in (a, 0.5 * (a + b), b)):
+                return np.inf
+            return quad(rate, a, b, epsrel=QUAD_RTOL, limit=200)[0] if b > a else 0.0
+
+    edges = np.concatenate([[0.0], t])
+    pieces = [piece(a, b) for a, b in itertools.pairwise(edges)]
+    radii = np.array([radius(s) for s in t])
+    at_t = [consts(s, r) for s, r in zip(t, radii, strict=True)]
+    return StabilityBound(
+        times=t,
+        radius=radii,
+        lipschitz_x=np.array([c.lipschitz_x for c in at_t]),
+        lipschitz_measure=np.array([c.lipschitz_measure for c in at_t]),
+        log_constant=np.cumsum(pieces),
+    )
+
+
+def measured_constants(
+    field: Any, X: Any, Y: Any, queries: Any, other_queries: Any, t: float = 0.0
+) -> FieldConstants:
+    r"""The three constants as measured on tokens: the quantities the estimates bound.
+
+    With :math:`\mu`, :math:`\nu` the uniform measures on `X`, `Y` and :math:`R` the radius
+    of the smallest centred ball holding `X`, `Y` and both sets of queries:
+
+    - ``growth`` is :math:`\max_i|\Gamma_\mu(q_i)| / R`;
+    - ``lipschitz_x`` is :math:`\max_i|\Gamma_\mu(q_i) - \Gamma_\mu(q'_i)|/|q_i - q'_i|`;
+    - ``lipschitz_measure`` is :math:`\max_i|\Gamma_\mu(q_i) - \Gamma_\nu(q_i)| /
+      W_1(\mu, \nu)`.
+
+    Each is at most the corresponding entry of :func:`field_constants` at radius :math:`R`.
+
+    Parameters
+    ----------
+    field : AttentionField
+        Not masked (positions are not handled here).
+    X, Y : array_like, shape (n, d)
+        Tokens of the two measures.
+    queries, other_queries : array_like, shape (m, d)
+        Query points, paired row by row for the chord slopes.
+    t : float
+        Time at which the field is evaluated.
+
+    Returns
+    -------
+    FieldConstants
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from token_dynamics.attention import Softmax
+    >>> X = np.array([[1.0], [-1.0]])
+    >>> m = measured_constants(Softmax([[0.0]], [[2.0]]), X, X + 0.5, [[0.0]], [[1.0]])
+    >>> m.growth, m.lipschitz_x, m.lipschitz_measure  # A = 0: Gamma = 2 mean, rigid shift
+    (0.0, 0.0, 2.0)
+    """
+    X = as_tokens(X)
+    d = X.shape[1]
+    Y = as_tokens(Y, "Y", d=d)
+    Q = as_tokens(queries, "queries", d=d)
+    Q2 = as_tokens(other_queries, "other_queries", d=d)
+    if Q2.shape != Q.shape:
+        raise ValueError(f"`other_queries` must have the shape of `queries` {Q.shape}.")
+    chords = np.linalg.norm(Q - Q2, axis=1)
+    if np.any(chords == 0):
+        raise ValueError("`other_queries` must differ from `queries` in every row.")
+    w1 = wasserstein1(X, Y)
+    if w1 == 0:
+        raise ValueError("`X` and `Y` must define different measures (their distance is 0).")
+    R = max(support_radius(Z) for Z in (X, Y, Q, Q2))
+    GX = field.velocity_at(Q, X, t)
+    return FieldConstants(
+        growth=float(np.linalg.norm(GX, axis=1).max() / R) if R > 0 else 0.0,
+        lipschitz_x=float(
+            (np.linalg.norm(GX - field.velocity_at(Q2, X, t), axis=1) / chords).max()
+        ),
+        lipschitz_measure=float(np.linalg.norm(GX - field.velocity_at(Q, Y, t), axis=1).max() / w1),
+    )
