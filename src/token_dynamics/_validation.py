@@ -36,6 +36,7 @@ __all__ = [
     "as_weights",
     "check_int",
     "check_positive",
+    "progress_bar",
 ]
 
 #: Tolerance on | ||x|| - 1 | for tokens that must lie on the unit sphere: a few hundred ulps
@@ -312,3 +313,18 @@ def as_rng(rng: Any) -> np.random.Generator:
         raise TypeError(
             f"`rng` must be a numpy Generator, an integer seed or None; got {rng!r}."
         ) from exc
+
+
+def progress_bar(progress: Any, total: float, desc: str) -> Any:
+    """Check the `progress` flag of a solver and return a ``tqdm`` bar (or None when off)."""
+    if not isinstance(progress, bool):
+        raise ValueError(f"`progress` must be True or False; got {progress!r}.")
+    if not progress:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError as exc:  # pragma: no cover - tqdm is in the pinned environment
+        raise ImportError(
+            "`progress=True` needs tqdm: pip install 'token-dynamics[progress]'."
+        ) from exc
+    return tqdm(total=total, desc=desc, leave=False)

@@ -70,8 +70,12 @@ SINKHORN_ACCEPT = 1e-6
 POSITION_TOL = 1e-12
 
 
-class OptimalTransportError(RuntimeError):
-    """The optimal-transport solver did not reach a trustworthy answer."""
+class OptimalTransportError(FloatingPointError, RuntimeError):
+    """The optimal-transport solver did not reach a trustworthy answer.
+
+    A ``FloatingPointError`` (non-convergence, the library's failure policy) that is also a
+    ``RuntimeError``, as it was before.
+    """
 
 
 def _spd_factor(metric: Any, d: int) -> np.ndarray:

@@ -40,8 +40,12 @@ class SinkhornConvergenceWarning(RuntimeWarning):
     """Sinkhorn stopped at ``max_iter`` with a marginal error above ``tol``."""
 
 
-class SinkhornConvergenceError(RuntimeError):
-    """Raised instead of the warning by ``Sinkhorn(..., strict=True)``."""
+class SinkhornConvergenceError(FloatingPointError, RuntimeError):
+    """Raised instead of the warning by ``Sinkhorn(..., strict=True)``.
+
+    A ``FloatingPointError`` (non-convergence, the library's failure policy) that is also a
+    ``RuntimeError``, as it was before.
+    """
 
 
 @dataclass(frozen=True, eq=False)
