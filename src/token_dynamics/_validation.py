@@ -36,6 +36,7 @@ __all__ = [
     "as_weights",
     "check_int",
     "check_positive",
+    "check_real",
     "progress_bar",
 ]
 
@@ -293,6 +294,13 @@ def check_positive(value: Any, name: str, *, allow_zero: bool = False) -> float:
     if value < 0 or (value == 0 and not allow_zero):
         bound = "nonnegative" if allow_zero else "positive"
         raise ValueError(f"`{name}` must be {bound}; got {value!r}.")
+    return float(value)
+
+
+def check_real(value: Any, name: str) -> float:
+    """Return `value` as a float after checking it is a finite real number (not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, Real) or not np.isfinite(value):
+        raise ValueError(f"`{name}` must be a finite real number; got {value!r}.")
     return float(value)
 
 

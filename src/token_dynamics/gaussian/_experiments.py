@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import as_rng, check_int, check_positive
+from .._validation import as_real_array, as_rng, check_int, check_positive
 from ._equations import (
     L2Moments,
     MomentEquations,
@@ -60,7 +60,7 @@ def trace_one_grid(n_angles: int, radii: Any = (0.3, 0.6, 0.9)) -> np.ndarray:
            [0., 0.]])
     """
     n_angles = check_int(n_angles, "n_angles")
-    r = np.asarray(radii, dtype=np.float64).ravel()
+    r = as_real_array(radii, "radii").ravel()
     if r.size == 0 or np.any(r < 0) or np.any(r > 1):
         raise ValueError("`radii` must be values in [0, 1] (1 is the cone's surface).")
     th = np.linspace(0.0, 2 * np.pi, n_angles, endpoint=False)

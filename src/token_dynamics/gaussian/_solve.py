@@ -24,7 +24,14 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 from .._linalg import psd_sqrt
-from .._validation import as_covariance, as_times, as_vector, check_positive, progress_bar
+from .._validation import (
+    as_covariance,
+    as_real_array,
+    as_times,
+    as_vector,
+    check_positive,
+    progress_bar,
+)
 from ..integrators import IVP_METHODS
 from ._equations import moment_equations
 from ._path import GaussianPath
@@ -305,7 +312,7 @@ def cone_coordinates(covariances: Any) -> np.ndarray:
     >>> cone_coordinates([[1.0, 0.0], [0.0, 0.0]])
     array([1., 0., 1.])
     """
-    S = np.asarray(covariances, dtype=np.float64)
+    S = as_real_array(covariances, "covariances")
     if S.shape[-2:] != (2, 2):
         raise ValueError(f"`covariances` must have shape (..., 2, 2); got {S.shape}.")
     a, b, c = S[..., 0, 0], S[..., 1, 1], 0.5 * (S[..., 0, 1] + S[..., 1, 0])
