@@ -38,6 +38,7 @@ from ._linalg import psd_sqrt
 from ._validation import (
     WEIGHTS_TOL,
     as_covariance,
+    as_real_array,
     as_symmetric,
     as_tokens,
     as_vector,
@@ -251,10 +252,10 @@ def wasserstein1(X: Any, Y: Any, *, weights_x: Any = None, weights_y: Any = None
 
 
 def _as_samples_1d(x: Any, name: str) -> np.ndarray:
-    arr = np.asarray(x)
+    arr = as_real_array(x, name)
     if arr.ndim == 2 and arr.shape[1] == 1:
         return as_tokens(arr, name)[:, 0]
-    return as_vector(x, name)
+    return as_vector(arr, name)
 
 
 def w2_gaussian_1d(x: Any, mean: float, var: float, *, weights: Any = None) -> float:
