@@ -188,6 +188,8 @@ def limiting_ranks(
         sol = solve_moments(
             SoftmaxMoments(A, V), np.zeros(d), L @ L.T / d, [0.0, T], rtol=1e-7, atol=1e-10
         )
+        if sol.status == "failed":  # a rank read off a path that stopped early would be wrong
+            raise FloatingPointError(f"run {i} of limiting_ranks failed: {sol.message}")
         blowups += sol.blew_up
         ranks[i] = int(np.sum(np.linalg.eigvalsh(sol.covariances[-1]) > threshold))
     return RankCounts(d, ranks, d - k, blowups)
