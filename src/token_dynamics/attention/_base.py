@@ -234,15 +234,6 @@ def scatter_columns(P_keys: np.ndarray, w: np.ndarray) -> np.ndarray:
     return P
 
 
-def check_real(value: Any, name: str) -> float:
-    """Return a finite real scalar as float (named ValueError otherwise)."""
-    if isinstance(value, bool) or not isinstance(value, Real | np.floating | np.integer):
-        raise ValueError(f"`{name}` must be a finite real number; got {value!r}.")
-    if not np.isfinite(value):
-        raise ValueError(f"`{name}` must be finite; got {value!r}.")
-    return float(value)
-
-
 def fold_qk(Q: Any, K: Any) -> Parameter:
     r"""Fold queries and keys into :math:`A = K^\top Q / \sqrt{k}` (constant or time-dependent)."""
 

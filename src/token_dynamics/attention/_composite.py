@@ -7,12 +7,11 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import as_matrix, as_tokens, as_vector, check_int
+from .._validation import as_matrix, as_tokens, as_vector, check_int, check_real
 from . import _kernels as K_
 from ._base import (
     AttentionField,
     Parameter,
-    check_real,
     eval_parameter,
     init_parameter,
     known_dim,
