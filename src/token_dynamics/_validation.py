@@ -34,6 +34,7 @@ __all__ = [
     "as_tokens",
     "as_vector",
     "as_weights",
+    "check_bool",
     "check_int",
     "check_positive",
     "check_real",
@@ -323,11 +324,16 @@ def as_rng(rng: Any) -> np.random.Generator:
         ) from exc
 
 
+def check_bool(value: Any, name: str) -> bool:
+    """Return `value` after checking it is True or False (not 0, 1 or a string)."""
+    if not isinstance(value, bool):
+        raise ValueError(f"`{name}` must be True or False; got {value!r}.")
+    return value
+
+
 def progress_bar(progress: Any, total: float, desc: str) -> Any:
     """Check the `progress` flag of a solver and return a ``tqdm`` bar (or None when off)."""
-    if not isinstance(progress, bool):
-        raise ValueError(f"`progress` must be True or False; got {progress!r}.")
-    if not progress:
+    if not check_bool(progress, "progress"):
         return None
     try:
         from tqdm import tqdm

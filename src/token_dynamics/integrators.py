@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from ._validation import as_times, as_tokens, check_positive, progress_bar
+from ._validation import as_times, as_tokens, check_bool, check_positive, progress_bar
 from .geometry import _normalize_rows, _project_rows
 
 __all__ = ["GEOMETRIES", "IVP_METHODS", "METHODS", "Trajectory", "integrate"]
@@ -212,8 +212,7 @@ def integrate(
         dt = check_positive(dt, "dt")
     rtol = check_positive(rtol, "rtol")
     atol = check_positive(atol, "atol")
-    if not isinstance(progress, bool):
-        raise ValueError(f"`progress` must be True or False; got {progress!r}.")
+    check_bool(progress, "progress")
     sphere = geometry == "sphere"
     if sphere:
         norms = np.linalg.norm(X0, axis=1)

@@ -44,6 +44,7 @@ from ._validation import (
     as_vector,
     as_weights,
     check_positive,
+    check_real,
 )
 
 __all__ = [
@@ -298,9 +299,7 @@ def w2_gaussian_1d(x: Any, mean: float, var: float, *, weights: Any = None) -> f
     """
     x = _as_samples_1d(x, "x")
     w = as_weights(weights, x.shape[0])
-    if isinstance(mean, bool) or not np.isfinite(np.float64(mean)):
-        raise ValueError(f"`mean` must be a finite real number; got {mean!r}.")
-    m = float(mean)
+    m = check_real(mean, "mean")
     s = check_positive(var, "var", allow_zero=True)
     order = np.argsort(x, kind="stable")
     xs, ws = x[order] - m, w[order]

@@ -29,6 +29,7 @@ from .._validation import (
     as_real_array,
     as_times,
     as_vector,
+    check_bool,
     check_positive,
     progress_bar,
 )
@@ -141,6 +142,7 @@ def solve_moments(
     t = as_times(times)
     check_positive(rtol, "rtol")
     check_positive(atol, "atol")
+    check_bool(progress, "progress")
     if method != "solve_ivp" and method not in IVP_METHODS:
         raise ValueError(f"`method` must be 'solve_ivp' or one of {IVP_METHODS}; got {method!r}.")
     ivp = "DOP853" if method == "solve_ivp" else method
