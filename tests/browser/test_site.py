@@ -131,3 +131,14 @@ def test_search_works_offline(page, base_url):
     assert any("Sinkhorn" in title for title in titles), titles
     assert not page.external, f"requests left the machine: {page.external[:5]}"
     assert not page.errors, f"page errors: {page.errors[:5]}"
+
+
+#: The whole site on disk (`du`): without the 24 MB of MathJax that no page loads, source maps,
+#: and text copies of animations in the downloadable notebooks it weighs about 24.5 MB.
+SITE_MAX_BYTES = 25_000_000
+
+
+def test_site_size():
+    size = sum(p.stat().st_size for p in HTML.rglob("*") if p.is_file())
+    biggest = sorted(HTML.rglob("*"), key=lambda p: p.stat().st_size if p.is_file() else 0)[-5:]
+    assert size < SITE_MAX_BYTES, f"the site weighs {size / 1e6:.1f} MB; biggest: {biggest}"

@@ -1,4 +1,5 @@
-"""The API reference covers the library: one page per public module, each public name once.
+"""The book's Sphinx extensions: the API reference covers the library (one page per public
+module, each public name once), and the site helpers of `book/_ext/book_site.py`.
 
 The pages themselves are rendered (and every reference in them checked) by the book build
 (`-n -W`); `tests/browser/test_reader.py` reads them in Chromium.
@@ -125,3 +126,25 @@ def test_private_bases_are_replaced_by_their_public_bases():
 )
 def test_proof_index_titles_in_plain_text(title, plain):
     assert book_site.plain_title(title) == plain
+
+
+def test_slim_notebook_keeps_what_jupyter_shows():
+    import nbformat
+
+    html = "<script>" + "frame" * 5_000 + "</script>"
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
+    cell = nbformat.v4.new_code_cell("animate()")
+    cell.outputs = [
+        nbformat.v4.new_output("display_data", {"text/html": html, "text/plain": repr(html)}),
+        nbformat.v4.new_output("execute_result", {"text/plain": "42"}, execution_count=1),
+        nbformat.v4.new_output("display_data", {"image/png": "iVBO", "text/plain": "<Figure>"}),
+    ]
+    notebook.cells = [cell]
+    slim = book_site.slim_notebook(nbformat.from_dict(notebook))
+    nbformat.validate(slim)
+    assert "widgets" not in slim.metadata
+    first, second, third = slim.cells[0].outputs
+    assert first.data == {"text/html": html}  # the 25 kB repr of the HTML is gone
+    assert second.data == {"text/plain": "42"}  # a plain result stays
+    assert third.data["text/plain"] == "<Figure>"  # a short fallback stays
