@@ -9,7 +9,6 @@ that it can become a check once the library is complete.
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import inspect
 import sys
@@ -30,27 +29,19 @@ def _takes_arguments(obj) -> bool:
 
 
 def missing_sections() -> dict[str, list[str]]:
-    modules = api_reference.public_modules()
+    """``"module.name (kind)"`` -> the sections its docstring lacks, for every public name."""
+    entries = {(where, name): obj for where, name, obj in api_reference.documented()}
     missing = {}
-    for modname in modules:
-        module = importlib.import_module(modname)
-        for name in api_reference.public_names(module):
-            obj = getattr(module, name)
-            kind = api_reference._kind(obj)
-            if name.startswith("__") or kind == "module":
-                continue
-            if api_reference.home(name, obj, modules) != modname:
-                continue
-            doc = "\n" + (inspect.getdoc(obj) or "")
-            wanted = ["Examples"]
-            described = kind == "class" and "\nAttributes\n---" in doc  # a result container
-            if kind in ("function", "class") and _takes_arguments(obj) and not described:
-                wanted.insert(0, "Parameters")
-            lacks = [s for s in wanted if f"\n{s}\n---" not in doc]
-            if not doc.strip():
-                lacks = ["docstring"]
-            if lacks:
-                missing[f"{modname}.{name} ({kind})"] = lacks
+    for (modname, name), obj in entries.items():
+        kind = api_reference._kind(obj)
+        doc = "\n" + (inspect.getdoc(obj) or "")
+        wanted = ["Examples"]
+        described = kind == "class" and "\nAttributes\n---" in doc  # a result container
+        if kind in ("function", "class") and _takes_arguments(obj) and not described:
+            wanted.insert(0, "Parameters")
+        lacks = [s for s in wanted if f"\n{s}\n---" not in doc] if doc.strip() else ["docstring"]
+        if lacks:
+            missing[f"{modname}.{name} ({kind})"] = lacks
     return missing
 
 
