@@ -13,7 +13,8 @@
 - **A readable proof index**: "Theorem 4.1: title", grouped by kind, instead of raw labels.
 - **No build-only files in the site**: source maps, the theme's translation catalogues; and
   in the downloadable executed notebooks (``_sources/**/*.ipynb``), no text fallback that
-  repeats an HTML output and no saved widget state (no kernel runs them there).
+  repeats an HTML output and no saved widget state (no kernel runs them there); after a cached
+  build, those notebooks get the outputs myst-nb leaves out of them.
 """
 
 from __future__ import annotations
@@ -80,6 +81,9 @@ def plain_title(title: str) -> str:
     return re.sub(r"\$([^$]+)\$", convert, title)
 
 
+_PLURALS = {"corollary": "Corollaries", "property": "Properties"}
+
+
 def _prf_titles() -> dict[str, tuple[str, str]]:
     """Label -> (kind, title) of every labelled sphinx-proof directive of the book."""
     import traceability
@@ -116,7 +120,7 @@ def _readable_proof_index():
                 if title:
                     name += f": {title}"
                 page = env.titles[values["docname"]].astext()
-                groups[kind.capitalize() + "s"].append(
+                groups[_PLURALS.get(kind, kind.capitalize() + "s")].append(
                     (number or (), (name, 0, values["docname"], anchor, page, "", ""))
                 )
             content = [
@@ -153,13 +157,26 @@ def slim_notebook(notebook: dict) -> dict:
     return notebook
 
 
-def _slim_sources(outdir: Path) -> None:
-    import json
+def _downloadable_notebooks(app) -> None:
+    """Rewrite the executed notebooks offered for download (``_sources/**/*.ipynb``): slimmed,
+    and, after a cached build, with their outputs. (myst-nb 1.4 writes the notebook *before*
+    merging the cached outputs into it: a page read from jupyter-cache offered a notebook with
+    no output at all.)"""
+    import nbformat
 
-    for path in (outdir / "_sources").rglob("*.ipynb"):
-        notebook = json.loads(path.read_text(encoding="utf-8"))
-        text = json.dumps(slim_notebook(notebook), indent=1, ensure_ascii=False) + "\n"
-        path.write_text(text, encoding="utf-8")
+    cache = None
+    if app.config.nb_execution_mode == "cache":
+        from jupyter_cache import get_cache
+
+        cache = get_cache(app.config.nb_execution_cache_path or ".jupyter_cache")
+    for path in (Path(app.outdir) / "_sources").rglob("*.ipynb"):
+        notebook = nbformat.reads(path.read_text(encoding="utf-8"), as_version=4)
+        if cache is not None and not any(c.get("outputs") for c in notebook.cells):
+            try:
+                _, notebook = cache.merge_match_into_notebook(notebook)
+            except KeyError:  # not in the cache: a notebook without code, or never executed
+                pass
+        path.write_text(nbformat.writes(slim_notebook(notebook)), encoding="utf-8")
 
 
 def _finish_site(app, exception):
@@ -183,7 +200,7 @@ def _finish_site(app, exception):
     for pattern in BUILD_ONLY:
         for path in list(static.glob(pattern)):
             shutil.rmtree(path) if path.is_dir() else path.unlink()
-    _slim_sources(Path(app.outdir))
+    _downloadable_notebooks(app)
 
 
 def _config_inited(app, config):

@@ -6,6 +6,7 @@ every image has loaded. On notebook pages: the executed .ipynb is offered for do
 animations show a frame, and widgets render their saved state.
 """
 
+import json
 import re
 from pathlib import Path
 
@@ -99,6 +100,9 @@ def test_page_renders_offline(page, base_url, page_name):
         href = link.first.get_attribute("href")
         response = page.request.get(f"{base_url}/{Path(page_name).parent}/{href}")
         assert response.ok and b'"cells"' in response.body(), href
+        cells = json.loads(response.body())["cells"]
+        code = [c for c in cells if c["cell_type"] == "code"]
+        assert not code or any(c["outputs"] for c in code), f"{href}: executed with no output"
         if page.locator(".animation").count():
             assert page.locator(".animation img").first.evaluate("i => i.naturalWidth > 0")
         if "application/vnd.jupyter.widget-view+json" in html:
