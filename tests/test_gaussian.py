@@ -761,3 +761,22 @@ def test_solver_vocabulary():
         g.solve_moments(eq, [0.2], [[0.4]], [0.0, 1.0], method="rk4")
     with pytest.raises(ValueError, match="`progress` must be True or False"):
         g.solve_moments(eq, [0.2], [[0.4]], [0.0, 1.0], progress="yes")
+
+
+def test_one_gaussian_path_type():
+    # The solver, the closed form and the particle estimate return the same GaussianPath, so
+    # a comparison reads the same fields on both sides.
+    eq = g.SoftmaxMoments([[-0.9]], [[0.7]])
+    times = [0.0, 0.5]
+    paths = [
+        g.solve_moments(eq, [0.2], [[0.4]], times),
+        g.softmax_gaussian_1d(times, 0.2, 0.4, 0.7, -0.9),
+    ]
+    from token_dynamics.attention import Softmax
+
+    pm = g.particle_moments(Softmax([[-0.9]], [[0.7]]), [0.2], [[0.4]], times, 50, rng=0, dt=0.1)
+    for path in [*paths, pm]:
+        assert isinstance(path, g.GaussianPath) and path.status == "completed"
+        assert path.means.shape == (2, 1) and path.covariances.shape == (2, 1, 1)
+    with pytest.raises(ValueError, match="`status` must be one of"):
+        g.GaussianPath(np.zeros(1), np.zeros((1, 1)), np.zeros((1, 1, 1)), status="done")
