@@ -767,6 +767,9 @@ def test_blowup_detection_does_not_depend_on_the_horizon(variant):
     if expected is None:
         assert runs[10].status == "completed"
         assert runs[1000].status == "failed"  # e^{2 t} or faster cannot reach t = 1000
+    if variant in ("l2", "sinkhorn"):  # the instance: tr(Sigma(300)) ~ 2 e^600 ~ 1e261
+        long300 = g.solve_moments(eq, np.zeros(2), np.eye(2), np.linspace(0.0, 300.0, 7))
+        assert long300.status == "completed", long300.message
     long = runs[1000]
     for run in (runs[10], runs[100]):
         k = run.times.size
@@ -805,3 +808,22 @@ def test_solver_vocabulary():
         g.solve_moments(eq, [0.2], [[0.4]], [0.0, 1.0], method="rk4")
     with pytest.raises(ValueError, match="`progress` must be True or False"):
         g.solve_moments(eq, [0.2], [[0.4]], [0.0, 1.0], progress="yes")
+
+
+def test_one_gaussian_path_type():
+    # The solver, the closed form and the particle estimate return the same GaussianPath, so
+    # a comparison reads the same fields on both sides.
+    eq = g.SoftmaxMoments([[-0.9]], [[0.7]])
+    times = [0.0, 0.5]
+    paths = [
+        g.solve_moments(eq, [0.2], [[0.4]], times),
+        g.softmax_gaussian_1d(times, 0.2, 0.4, 0.7, -0.9),
+    ]
+    from token_dynamics.attention import Softmax
+
+    pm = g.particle_moments(Softmax([[-0.9]], [[0.7]]), [0.2], [[0.4]], times, 50, rng=0, dt=0.1)
+    for path in [*paths, pm]:
+        assert isinstance(path, g.GaussianPath) and path.status == "completed"
+        assert path.means.shape == (2, 1) and path.covariances.shape == (2, 1, 1)
+    with pytest.raises(ValueError, match="`status` must be one of"):
+        g.GaussianPath(np.zeros(1), np.zeros((1, 1)), np.zeros((1, 1, 1)), status="done")

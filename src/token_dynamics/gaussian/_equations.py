@@ -222,7 +222,8 @@ def sinkhorn_whitened_coupling(B: np.ndarray) -> np.ndarray:
     :math:`\tilde B = (I - \tilde C\tilde C^\top)^{-1}\tilde C`,
     i.e. the coupling of two standard Gaussians whose density is proportional to
     :math:`e^{u^\top \tilde B w}` times a product of functions of ``u`` and ``w``. For a
-    symmetric :math:`\tilde B` it acts on the spectrum by :math:`f(b) = 2b/(1+\sqrt{1+4b^2})`.
+    symmetric :math:`\tilde B` it acts on the spectrum, and in general on the singular values,
+    by :math:`f(b) = 2b/(1+\sqrt{1+4b^2})`.
     This is the one home of the entropic Gaussian coupling: the Sinkhorn moment ODE and the
     Bures-Wasserstein gradient flow of ``gradient_flow`` both use it.
 
@@ -240,9 +241,10 @@ def sinkhorn_whitened_coupling(B: np.ndarray) -> np.ndarray:
     >>> round(float(c[0, 0]), 12)  # f(3/2) = 3 / (1 + sqrt 10)
     0.720759220056
     """
-    root = psd_sqrt(np.eye(B.shape[0]) + 4.0 * B.T @ B)
-    # Right division by the SPD matrix I + root.
-    return 2.0 * np.linalg.solve(np.eye(B.shape[0]) + root, B.T).T
+    # On the singular values b of B = U diag(b) W^T the formula is f(b) = 2b / (1 + sqrt(1 + 4b^2)),
+    # C = U diag(f(b)) W^T; hypot keeps sqrt(1 + 4 b^2) finite for any representable B.
+    U, b, Wt = np.linalg.svd(B)
+    return (U * (2.0 * b / (1.0 + np.hypot(1.0, 2.0 * b)))) @ Wt
 
 
 @dataclass(frozen=True)

@@ -57,11 +57,14 @@ BLOWUP_TAU = 1e-9
 #: s > e^1000 s(0), far beyond OVERFLOW_SIZE where the run has already stopped.
 BLOWUP_SIZE = 1e10
 STALL_TAU = 1e-3
-#: Size of tr(Sigma) at which a run without a detected pole stops as "failed": the factor F
-#: then has entries ~ 1e75 and the right-hand side products (M ~ Sigma for softmax, times F)
-#: ~ 1e225, safely below the float64 overflow at 1.8e308. The mean enters the products only
-#: linearly, so it may grow to |alpha|^2 = OVERFLOW_SIZE^2 = 1e300.
-OVERFLOW_SIZE = 1e150
+#: Size of tr(Sigma) at which a run without a detected pole stops as "failed": F F^T overflows
+#: float64 (1.8e308) soon after, so beyond it the covariance is not representable. A variant
+#: whose right-hand side is quadratic in Sigma (softmax, linear) overflows earlier only through a
+#: pole, which the tests above catch, or raises FloatingPointError naming the time.
+OVERFLOW_SIZE = 1e300
+#: The same for the largest entry of the mean, which multiplies Sigma in the right-hand side:
+#: 1e150 keeps Sigma alpha below the overflow while Sigma is below 1e150.
+MEAN_OVERFLOW = 1e150
 #: Budget of right-hand-side evaluations. A regular run needs a few thousand; a run that
 #: exhausts the budget is stiff (e.g. huge covariance along a direction u with u^T A u ~ 0 and
 #: fast contraction across it) and is reported as ``"failed"`` with a remedy, never left to hang.
@@ -113,8 +116,9 @@ def solve_moments(
     -------
     GaussianPath
         ``status`` is ``"completed"``, ``"blowup"`` (with ``blowup_time``), or ``"failed"``
-        when the run exhausted ``MAX_RHS_EVALS`` (a stiff run) or its covariance grew past
-        ``OVERFLOW_SIZE`` without a pole (explained in ``message``).
+        when the run exhausted ``MAX_RHS_EVALS`` (a stiff run) or its moments grew past
+        ``OVERFLOW_SIZE`` (``MEAN_OVERFLOW`` for the mean) without a pole (explained
+        in ``message``).
 
     Raises
     ------
@@ -200,9 +204,9 @@ def solve_moments(
         return min(math.log(sz / big), math.log(window / sz))
 
     def overflow(s, y):
-        # positive once tr(Sigma) passes OVERFLOW_SIZE or |alpha|^2 passes its square
-        top = max(size(y), math.sqrt(float(np.dot(y[:d], y[:d]))))
-        return math.log(top / OVERFLOW_SIZE) if top > 0 else -1.0
+        # positive once tr(Sigma) passes OVERFLOW_SIZE or an entry of the mean MEAN_OVERFLOW
+        top = max(size(y) / OVERFLOW_SIZE, float(np.max(np.abs(y[:d]))) / MEAN_OVERFLOW)
+        return math.log(top) if top > 0 else -1.0
 
     events = (pole, stall, overflow)
     for ev in events:
