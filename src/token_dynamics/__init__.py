@@ -40,7 +40,7 @@ Examples
 (5, 8, 3)
 """
 
-from importlib.metadata import PackageNotFoundError, version
+from importlib import metadata as _metadata
 
 from . import (
     attention,
@@ -83,8 +83,8 @@ from .integrators import Trajectory, integrate
 from .sampling import gaussian_cloud, gaussian_mixture, uniform_sphere
 
 try:
-    __version__ = version("token-dynamics")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
+    __version__ = _metadata.version("token-dynamics")
+except _metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree without install
     __version__ = "0+unknown"
 
 __all__ = [

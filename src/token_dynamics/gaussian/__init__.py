@@ -3,7 +3,7 @@
 For softmax, l2, Sinkhorn, linear and multi-head attention the velocity field of a Gaussian
 law is affine in the token, so the Transformer PDE started from ``N(alpha0, Sigma0)`` stays
 Gaussian and reduces to an ODE for ``(alpha, Sigma)``. This subpackage holds those ODEs, a
-solver that reports finite-time blow-up, the closed-form solutions used as oracles, and the
+solver that reports finite-time blow-up, the closed-form solutions used as references, and the
 particle-side estimator that checks the ODE against tokens.
 
 Every Gaussian path -- solved, in closed form or estimated from particles -- is a

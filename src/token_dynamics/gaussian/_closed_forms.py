@@ -1,4 +1,4 @@
-"""Closed-form solutions of the Gaussian moment ODEs (oracles shared by tests and notebooks)."""
+"""Closed-form solutions of the Gaussian moment ODEs (references shared by tests and notebooks)."""
 
 from __future__ import annotations
 

@@ -11,9 +11,9 @@ unnormalised attention :math:`\Gamma(x) = V\int e^{\langle Ax, y\rangle} y\, d\m
 :math:`P\nabla\frac{\delta\mathcal E}{\delta\mu}`: a gradient flow of :math:`\mathcal E` for the
 *twisted* Wasserstein distance with ground cost :math:`(x-y)^\top (\pm P)^{-1}(x-y)`. Softmax
 attention divides by :math:`Z_\mu(x) = \int e^{\langle Ax,y\rangle}d\mu(y)` and is a gradient
-flow for the metric weighted by :math:`Z_\mu`. The exact definition of the twisted distance of
-the paper was not available to us; this module implements the construction of the book, checked
-numerically in its tests.
+flow for the metric weighted by :math:`Z_\mu`. This module implements the construction derived
+in the book (chapter "Gradient flows"), checked numerically in its tests; whether it coincides
+with the twisted distance of Castin et al. (2025) is left open there.
 
 Conventions (``book/notation.md``): tokens ``X`` of shape ``(n, d)``, scores
 ``S = X @ A.T @ X.T`` so that ``S[i, j] = <A x_i, x_j>``, weights ``(n,)`` summing to one.

@@ -1,7 +1,8 @@
 """The constructive hardmax interpolator, phase by phase (private).
 
-Separation, leader selection, collapse and interpolation, after the phases of the paper's
-Figures 5-8; the detailed construction is reconstructed here (specification, section 6.4).
+Separation, leader selection, collapse and interpolation: the four phases of the hardmax
+construction of Alcalde, Fantuzzi and Zuazua (2025), in the detailed form derived in the book
+(chapter "Exact sequence interpolation").
 """
 
 from __future__ import annotations
