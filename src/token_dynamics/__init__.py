@@ -84,7 +84,7 @@ from .sampling import gaussian_cloud, gaussian_mixture, uniform_sphere
 
 try:
     __version__ = _metadata.version("token-dynamics")
-except _metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree without install
+except _metadata.PackageNotFoundError:  # pragma: no cover - a source tree without install
     __version__ = "0+unknown"
 
 __all__ = [
