@@ -303,6 +303,13 @@ def test_log_det_and_trace_identities():
     np.testing.assert_allclose(
         np.trace(np.linalg.solve(Vs, dS)), np.trace(S @ (A + A.T) @ S), rtol=1e-10
     )
+    # the trace identity needs no Sigma > 0: a singular (rank-one) covariance, same rounding
+    u = rng.normal(size=d)
+    S1 = np.outer(u, u)
+    _, dS1 = g.SoftmaxMoments(A, Vs).rhs(0.0, np.zeros(d), S1)
+    np.testing.assert_allclose(
+        np.trace(np.linalg.solve(Vs, dS1)), np.trace(S1 @ (A + A.T) @ S1), rtol=1e-10
+    )
     # and along a solution, by a centred finite difference (error h^2 * |third derivative|)
     h = 1e-4
     sol = g.solve_moments(eq, np.zeros(d), S, [0.0, 0.2 - h, 0.2, 0.2 + h])
