@@ -246,6 +246,22 @@ def test_softmax_tends_to_hardmax_with_the_bound():
     assert np.all(np.diff(errors) < 0) and errors[-1] < 1e-13  # exp(-256 * 0.16) ~ 1e-18
 
 
+@pytest.mark.statement("tok-prop-hardmax-limit")
+def test_softmax_equals_hardmax_when_every_score_ties():
+    """A query with every score tied (M_i = all keys) has error 0 at every beta, no gap needed."""
+    v = np.array([1.0, 0.0])
+    A = np.outer(v, v)  # scores <v, x_i><v, x_j>: the whole row of a query with <v, x_i> = 0 is 0
+    V = np.array([[0.3, -1.2], [0.8, 0.5]])
+    X = np.array([[0.0, 1.0], [1.0, 2.0], [-2.0, 0.5], [0.5, -1.0], [3.0, 0.0]])
+    hard = Hardmax(A, V).velocity(X)[0]
+    np.testing.assert_allclose(hard, V @ X.mean(axis=0), rtol=0, atol=1e-15)
+    for beta in [1.0, 16.0, 256.0]:
+        soft = Softmax(A, V, beta).velocity(X)[0]
+        # both are V times the plain mean of the keys: equal up to the rounding of two
+        # summation orders, a few ulps of |V| max|x| ~ 5
+        np.testing.assert_allclose(soft, hard, rtol=0, atol=1e-14)
+
+
 def test_hardmax_shares_ties_equally():
     X = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0], [0.0, 1.0]])
     P = Hardmax(np.eye(2), np.eye(2)).attention_matrix(X)
