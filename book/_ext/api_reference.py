@@ -87,6 +87,26 @@ def _kind(obj: object) -> str:
     return "data"
 
 
+def _data_doc(modname: str, name: str) -> list[str] | None:
+    """The ``#:`` comment documenting data `name`, read from `modname` or one of its private
+    submodules (a re-exported constant has no ``__module__``, and autodoc would otherwise fall
+    back to the docstring of its type, e.g. ``dict``)."""
+    from sphinx.pycode import ModuleAnalyzer
+
+    module = importlib.import_module(modname)
+    places = [modname] + [
+        f"{modname}.{info.name}" for info in pkgutil.iter_modules(getattr(module, "__path__", []))
+    ]
+    for place in places:
+        try:
+            docs = ModuleAnalyzer.for_module(place).find_attr_docs()
+        except Exception:  # a module without source: look further
+            continue
+        if ("", name) in docs:
+            return [line for line in docs[("", name)] if line is not None]
+    return None
+
+
 def module_rst(modname: str) -> list[str]:
     """The reStructuredText of one module's reference page (after its title)."""
     modules = public_modules()
@@ -117,6 +137,11 @@ def module_rst(modname: str) -> list[str]:
         lines.append("")
     for name in here:
         kind = _kind(getattr(module, name))
+        doc = _data_doc(modname, name) if kind == "data" else None
+        if doc is not None:
+            lines += [f".. py:data:: {modname}.{name}", ""]
+            lines += [f"   {line}".rstrip() for line in doc] + [""]
+            continue
         lines.append(f".. auto{kind}:: {modname}.{name}")
         if kind in ("class", "exception"):
             lines.append("   :members:")

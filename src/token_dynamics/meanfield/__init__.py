@@ -18,8 +18,10 @@ and Gronwall's lemma turns them into the stability constant :func:`stability_con
 The same three constants for every variant (l2, sigmoid, Sinkhorn, multi-head, masked, with
 constant or time-dependent parameters) come from :func:`field_constants`; their Gronwall bound
 from :func:`gronwall_bound`, compared with two measured flows by :func:`stability_check`.
-The exact Gaussian solutions used as references (:func:`softmax_gaussian_1d`,
-:func:`softmax_gaussian_centred`, returning a :class:`GaussianPath`) live in
+The exact Gaussian solutions used as references
+(:func:`~token_dynamics.gaussian.softmax_gaussian_1d`,
+:func:`~token_dynamics.gaussian.softmax_gaussian_centred`, returning a
+:class:`~token_dynamics.gaussian.GaussianPath`) live in
 :mod:`token_dynamics.gaussian` and are re-exported here. The module also gives the mean-field
 experiments (:func:`mean_field_errors`, :func:`stability_ratios`) and the helpers of masked (causal)
 attention with positions in column 0 (:func:`causal_cloud`, :func:`first_token_solution`,

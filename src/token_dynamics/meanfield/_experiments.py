@@ -84,7 +84,8 @@ def mean_field_errors(
 
     The tokens are ``n`` i.i.d. draws of :math:`\mu_0 = \mathcal N(m_0, \Sigma_0)`, moved by
     softmax attention with :math:`V = vI` (RK4, step `dt`). The exact solution stays Gaussian
-    (:func:`softmax_gaussian_1d`, :func:`softmax_gaussian_centred`). In ``d = 1`` the distance
+    (:func:`~token_dynamics.gaussian.softmax_gaussian_1d`,
+    :func:`~token_dynamics.gaussian.softmax_gaussian_centred`). In ``d = 1`` the distance
     to it is exact (:func:`~token_dynamics.wasserstein.w2_gaussian_1d`); in ``d >= 2`` the
     mean must be zero and the distance is taken to an independent sample of :math:`\mu(T)` of
     size `n_ref` (exact optimal transport), which adds an error of order

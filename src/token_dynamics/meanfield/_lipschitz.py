@@ -206,7 +206,7 @@ def gronwall_bound(
     with the constants of :func:`field_constants` at time :math:`s`, valid for every
     :math:`p \ge 1` when both initial measures are supported in :math:`B(0, R_0)` (for masked
     attention: :math:`W_{p,\lambda}` and a sink of mass `sink_mass`). The integrals are
-    computed by adaptive quadrature (relative accuracy :data:`QUAD_RTOL`).
+    computed by adaptive quadrature (relative accuracy ``QUAD_RTOL`` = 1e-10).
 
     Parameters
     ----------
