@@ -493,3 +493,54 @@ def test_propagation_of_chaos_is_at_least_as_fast_as_the_bound(d):
     # dimension d - 1, so it is steeper in fact (about -0.8 and -0.4)
     assert study.slope <= bound + 0.1
     assert np.all(np.diff(study.mean) < 0)
+
+
+# --------------------------------------------------------------------------------------------
+# larger runs of the chapter's checks (`make test-fullsize`, minutes)
+
+
+@pytest.mark.fullsize
+@pytest.mark.statement("sto-thm-deep-wide")
+@pytest.mark.statement("sto-prop-grid")
+def test_fullsize_depth_rate():
+    X0 = uniform_sphere(8, 4, rng=10)
+    model = sto.StochasticTransformer(sto.MLPNoise("relu", width=None, sigma_U=0.1, sigma_W=0.1))
+    err = sto.deep_limit_error(
+        model, X0, T=1.0, depths=[8, 16, 32, 64, 128], L_ref=2048, n_paths=200, rng=11
+    )
+    # five depths over four octaves, 200 paths (SE ~ 5 % per mean): the slopes to about +-0.1
+    assert err.depth_study(None).slope >= 0.9
+    assert 0.85 <= err.depth_study(None, grid_times=True).slope <= 1.15
+
+
+@pytest.mark.fullsize
+@pytest.mark.statement("sto-thm-deep-wide")
+def test_fullsize_width_rate():
+    X0 = uniform_sphere(8, 4, rng=12)
+    model = sto.StochasticTransformer(sto.MLPNoise("silu", width=None, sigma_U=0.1, sigma_W=0.1))
+    err = sto.deep_limit_error(
+        model,
+        X0,
+        T=1.0,
+        depths=[64],
+        L_ref=256,
+        widths=[16, 64, 256, 1024, 4096, None],
+        n_paths=300,
+        rng=13,
+    )
+    assert 0.85 <= err.width_study(64).slope <= 1.15
+
+
+@pytest.mark.fullsize
+@pytest.mark.statement("sto-prop-spde")
+@pytest.mark.parametrize("d", [3, 4, 6])
+def test_fullsize_propagation_of_chaos(d):
+    model = sto.StochasticTransformer(sto.MLPNoise("relu", width=None))
+    sizes = [16, 32, 64, 128]
+    study = sto.propagation_of_chaos(
+        model, d=d, sizes=sizes, N_ref=1024, T=1.0, L=8, n_paths=12, n_times=2, rng=14
+    )
+    bound = np.polyfit(np.log(sizes), np.log(sto.chaos_rate(sizes, d)), 1)[0]
+    # a bound: the measured slope at most the bound's, with 0.1 for the SE of four means
+    assert study.slope <= bound + 0.1
+    assert np.all(np.diff(study.mean) < 0)
