@@ -26,7 +26,7 @@ sys.path.insert(0, sys.argv[1])
 import token_dynamics
 assert token_dynamics.__file__.startswith(sys.argv[1]), token_dynamics.__file__
 from token_dynamics import attention as att
-from token_dynamics.stochastic import StochasticTransformer, simulate
+from token_dynamics import stochastic as sto
 
 def median_wall(fn):
     fn()
@@ -51,8 +51,11 @@ for name, n, d in [("softmax", 16384, 2), ("sigmoid", 16384, 2), ("hardmax", 163
 X0 = rng.standard_normal((4096, 16))
 X0 /= np.linalg.norm(X0, axis=1, keepdims=True)
 for m in (4096, 16384):
-    model = StochasticTransformer(activation="relu", width=m)
-    t = median_wall(lambda: simulate(model, X0, T=0.01, L=1, rng=1))
+    if hasattr(sto, "MLPNoise"):  # the paper's model (trees from 4296197 on)
+        model = sto.StochasticTransformer(sto.MLPNoise("relu", width=m))
+    else:
+        model = sto.StochasticTransformer(activation="relu", width=m)
+    t = median_wall(lambda: sto.simulate(model, X0, T=0.01, L=1, rng=1))
     cells.append(f"layer N=4096 d=16 m={m}: {t:.3f} s")
 print(" | ".join(cells), flush=True)
 """

@@ -447,20 +447,22 @@ def case_sinkhorn(cfg: argparse.Namespace) -> None:
 
 
 def dense_layer(X, h, W1, W2):
-    """One relu layer (beta = 1, A = V = I) with dense arrays: the N x N softmax and the N x m
-    hidden layer in memory at once, as `simulate` computed it before it was tiled."""
+    """One relu layer of the paper's model (Q = K = V = I, no biases; ``W1`` already divided by
+    sqrt(d)) with dense arrays: the N x N softmax and the N x m hidden layer in memory at once,
+    as `simulate` computed it before it was tiled."""
     P = X @ X.T
     P -= P.max(axis=1, keepdims=True)
     np.exp(P, out=P)
     P /= P.sum(axis=1, keepdims=True)
     Y = X + h * (P @ X)
     del P
+    Y /= np.linalg.norm(Y, axis=1, keepdims=True)
     Z = Y + np.sqrt(h) * (np.maximum(Y @ W1.T, 0.0) @ W2.T) / np.sqrt(W1.shape[0])
     return Z / np.linalg.norm(Z, axis=1, keepdims=True)
 
 
 def case_stochastic(cfg: argparse.Namespace) -> None:
-    from token_dynamics.stochastic import StochasticTransformer, simulate
+    from token_dynamics.stochastic import MLPNoise, StochasticTransformer, simulate
 
     N, d, h = cfg.n_stochastic, 16, 0.01
     rate = dgemm_rate(cfg.repeats)
@@ -483,7 +485,7 @@ def case_stochastic(cfg: argparse.Namespace) -> None:
         "max diff. to dense",
     )
     for m in cfg.widths:
-        model = StochasticTransformer(activation="relu", width=m)
+        model = StochasticTransformer(MLPNoise("relu", width=m))
         flops = 4 * N * m * d + 4 * N * N * d  # MLP: two N x m x d products; attention: two
         floor = flops / rate
         # the layer's four products as whole-array BLAS calls into preallocated outputs: the
@@ -501,10 +503,11 @@ def case_stochastic(cfg: argparse.Namespace) -> None:
         shapes = measure(products, cfg.repeats, memory=False)
         del W1T, W2T, H, P
         t = measure(lambda m=model: simulate(m, X0, T=h, L=1, rng=1), cfg.repeats)
-        ours = simulate(model, X0, T=h, L=1, rng=1).states[0, -1]
-        # the same weights as simulate draws them (fresh reading, one path)
+        ours = simulate(model, X0, T=h, L=1, rng=1).X[0, -1]
+        # the same weights as simulate draws them (U / sqrt(d), b_U = 0, W, b_W = 0; one path)
         g = np.random.default_rng(1)
-        W1 = g.standard_normal((1, m, d))[0]
+        W1 = g.standard_normal((1, m, d))[0] / np.sqrt(d)
+        g.standard_normal((1, m))
         W2 = g.standard_normal((1, d, m))[0]
         dense = measure(lambda W1=W1, W2=W2: dense_layer(X0, h, W1, W2), cfg.dense_repeats)
         diff = float(np.abs(dense_layer(X0, h, W1, W2) - ours).max())

@@ -1,7 +1,7 @@
 """Plotting helpers for the chapters on stochastic limits and synchronization (ax in, artist out).
 
 Monte-Carlo curves with their standard-error bands, convergence studies on log-log axes with the
-fitted slope, Lyapunov exponents against the dimension, kernels, and energy decay against a rate.
+fitted slope, kernels, and energy decay against a rate.
 Animations of tokens on the sphere reuse :func:`token_dynamics.plotting.animate`.
 """
 
@@ -11,14 +11,14 @@ from typing import Any
 
 import numpy as np
 
-from ..stochastic import lyapunov_exponent, noise_kernel
+from ..stochastic import ACTIVATIONS, kappa
 
 __all__ = [
     "plot_angle_histogram",
     "plot_convergence",
     "plot_energy_decay",
     "plot_kernels",
-    "plot_lyapunov_dimensions",
+    "plot_limit_grid",
     "plot_mc_estimate",
 ]
 
@@ -120,76 +120,31 @@ def plot_convergence(
     return bars
 
 
-def plot_lyapunov_dimensions(
-    ax: Any,
-    dims: Any,
-    estimates: dict,
-    *,
-    sigma1: float = 1.0,
-    sigma2: float = 1.0,
-) -> list:
-    """Simulated Lyapunov exponents (+-2 SE) against ``d`` over the formula, per activation.
-
-    Parameters
-    ----------
-    ax : matplotlib Axes
-    dims : (k,) array_like of int
-    estimates : dict
-        ``{activation: [MCEstimate, ...]}``, one estimate per dimension.
-    sigma1, sigma2 : float
-        Weight scales used for the formula curves.
-
-    Returns
-    -------
-    list of Line2D
-        The formula curves.
-
-    Examples
-    --------
-    >>> import matplotlib.pyplot as plt
-    >>> from token_dynamics.stochastic import MCEstimate
-    >>> fig, ax = plt.subplots()
-    >>> lines = plot_lyapunov_dimensions(ax, [3], {"relu": [MCEstimate(-0.5, 0.01, 10)]})
-    >>> plt.close(fig)
-    """
-    dims = np.asarray(dims)
-    grid = np.arange(2, int(dims.max()) + 2)
-    lines = []
-    for k, (act, ests) in enumerate(estimates.items()):
-        color = f"C{k}"
-        lam = [lyapunov_exponent(int(d), act, sigma1=sigma1, sigma2=sigma2) for d in grid]
-        (line,) = ax.plot(grid, lam, color=color, label=f"{act}: formula")
-        lines.append(line)
-        mean = np.array([e.mean for e in ests])
-        se = np.array([e.stderr for e in ests])
-        ax.errorbar(dims, mean, yerr=BAND_SE * se, fmt="o", color=color, capsize=3)
-    ax.axhline(0.0, color="0.5", lw=0.8)
-    ax.set_xlabel("dimension d")
-    ax.set_ylabel(r"Lyapunov exponent $\lambda$")
-    ax.legend(frameon=False)
-    return lines
-
-
 def plot_kernels(
-    ax: Any, activations: Any = ("relu", "erf", "tanh", "identity"), *, sigma1: float = 1.0
+    ax: Any,
+    activations: Any = ACTIVATIONS,
+    *,
+    d: int,
+    sigma_U: float = 0.0,
+    sigma_W: float = 0.0,
 ) -> list:
-    """Normalised noise kernels ``k(rho) / k(1)`` on ``[-1, 1]``.
+    r"""Normalised noise kernels :math:`\kappa(t)/\kappa(1)` on ``[-1, 1]``.
 
     Examples
     --------
     >>> import matplotlib.pyplot as plt
     >>> fig, ax = plt.subplots()
-    >>> lines = plot_kernels(ax, ["relu"])
+    >>> lines = plot_kernels(ax, ["relu"], d=4)
     >>> plt.close(fig)
     """
-    rho = np.linspace(-1.0, 1.0, 201)
+    t = np.linspace(-1.0, 1.0, 201)
     lines = []
     for act in activations:
-        k = noise_kernel(rho, act, sigma1=sigma1)
-        (line,) = ax.plot(rho, k / k[-1], label=act)
+        k = kappa(t, act, d=d, sigma_U=sigma_U, sigma_W=sigma_W)
+        (line,) = ax.plot(t, k / k[-1], label=act)
         lines.append(line)
-    ax.set_xlabel(r"$\rho = \langle x, y\rangle$")
-    ax.set_ylabel(r"$k(\rho)/k(1)$")
+    ax.set_xlabel(r"$t = \langle x, y\rangle$")
+    ax.set_ylabel(r"$\kappa(t)/\kappa(1)$")
     ax.legend(frameon=False)
     return lines
 
@@ -280,3 +235,45 @@ def plot_angle_histogram(
     if label is not None:
         ax.legend(frameon=False)
     return patches
+
+
+def plot_limit_grid(ax: Any, error: Any, *, grid_times: bool = False) -> list:
+    """Mean error of the discrete model against the SDE, one line per width, against ``L``.
+
+    Parameters
+    ----------
+    ax : matplotlib Axes
+    error : DeepLimitError
+        From :func:`token_dynamics.stochastic.deep_limit_error`.
+    grid_times : bool
+        Plot the error at layer times (``error.grid``) instead of the sup over all times.
+
+    Returns
+    -------
+    list of ErrorbarContainer
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> from token_dynamics.stochastic import DeepLimitError
+    >>> e = DeepLimitError(np.array([2.0, 4.0]), (None,), np.ones((3, 2, 1)),
+    ...                    np.ones((3, 2, 1)), np.zeros((3, 2, 1)))
+    >>> fig, ax = plt.subplots()
+    >>> bars = plot_limit_grid(ax, e)
+    >>> plt.close(fig)
+    """
+    values = error.grid if grid_times else error.sup
+    n = values.shape[0]
+    bars = []
+    for j, m in enumerate(error.widths):
+        mean = values[:, :, j].mean(axis=0)
+        se = values[:, :, j].std(axis=0, ddof=1) / np.sqrt(n)
+        label = "m = inf" if m is None else f"m = {m}"
+        bars.append(
+            ax.errorbar(error.depths, mean, yerr=BAND_SE * se, fmt="o-", capsize=3, label=label)
+        )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("depth L")
+    ax.legend(frameon=False)
+    return bars

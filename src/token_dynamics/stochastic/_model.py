@@ -1,10 +1,12 @@
-"""The random-MLP transformer on the sphere and its simulation over many paths (private module).
+r"""The paper's deep transformer with random MLPs, eq. (1.1), and its simulation (private module).
 
 One layer, for tokens ``x_i`` on the unit sphere and step ``h = T / L``::
 
-    y_i = x_i + h b_i(X)                          softmax self-attention, step h
-    z_i = y_i + sqrt(h) W_2 phi(W_1 y_i) / sqrt(m)  random MLP, shared by all tokens
-    x_i <- z_i / |z_i|                            renormalisation (layer norm)
+    y_i  = LN(x_i + h Attn_X(x_i))            softmax attention, no temperature, then LN
+    x_i' = LN(y_i + sqrt(h) G(y_i))           random MLP, the same for every token, then LN
+
+with ``LN(v) = v / |v|``, ``Attn_X(x_i) = sum_j softmax_j <Q x_i, K x_j> V x_j`` and
+``G(y) = W sigma(U y / sqrt(d) + b_U) / sqrt(m) + b_W`` drawn afresh at every layer.
 
 Arrays carry the Monte-Carlo paths first: states ``(paths, n, d)``, trajectories
 ``(paths, times, n, d)``.
@@ -20,175 +22,133 @@ from scipy import special
 
 from .. import attention as _attention
 from .._validation import as_matrix, as_rng, as_sphere_tokens, check_int, check_positive
-from ._kernels import _check_activation, _general_kernel
+from ._kernels import _check_activation, _interpolant, kappa, kappa_prime
 
-__all__ = [
-    "READINGS",
-    "StochasticTrajectory",
-    "StochasticTransformer",
-    "simulate",
-]
+__all__ = ["MLPNoise", "StochasticResult", "StochasticTransformer", "simulate"]
 
-#: The two readings of the MLP weights: "fresh" draws W_1 and W_2 anew at every layer (R1);
-#: "fixed_first" draws W_1 once per path and only W_2 anew at every layer (R2).
-READINGS = ("fresh", "fixed_first")
-#: Smallest admissible |z| before renormalising: far below any realistic value (|z| >= 1 - O(h)),
-#: so hitting it means the step was too large for the noise and is reported, not divided by.
+#: Smallest admissible norm before normalising: far below any realistic value (|v| >= 1 - O(h)
+#: after a step), so hitting it means the step was too large for the noise and is reported.
 MIN_NORM = 1e-8
-#: Largest array (entries) a batched step of a layer allocates at once: an ``n x n`` score
-#: matrix over a group of paths, or an ``n x m`` hidden layer. Larger problems are cut into row
-#: slabs (attention) and (rows x hidden units) tiles (MLP) of about this size, which stay in a
-#: core's L2 cache, so the memory of a layer is O(n d + m d), whatever ``n`` and ``m``.
+#: Largest array (entries) a batched step allocates at once: an ``n x n`` score matrix over a
+#: group of paths, or an ``n x m`` hidden layer. Larger problems are cut into row slabs
+#: (attention) and (rows x hidden units) tiles (MLP) of about this size, which stay in a core's
+#: L2 cache, so the memory of a layer is O(n d + m d) (the weights), whatever ``n`` and ``m``.
 TILE_ELEMENTS = 2**14
 #: Rows of one MLP tile (fewer when ``n`` is smaller); its hidden units fill TILE_ELEMENTS.
 #: Measured at N = 4096, d = 16, m = 4096 and 16384 on the 2-core machine: 128 x 128 tiles ran
-#: within 10 % of 256 x 64 and 64 x 256 and 25 % faster than 1024 x 16; on the calling thread
-#: (d = 16, see ``attention._kernels.POOL_MAX_INNER``) tiles large enough for OpenBLAS to thread
-#: their products (up to 4096 x 256) were at most 20 % faster, for 16x the memory. The MLP is
-#: bound by its skinny products: one whole-array numpy MLP takes longer than the tiles.
+#: within 10 % of 256 x 64 and 64 x 256 and 25 % faster than 1024 x 16; tiles large enough for
+#: OpenBLAS to thread their products (up to 4096 x 256) were at most 20 % faster, for 16x the
+#: memory. The MLP is bound by its skinny products: one whole-array MLP takes longer.
 TILE_ROWS = 128
+#: Relative jitter added to a kernel matrix before its Cholesky factor: above the 1e-16 n
+#: rounding of its entries (n <= 10^4) and at the 1e-10 accuracy of the kernel itself.
+JITTER = 1e-10
 
 
 @dataclass(frozen=True, eq=False)
-class StochasticTransformer:
-    """Parameters of the random-MLP transformer on the sphere.
+class MLPNoise:
+    r"""The random MLP of one layer, drawn afresh at every layer (the paper's only reading).
+
+    .. math:: G(y) = \tfrac1{\sqrt m}\,W\sigma\big(\tfrac1{\sqrt d}Uy + b_U\big) + b_W,
+
+    ``U`` (m, d) and ``W`` (d, m) with i.i.d. standard normal entries,
+    :math:`b_U\sim\mathcal N(0,\sigma_U^2 I_m)`, :math:`b_W\sim\mathcal N(0,\sigma_W^2 I_d)`.
+    Its covariance is :math:`\kappa(\langle x,y\rangle) I_d` at every width (:func:`kappa`).
 
     Parameters
     ----------
-    activation : {"relu", "erf", "tanh", "identity"}
-        Activation ``phi`` of the MLP.
+    activation : {"relu", "silu", "sigmoid", "tanh", "erf"}
     width : int or None
-        Width ``m`` of the MLP; ``None`` is the infinite-width layer, whose noise at the tokens
-        is the centred Gaussian vector with covariance ``K(y_i, y_j) I_d`` (exact, by a Cholesky
-        root of the ``n x n`` kernel matrix).
-    reading : {"fresh", "fixed_first"}
-        Fresh weights at every layer (R1), or a first layer fixed per path with fresh second
-        layers (R2). Ignored when ``width is None``.
-    sigma1, sigma2 : float
-        Standard deviations of the entries of ``W_1`` and ``W_2``.
-    beta : float
-        Inverse temperature of the attention scores ``beta <A x_i, x_j>``.
-    A, V : (d, d) array_like or None
-        Attention and value matrices (``None`` is the identity).
-    attention : bool
-        ``False`` turns the attention step off (the noise alone).
+        Width ``m``; ``None`` is the infinite-width limit, the centred Gaussian field with
+        covariance :math:`\kappa(\langle x, y\rangle) I_d`, sampled exactly at the tokens.
+    sigma_U, sigma_W : float
+        Standard deviations of the hidden and output biases.
+
+    References
+    ----------
+    Agazzi et al., arXiv:2604.26898, 2026, §1.1 and Remark 1.1.
 
     Examples
     --------
-    >>> StochasticTransformer(activation="erf", width=16).reading
-    'fresh'
+    >>> noise = MLPNoise("relu", width=16)
+    >>> float(noise.kappa(1.0, d=4))
+    0.125
+    >>> noise.sample(np.eye(4), rng=0).shape
+    (4, 4)
     """
 
     activation: str = "relu"
     width: int | None = 64
-    reading: str = "fresh"
-    sigma1: float = 1.0
-    sigma2: float = 1.0
-    beta: float = 1.0
-    A: Any = None
-    V: Any = None
-    attention: bool = True
+    sigma_U: float = 0.0
+    sigma_W: float = 0.0
 
     def __post_init__(self) -> None:
         _check_activation(self.activation)
         if self.width is not None:
             check_int(self.width, "width", minimum=1)
-        if self.reading not in READINGS:
-            raise ValueError(f"`reading` must be one of {READINGS}; got {self.reading!r}.")
-        check_positive(self.sigma1, "sigma1")
-        check_positive(self.sigma2, "sigma2")
-        if isinstance(self.beta, bool) or not np.isfinite(self.beta):
-            raise ValueError(f"`beta` must be a finite real number; got {self.beta!r}.")
+        check_positive(self.sigma_U, "sigma_U", allow_zero=True)
+        check_positive(self.sigma_W, "sigma_W", allow_zero=True)
 
-    def matrices(self, d: int) -> tuple[np.ndarray, np.ndarray]:
-        """Return ``(A, V)`` as ``(d, d)`` arrays (identity where ``None``)."""
-        A = np.eye(d) if self.A is None else as_matrix(self.A, "A", shape=(d, d))
-        V = np.eye(d) if self.V is None else as_matrix(self.V, "V", shape=(d, d))
-        return A, V
+    def kappa(self, t: Any, *, d: int) -> np.ndarray:
+        """:func:`kappa` with this noise's activation and biases."""
+        return kappa(t, self.activation, d=d, sigma_U=self.sigma_U, sigma_W=self.sigma_W)
+
+    def kappa_prime(self, t: Any, *, d: int) -> np.ndarray:
+        """:func:`kappa_prime` with this noise's activation and bias."""
+        return kappa_prime(t, self.activation, d=d, sigma_U=self.sigma_U, sigma_W=self.sigma_W)
+
+    def sample(self, Y: Any, *, rng: Any = None) -> np.ndarray:
+        """One draw of ``G`` evaluated at the rows of ``Y``.
+
+        Parameters
+        ----------
+        Y : (n, d) or (paths, n, d) array_like
+            Points on the unit sphere; with a paths axis, one independent draw per path.
+        rng : Generator, int or None
+
+        Returns
+        -------
+        ndarray
+            ``G(y_i)``, same shape as `Y`.
+        """
+        arr = np.asarray(Y, dtype=np.float64)
+        pts = _as_initial(arr, arr.shape[0] if arr.ndim == 3 else 1)
+        G = _draw_field(self, pts, as_rng(rng))
+        return G if arr.ndim == 3 else G[0]
 
 
-@dataclass(frozen=True)
-class StochasticTrajectory:
-    """Simulated paths of the random-MLP transformer.
+def _kernel_matrix(noise: MLPNoise, Y: np.ndarray) -> np.ndarray:
+    """``kappa(<y_i, y_j>)`` for unit rows ``Y`` (paths, n, d): shape (paths, n, n)."""
+    d = Y.shape[-1]
+    k = _interpolant(noise.activation, d, float(noise.sigma_U), float(noise.sigma_W))
+    return k(np.clip(Y @ np.swapaxes(Y, -1, -2), -1.0, 1.0))
 
-    Attributes
-    ----------
-    times : (T,) ndarray
-        Depths ``t = l h`` of the saved layers.
-    states : (paths, T, n, d) ndarray
-        Tokens at those depths; every row has unit norm.
-    model : StochasticTransformer
-    layers : int
-        Number of layers ``L``.
+
+def _psd_root(K: np.ndarray) -> np.ndarray:
+    """A factor ``R`` with ``R R^T = K + eps I`` for a batch of symmetric PSD kernel matrices.
+
+    Cholesky of ``K`` plus :data:`JITTER` times its largest diagonal entry (degenerate kernels,
+    e.g. coincident tokens, have a factor, and the sampled covariance is exact to 1e-10
+    relative); where even that fails, the eigenvalue root with negative rounding clipped.
+    Cholesky is 50 to 250 times faster than ``eigh`` on the small batched matrices of the
+    simulations (measured at 60 x 40 x 40).
     """
-
-    times: np.ndarray
-    states: np.ndarray
-    model: StochasticTransformer
-    layers: int
-
-
-def _softmax_drift(
-    X: np.ndarray, A: np.ndarray, V: np.ndarray, beta: float, groups=None, dense: bool = False
-):
-    """Batched softmax self-attention ``b_i = V sum_j softmax_j(beta <A x_i, x_j>) x_j``.
-
-    ``X`` is ``(paths, n, d)``. ``groups`` (a list of slices of the token axis) restricts
-    attention to each slice, so independent systems can share one array (and one draw of the
-    weights). Kept private and batched; ``tests/test_stochastic.py`` checks it against
-    ``token_dynamics.attention.Softmax``.
-
-    Small systems are computed densely over groups of paths; when one ``n x n`` score matrix
-    exceeds :data:`TILE_ELEMENTS` each path goes through the row-blocked kernel of
-    :class:`token_dynamics.attention.Softmax` (memory O(n d), no ``n x n`` array, both cores).
-    ``dense=True`` computes every path at once, as one batched ``n x n`` softmax.
-    """
-    if groups is not None:
-        return np.concatenate(
-            [_softmax_drift(X[:, g], A, V, beta, dense=dense) for g in groups], axis=1
-        )
-    paths, n, _ = X.shape
-    if dense or n * n <= TILE_ELEMENTS:
-        F = X @ (beta * A.T)
-        step = paths if dense else max(1, TILE_ELEMENTS // (n * n))
-        out = np.empty_like(X)
-        for p in range(0, paths, step):
-            Xp = X[p : p + step]
-            # a contiguous transpose keeps the batched product on BLAS (10x faster for small d)
-            P = F[p : p + step] @ np.ascontiguousarray(np.swapaxes(Xp, -1, -2))
-            P -= P.max(axis=-1, keepdims=True)
-            np.exp(P, out=P)
-            P /= P.sum(axis=-1, keepdims=True)
-            out[p : p + step] = P @ Xp
-        return out @ V.T
-    field = _attention.Softmax(A, V, beta=beta)
-    return np.stack([field.velocity(Xp) for Xp in X])
+    n = K.shape[-1]
+    scale = np.max(np.diagonal(K, axis1=-2, axis2=-1), axis=-1)
+    try:
+        return np.linalg.cholesky(K + (JITTER * scale)[..., None, None] * np.eye(n))
+    except np.linalg.LinAlgError:
+        lam, U = np.linalg.eigh(0.5 * (K + np.swapaxes(K, -1, -2)))
+        return U * np.sqrt(np.clip(lam, 0.0, None))[..., None, :]
 
 
-def _renormalise(Z: np.ndarray, layer: int) -> np.ndarray:
-    """Rows of ``Z`` scaled to unit norm, or a FloatingPointError naming the layer."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        norms = np.linalg.norm(Z, axis=-1, keepdims=True)
-    if not np.all(np.isfinite(norms)) or np.any(norms < MIN_NORM):
-        raise FloatingPointError(
-            f"the tokens became non-finite or zero at layer {layer}; "
-            "increase the number of layers `L` (smaller step) or lower `sigma2`."
-        )
-    return Z / norms
+def _gaussian_field(noise: MLPNoise, Y: np.ndarray, Z: np.ndarray) -> np.ndarray:
+    """The infinite-width field at ``Y`` (paths, n, d) from standard normals ``Z`` (same shape):
+    Gaussian with covariance kappa(<y_i, y_j>) I_d, the same root for each of the d columns."""
+    return _psd_root(_kernel_matrix(noise, Y)) @ Z
 
 
-def _gaussian_field(model: StochasticTransformer, Y: np.ndarray, rng: np.random.Generator):
-    """Infinite-width noise at ``Y`` (paths, n, d): Gaussian with covariance K(y_i, y_j) I."""
-    s1sq = model.sigma1**2
-    sq = s1sq * np.einsum("pnd,pnd->pn", Y, Y)
-    gram = s1sq * (Y @ np.swapaxes(Y, -1, -2))
-    K = _general_kernel(model.activation, sq[:, :, None], sq[:, None, :], gram, model.sigma2)
-    lam, U = np.linalg.eigh(K)
-    root = U * np.sqrt(np.clip(lam, 0.0, None))[:, None, :]
-    return root @ rng.standard_normal(Y.shape)
-
-
-def _phi_inplace(activation: str):
+def _sigma_inplace(activation: str):
     """The activation applied in place to a float64 array."""
     if activation == "relu":
         return lambda u: np.maximum(u, 0.0, out=u)
@@ -196,28 +156,31 @@ def _phi_inplace(activation: str):
         return lambda u: special.erf(u, out=u)
     if activation == "tanh":
         return lambda u: np.tanh(u, out=u)
-    return lambda u: u
+    if activation == "sigmoid":
+        return lambda u: special.expit(u, out=u)
+    return lambda u: np.multiply(u, special.expit(u), out=u)  # silu
 
 
-def _mlp(activation: str, Y: np.ndarray, W1: np.ndarray, W2: np.ndarray) -> np.ndarray:
-    """``W_2 phi(W_1 y_i) / sqrt(m)`` for ``Y`` (paths, n, d), ``W1`` (paths, m, d) and ``W2``
-    (paths, d, m), without an ``n x m`` array when ``n m`` exceeds :data:`TILE_ELEMENTS`.
+def _mlp(activation: str, Y, U, bU, W, bW) -> np.ndarray:
+    """``W sigma(U y_i + b_U) / sqrt(m) + b_W`` for ``Y`` (paths, n, d), ``U`` (paths, m, d)
+    (already divided by sqrt(d)), ``bU`` (paths, m), ``W`` (paths, d, m), ``bW`` (paths, d),
+    without an ``n x m`` array when ``n m`` exceeds :data:`TILE_ELEMENTS`.
 
     Small layers are computed over groups of paths at once; larger ones per path in tiles of
-    (rows x hidden units), the activation in place and each tile's product with ``W2``
+    (rows x hidden units), the activation in place and each tile's product with ``W``
     accumulated into its rows (in a fixed order: results do not depend on the threads), on the
-    attention module's worker threads when ``d`` is small enough for its pool. Memory O(tile) on
-    top of the weights.
+    attention module's worker threads when ``d`` is small enough for its pool.
     """
-    phi = _phi_inplace(activation)
+    sigma = _sigma_inplace(activation)
     paths, n, _ = Y.shape
-    m = W1.shape[1]
+    m = U.shape[1]
     if n * m <= TILE_ELEMENTS:
         step = max(1, TILE_ELEMENTS // (n * m))
         g = np.empty_like(Y)
         for p in range(0, paths, step):
-            H = phi(Y[p : p + step] @ np.swapaxes(W1[p : p + step], -1, -2))
-            g[p : p + step] = H @ np.swapaxes(W2[p : p + step], -1, -2)
+            H = Y[p : p + step] @ np.swapaxes(U[p : p + step], -1, -2)
+            H += bU[p : p + step, None, :]
+            g[p : p + step] = sigma(H) @ np.swapaxes(W[p : p + step], -1, -2)
     else:
         kernels = _attention._kernels
         g = np.zeros_like(Y)
@@ -226,65 +189,160 @@ def _mlp(activation: str, Y: np.ndarray, W1: np.ndarray, W2: np.ndarray) -> np.n
         tiles = [(p, slice(r, min(r + rows, n))) for p in range(paths) for r in range(0, n, rows)]
 
         def task(group) -> None:
-            with np.errstate(over="ignore", invalid="ignore"):  # per thread; see _layer
+            with np.errstate(over="ignore", invalid="ignore"):  # per thread; see _normalise
                 for p, r in group:
                     Yr, gr = Y[p, r], g[p, r]
                     for c in range(0, m, units):
-                        H = phi(Yr @ W1[p, c : c + units].T)
-                        gr += H @ W2[p, :, c : c + units].T
+                        H = Yr @ U[p, c : c + units].T
+                        H += bU[p, c : c + units]
+                        gr += sigma(H) @ W[p, :, c : c + units].T
 
         kernels._run(task, tiles, paths * n * m, Y.shape[2])
     g /= np.sqrt(m)
+    g += bW[:, None, :]
     return g
 
 
-class _Noise:
-    """Draws the MLP of each layer for a batch of paths, in one of the two readings."""
-
-    def __init__(self, model: StochasticTransformer, paths: int, d: int, rng: np.random.Generator):
-        self.model, self.paths, self.d, self.rng = model, paths, d, rng
-        self.W1 = None
-        if model.width is not None and model.reading == "fixed_first":
-            self.W1 = model.sigma1 * rng.standard_normal((paths, model.width, d))
-
-    def draw(self):
-        """Weights ``(W1, W2)`` of one layer, or ``None`` at infinite width."""
-        m, p, d = self.model.width, self.paths, self.d
-        if m is None:
-            return None
-        W1 = (
-            self.W1
-            if self.W1 is not None
-            else self.model.sigma1 * self.rng.standard_normal((p, m, d))
-        )
-        W2 = self.model.sigma2 * self.rng.standard_normal((p, d, m))
-        return W1, W2
-
-    def field(self, Y: np.ndarray, weights) -> np.ndarray:
-        """The MLP output ``g(y_i)`` (paths, n, d) for the drawn weights."""
-        if weights is None:
-            return _gaussian_field(self.model, Y, self.rng)
-        return _mlp(self.model.activation, Y, *weights)
+def _draw_weights(noise: MLPNoise, paths: int, d: int, rng: np.random.Generator):
+    """``(U / sqrt(d), b_U, W, b_W)`` of one layer for every path."""
+    m = noise.width
+    U = rng.standard_normal((paths, m, d)) / np.sqrt(d)
+    bU = noise.sigma_U * rng.standard_normal((paths, m))
+    W = rng.standard_normal((paths, d, m))
+    bW = noise.sigma_W * rng.standard_normal((paths, d))
+    return U, bU, W, bW
 
 
-def _layer(model, X, h, noise: _Noise, A, V, layer, groups=None, sign=1.0, weights=None):
-    """One layer: attention step, MLP noise (common to every token), renormalisation.
+def _draw_field(noise: MLPNoise, Y: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """``G(y_i)`` (paths, n, d): a fresh MLP per path, or the exact Gaussian field."""
+    paths, _, d = Y.shape
+    if noise.width is None:
+        return _gaussian_field(noise, Y, rng.standard_normal(Y.shape))
+    return _mlp(noise.activation, Y, *_draw_weights(noise, paths, d, rng))
 
-    Overflow is not warned about here: :func:`_renormalise` turns it into a FloatingPointError
-    that names the layer and a remedy.
+
+@dataclass(frozen=True, eq=False)
+class StochasticTransformer:
+    r"""The deep transformer of Agazzi et al. (2026), eq. (1.1): post-LN after each sub-layer.
+
+    .. math:: Y^i = \mathrm{LN}\big(X^i + \tfrac TL\,\mathrm{Attn}_{\mathbf X}(X^i)\big),\qquad
+              X^i_{\rm new} = \mathrm{LN}\big(Y^i + \sqrt{T/L}\;G(Y^i)\big),
+
+    with :math:`\mathrm{Attn}_{\mathbf X}(x_i) = \sum_j \mathrm{softmax}_j
+    \langle Qx_i, Kx_j\rangle\,Vx_j` (no temperature: :math:`\beta` enters only through
+    :math:`Q^\top K = \beta I`) and ``G`` the random MLP :class:`MLPNoise`, fresh at every
+    layer and common to all tokens. The attention scale ``s`` of the paper's figures
+    (+1 attractive, 0 off, -1 repulsive) is ``V = s I``; ``V = 0`` switches attention off.
+
+    Parameters
+    ----------
+    noise : MLPNoise
+    Q, K, V : (d, d) array_like or None
+        Fixed across layers; ``None`` is the identity.
+
+    References
+    ----------
+    Agazzi et al., arXiv:2604.26898, 2026, §1.1, eq. (1.1).
+
+    Examples
+    --------
+    >>> model = StochasticTransformer(MLPNoise("tanh", width=32), V=np.zeros((3, 3)))
+    >>> A, V = model.matrices(3)
+    >>> A.shape, bool(model.attention_off(3))
+    ((3, 3), True)
     """
+
+    noise: MLPNoise = MLPNoise()
+    Q: Any = None
+    K: Any = None
+    V: Any = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.noise, MLPNoise):
+            raise TypeError(f"`noise` must be an MLPNoise; got {type(self.noise).__name__}.")
+
+    def matrices(self, d: int) -> tuple[np.ndarray, np.ndarray]:
+        """Return ``(A, V)`` with ``A = K^T Q`` (scores ``<A x_i, x_j> = <Q x_i, K x_j>``)."""
+        Q = np.eye(d) if self.Q is None else as_matrix(self.Q, "Q", shape=(d, d))
+        K = np.eye(d) if self.K is None else as_matrix(self.K, "K", shape=(d, d))
+        V = np.eye(d) if self.V is None else as_matrix(self.V, "V", shape=(d, d))
+        return K.T @ Q, V
+
+    def attention_off(self, d: int) -> bool:
+        """Whether ``V = 0`` (the attention sub-layer is then the identity)."""
+        return not np.any(self.matrices(d)[1])
+
+
+@dataclass(frozen=True, eq=False)
+class StochasticResult:
+    """Simulated paths of the discrete model or of the limit SDE.
+
+    Attributes
+    ----------
+    times : (K,) ndarray
+        Depths ``t = l T / L`` of the saved layers (or steps).
+    X : (n_paths, K, N, d) ndarray
+        Tokens at those depths.
+    status : str
+        ``"completed"``.
+    message : str
+    """
+
+    times: np.ndarray
+    X: np.ndarray
+    status: str = "completed"
+    message: str = "reached the final depth."
+
+
+def _attention_drift(X: np.ndarray, A: np.ndarray, V: np.ndarray) -> np.ndarray:
+    """Batched ``Attn_X(x_i) = V sum_j softmax_j <A x_i, x_j> x_j`` for ``X`` (paths, n, d).
+
+    Small systems densely over groups of paths; when one ``n x n`` score matrix exceeds
+    :data:`TILE_ELEMENTS` each path goes through the row-blocked kernel of
+    :class:`token_dynamics.attention.Softmax` (memory O(n d), both cores).
+    """
+    paths, n, _ = X.shape
+    if n * n > TILE_ELEMENTS:
+        field = _attention.Softmax(A, V, beta=1.0)
+        return np.stack([field.velocity(Xp) for Xp in X])
+    F = X @ A.T
+    step = max(1, TILE_ELEMENTS // (n * n))
+    out = np.empty_like(X)
+    for p in range(0, paths, step):
+        Xp = X[p : p + step]
+        # a contiguous transpose keeps the batched product on BLAS (10x faster for small d)
+        S = F[p : p + step] @ np.ascontiguousarray(np.swapaxes(Xp, -1, -2))
+        S -= S.max(axis=-1, keepdims=True)
+        np.exp(S, out=S)
+        S /= S.sum(axis=-1, keepdims=True)
+        out[p : p + step] = S @ Xp
+    return out @ V.T
+
+
+def _normalise(Z: np.ndarray, what: str) -> np.ndarray:
+    """Rows of ``Z`` scaled to unit norm, or a FloatingPointError naming where."""
     with np.errstate(over="ignore", invalid="ignore"):
-        Y = X
-        if model.attention:
-            # at infinite width the noise takes O(n^2) memory and O(n^3) time per path anyway,
-            # and its eigenvector root moves by ~1e-11 when Y moves by an ulp: there the drift
-            # stays the batched dense one, so those results do not move with the slabs' round-off
-            Y = X + h * _softmax_drift(X, A, V, model.beta, groups, dense=model.width is None)
-        if weights is None:
-            weights = noise.draw()
-        g = noise.field(Y, weights)
-        Z = Y + sign * np.sqrt(h) * g
-    return _renormalise(Z, layer)
+        norms = np.linalg.norm(Z, axis=-1, keepdims=True)
+    if not np.all(np.isfinite(norms)) or np.any(norms < MIN_NORM):
+        raise FloatingPointError(
+            f"the tokens became non-finite or zero at {what}; increase the number of layers "
+            "`L` (a smaller step) or lower the noise (the biases)."
+        )
+    return Z / norms
+
+
+def _attention_step(X, h, A, V, off: bool, what: str) -> np.ndarray:
+    """``Y = LN(X + h Attn_X(X))`` (``Y = X`` when attention is off)."""
+    if off:
+        return X
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _normalise(X + h * _attention_drift(X, A, V), what)
+
+
+def _noise_step(Y, h, G, what: str) -> np.ndarray:
+    """``X' = LN(Y + sqrt(h) G(Y))``."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _normalise(Y + np.sqrt(h) * G, what)
 
 
 def _as_initial(X0: Any, paths: int) -> np.ndarray:
@@ -293,10 +351,9 @@ def _as_initial(X0: Any, paths: int) -> np.ndarray:
     if arr.ndim == 3:
         if arr.shape[0] != paths:
             raise ValueError(
-                f"`X0` of shape (paths, n, d) must have paths = {paths}; got {arr.shape}."
+                f"`X0` of shape (n_paths, N, d) must have n_paths = {paths}; got {arr.shape}."
             )
-        flat = as_sphere_tokens(arr.reshape(-1, arr.shape[-1]), "X0")
-        X = flat.reshape(arr.shape)
+        X = as_sphere_tokens(arr.reshape(-1, arr.shape[-1]), "X0").reshape(arr.shape)
     else:
         X = np.broadcast_to(as_sphere_tokens(arr, "X0"), (paths, *arr.shape)).copy()
     if X.shape[-1] < 2:
@@ -314,86 +371,103 @@ def _progress(iterable, progress: bool, desc: str):
     return tqdm(iterable, desc=desc, leave=False)
 
 
+def _common_args(X0, T, L, n_paths, save_every, rng):
+    """Validate the arguments shared by the two simulators."""
+    T = check_positive(T, "T")
+    L = check_int(L, "L", minimum=1)
+    n_paths = check_int(n_paths, "n_paths", minimum=1)
+    save_every = check_int(save_every, "save_every", minimum=1)
+    X = _as_initial(X0, n_paths)
+    keep = sorted(set(range(0, L + 1, save_every)) | {L})
+    return T, L, X, keep, as_rng(rng)
+
+
+def _run(step, X: np.ndarray, T: float, L: int, keep: list, progress: bool, desc: str):
+    """Apply ``X <- step(X, k)`` for ``k = 1..L`` and save the states at the ``keep`` indices."""
+    out = np.empty((X.shape[0], len(keep), *X.shape[1:]))
+    out[:, 0] = X
+    j = 1
+    for k in _progress(range(1, L + 1), progress, desc):
+        X = step(X, k)
+        if j < len(keep) and keep[j] == k:
+            out[:, j] = X
+            j += 1
+    return StochasticResult(np.asarray(keep, dtype=np.float64) * (T / L), out)
+
+
 def simulate(
     model: StochasticTransformer,
     X0: Any,
+    *,
     T: float,
     L: int,
-    *,
-    paths: int = 1,
-    save_every: int = 1,
+    n_paths: int = 1,
     rng: Any = None,
+    save_every: int = 1,
     progress: bool = False,
-) -> StochasticTrajectory:
-    r"""Run ``L`` layers of the random-MLP transformer with step ``h = T / L`` on many paths.
+) -> StochasticResult:
+    r"""Run ``L`` layers of the paper's model (1.1), step ``T / L``, on independent paths.
 
-    .. math:: x_i \leftarrow \frac{y_i + \sqrt h\, W_2\varphi(W_1 y_i)/\sqrt m}
-              {|y_i + \sqrt h\, W_2\varphi(W_1 y_i)/\sqrt m|},\qquad y_i = x_i + h\,b_i(X)
+    .. math:: Y^i_\ell = \mathrm{LN}\big(X^i_\ell + \tfrac TL\mathrm{Attn}_{\mathbf X_\ell}
+              (X^i_\ell)\big),\qquad X^i_{\ell+1} = \mathrm{LN}\big(Y^i_\ell +
+              \sqrt{T/L}\,G_{\ell+1}(Y^i_\ell)\big)
 
-    The weights are common to the tokens of a path and independent across paths.
+    The MLP ``G`` of a layer is common to the tokens of a path, fresh at every layer and
+    independent across paths. Memory is O(N d + m d) per path whatever the width ``m`` (the
+    hidden layer is computed in tiles).
 
     Parameters
     ----------
     model : StochasticTransformer
-    X0 : (n, d) or (paths, n, d) array_like
+    X0 : (N, d) or (n_paths, N, d) array_like
         Initial tokens on the unit sphere, ``d >= 2``.
     T : float
         Final depth (time).
     L : int
-        Number of layers, at least 1.
-    paths : int
-        Independent Monte-Carlo paths, simulated together.
-    save_every : int
-        Keep every ``save_every``-th layer (the last layer is always kept).
+        Number of layers.
+    n_paths : int
+        Independent paths, simulated together.
     rng : Generator, int or None
+    save_every : int
+        Keep every ``save_every``-th layer (the last one always).
     progress : bool
-        Show a tqdm progress bar over the layers.
+        A tqdm bar over the layers.
 
     Returns
     -------
-    StochasticTrajectory
-        ``states`` has shape ``(paths, len(times), n, d)``.
+    StochasticResult
+        ``X`` of shape ``(n_paths, K, N, d)``.
 
     Raises
     ------
     ValueError
-        For ``d < 2``, ``L < 1``, tokens off the sphere or bad model parameters.
+        Bad shapes, tokens off the sphere, ``d < 2``, ``L < 1``.
     FloatingPointError
         If a token becomes non-finite or zero (never a silent NaN).
 
     References
     ----------
-    Agazzi et al., arXiv:2604.26898 (model reconstructed from the summary; see the book).
+    Agazzi et al., arXiv:2604.26898, 2026, eq. (1.1).
 
     Examples
     --------
-    >>> model = StochasticTransformer(activation="relu", width=8)
-    >>> X0 = np.eye(3)
-    >>> traj = simulate(model, X0, T=1.0, L=10, paths=4, rng=0)
-    >>> traj.states.shape
-    (4, 11, 3, 3)
-    >>> bool(np.allclose(np.linalg.norm(traj.states, axis=-1), 1.0))
+    >>> model = StochasticTransformer(MLPNoise("relu", width=8, sigma_U=0.1, sigma_W=0.1))
+    >>> res = simulate(model, np.eye(3), T=1.0, L=10, n_paths=4, rng=0)
+    >>> res.X.shape, float(res.times[-1])
+    ((4, 11, 3, 3), 1.0)
+    >>> bool(np.allclose(np.linalg.norm(res.X, axis=-1), 1.0))
     True
     """
     if not isinstance(model, StochasticTransformer):
-        raise TypeError("`model` must be a StochasticTransformer.")
-    T = check_positive(T, "T")
-    L = check_int(L, "L", minimum=1)
-    paths = check_int(paths, "paths", minimum=1)
-    save_every = check_int(save_every, "save_every", minimum=1)
-    rng = as_rng(rng)
-    X = _as_initial(X0, paths)
+        raise TypeError(f"`model` must be a StochasticTransformer; got {type(model).__name__}.")
+    T, L, X, keep, rng = _common_args(X0, T, L, n_paths, save_every, rng)
     d = X.shape[-1]
     A, V = model.matrices(d)
+    off = model.attention_off(d)
     h = T / L
-    noise = _Noise(model, paths, d, rng)
-    keep = sorted(set(range(0, L + 1, save_every)) | {L})
-    states = np.empty((paths, len(keep), *X.shape[1:]))
-    states[:, 0] = X
-    k = 1
-    for layer in _progress(range(1, L + 1), progress, "layers"):
-        X = _layer(model, X, h, noise, A, V, layer)
-        if k < len(keep) and keep[k] == layer:
-            states[:, k] = X
-            k += 1
-    return StochasticTrajectory(np.asarray(keep, dtype=np.float64) * h, states, model, L)
+
+    def layer(X, k):
+        Y = _attention_step(X, h, A, V, off, f"layer {k} (attention)")
+        return _noise_step(Y, h, _draw_field(model.noise, Y, rng), f"layer {k} (MLP)")
+
+    return _run(layer, X, T, L, keep, progress, "layers")
