@@ -230,7 +230,6 @@ def test_attention_drift_matches_the_attention_module():
     )
 
 
-@pytest.mark.statement("sto-def-model")
 def test_layer_is_equation_1_1():
     """One layer against a direct transcription of eq. (1.1) with the same weights."""
     rng = np.random.default_rng(3)
@@ -266,7 +265,6 @@ def test_tiled_mlp_equals_the_dense_product(activation):
     np.testing.assert_allclose(tiled[0], dense, atol=1e-12)
 
 
-@pytest.mark.statement("sto-def-model")
 @pytest.mark.parametrize(("activation", "width"), [("erf", None), ("tanh", 5), ("relu", 5)])
 def test_tokens_stay_on_the_sphere_and_runs_are_reproducible(activation, width):
     model = sto.StochasticTransformer(sto.MLPNoise(activation, width=width, sigma_U=0.1))
@@ -377,3 +375,121 @@ def test_radial_drift_cancels_the_ito_correction():
     # each step adds h^2 |drift|^2 + O(h^2) to E|X|^2: a total O(h) = 1/400, and the SE ~ 1e-3
     assert abs(sq.mean() - 1.0) < 4 * sq.std() / np.sqrt(sq.size) + 5 * k1 * d * T / L
     assert (d - 1) * k1 * T > 50 * abs(sq.mean() - 1.0)  # the correction it cancels is visible
+
+
+# --------------------------------------------------------------------------------------------
+# the expansion of the layer norm, the rates of the limits
+
+
+@pytest.mark.statement("sto-lem-ln")
+@given(
+    st.lists(st.floats(-1, 1), min_size=4, max_size=4),
+    st.lists(st.floats(-1, 1), min_size=4, max_size=4),
+    st.floats(1e-3, 0.3),
+)
+@settings(max_examples=50, deadline=None)
+def test_lemma_a1_remainder_bounds(v, w, eps):
+    v = np.array(v) + np.array([1e-3, 0, 0, 0])
+    v /= np.linalg.norm(v)
+    w = eps * np.array(w)
+    t = np.linspace(0, 1, 201)
+    lo = np.min(np.linalg.norm(v[None] + t[:, None] * w[None], axis=1))
+    exact = (v + w) / np.linalg.norm(v + w)
+    Pw = w - (w @ v) * v
+    R1 = exact - (v + Pw)
+    R2 = exact - (v + Pw - (v @ w) * Pw - 0.5 * (Pw @ Pw) * v)
+    # the lemma's constants, plus rounding (1e-15)
+    assert np.linalg.norm(R1) <= 3 * (w @ w) / lo**2 + 1e-15
+    assert np.linalg.norm(R2) <= 6 * np.linalg.norm(w) ** 3 / lo**3 + 1e-15
+
+
+@pytest.mark.statement("sto-lem-ln")
+def test_lemma_a1_orders():
+    v, w = np.array([0.0, 0.6, 0.8]), np.array([0.5, -0.2, 0.4])
+    scales = np.geomspace(1e-1, 1e-3, 5)
+    # the remainders are exactly of order 2 and 3 (their leading coefficients do not vanish for
+    # this w): the slopes are 2 and 3 up to the O(eps) next term, 0.05 at eps <= 0.1
+    assert abs(sto.layer_norm_remainder(v, w, scales, order=1).slope - 2) < 0.05
+    assert abs(sto.layer_norm_remainder(v, w, scales, order=2).slope - 3) < 0.05
+
+
+@pytest.mark.statement("sto-thm-deep-wide")
+@pytest.mark.statement("sto-prop-grid")
+def test_depth_rate_of_theorem_1_1_and_remark_2_4():
+    X0 = uniform_sphere(4, 3, rng=0)
+    model = sto.StochasticTransformer(sto.MLPNoise("relu", width=None))
+    err = sto.deep_limit_error(
+        model, X0, T=1.0, depths=[8, 16, 32, 64], L_ref=512, n_paths=100, rng=1
+    )
+    sup = err.depth_study(None)
+    grid = err.depth_study(None, grid_times=True)
+    # Theorem 1.1 bounds the sup error by c log L / L: against that rate the slope is at least
+    # 1 (up to the ~0.1 error of a slope fitted to four means with ~5% standard errors)
+    assert sup.slope >= 0.85
+    # Remark 2.4: at layer times the rate is 1/L, and Euler-Maruyama's strong order 1/2 for
+    # multiplicative noise makes it sharp: slope 1 against 1/L, +-0.25 (the SE of the slope
+    # and the reference's own error at L_ref = 8 L)
+    assert 0.75 <= grid.slope <= 1.25
+    assert np.all(err.sup >= err.grid)
+
+
+@pytest.mark.statement("sto-thm-deep-wide")
+def test_width_rate_of_theorem_1_1():
+    X0 = uniform_sphere(4, 3, rng=0)
+    model = sto.StochasticTransformer(sto.MLPNoise("relu", width=None, sigma_U=0.2))
+    err = sto.deep_limit_error(
+        model,
+        X0,
+        T=1.0,
+        depths=[16],
+        L_ref=64,
+        widths=[4, 16, 64, 256, None],
+        n_paths=60,
+        rng=2,
+    )
+    study = err.width_study(16)
+    # the coupling G^m = K_m^(1/2) K^(-1/2) G has E|G^m - G|^2 = d E||K_m^(1/2) - K^(1/2)||_F^2,
+    # of order exactly 1/m (the fluctuation of an empirical Gram matrix): slope 1 against 1/m,
+    # +-0.25 for the ~10% standard errors of the four means
+    assert 0.75 <= study.slope <= 1.25
+
+
+@pytest.mark.statement("sto-cor-limits")
+def test_width_and_depth_limits_commute_for_a_smooth_activation():
+    X0 = uniform_sphere(4, 3, rng=3)
+    model = sto.StochasticTransformer(sto.MLPNoise("erf", width=None))
+    err = sto.deep_limit_error(
+        model,
+        X0,
+        T=1.0,
+        depths=[4, 16, 64],
+        L_ref=256,
+        widths=[2, 16, None],
+        n_paths=60,
+        rng=4,
+    )
+    mean = err.sup.mean(axis=0)
+    se = err.sup.std(axis=0, ddof=1) / np.sqrt(err.sup.shape[0])
+    # both iterated limits go down to the corner (L = 64, m = inf): every row decreases with m
+    # and every column with L, by more than 2 SE of the difference (the errors are positively
+    # correlated on the shared noise, so this is conservative)
+    assert np.all(np.diff(mean, axis=0) < 2 * np.hypot(se[1:], se[:-1]))
+    assert np.all(np.diff(mean, axis=1) < 2 * np.hypot(se[:, 1:], se[:, :-1]))
+    assert mean[-1, -1] < 0.25 * min(mean[0, -1], mean[-1, 0])
+
+
+@pytest.mark.statement("sto-prop-spde")
+@pytest.mark.statement("sto-cor-limits")
+@pytest.mark.parametrize("d", [3, 6])
+def test_propagation_of_chaos_is_at_least_as_fast_as_the_bound(d):
+    model = sto.StochasticTransformer(sto.MLPNoise("relu", width=None))
+    sizes = [4, 8, 16, 32]
+    study = sto.propagation_of_chaos(
+        model, d=d, sizes=sizes, N_ref=256, T=0.5, L=4, n_paths=8, n_times=2, rng=5
+    )
+    bound = np.polyfit(np.log(sizes), np.log(sto.chaos_rate(sizes, d)), 1)[0]
+    # Proposition 1.2 is a bound: the measured slope is at most the bound's (-1/2 for d = 3,
+    # -1/3 for d = 6) plus 0.1 for the ~10% standard errors of the four means; the sphere has
+    # dimension d - 1, so it is steeper in fact (about -0.8 and -0.4)
+    assert study.slope <= bound + 0.1
+    assert np.all(np.diff(study.mean) < 0)

@@ -18,6 +18,7 @@ __all__ = [
     "plot_convergence",
     "plot_energy_decay",
     "plot_kernels",
+    "plot_limit_grid",
     "plot_mc_estimate",
 ]
 
@@ -234,3 +235,45 @@ def plot_angle_histogram(
     if label is not None:
         ax.legend(frameon=False)
     return patches
+
+
+def plot_limit_grid(ax: Any, error: Any, *, grid_times: bool = False) -> list:
+    """Mean error of the discrete model against the SDE, one line per width, against ``L``.
+
+    Parameters
+    ----------
+    ax : matplotlib Axes
+    error : DeepLimitError
+        From :func:`token_dynamics.stochastic.deep_limit_error`.
+    grid_times : bool
+        Plot the error at layer times (``error.grid``) instead of the sup over all times.
+
+    Returns
+    -------
+    list of ErrorbarContainer
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> from token_dynamics.stochastic import DeepLimitError
+    >>> e = DeepLimitError(np.array([2.0, 4.0]), (None,), np.ones((3, 2, 1)),
+    ...                    np.ones((3, 2, 1)), np.zeros((3, 2, 1)))
+    >>> fig, ax = plt.subplots()
+    >>> bars = plot_limit_grid(ax, e)
+    >>> plt.close(fig)
+    """
+    values = error.grid if grid_times else error.sup
+    n = values.shape[0]
+    bars = []
+    for j, m in enumerate(error.widths):
+        mean = values[:, :, j].mean(axis=0)
+        se = values[:, :, j].std(axis=0, ddof=1) / np.sqrt(n)
+        label = "m = inf" if m is None else f"m = {m}"
+        bars.append(
+            ax.errorbar(error.depths, mean, yerr=BAND_SE * se, fmt="o-", capsize=3, label=label)
+        )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("depth L")
+    ax.legend(frameon=False)
+    return bars

@@ -40,6 +40,9 @@ TILE_ELEMENTS = 2**14
 #: OpenBLAS to thread their products (up to 4096 x 256) were at most 20 % faster, for 16x the
 #: memory. The MLP is bound by its skinny products: one whole-array MLP takes longer.
 TILE_ROWS = 128
+#: Relative jitter added to a kernel matrix before its Cholesky factor: above the 1e-16 n
+#: rounding of its entries (n <= 10^4) and at the 1e-10 accuracy of the kernel itself.
+JITTER = 1e-10
 
 
 @dataclass(frozen=True, eq=False)
@@ -122,10 +125,21 @@ def _kernel_matrix(noise: MLPNoise, Y: np.ndarray) -> np.ndarray:
 
 
 def _psd_root(K: np.ndarray) -> np.ndarray:
-    """A factor ``R`` with ``R R^T = K`` for a batch of symmetric PSD matrices (eigenvalues that
-    rounding made negative are clipped to zero, so degenerate kernels have a root)."""
-    lam, U = np.linalg.eigh(0.5 * (K + np.swapaxes(K, -1, -2)))
-    return U * np.sqrt(np.clip(lam, 0.0, None))[..., None, :]
+    """A factor ``R`` with ``R R^T = K + eps I`` for a batch of symmetric PSD kernel matrices.
+
+    Cholesky of ``K`` plus :data:`JITTER` times its largest diagonal entry (degenerate kernels,
+    e.g. coincident tokens, have a factor, and the sampled covariance is exact to 1e-10
+    relative); where even that fails, the eigenvalue root with negative rounding clipped.
+    Cholesky is 50 to 250 times faster than ``eigh`` on the small batched matrices of the
+    simulations (measured at 60 x 40 x 40).
+    """
+    n = K.shape[-1]
+    scale = np.max(np.diagonal(K, axis1=-2, axis2=-1), axis=-1)
+    try:
+        return np.linalg.cholesky(K + (JITTER * scale)[..., None, None] * np.eye(n))
+    except np.linalg.LinAlgError:
+        lam, U = np.linalg.eigh(0.5 * (K + np.swapaxes(K, -1, -2)))
+        return U * np.sqrt(np.clip(lam, 0.0, None))[..., None, :]
 
 
 def _gaussian_field(noise: MLPNoise, Y: np.ndarray, Z: np.ndarray) -> np.ndarray:
