@@ -30,6 +30,7 @@ from scipy import optimize
 from .. import geometry
 from .._validation import as_rng, as_sphere_tokens, as_weights, check_int, check_positive
 from ._kernels import _interpolant, kappa, kappa_prime
+from ._limits import MCEstimate, mc_estimate
 from ._model import MLPNoise, StochasticTransformer, simulate
 from ._sde import simulate_sde
 
@@ -41,7 +42,6 @@ __all__ = [
     "AssumptionError",
     "Lemma41Terms",
     "NoiseExponents",
-    "RateEstimate",
     "SynchronizationRun",
     "check_assumption_1",
     "dissipation_function",
@@ -706,24 +706,7 @@ def noise_energy_drift(
 # -- Monte-Carlo estimators ---------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class RateEstimate:
-    """An exponential rate measured on independent paths, with its standard error.
-
-    Attributes
-    ----------
-    rate : float
-    stderr : float
-        Standard error over the paths (delta method for a rate of a mean).
-    paths : int
-    """
-
-    rate: float
-    stderr: float
-    paths: int
-
-
-def energy_decay_rate(times: Any, energies: Any) -> RateEstimate:
+def energy_decay_rate(times: Any, energies: Any) -> MCEstimate:
     r"""Exponential rate of the mean energy :math:`\mathbb E\,\mathcal E_\beta(\mu_t)` over paths.
 
     The slope of the least-squares line through :math:`(t_k, \log \bar E_k)`, where
@@ -740,7 +723,9 @@ def energy_decay_rate(times: Any, energies: Any) -> RateEstimate:
 
     Returns
     -------
-    RateEstimate
+    MCEstimate
+        ``mean`` is the rate, ``stderr`` its standard error over the paths, ``samples`` the
+        number of paths.
 
     References
     ----------
@@ -751,7 +736,7 @@ def energy_decay_rate(times: Any, energies: Any) -> RateEstimate:
     >>> import numpy as np
     >>> t = np.linspace(0, 1, 5)
     >>> E = np.exp(-2 * t) * np.array([[1.0], [1.2], [0.8]])
-    >>> round(energy_decay_rate(t, E).rate, 12)
+    >>> round(energy_decay_rate(t, E).mean, 12)
     -2.0
     """
     t = np.asarray(times, dtype=np.float64)
@@ -770,10 +755,10 @@ def energy_decay_rate(times: Any, energies: Any) -> RateEstimate:
     rate = float(c @ np.log(mean))
     cov = np.cov(E, rowvar=False) / E.shape[0]
     g = c / mean
-    return RateEstimate(rate, float(np.sqrt(max(g @ cov @ g, 0.0))), E.shape[0])
+    return MCEstimate(rate, float(np.sqrt(max(g @ cov @ g, 0.0))), E.shape[0])
 
 
-def separation_exponent(times: Any, states: Any) -> RateEstimate:
+def separation_exponent(times: Any, states: Any) -> MCEstimate:
     r"""Top Lyapunov exponent from two nearby tokens, :math:`\mathbb E\log(|X_T-Y_T|/|X_0-Y_0|)/T`.
 
     Parameters
@@ -786,7 +771,9 @@ def separation_exponent(times: Any, states: Any) -> RateEstimate:
 
     Returns
     -------
-    RateEstimate
+    MCEstimate
+        ``mean`` is the rate, ``stderr`` its standard error over the paths, ``samples`` the
+        number of paths.
         Mean over paths of the log-growth per unit time, with its standard error.
 
     References
@@ -799,7 +786,7 @@ def separation_exponent(times: Any, states: Any) -> RateEstimate:
     >>> x = np.array([1.0, 0.0]); y = np.array([np.cos(1e-6), np.sin(1e-6)])
     >>> z = np.array([np.cos(1e-7), np.sin(1e-7)])
     >>> S = np.array([[[x, y], [x, z]], [[x, y], [x, z]]])        # 2 paths, 2 times
-    >>> round(separation_exponent([0.0, 1.0], S).rate, 6)
+    >>> round(float(separation_exponent([0.0, 1.0], S).mean), 6)
     -2.302585
     """
     t = np.asarray(times, dtype=np.float64)
@@ -817,7 +804,7 @@ def separation_exponent(times: Any, states: Any) -> RateEstimate:
             "the two tokens coincide at the first or last time; start them apart (e.g. 1e-6)."
         )
     g = np.log(gap[:, -1] / gap[:, 0]) / (t[-1] - t[0])
-    return RateEstimate(float(g.mean()), float(g.std(ddof=1) / np.sqrt(g.size)), g.size)
+    return mc_estimate(g)
 
 
 def two_point_lyapunov_exponent(
@@ -827,9 +814,9 @@ def two_point_lyapunov_exponent(
     T: float,
     L: int,
     n_paths: int = 100,
-    separation: float = 1e-4,
+    separation: float = 1e-3,
     rng: Any = None,
-) -> RateEstimate:
+) -> MCEstimate:
     r"""Top Lyapunov exponent of the limit SDE, from two nearby tokens sharing the noise.
 
     Each path starts from a uniform token :math:`x` and :math:`y = \mathrm{LN}(x +
@@ -851,12 +838,16 @@ def two_point_lyapunov_exponent(
     separation : float
         Initial distance; small enough for the pair to stay in the linear regime (the
         exponent has a relative bias of the order of the separation squared), large enough for
-        the kernel matrix of the pair to be resolved (``1e-4`` by default).
+        the 2 x 2 kernel matrix of the pair, whose small eigenvalue is about
+        :math:`\kappa'(1)\,\text{separation}^2`, to stay far above its rounding and the jitter
+        of its factorisation (``1e-3`` by default).
     rng : Generator, int or None
 
     Returns
     -------
-    RateEstimate
+    MCEstimate
+        ``mean`` is the rate, ``stderr`` its standard error over the paths, ``samples`` the
+        number of paths.
 
     References
     ----------
@@ -868,7 +859,7 @@ def two_point_lyapunov_exponent(
     >>> from token_dynamics.stochastic import MLPNoise
     >>> model = StochasticTransformer(MLPNoise("relu", width=None), V=np.zeros((5, 5)))
     >>> est = two_point_lyapunov_exponent(model, 5, T=1.0, L=50, n_paths=8, rng=0)
-    >>> est.paths
+    >>> est.samples
     8
     """
     from ..sampling import uniform_sphere
