@@ -43,6 +43,7 @@ __all__ = [
     "Lemma41Terms",
     "NoiseExponents",
     "SynchronizationRun",
+    "attention_forcing",
     "check_assumption_1",
     "dissipation_function",
     "dissipation_rate",
@@ -223,6 +224,58 @@ def energy_derivative(X: Any, velocity: Any, beta: float, weights: Any = None) -
         raise FloatingPointError(f"e^beta overflows float64 at `beta` = {beta:g}; lower `beta`.")
     kernel = np.exp(-beta * _half_gaps(X))  # e^{beta (u - 1)}
     return float(-beta * np.exp(beta) * np.einsum("ij,ij,i,j->", kernel, v @ X.T, w, w))
+
+
+def attention_forcing(
+    X: Any, beta: float, *, Q: Any = None, K: Any = None, V: Any = None, weights: Any = None
+) -> float:
+    r"""The ratio :math:`\frac{d}{dt}\mathcal S_\beta / \mathcal S_\beta` along the noiseless
+    attention flow of the model (1.1), at the tokens ``X``.
+
+    The flow is :math:`\dot x_i = P_{x_i}\mathrm{Attn}(\mu, x_i)` with weights
+    :math:`\mathrm{softmax}_j\langle Qx_i, Kx_j\rangle` and values :math:`Vx_j` (no
+    temperature). Assumption 2 of Agazzi et al. (2026) asks for an :math:`\varepsilon` above
+    this ratio at every cloud; by their Remark 1.6 it is :math:`\le 0` for
+    :math:`Q^\top K = \beta I`, :math:`V = I`.
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+        Tokens on the unit sphere, not all equal (else the energy vanishes).
+    beta : float
+        Inverse temperature of the energy.
+    Q, K, V : array_like, shape (d, d), optional
+        ``None`` is the identity.
+    weights : array_like, shape (n,), optional
+
+    Returns
+    -------
+    float
+
+    References
+    ----------
+    Agazzi et al., arXiv:2604.26898, Assumption 2 and Remark 1.6.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.eye(3)
+    >>> attention_forcing(X, 1.0) <= 0                  # Q = K = V = I, beta = 1
+    True
+    >>> attention_forcing(X, 1.0, V=-np.eye(3)) > 0     # repulsive values
+    True
+    """
+    from ..attention import Softmax
+
+    X = as_sphere_tokens(X)
+    d = X.shape[1]
+    Q, K, V = (np.eye(d) if M is None else M for M in (Q, K, V))
+    field = Softmax(np.asarray(K, dtype=np.float64).T @ np.asarray(Q, dtype=np.float64), V)
+    v = geometry.project_tangent(X, field.velocity(X, weights=weights))
+    energy = float(synchronization_energy(X, beta, weights))
+    if energy == 0:
+        raise ValueError("`X` is a single point (zero energy); the ratio is undefined there.")
+    return energy_derivative(X, v, beta, weights) / energy
 
 
 # -- the exponents of the noise -----------------------------------------------------------------
