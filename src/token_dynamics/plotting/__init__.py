@@ -14,6 +14,8 @@ from ._meanfield import *  # noqa: F403
 from ._meanfield import __all__ as _meanfield_all
 from ._stochastic import *  # noqa: F403
 from ._stochastic import __all__ as _stochastic_all
+from ._synchronization import *  # noqa: F403
+from ._synchronization import __all__ as _synchronization_all
 from ._tokens import *  # noqa: F403
 from ._tokens import __all__ as _tokens_all
 
@@ -24,4 +26,5 @@ __all__ = [
     *_gradient_flow_all,
     *_stochastic_all,
     *_interpolation_all,
+    *_synchronization_all,
 ]

@@ -21,5 +21,7 @@ from ._model import *  # noqa: F403
 from ._model import __all__ as _model_all
 from ._sde import *  # noqa: F403
 from ._sde import __all__ as _sde_all
+from ._synchronization import *  # noqa: F403
+from ._synchronization import __all__ as _synchronization_all
 
-__all__ = [*_kernels_all, *_model_all, *_sde_all, *_limits_all]
+__all__ = [*_kernels_all, *_model_all, *_sde_all, *_limits_all, *_synchronization_all]
