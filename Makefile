@@ -11,10 +11,8 @@ EDITION ?= full
 CHROMIUM ?= /usr/bin/chromium
 JOBS ?= 2
 
-BUILD_FLAGS := -W -n --keep-going --all
-ifeq ($(EDITION),student)
-BUILD_CONFIG = --config _build/_config_student.yml
-else ifneq ($(EDITION),full)
+BUILD_FLAGS := -W -n --keep-going
+ifneq ($(filter-out full student,$(EDITION)),)
 $(error EDITION must be `full` or `student`, not `$(EDITION)`)
 endif
 
@@ -28,12 +26,15 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet -r requirements.txt -r requirements-dev.txt
 	touch $(STAMP)
 
-## book: execute every notebook and build the site into _build/html (EDITION=student drops solutions)
+## book: build the site into _build/html (EDITION=student drops solutions). A notebook is
+## re-executed only when its code or the library (src/token_dynamics) changed: jupyter-cache in
+## a folder named after the library's fingerprint (tools/book_config.py).
 book: env
 	rm -rf _build/html  # no page of an earlier build (or edition) survives
 	mkdir -p _build
-	$(if $(BUILD_CONFIG),$(BIN)/python tools/student_config.py > _build/_config_student.yml)
-	$(BIN)/jupyter-book build . $(BUILD_FLAGS) $(BUILD_CONFIG)
+	$(BIN)/python tools/book_config.py --edition $(EDITION) > _build/book_options
+	$(BIN)/jupyter-book build . $(BUILD_FLAGS) $$(cat _build/book_options)
+	$(BIN)/python tools/book_config.py --edition $(EDITION) --built
 	@echo "The book is built: open $(CURDIR)/_build/html/index.html"
 
 ## test: lint, unit tests and doctests, every notebook in a fresh kernel, a clean book build, browser checks
@@ -53,9 +54,10 @@ unit: env
 test-fullsize: env
 	$(BIN)/pytest -m fullsize tests
 
+## build (CI, in `make test`): every notebook executed from clean, no cache
 build: env
-	rm -rf _build/html _build/.doctrees _build/jupyter_execute
-	$(BIN)/jupyter-book build . $(BUILD_FLAGS)
+	rm -rf _build/html _build/.doctrees _build/jupyter_execute _build/.book_state
+	$(BIN)/jupyter-book build . $(BUILD_FLAGS) --all
 
 browser: env chromium
 	CHROMIUM=$(CHROMIUM) $(BIN)/pytest tests/browser

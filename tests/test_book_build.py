@@ -7,12 +7,14 @@ non-zero exit with the defect named in the log. A clean fixture must build, so t
 cases fail for their defect and not for the set-up.
 """
 
+import importlib.util
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 JUPYTER_BOOK = Path(sys.executable).with_name("jupyter-book")
@@ -143,3 +145,45 @@ def test_student_edition_publishes_no_solution(tmp_path):
         if path.is_file() and b"SOLUTION-TEXT-4" in path.read_bytes()
     ]
     assert not leaks, f"the solution is published in {leaks}"
+
+
+def test_make_book_cache_follows_the_library(tmp_path, monkeypatch):
+    """`make book`'s options (tools/book_config.py): the execution cache is keyed on the
+    library's files, and a change of library or edition makes Sphinx re-read every page."""
+    spec = importlib.util.spec_from_file_location("book_config", ROOT / "tools" / "book_config.py")
+    book_config = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(book_config)
+    library = tmp_path / "src" / "token_dynamics"
+    library.mkdir(parents=True)
+    (library / "a.py").write_text("x = 1\n", encoding="utf-8")
+    build_dir = tmp_path / "_build"
+    monkeypatch.setattr(book_config, "LIBRARY", library)
+    monkeypatch.setattr(book_config, "BUILD", build_dir)
+    monkeypatch.setattr(book_config, "CACHES", build_dir / ".jupyter_cache")
+    monkeypatch.setattr(book_config, "STATE", build_dir / ".book_state")
+
+    def options():
+        return book_config.main(["--edition", "full"]).split()
+
+    def cache_dirs():
+        return sorted(p.name for p in (build_dir / ".jupyter_cache").glob("lib-*"))
+
+    first = options()
+    assert "--all" in first
+    config = yaml.safe_load(Path(first[first.index("--config") + 1]).read_text(encoding="utf-8"))
+    assert config["execute"]["execute_notebooks"] == "cache"
+    cache = Path(config["execute"]["cache"])
+    assert cache.name == f"lib-{book_config.library_fingerprint(library)}"
+    assert Path(config["bibtex_bibfiles"][0]).is_absolute()
+    cache.mkdir(parents=True)  # what the build does
+    assert "--all" in options(), "no successful build recorded yet: read everything"
+    book_config.main(["--edition", "full", "--built"])
+    assert "--all" not in options(), "nothing changed: an incremental build"
+    assert "--all" in book_config.main(["--edition", "student"]).split(), "edition changed"
+    (library / "a.py").write_text("x = 2\n", encoding="utf-8")  # the library changes
+    assert "--all" in options()
+    assert cache_dirs() == [], "the cache of the old library is removed"
+    (library / "b.py").write_text("", encoding="utf-8")
+    before = book_config.library_fingerprint(library)
+    (library / "b.py").rename(library / "c.py")  # a rename changes the fingerprint too
+    assert book_config.library_fingerprint(library) != before

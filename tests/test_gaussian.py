@@ -727,3 +727,81 @@ def test_stiff_run_is_reported_not_left_to_hang():
     assert sol.status == "failed" and sol.blowup_time is None
     assert "too stiff" in sol.message
     assert np.all(np.isfinite(sol.covariances))
+
+
+def _variants_for_horizon():
+    I2 = np.eye(2)
+    return {
+        "softmax": (g.SoftmaxMoments(I2, I2), "blowup"),
+        "linear": (g.LinearMoments(I2, I2), "blowup"),
+        "l2": (g.L2Moments(I2, I2, I2), None),
+        "sinkhorn": (g.SinkhornMoments(I2, I2), None),
+        "multihead": (
+            g.MultiHeadMoments((g.L2Moments(I2, I2, I2), g.SinkhornMoments(I2, I2))),
+            None,
+        ),
+    }
+
+
+@pytest.mark.parametrize("variant", list(_variants_for_horizon()))
+def test_blowup_detection_does_not_depend_on_the_horizon(variant):
+    # l2 and Sinkhorn cannot blow up (their covariance grows at most exponentially), yet the
+    # old stall test, scaled by the span, reported a blow-up at t ~ 12 on [0, 1000]. Every test
+    # now depends on the state and the elapsed time only, so the run on [0, T] is the
+    # beginning of the run on [0, T'] for T < T': same status up to where both reach, same
+    # blow-up time, same moments at the common output times.
+    eq, expected = _variants_for_horizon()[variant]
+    runs = {T: g.solve_moments(eq, np.zeros(2), np.eye(2), np.arange(0.0, T + 1.0, 5.0))
+            for T in (10, 100, 1000)}  # fmt: skip
+    for run in runs.values():
+        if expected == "blowup":
+            assert run.status == "blowup"
+            # the pole of s' = 2 s^2 (tr s = 2 s) from s0 = 1 is at 1/2; the event stops 1e-9
+            # before it and corrects by s/s', exact to O(1e-18)
+            np.testing.assert_allclose(run.blowup_time, 0.5, rtol=1e-8)
+        else:
+            assert run.status != "blowup", run.message
+            if run.status != "completed":  # e^{2t} growth leaves float64 (near t = 173 for
+                # l2): said, and not called a blow-up
+                assert run.status == "failed" and "not a blow-up" in run.message
+    if expected is None:
+        assert runs[10].status == "completed"
+        assert runs[1000].status == "failed"  # e^{2 t} or faster cannot reach t = 1000
+    long = runs[1000]
+    for run in (runs[10], runs[100]):
+        k = run.times.size
+        if run.status == "failed":  # stopped where the longer run stopped, for the same reason
+            assert run.message == long.message
+        np.testing.assert_array_equal(run.times, long.times[:k])
+        # two runs of DOP853 at rtol 1e-10 over different step sequences: relative agreement
+        # at the level of the accumulated tolerance, far below 1e-6
+        np.testing.assert_allclose(run.covariances, long.covariances[:k], rtol=1e-6, atol=1e-12)
+
+
+@pytest.mark.parametrize("variant", list(_variants_for_horizon()))
+def test_dirac_initial_covariance_stays_a_dirac(variant):
+    # cov0 = 0 crashed the event function with ZeroDivisionError. F = 0 solves F' = M F, so the
+    # covariance stays exactly zero and the mean follows the linear ODE alpha' = c + M alpha.
+    eq, _ = _variants_for_horizon()[variant]
+    # (a small mean: the linear variant moves it by alpha' = |alpha|^2 alpha, a pole at
+    # 1 / (2 |alpha0|^2) = 40, past the horizon)
+    run = g.solve_moments(eq, [0.1, -0.05], np.zeros((2, 2)), np.linspace(0.0, 2.0, 5))
+    assert run.status == "completed", run.message
+    np.testing.assert_array_equal(run.covariances, 0.0)
+    assert np.all(np.isfinite(run.means))
+
+
+def test_solver_vocabulary():
+    # the same names as integrate: method (solve_ivp or a SciPy name), dt, rtol/atol, progress
+    eq = g.SoftmaxMoments([[-0.9]], [[0.7]])
+    a = g.solve_moments(eq, [0.2], [[0.4]], [0.0, 1.0], method="RK45", dt=0.1, rtol=1e-9)
+    b = g.solve_moments(eq, [0.2], [[0.4]], [0.0, 1.0])
+    exact = g.softmax_gaussian_1d([0.0, 1.0], 0.2, 0.4, 0.7, -0.9)
+    # RK45 at rtol 1e-9 and DOP853 at rtol 1e-10: both within 1e-7 of the closed form
+    np.testing.assert_allclose(a.covariances, exact.covariances, rtol=1e-7)
+    np.testing.assert_allclose(b.covariances, exact.covariances, rtol=1e-7)
+    assert a.status == b.status == "completed" and a.message
+    with pytest.raises(ValueError, match="`method` must be 'solve_ivp' or one of"):
+        g.solve_moments(eq, [0.2], [[0.4]], [0.0, 1.0], method="rk4")
+    with pytest.raises(ValueError, match="`progress` must be True or False"):
+        g.solve_moments(eq, [0.2], [[0.4]], [0.0, 1.0], progress="yes")

@@ -191,3 +191,38 @@ def test_bad_inputs_raise_named_errors(kwargs, match):
     args.update(kwargs)
     with pytest.raises(ValueError, match=match):
         integrate(args.pop("field"), args.pop("X0"), args.pop("times"), **args)
+
+
+@pytest.mark.parametrize("method", ["euler", "rk4", "solve_ivp", "RK45", "LSODA"])
+def test_one_failure_policy_for_every_method(method):
+    # x' = x^2 from 1 blows up at t = 1: every method raises the same FloatingPointError naming
+    # the method and a time (RK4's stages no longer reach the field as NaN tokens).
+    with pytest.raises(FloatingPointError, match=rf"method='{method}'.*(blow|non-finite)|"
+                       rf"non-finite at t = .* method='{method}'"):  # fmt: skip
+        integrate(lambda t, X: X**2, np.ones((1, 1)), [0.0, 2.0], method=method, dt=0.01)
+
+
+@pytest.mark.parametrize("method", ["euler", "rk4", "solve_ivp"])
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+def test_non_finite_field_is_reported_at_the_initial_state(method, value):
+    # A field that is non-finite everywhere made solve_ivp shrink its step forever; a list X0
+    # crashed with AttributeError. Now the first evaluation, at t = 0, raises.
+    def field(t, X):
+        return np.full_like(X, value)
+
+    with pytest.raises(FloatingPointError, match=rf"velocity field's values became non-finite "
+                       rf"at t = 0 with method='{method}'"):  # fmt: skip
+        integrate(field, [[1.0, 2.0], [0.5, 0.0]], [0.0, 1.0], method=method)
+
+
+def test_vocabulary_and_result_shape():
+    # A solve_ivp method name is a `method` of its own, the same as method="solve_ivp" with
+    # ivp_method: identical arithmetic, so identical states.
+    X0 = np.array([[1.0, 0.5]])
+    a = integrate(lambda t, X: -X, X0, [0.0, 0.5, 1.0], method="RK45", rtol=1e-8)
+    b = integrate(lambda t, X: -X, X0, [0.0, 0.5, 1.0], method="solve_ivp", ivp_method="RK45",
+                  rtol=1e-8)  # fmt: skip
+    np.testing.assert_array_equal(a.states, b.states)
+    assert a.method == "RK45" and a.status == b.status == "completed" and a.message
+    with pytest.raises(ValueError, match="`ivp_method` is only read with method='solve_ivp'"):
+        integrate(lambda t, X: -X, X0, [0.0, 1.0], method="rk4", ivp_method="RK45")

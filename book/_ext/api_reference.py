@@ -60,6 +60,23 @@ def home(name: str, obj: object, modules: list[str]) -> str:
     return max(prefixes or listing, key=lambda m: (m.count("."), m))
 
 
+def documented() -> list[tuple[str, str, object]]:
+    """(module, name, object) of every public name listed where its page documents it.
+
+    An object re-exported under several modules appears once per module that lists it, each
+    time with its home; the test suite checks that each object has a single home.
+    """
+    modules = public_modules()
+    found = []
+    for modname in modules:
+        module = importlib.import_module(modname)
+        for name in public_names(module):
+            obj = getattr(module, name)
+            if not name.startswith("__") and _kind(obj) != "module":
+                found.append((home(name, obj, modules), name, obj))
+    return found
+
+
 def _kind(obj: object) -> str:
     if isinstance(obj, types.ModuleType):
         return "module"

@@ -11,7 +11,10 @@
 - **Search snippets without raw TeX** (``search-snippets.js``).
 - **One search box**: the sidebar's search field is dropped; the header's search button stays.
 - **A readable proof index**: "Theorem 4.1: title", grouped by kind, instead of raw labels.
-- **No build-only files in the site**: source maps and the theme's translation catalogues.
+- **No build-only files in the site**: source maps, the theme's translation catalogues; and
+  in the downloadable executed notebooks (``_sources/**/*.ipynb``), no text fallback that
+  repeats an HTML output and no saved widget state (no kernel runs them there); after a cached
+  build, those notebooks get the outputs myst-nb leaves out of them.
 """
 
 from __future__ import annotations
@@ -26,8 +29,13 @@ ROOT = Path(__file__).resolve().parents[2]
 #: The part of MathJax 3's distribution the pages load: the combined TeX + CommonHTML
 #: component, the TeX extensions it autoloads on demand, and the CommonHTML web fonts.
 MATHJAX_KEEP = ("tex-chtml.js", "input/tex/extensions", "output/chtml/fonts/woff-v2")
-#: Files of the theme and extensions that no page requests.
-BUILD_ONLY = ("**/*.map", "locales")
+#: Files of the theme and extensions that no page requests: source maps, translation
+#: catalogues (used at build time), and Font Awesome's TrueType fallbacks (the stylesheet offers
+#: WOFF2 first, which every browser of the last years reads).
+BUILD_ONLY = ("**/*.map", "locales", "vendor/fontawesome/webfonts/*.ttf")
+#: A text/plain fallback this long next to an HTML or image output is a repr of it (an
+#: animation's HTML string repeated as text, 1.5 MB): the downloaded notebook drops it.
+PLAIN_FALLBACK_MAX = 10_000
 
 _GREEK = (
     "alpha beta gamma delta epsilon varepsilon zeta eta theta kappa lambda mu nu xi pi rho "
@@ -73,6 +81,9 @@ def plain_title(title: str) -> str:
     return re.sub(r"\$([^$]+)\$", convert, title)
 
 
+_PLURALS = {"corollary": "Corollaries", "property": "Properties"}
+
+
 def _prf_titles() -> dict[str, tuple[str, str]]:
     """Label -> (kind, title) of every labelled sphinx-proof directive of the book."""
     import traceability
@@ -109,7 +120,7 @@ def _readable_proof_index():
                 if title:
                     name += f": {title}"
                 page = env.titles[values["docname"]].astext()
-                groups[kind.capitalize() + "s"].append(
+                groups[_PLURALS.get(kind, kind.capitalize() + "s")].append(
                     (number or (), (name, 0, values["docname"], anchor, page, "", ""))
                 )
             content = [
@@ -132,8 +143,45 @@ def _drop_thebe(app):
     ]
 
 
-def _copy_mathjax(app, exception):
-    """Copy the part of MathJax the pages load (replaces sphinx-mathjax-offline's full copy)."""
+def slim_notebook(notebook: dict) -> dict:
+    """`notebook` (nbformat JSON) without saved widget state nor long text/plain fallbacks
+    beside a rich output; the outputs a reader sees in Jupyter are unchanged. In place."""
+    notebook.get("metadata", {}).pop("widgets", None)
+    for cell in notebook.get("cells", []):
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            plain = data.get("text/plain")
+            rich = any(kind == "text/html" or kind.startswith("image/") for kind in data)
+            if rich and plain is not None and len("".join(plain)) > PLAIN_FALLBACK_MAX:
+                del data["text/plain"]
+    return notebook
+
+
+def _downloadable_notebooks(app) -> None:
+    """Rewrite the executed notebooks offered for download (``_sources/**/*.ipynb``): slimmed,
+    and, after a cached build, with their outputs. (myst-nb 1.4 writes the notebook *before*
+    merging the cached outputs into it: a page read from jupyter-cache offered a notebook with
+    no output at all.)"""
+    import nbformat
+
+    cache = None
+    if app.config.nb_execution_mode == "cache":
+        from jupyter_cache import get_cache
+
+        cache = get_cache(app.config.nb_execution_cache_path or ".jupyter_cache")
+    for path in (Path(app.outdir) / "_sources").rglob("*.ipynb"):
+        notebook = nbformat.reads(path.read_text(encoding="utf-8"), as_version=4)
+        if cache is not None and not any(c.get("outputs") for c in notebook.cells):
+            try:
+                _, notebook = cache.merge_match_into_notebook(notebook)
+            except KeyError:  # not in the cache: a notebook without code, or never executed
+                pass
+        path.write_text(nbformat.writes(slim_notebook(notebook)), encoding="utf-8")
+
+
+def _finish_site(app, exception):
+    """Copy the part of MathJax the pages load (replaces sphinx-mathjax-offline's full copy),
+    remove the files no page requests, slim the downloadable notebooks."""
     if exception is not None or app.builder.format != "html":
         return
     import importlib
@@ -152,6 +200,7 @@ def _copy_mathjax(app, exception):
     for pattern in BUILD_ONLY:
         for path in list(static.glob(pattern)):
             shutil.rmtree(path) if path.is_dir() else path.unlink()
+    _downloadable_notebooks(app)
 
 
 def _config_inited(app, config):
@@ -176,7 +225,7 @@ def setup(app):
     _drop_thebe(app)  # Jupyter Book sets sphinx-thebe up before the book's own extensions
     app.connect("config-inited", _config_inited)
     app.connect("builder-inited", _builder_inited)
-    app.connect("build-finished", _copy_mathjax)
+    app.connect("build-finished", _finish_site)
     # deferred: they run after the page's inline MathJax configuration and searchtools.js,
     # and before MathJax itself (also deferred, later in the page)
     app.add_js_file("mathjax-settings.js", loading_method="defer", priority=400)

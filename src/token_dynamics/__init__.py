@@ -14,6 +14,13 @@ Array conventions
   over the key index ``j`` (rows of the attention matrix sum to one) and a head outputs
   :math:`V\sum_j P_{ij} x_j`.
 - Randomness: every random function takes a keyword-only ``rng`` (a Generator, a seed or None).
+- Solvers (``integrate``, ``gaussian.solve_moments``) share one vocabulary -- ``times``, ``dt``,
+  ``method``, ``rtol``/``atol``, ``progress`` -- and return results with ``.times``,
+  ``.status`` and ``.message``.
+- Failures: a bad argument raises ``ValueError``/``TypeError`` naming it; a numerical failure
+  (blow-up, non-finite state or field, non-convergence) raises ``FloatingPointError`` naming the
+  time, method and quantity, or returns a result whose ``status`` says so where the API has one
+  (the moment solvers). Nothing returns NaN silently.
 
 Modules
 -------

@@ -34,8 +34,11 @@ __all__ = [
     "as_tokens",
     "as_vector",
     "as_weights",
+    "check_bool",
     "check_int",
     "check_positive",
+    "check_real",
+    "progress_bar",
 ]
 
 #: Tolerance on | ||x|| - 1 | for tokens that must lie on the unit sphere: a few hundred ulps
@@ -295,6 +298,13 @@ def check_positive(value: Any, name: str, *, allow_zero: bool = False) -> float:
     return float(value)
 
 
+def check_real(value: Any, name: str) -> float:
+    """Return `value` as a float after checking it is a finite real number (not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, Real) or not np.isfinite(value):
+        raise ValueError(f"`{name}` must be a finite real number; got {value!r}.")
+    return float(value)
+
+
 def check_int(value: Any, name: str, *, minimum: int = 1) -> int:
     """Return `value` as an int after checking it is an integer >= `minimum`."""
     if isinstance(value, bool) or not isinstance(value, Integral):
@@ -312,3 +322,23 @@ def as_rng(rng: Any) -> np.random.Generator:
         raise TypeError(
             f"`rng` must be a numpy Generator, an integer seed or None; got {rng!r}."
         ) from exc
+
+
+def check_bool(value: Any, name: str) -> bool:
+    """Return `value` after checking it is True or False (not 0, 1 or a string)."""
+    if not isinstance(value, bool):
+        raise ValueError(f"`{name}` must be True or False; got {value!r}.")
+    return value
+
+
+def progress_bar(progress: Any, total: float, desc: str) -> Any:
+    """Check the `progress` flag of a solver and return a ``tqdm`` bar (or None when off)."""
+    if not check_bool(progress, "progress"):
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError as exc:  # pragma: no cover - tqdm is in the pinned environment
+        raise ImportError(
+            "`progress=True` needs tqdm: pip install 'token-dynamics[progress]'."
+        ) from exc
+    return tqdm(total=total, desc=desc, leave=False)

@@ -16,7 +16,7 @@ from scipy.spatial.distance import cdist
 from scipy.special import logsumexp
 
 from ._linalg import row_blocks
-from ._validation import as_matrix, as_tokens, as_vector, as_weights, check_positive
+from ._validation import as_matrix, as_real_array, as_tokens, as_vector, as_weights, check_positive
 
 __all__ = [
     "PowerLawFit",
@@ -300,7 +300,7 @@ class PowerLawFit:
     intercept: float
 
     def __call__(self, x: Any) -> np.ndarray:
-        return np.exp(self.intercept) * np.asarray(x, dtype=float) ** self.slope
+        return np.exp(self.intercept) * as_real_array(x, "x") ** self.slope
 
 
 def fit_power_law(x: Any, y: Any) -> PowerLawFit:

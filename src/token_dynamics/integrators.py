@@ -10,6 +10,19 @@ r"""One driver to integrate token dynamics: depth is time.
 in :math:`\mathbb R^d` or on the unit sphere (``geometry="sphere"``: Euler renormalises after
 each step, as a ResNet with LayerNorm; RK4 and ``solve_ivp`` integrate the tangent projection
 of the field, and RK4 also renormalises after each step).
+
+Vocabulary (shared with :func:`token_dynamics.gaussian.solve_moments`): ``times`` are the
+output times, ``dt`` the step (the maximal step of an adaptive method), ``method`` the scheme
+(``"euler"``, ``"rk4"``, ``"solve_ivp"`` or a :data:`IVP_METHODS` name, which runs
+``solve_ivp`` with that method), ``rtol``/``atol`` the tolerances of the adaptive methods,
+``progress`` a progress bar; the result has ``.times``, ``.status`` and ``.message``.
+
+Failure policy (the library's, see the contributing guide): bad arguments raise ``ValueError``
+or ``TypeError`` naming the argument; a numerical failure -- the tokens or the velocity field
+becoming non-finite (a finite-time blow-up, or a step too large), whatever the method, at the
+initial state or at any stage of a step -- raises ``FloatingPointError`` naming the time, the
+method and the quantity. Nothing returns NaN or inf silently, and no run hangs on a
+non-finite field.
 """
 
 from __future__ import annotations
@@ -23,13 +36,16 @@ from typing import Any
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from ._validation import as_tokens, as_vector, check_positive
+from ._validation import as_times, as_tokens, check_bool, check_positive, progress_bar
 from .geometry import _normalize_rows, _project_rows
 
-__all__ = ["GEOMETRIES", "METHODS", "Trajectory", "integrate"]
+__all__ = ["GEOMETRIES", "IVP_METHODS", "METHODS", "Trajectory", "integrate"]
 
+#: Methods of :func:`scipy.integrate.solve_ivp`, accepted by name by :func:`integrate` and by
+#: :func:`token_dynamics.gaussian.solve_moments` (``"solve_ivp"`` means DOP853).
+IVP_METHODS = ("DOP853", "RK45", "RK23", "Radau", "BDF", "LSODA")
 #: Integration methods accepted by :func:`integrate`.
-METHODS = ("euler", "rk4", "solve_ivp")
+METHODS = ("euler", "rk4", "solve_ivp", *IVP_METHODS)
 #: Geometries accepted by :func:`integrate`.
 GEOMETRIES = ("euclidean", "sphere")
 #: Relative slack in ``ceil(interval / dt)``: an interval that is a whole number of steps up to
@@ -52,6 +68,11 @@ class Trajectory:
         One of ``GEOMETRIES``.
     n_steps : int
         Number of steps (fixed-step methods), or of evaluations of the field (``solve_ivp``).
+    status : str
+        ``"completed"``: every requested time was reached (a numerical failure raises
+        ``FloatingPointError`` instead of returning).
+    message : str
+        What happened, in words.
 
     References
     ----------
@@ -72,6 +93,8 @@ class Trajectory:
     method: str
     geometry: str
     n_steps: int = 0
+    status: str = "completed"
+    message: str = "reached the final time."
 
     @property
     def final(self) -> np.ndarray:
@@ -85,23 +108,15 @@ def _choice(value: Any, name: str, options: tuple[str, ...]) -> str:
     return value
 
 
-def _progress_bar(enabled: bool, total: float, desc: str) -> Any:
-    if not enabled:
-        return None
-    try:
-        from tqdm import tqdm
-    except ImportError as exc:  # pragma: no cover - tqdm is in the pinned environment
-        raise ImportError(
-            "`progress=True` needs tqdm: pip install 'token-dynamics[progress]'."
-        ) from exc
-    return tqdm(total=total, desc=desc, leave=False)
-
-
-def _blow_up(t: float, method: str) -> FloatingPointError:
+def _blow_up(t: float, method: str, what: str = "tokens") -> FloatingPointError:
+    fix = (
+        "Reduce `dt` or the final time, or use method='solve_ivp'."
+        if method in ("euler", "rk4")
+        else "Stop before that time, or check the field for a finite-time blow-up."
+    )
     return FloatingPointError(
-        f"The tokens became non-finite at t = {t:.6g} with method={method!r}: the dynamics may "
-        "blow up in finite time, or the step is too large. Reduce `dt` or the final time, or "
-        "use method='solve_ivp'."
+        f"The {what} became non-finite at t = {t:.6g} with method={method!r}: the dynamics may "
+        f"blow up in finite time, or the step is too large. {fix}"
     )
 
 
@@ -116,7 +131,7 @@ def integrate(
     rtol: float = 1e-10,
     atol: float = 1e-12,
     progress: bool = False,
-    ivp_method: str = "DOP853",
+    ivp_method: str | None = None,
 ) -> Trajectory:
     r"""Integrate :math:`\dot X(t) = f(t, X(t))` from ``X0`` and sample it at ``times``.
 
@@ -136,7 +151,8 @@ def integrate(
         Initial tokens (of unit norm when ``geometry="sphere"``; they are normalised).
     times : array_like, shape (T,)
         Strictly increasing output times; ``times[0]`` is the initial time.
-    method : {"euler", "rk4", "solve_ivp"}
+    method : {"euler", "rk4", "solve_ivp"} or a name in :data:`IVP_METHODS`
+        A :data:`IVP_METHODS` name runs ``solve_ivp`` with that method.
     dt : float, optional
         Fixed-step methods: each interval between output times is split into
         ``ceil(interval / dt)`` equal steps (one step per interval if ``None``).
@@ -146,18 +162,21 @@ def integrate(
         Tolerances of ``solve_ivp`` (ignored by the fixed-step methods).
     progress : bool
         Show a ``tqdm`` progress bar (off by default).
-    ivp_method : str
-        Method passed to :func:`scipy.integrate.solve_ivp`.
+    ivp_method : str, optional
+        Method passed to :func:`scipy.integrate.solve_ivp` with ``method="solve_ivp"``
+        (DOP853 by default); the same as passing that name as `method`.
 
     Returns
     -------
     Trajectory
-        ``times`` of shape ``(T,)`` and ``states`` of shape ``(T, n, d)``.
+        ``times`` of shape ``(T,)`` and ``states`` of shape ``(T, n, d)``, ``status`` and
+        ``message``.
 
     Raises
     ------
     FloatingPointError
-        If the state becomes non-finite (finite-time blow-up or a too large step).
+        If the tokens or the field become non-finite (finite-time blow-up or a too large step),
+        for every method alike, naming the time, the method and the quantity.
 
     References
     ----------
@@ -178,18 +197,22 @@ def integrate(
         raise ValueError(
             f"`field` must be a callable f(t, X) -> (n, d); got {type(field).__name__}."
         )
-    method = _choice(method, "method", METHODS)
+    method = name = _choice(method, "method", METHODS)
+    if ivp_method is not None:
+        if method != "solve_ivp":
+            raise ValueError(
+                f"`ivp_method` is only read with method='solve_ivp'; got method={method!r}. "
+                f"Pass method={ivp_method!r} alone."
+            )
+        method = _choice(ivp_method, "ivp_method", IVP_METHODS)
     geometry = _choice(geometry, "geometry", GEOMETRIES)
     X0 = as_tokens(X0, "X0")
-    times = as_vector(times, "times")
-    if times.size < 1 or np.any(np.diff(times) <= 0):
-        raise ValueError("`times` must be a non-empty, strictly increasing array of output times.")
+    times = as_times(times)
     if dt is not None:
         dt = check_positive(dt, "dt")
     rtol = check_positive(rtol, "rtol")
     atol = check_positive(atol, "atol")
-    if not isinstance(progress, bool):
-        raise ValueError(f"`progress` must be True or False; got {progress!r}.")
+    check_bool(progress, "progress")
     sphere = geometry == "sphere"
     if sphere:
         norms = np.linalg.norm(X0, axis=1)
@@ -198,13 +221,21 @@ def integrate(
         X0 = X0 / norms[:, None]
 
     def rhs(t: float, X: np.ndarray, project: bool) -> np.ndarray:
+        # Every evaluation checks its input and its output: a stage of RK4 or of solve_ivp
+        # that turned non-finite is the same numerical failure as a non-finite step of Euler,
+        # and a non-finite field would make solve_ivp shrink its step forever.
+        if not np.all(np.isfinite(X)):
+            raise _blow_up(t, name)
         V = np.asarray(field(t, X), dtype=np.float64)
         if V.shape != X.shape:
             raise ValueError(f"`field` must return an array of shape {X.shape}; got {V.shape}.")
+        if not np.all(np.isfinite(V)):
+            raise _blow_up(t, name, "velocity field's values")
         return _project_rows(X, V) if project else V
 
-    if method == "solve_ivp":
-        return _solve_ivp(rhs, X0, times, dt, sphere, rtol, atol, progress, ivp_method)
+    if method not in ("euler", "rk4"):
+        ivp = "DOP853" if method == "solve_ivp" else method
+        return _solve_ivp(rhs, X0, times, dt, sphere, rtol, atol, progress, ivp, name)
 
     states = np.empty((times.size, *X0.shape))
     states[0] = X0
@@ -212,7 +243,7 @@ def integrate(
         1 if dt is None else max(1, math.ceil((b - a) / dt * (1 - DT_SLACK)))
         for a, b in itertools.pairwise(times)
     ]
-    bar = _progress_bar(progress, sum(substeps), f"integrate ({method})")
+    bar = progress_bar(progress, sum(substeps), f"integrate ({method})")
     X = X0
     try:
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
@@ -250,17 +281,19 @@ def _rk4(rhs, t, X, h, sphere):
     return _normalize_rows(X) if sphere else X
 
 
-def _solve_ivp(rhs, X0, times, dt, sphere, rtol, atol, progress, ivp_method):
+def _solve_ivp(rhs, X0, times, dt, sphere, rtol, atol, progress, ivp_method, name):
     shape = X0.shape
     t0, t1 = float(times[0]), float(times[-1])
+    geometry = "sphere" if sphere else "euclidean"
     if times.size == 1:
-        return Trajectory(times, X0[None].copy(), "solve_ivp", "sphere" if sphere else "euclidean")
-    bar = _progress_bar(progress, t1 - t0, f"integrate (solve_ivp/{ivp_method})")
+        return Trajectory(times, X0[None].copy(), name, geometry, message="single time.")
+    bar = progress_bar(progress, t1 - t0, f"integrate (solve_ivp/{ivp_method})")
     reached = [t0]
 
     def fun(t, y):
-        if bar is not None and t > reached[0]:
-            bar.update(t - reached[0])
+        if t > reached[0]:
+            if bar is not None:
+                bar.update(t - reached[0])
             reached[0] = t
         return rhs(t, y.reshape(shape), sphere).ravel()
 
@@ -275,15 +308,13 @@ def _solve_ivp(rhs, X0, times, dt, sphere, rtol, atol, progress, ivp_method):
         if bar is not None:
             bar.close()
     if sol.status < 0 or not np.all(np.isfinite(sol.y)):
-        t_fail = float(sol.t[-1]) if sol.t.size else t0
+        t_fail = reached[0]  # the latest time at which the field was evaluated
         if sol.y.size and not np.all(np.isfinite(sol.y)):
-            raise _blow_up(t_fail, "solve_ivp")
+            raise _blow_up(t_fail, name)
         raise FloatingPointError(
-            f"solve_ivp failed at t = {t_fail:.6g}: {sol.message} Loosen `rtol`/`atol`, or check "
-            "for a finite-time blow-up."
+            f"solve_ivp ({ivp_method}) stopped near t = {t_fail:.6g} with method={name!r}: "
+            f"{sol.message} The tokens blow up in finite time near t = {t_fail:.6g}, or the "
+            "field is too stiff for the method (try method='Radau' or loosen `rtol`/`atol`)."
         )
     states = sol.y.T.reshape(times.size, *shape)
-    geometry = "sphere" if sphere else "euclidean"
-    return Trajectory(
-        times, states, "solve_ivp", geometry, int(sol.t_events is None) * 0 + sol.nfev
-    )
+    return Trajectory(times, states, name, geometry, int(sol.nfev))

@@ -38,11 +38,13 @@ from ._linalg import psd_sqrt
 from ._validation import (
     WEIGHTS_TOL,
     as_covariance,
+    as_real_array,
     as_symmetric,
     as_tokens,
     as_vector,
     as_weights,
     check_positive,
+    check_real,
 )
 
 __all__ = [
@@ -70,8 +72,12 @@ SINKHORN_ACCEPT = 1e-6
 POSITION_TOL = 1e-12
 
 
-class OptimalTransportError(RuntimeError):
-    """The optimal-transport solver did not reach a trustworthy answer."""
+class OptimalTransportError(FloatingPointError, RuntimeError):
+    """The optimal-transport solver did not reach a trustworthy answer.
+
+    A ``FloatingPointError`` (non-convergence, the library's failure policy) that is also a
+    ``RuntimeError``, as it was before.
+    """
 
 
 def _spd_factor(metric: Any, d: int) -> np.ndarray:
@@ -369,10 +375,10 @@ def wasserstein1(X: Any, Y: Any, *, weights_x: Any = None, weights_y: Any = None
 
 
 def _as_samples_1d(x: Any, name: str) -> np.ndarray:
-    arr = np.asarray(x)
+    arr = as_real_array(x, name)
     if arr.ndim == 2 and arr.shape[1] == 1:
         return as_tokens(arr, name)[:, 0]
-    return as_vector(x, name)
+    return as_vector(arr, name)
 
 
 def w2_gaussian_1d(x: Any, mean: float, var: float, *, weights: Any = None) -> float:
@@ -415,9 +421,7 @@ def w2_gaussian_1d(x: Any, mean: float, var: float, *, weights: Any = None) -> f
     """
     x = _as_samples_1d(x, "x")
     w = as_weights(weights, x.shape[0])
-    if isinstance(mean, bool) or not np.isfinite(np.float64(mean)):
-        raise ValueError(f"`mean` must be a finite real number; got {mean!r}.")
-    m = float(mean)
+    m = check_real(mean, "mean")
     s = check_positive(var, "var", allow_zero=True)
     order = np.argsort(x, kind="stable")
     xs, ws = x[order] - m, w[order]

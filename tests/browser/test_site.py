@@ -6,6 +6,7 @@ every image has loaded. On notebook pages: the executed .ipynb is offered for do
 animations show a frame, and widgets render their saved state.
 """
 
+import json
 import re
 from pathlib import Path
 
@@ -140,6 +141,9 @@ def test_page_renders_offline(page, base_url, page_name):
         href = link.first.get_attribute("href")
         response = page.request.get(f"{base_url}/{Path(page_name).parent}/{href}")
         assert response.ok and b'"cells"' in response.body(), href
+        cells = json.loads(response.body())["cells"]
+        code = [c for c in cells if c["cell_type"] == "code"]
+        assert not code or any(c["outputs"] for c in code), f"{href}: executed with no output"
         if page.locator(".animation").count():
             assert page.locator(".animation img").first.evaluate("i => i.naturalWidth > 0")
         if "application/vnd.jupyter.widget-view+json" in html:
@@ -172,3 +176,14 @@ def test_search_works_offline(page, base_url):
     assert any("Sinkhorn" in title for title in titles), titles
     assert not page.external, f"requests left the machine: {page.external[:5]}"
     assert not page.errors, f"page errors: {page.errors[:5]}"
+
+
+#: The whole site on disk (`du`): without the 24 MB of MathJax that no page loads, source maps,
+#: and text copies of animations in the downloadable notebooks it weighs about 24.5 MB.
+SITE_MAX_BYTES = 25_000_000
+
+
+def test_site_size():
+    size = sum(p.stat().st_size for p in HTML.rglob("*") if p.is_file())
+    biggest = sorted(HTML.rglob("*"), key=lambda p: p.stat().st_size if p.is_file() else 0)[-5:]
+    assert size < SITE_MAX_BYTES, f"the site weighs {size / 1e6:.1f} MB; biggest: {biggest}"

@@ -6,7 +6,13 @@ the score of query :math:`x_i` on key :math:`x_j` is :math:`s_{ij} = \langle A x
 (``S = X @ A.T @ X.T``); normalised variants normalise over the key index ``j``; a head outputs
 :math:`V \sum_j P_{ij} x_j`. Parameters may be constant arrays or callables ``t -> array``.
 Score matrices are processed in row blocks of :data:`BLOCK_ELEMENTS` entries, so memory stays
-bounded for large ``n``.
+bounded for large ``n``; every normalised variant takes its weights from the one softmax,
+:func:`softmax_weights`.
+
+Failure policy (the library's): bad arguments raise ``ValueError``/``TypeError`` naming them;
+an overflow that no rescaling avoids (unnormalised attention) raises ``FloatingPointError``; a
+Sinkhorn iteration that does not converge warns (``SinkhornConvergenceWarning``) or, with
+``strict=True``, raises ``SinkhornConvergenceError``, a ``FloatingPointError``.
 """
 
 from ._base import AttentionField

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from numbers import Real
 from typing import Any
 
 import numpy as np
 
-from .._validation import as_matrix, as_tokens, as_weights
+from .._validation import as_matrix, as_square, as_tokens, as_weights, check_real
 
 #: A matrix parameter: a constant array or a function of time returning one.
 Parameter = np.ndarray | Callable[[float], Any]
@@ -17,20 +16,14 @@ Parameter = np.ndarray | Callable[[float], Any]
 
 def check_time(t: Any) -> float:
     """Return the time ``t`` as a finite float (named ValueError otherwise)."""
-    if isinstance(t, bool) or not isinstance(t, Real | np.floating | np.integer):
-        raise ValueError(f"`t` must be a finite real time; got {t!r}.")
-    if not np.isfinite(t):
-        raise ValueError(f"`t` must be finite; got {t!r}.")
-    return float(t)
+    return check_real(t, "t")
 
 
 def init_parameter(P: Any, name: str, *, square: bool = True) -> Parameter:
     """Validate a constant parameter once (fresh read-only float64 copy) or keep a callable."""
     if callable(P):
         return P
-    arr = as_matrix(P, name)
-    if square and arr.shape[0] != arr.shape[1]:
-        raise ValueError(f"`{name}` must be a square (d, d) matrix; got shape {arr.shape}.")
+    arr = as_square(P, name) if square else as_matrix(P, name)
     arr.setflags(write=False)
     return arr
 
@@ -232,15 +225,6 @@ def scatter_columns(P_keys: np.ndarray, w: np.ndarray) -> np.ndarray:
     P = np.zeros((P_keys.shape[0], w.shape[0]))
     P[:, w > 0] = P_keys
     return P
-
-
-def check_real(value: Any, name: str) -> float:
-    """Return a finite real scalar as float (named ValueError otherwise)."""
-    if isinstance(value, bool) or not isinstance(value, Real | np.floating | np.integer):
-        raise ValueError(f"`{name}` must be a finite real number; got {value!r}.")
-    if not np.isfinite(value):
-        raise ValueError(f"`{name}` must be finite; got {value!r}.")
-    return float(value)
 
 
 def fold_qk(Q: Any, K: Any) -> Parameter:

@@ -7,12 +7,11 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import as_matrix, as_tokens, as_vector, check_int
+from .._validation import as_matrix, as_tokens, as_vector, check_bool, check_int, check_real
 from . import _kernels as K_
 from ._base import (
     AttentionField,
     Parameter,
-    check_real,
     eval_parameter,
     init_parameter,
     known_dim,
@@ -208,8 +207,7 @@ class Causal(AttentionField):
         object.__setattr__(self, "A", init_parameter(self.A, "A"))
         object.__setattr__(self, "V", init_parameter(self.V, "V"))
         object.__setattr__(self, "beta", check_real(self.beta, "beta"))
-        if not isinstance(self.sink, bool):
-            raise ValueError(f"`sink` must be True or False; got {self.sink!r}.")
+        check_bool(self.sink, "sink")
 
     def _dim(self) -> int | None:
         d = known_dim((self.A, 0), (self.V, 0))

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from scipy.special import logsumexp
 
-from .._validation import as_matrix, as_weights, check_int, check_positive
+from .._validation import as_matrix, as_weights, check_bool, check_int, check_positive
 from . import _kernels as K_
 from ._base import (
     AttentionField,
@@ -40,8 +40,12 @@ class SinkhornConvergenceWarning(RuntimeWarning):
     """Sinkhorn stopped at ``max_iter`` with a marginal error above ``tol``."""
 
 
-class SinkhornConvergenceError(RuntimeError):
-    """Raised instead of the warning by ``Sinkhorn(..., strict=True)``."""
+class SinkhornConvergenceError(FloatingPointError, RuntimeError):
+    """Raised instead of the warning by ``Sinkhorn(..., strict=True)``.
+
+    A ``FloatingPointError`` (non-convergence, the library's failure policy) that is also a
+    ``RuntimeError``, as it was before.
+    """
 
 
 @dataclass(frozen=True, eq=False)
@@ -382,8 +386,7 @@ class Sinkhorn(AttentionField):
         object.__setattr__(self, "eps", check_positive(self.eps, "eps"))
         object.__setattr__(self, "tol", check_positive(self.tol, "tol"))
         object.__setattr__(self, "max_iter", check_int(self.max_iter, "max_iter"))
-        if not isinstance(self.strict, bool):
-            raise ValueError(f"`strict` must be True or False; got {self.strict!r}.")
+        check_bool(self.strict, "strict")
 
     def _dim(self) -> int | None:
         return known_dim((self.A, 0), (self.V, 0))

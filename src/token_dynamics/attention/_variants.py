@@ -7,12 +7,11 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_positive
+from .._validation import check_positive, check_real
 from . import _kernels as K_
 from ._base import (
     AttentionField,
     Parameter,
-    check_real,
     eval_parameter,
     fold_qk,
     init_parameter,

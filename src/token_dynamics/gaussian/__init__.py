@@ -6,6 +6,13 @@ Gaussian and reduces to an ODE for ``(alpha, Sigma)``. This subpackage holds tho
 solver that reports finite-time blow-up, the closed-form solutions used as oracles, and the
 particle-side estimator that checks the ODE against tokens.
 
+Every Gaussian path -- solved, in closed form or estimated from particles -- is a
+:class:`GaussianPath` (``times``, ``means``, ``covariances``, ``status``, ``message``); the moment
+ODE of an attention field is found in the registry :data:`MOMENT_EQUATIONS`. Failure policy: a
+finite-time blow-up is ``status="blowup"`` with its time; a run too stiff to follow or growing
+out of the float64 range is ``status="failed"`` with a message naming time, method and
+quantity; a closed form asked past its blow-up time raises ``ValueError``.
+
 Conventions: scores ``s_ij = <A x_i, x_j>`` (softmax over the key ``j``), a head outputs
 ``V sum_j P_ij x_j``; tokens are rows.
 """

@@ -8,7 +8,14 @@ import numpy as np
 from scipy.optimize import brentq
 
 from .._linalg import psd_sqrt
-from .._validation import as_covariance, as_matrix, as_times, as_vector, check_positive
+from .._validation import (
+    as_covariance,
+    as_matrix,
+    as_times,
+    as_vector,
+    check_positive,
+    check_real,
+)
 from ._path import GaussianPath
 
 __all__ = [
@@ -30,12 +37,6 @@ KERNEL_RTOL = 1e-10
 EIGVEC_TOL = 1e-10
 
 
-def _real(x: Any, name: str) -> float:
-    if isinstance(x, bool) or not np.isscalar(x) or not np.isfinite(x):
-        raise ValueError(f"`{name}` must be a finite real number; got {x!r}.")
-    return float(x)
-
-
 def _check_before(times: np.ndarray, t_star: float, what: str = "the solution") -> None:
     if times[-1] >= t_star:
         raise ValueError(
@@ -54,7 +55,7 @@ def scalar_blowup_time(v: float, a: float, var0: float) -> float:
     >>> round(scalar_blowup_time(0.7, 0.9, 0.4), 5)
     1.98413
     """
-    v, a = _real(v, "v"), _real(a, "a")
+    v, a = check_real(v, "v"), check_real(a, "a")
     s0 = check_positive(var0, "var0", allow_zero=True)
     rate = 2.0 * v * a * s0
     return 1.0 / rate if rate > 0 else np.inf
@@ -107,10 +108,10 @@ def softmax_gaussian_1d(
     0.289017
     """
     t = as_times(times, strict=False, nonnegative=True, scalar=True)
-    m0 = _real(mean0, "mean0")
+    m0 = check_real(mean0, "mean0")
     s0 = check_positive(var0, "var0")
-    v = _real(v, "v")
-    a = _real(a, "a") * check_positive(beta, "beta")
+    v = check_real(v, "v")
+    a = check_real(a, "a") * check_positive(beta, "beta")
     _check_before(t, scalar_blowup_time(v, a, s0), "the variance")
     den = 1.0 - 2.0 * v * a * s0 * t
     return GaussianPath(
@@ -155,7 +156,7 @@ def softmax_gaussian_centred(
     """
     t = as_times(times, strict=False, nonnegative=True, scalar=True)
     S0 = as_covariance(cov0, "cov0")
-    v = _real(v, "v") * check_positive(beta, "beta")
+    v = check_real(v, "v") * check_positive(beta, "beta")
     cov = _isotropic_covariance(t, v, as_matrix(A, "A", shape=S0.shape), S0)
     return GaussianPath(times=t, means=np.zeros((t.shape[0], S0.shape[0])), covariances=cov)
 
@@ -176,7 +177,7 @@ def isotropic_blowup_time(v: float, A: Any, cov0: Any) -> float:
     >>> isotropic_blowup_time(1.0, [[1.0, 0.0], [0.0, -1.0]], [[0.25, 0.0], [0.0, 1.0]])
     2.0
     """
-    v = _real(v, "v")
+    v = check_real(v, "v")
     S0 = as_covariance(cov0, "cov0")
     A = as_matrix(A, "A", shape=S0.shape)
     rate = _isotropic_rate(v, A, S0)
@@ -198,7 +199,7 @@ def isotropic_covariance(times: Any, v: float, A: Any, cov0: Any) -> np.ndarray:
     """
     t = as_times(times)
     S0 = as_covariance(cov0, "cov0")
-    return _isotropic_covariance(t, _real(v, "v"), as_matrix(A, "A", shape=S0.shape), S0)
+    return _isotropic_covariance(t, check_real(v, "v"), as_matrix(A, "A", shape=S0.shape), S0)
 
 
 def _isotropic_covariance(t: np.ndarray, v: float, A: np.ndarray, S0: np.ndarray) -> np.ndarray:
@@ -230,7 +231,7 @@ def low_rank_limit(A: Any, cov0: Any, v: float = 1.0) -> np.ndarray:
     array([[1.5, 0. ],
            [0. , 0. ]])
     """
-    v = _real(v, "v")
+    v = check_real(v, "v")
     S0 = as_covariance(cov0, "cov0")
     A = as_matrix(A, "A", shape=S0.shape)
     lam0 = np.linalg.eigvalsh(S0)
@@ -323,7 +324,7 @@ def sinkhorn_scalar_variance(times: Any, v: float, a: float, var0: float, eps: f
     0.38804326
     """
     t = as_times(times)
-    v, a = _real(v, "v"), _real(a, "a")
+    v, a = check_real(v, "v"), check_real(a, "a")
     s0 = check_positive(var0, "var0")
     e = check_positive(eps, "eps")
     if a == 0.0:  # s' = 0 in the limit a -> 0 (the plan is the independent coupling)

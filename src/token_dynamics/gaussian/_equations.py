@@ -15,19 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from .. import attention
 from .._linalg import psd_sqrt
 from .._validation import as_covariance, as_matrix, as_parameter, as_vector, check_positive
-from ..attention import (
-    L2,
-    Causal,
-    Hardmax,
-    Linear,
-    MultiHead,
-    Sigmoid,
-    Sinkhorn,
-    Softmax,
-    Unnormalised,
-)
 
 __all__ = [
     "MOMENT_EQUATIONS",
@@ -107,7 +97,25 @@ class MomentEquations:
 
 
 @dataclass(frozen=True)
-class SoftmaxMoments(MomentEquations):
+class _BilinearMoments(MomentEquations):
+    """The parameters ``A`` and ``V`` (constant or ``t -> (d, d)``) of softmax, Sinkhorn and
+    linear attention, validated once."""
+
+    A: Any
+    V: Any
+    _A: Callable = field(init=False, repr=False, compare=False)
+    _V: Callable = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "_A", _square_parameter(self.A, "A"))
+        object.__setattr__(self, "_V", _square_parameter(self.V, "V"))
+
+    def _parameters(self, t):
+        return {"A": self._A(t), "V": self._V(t)}
+
+
+@dataclass(frozen=True)
+class SoftmaxMoments(_BilinearMoments):
     r"""Moment ODE of softmax attention, scores ``beta <A x, y>``.
 
     .. math::
@@ -135,19 +143,11 @@ class SoftmaxMoments(MomentEquations):
     0.2016
     """
 
-    A: Any
-    V: Any
     beta: float = 1.0
-    _A: Callable = field(init=False, repr=False, compare=False)
-    _V: Callable = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
-        object.__setattr__(self, "_A", _square_parameter(self.A, "A"))
-        object.__setattr__(self, "_V", _square_parameter(self.V, "V"))
+        super().__post_init__()
         check_positive(self.beta, "beta", allow_zero=True)
-
-    def _parameters(self, t):
-        return {"A": self._A(t), "V": self._V(t)}
 
     def _affine(self, t, alpha, Sigma):
         A, V = self.beta * self._A(t), self._V(t)
@@ -246,7 +246,7 @@ def sinkhorn_whitened_coupling(B: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class SinkhornMoments(MomentEquations):
+class SinkhornMoments(_BilinearMoments):
     r"""Moment ODE of Sinkhorn attention (entropic plan of the law with itself, cost ``-<Ax, y>``).
 
     With :math:`\Sigma = FF^\top` and :math:`\tilde B = F^\top A^\top F/\varepsilon`, the plan is
@@ -274,19 +274,11 @@ class SinkhornMoments(MomentEquations):
     1.4
     """
 
-    A: Any
-    V: Any
     eps: float = 1.0
-    _A: Callable = field(init=False, repr=False, compare=False)
-    _V: Callable = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
-        object.__setattr__(self, "_A", _square_parameter(self.A, "A"))
-        object.__setattr__(self, "_V", _square_parameter(self.V, "V"))
+        super().__post_init__()
         check_positive(self.eps, "eps")
-
-    def _parameters(self, t):
-        return {"A": self._A(t), "V": self._V(t)}
 
     def cross_covariance(self, cov: Any, t: float = 0.0) -> np.ndarray:
         """Cross-covariance ``Cov(x, y)`` (query, key) of the plan of ``N(., cov)`` with itself."""
@@ -310,7 +302,7 @@ class SinkhornMoments(MomentEquations):
 
 
 @dataclass(frozen=True)
-class LinearMoments(MomentEquations):
+class LinearMoments(_BilinearMoments):
     r"""Moment ODE of linear attention, ``Gamma(x) = V M_2 A x``, ``M_2 = Sigma + alpha alpha^T``.
 
     .. math::
@@ -328,18 +320,6 @@ class LinearMoments(MomentEquations):
     >>> float(dcov[0, 0])  # 2 s^2
     0.5
     """
-
-    A: Any
-    V: Any
-    _A: Callable = field(init=False, repr=False, compare=False)
-    _V: Callable = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self):
-        object.__setattr__(self, "_A", _square_parameter(self.A, "A"))
-        object.__setattr__(self, "_V", _square_parameter(self.V, "V"))
-
-    def _parameters(self, t):
-        return {"A": self._A(t), "V": self._V(t)}
 
     def _affine(self, t, alpha, Sigma):
         M = self._V(t) @ (Sigma + np.outer(alpha, alpha)) @ self._A(t)
@@ -425,22 +405,23 @@ def _multi_head(field: Any) -> MultiHeadMoments:
 #: field's class hierarchy and uses the first class found here, so a subclass of a registered
 #: variant inherits its moment ODE; register a new Gaussian-preserving variant by adding it.
 MOMENT_EQUATIONS: dict[type, Callable[[Any], MomentEquations]] = {
-    Softmax: lambda f: SoftmaxMoments(f.A, f.V, beta=f.beta),
-    L2: lambda f: L2Moments(f.Qbar, f.Kbar, f.V, s=f.s),
-    Sinkhorn: lambda f: SinkhornMoments(f.A, f.V, eps=f.eps),
-    Linear: lambda f: LinearMoments(f.A, f.V),
-    MultiHead: _multi_head,
+    attention.Softmax: lambda f: SoftmaxMoments(f.A, f.V, beta=f.beta),
+    attention.L2: lambda f: L2Moments(f.Qbar, f.Kbar, f.V, s=f.s),
+    attention.Sinkhorn: lambda f: SinkhornMoments(f.A, f.V, eps=f.eps),
+    attention.Linear: lambda f: LinearMoments(f.A, f.V),
+    attention.MultiHead: _multi_head,
 }
 
 #: Attention variants whose velocity field is not affine on Gaussians, with the reason; they
 #: are looked up before :data:`MOMENT_EQUATIONS`.
 NOT_GAUSSIAN_PRESERVING: dict[type, str] = {
-    Sigmoid: "the sigmoid of the score is not an exponential, so the tilted key law is not "
-    "Gaussian and the velocity is not affine in the token",
-    Hardmax: "the arg-max selects a single key, so the velocity is piecewise and not affine",
-    Causal: "the mask makes the velocity depend on the position coordinate, so a Gaussian in "
-    "the token coordinate does not stay Gaussian in general",
-    Unnormalised: "the missing normaliser multiplies the softmax field by "
+    attention.Sigmoid: "the sigmoid of the score is not an exponential, so the tilted key law "
+    "is not Gaussian and the velocity is not affine in the token",
+    attention.Hardmax: "the arg-max selects a single key, so the velocity is piecewise and not "
+    "affine",
+    attention.Causal: "the mask makes the velocity depend on the position coordinate, so a "
+    "Gaussian in the token coordinate does not stay Gaussian in general",
+    attention.Unnormalised: "the missing normaliser multiplies the softmax field by "
     "exp(<Ax, alpha> + |Sigma^(1/2) A x|^2 / 2), which is not affine in the token",
 }
 

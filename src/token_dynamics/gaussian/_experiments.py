@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import as_rng, check_int, check_positive
+from .._validation import as_real_array, as_rng, check_int, check_positive
 from ._equations import (
     L2Moments,
     MomentEquations,
@@ -60,7 +60,7 @@ def trace_one_grid(n_angles: int, radii: Any = (0.3, 0.6, 0.9)) -> np.ndarray:
            [0., 0.]])
     """
     n_angles = check_int(n_angles, "n_angles")
-    r = np.asarray(radii, dtype=np.float64).ravel()
+    r = as_real_array(radii, "radii").ravel()
     if r.size == 0 or np.any(r < 0) or np.any(r > 1):
         raise ValueError("`radii` must be values in [0, 1] (1 is the cone's surface).")
     th = np.linspace(0.0, 2 * np.pi, n_angles, endpoint=False)
@@ -188,6 +188,8 @@ def limiting_ranks(
         sol = solve_moments(
             SoftmaxMoments(A, V), np.zeros(d), L @ L.T / d, [0.0, T], rtol=1e-7, atol=1e-10
         )
+        if sol.status == "failed":  # a rank read off a path that stopped early would be wrong
+            raise FloatingPointError(f"run {i} of limiting_ranks failed: {sol.message}")
         blowups += sol.blew_up
         ranks[i] = int(np.sum(np.linalg.eigvalsh(sol.covariances[-1]) > threshold))
     return RankCounts(d, ranks, d - k, blowups)

@@ -90,8 +90,8 @@ def circle_metastability(
 
     Raises
     ------
-    RuntimeError
-        If the integrator fails.
+    FloatingPointError
+        If the integrator fails (naming the time and the method).
 
     References
     ----------
@@ -117,8 +117,12 @@ def circle_metastability(
         _circle_rhs, (0.0, t_max), theta0, method="LSODA", t_eval=times, args=(beta,),
         rtol=1e-8, atol=1e-10,
     )  # fmt: skip
-    if sol.status != 0:
-        raise RuntimeError(f"the circle dynamics failed to integrate: {sol.message}")
+    if sol.status != 0:  # the library's failure policy: a numerical failure names time, method
+        t_fail = float(sol.t[-1]) if sol.t.size else 0.0
+        raise FloatingPointError(
+            f"the circle dynamics stopped after t = {t_fail:.6g} with method='LSODA': "
+            f"{sol.message} Lower `beta` or `t_max`."
+        )
     theta = sol.y.T
     states = np.stack([np.cos(theta), np.sin(theta)], axis=-1)
     energies = np.array([interaction_energy(X, beta=beta) for X in states])

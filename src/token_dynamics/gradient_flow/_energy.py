@@ -9,6 +9,7 @@ import numpy as np
 from .._validation import (
     MATRIX_RTOL,
     as_matrix,
+    as_real_array,
     as_square,
     as_symmetric,
     as_tokens,
@@ -213,7 +214,7 @@ def energy_along(states: Any, A: Any, *, weights: Any = None) -> np.ndarray:
     >>> energy_along(np.zeros((3, 2, 1)), [[1.0]])
     array([0.5, 0.5, 0.5])
     """
-    arr = np.asarray(states, dtype=np.float64)
+    arr = as_real_array(states, "states")
     if arr.ndim != 3:
         raise ValueError(f"`states` must have shape (T, n, d); got shape {arr.shape}.")
     return np.array([particle_energy(X, A, weights=weights) for X in arr])

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from .._linalg import psd_sqrt
-from .._validation import as_covariance, as_square, as_vector
+from .._validation import as_covariance, as_real_array, as_square, as_vector
 from ..diagnostics import LOG_FLOAT_MAX
 
 __all__ = [
@@ -139,8 +139,8 @@ def gaussian_energy_along(means: Any, covariances: Any, A: Any) -> np.ndarray:
     >>> gaussian_energy_along(np.zeros((2, 1)), [[[0.0]], [[0.6]]], [[-1.0]])
     array([0.5  , 0.625])
     """
-    m = np.asarray(means, dtype=np.float64)
-    C = np.asarray(covariances, dtype=np.float64)
+    m = as_real_array(means, "means")
+    C = as_real_array(covariances, "covariances")
     if m.ndim != 2 or C.shape != (*m.shape, m.shape[1]):
         raise ValueError(
             f"`means` must have shape (T, d) and `covariances` (T, d, d); got {m.shape} and "

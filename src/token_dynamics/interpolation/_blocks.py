@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from scipy.spatial.distance import cdist
 
-from .._validation import as_matrix, as_tokens, as_vector, check_positive
+from .._validation import as_matrix, as_square, as_tokens, as_vector, check_positive, check_real
 from ..attention import Hardmax, Softmax
 
 __all__ = [
@@ -116,10 +116,7 @@ def _as_operator(M: Any, name: str) -> Factored | Identity | np.ndarray | None:
     """Normalise an attention matrix argument (None, Identity, Factored or a dense array)."""
     if M is None or isinstance(M, Factored | Identity):
         return M
-    arr = as_matrix(M, name)
-    if arr.shape[0] != arr.shape[1]:
-        raise ValueError(f"`{name}` must be a square (d, d) matrix; got shape {arr.shape}.")
-    return _readonly(arr)
+    return _readonly(as_square(M, name))
 
 
 def _dense(M: Factored | Identity | np.ndarray) -> np.ndarray:
@@ -185,9 +182,7 @@ class FeedForward:
             raise ValueError(f"`U` has {w} hidden units; the construction allows width <= 4.")
         b = as_vector(self.b, "b", size=w)
         W = as_matrix(self.W, "W", shape=(d, w))
-        eta = self.eta
-        if isinstance(eta, bool) or not np.isfinite(eta):
-            raise ValueError(f"`eta` must be a finite real number; got {eta!r}.")
+        eta = check_real(self.eta, "eta")
         object.__setattr__(self, "U", _readonly(U))
         object.__setattr__(self, "b", _readonly(b))
         object.__setattr__(self, "W", _readonly(W))
@@ -270,8 +265,7 @@ class SelfAttention:
             if tau is None:
                 raise ValueError("`tau` is required for softmax attention; pass a temperature > 0.")
             tau = check_positive(tau, "tau")
-        if isinstance(self.rho, bool) or not np.isfinite(self.rho):
-            raise ValueError(f"`rho` must be a finite real number; got {self.rho!r}.")
+        check_real(self.rho, "rho")
         dims = {dd for dd in (_dim(A), _dim(V)) if dd is not None}
         if len(dims) > 1:
             raise ValueError(f"`A` and `V` must act on the same dimension; got {sorted(dims)}.")

@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .._validation import as_rng, check_positive
+from .._validation import as_real_array, as_rng, check_positive
 from ._blocks import (
     HARDMAX_TOL,
     FeedForward,
@@ -263,7 +263,7 @@ def substitution_errors(
     >>> bool(err[0] > 1e-3 and err[1] < 1e-10)
     True
     """
-    taus = np.atleast_1d(np.asarray(taus, dtype=np.float64))
+    taus = np.atleast_1d(as_real_array(taus, "taus"))
     for tau in taus:
         check_positive(float(tau), "taus")
     X = as_sequences(inputs, d=transformer.dim)

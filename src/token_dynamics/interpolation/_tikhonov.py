@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import as_rng, check_int, check_positive
+from .._validation import as_real_array, as_rng, check_int, check_positive
 from ..attention import softmax_weights
 from ..diagnostics import fit_power_law
 
@@ -170,7 +170,7 @@ def tikhonov_objective(theta: Any, data: TikhonovData, eps: float) -> tuple[floa
     >>> bool(np.isclose(J, 0.5 * data.exact_norm_sq)), g.shape
     (True, (20,))
     """
-    theta = np.asarray(theta, dtype=np.float64)
+    theta = as_real_array(theta, "theta")
     X, Y = data.inputs, data.targets
     N, _, d = X.shape
     q, k, V, rho, U, b, W, eta = _unpack(theta, d, data.width)
@@ -257,7 +257,7 @@ def train_tikhonov(
         theta0 = INIT_SCALE * as_rng(rng).normal(size=size)
         theta0[2 * d + d * d] = 0.0  # rho
         theta0[-1] = 0.0  # eta
-    theta = np.array(theta0, dtype=np.float64)
+    theta = as_real_array(theta0, "theta0")
     if theta.shape != (size,):
         raise ValueError(f"`theta0` must have shape ({size},); got {theta.shape}.")
     m1, m2 = np.zeros(size), np.zeros(size)
@@ -309,7 +309,7 @@ def tikhonov_sweep(
     >>> bool(np.all(sweep.loss <= sweep.threshold))
     True
     """
-    eps_values = np.atleast_1d(np.asarray(eps_values, dtype=np.float64))
+    eps_values = np.atleast_1d(as_real_array(eps_values, "eps_values"))
     epochs = np.broadcast_to(np.asarray(epochs), eps_values.shape)
     fits = []
     theta = None

@@ -15,6 +15,7 @@ from scipy.integrate import quad
 
 from .._validation import (
     as_matrix,
+    as_real_array,
     as_square,
     as_times,
     as_tokens,
@@ -115,7 +116,7 @@ def lipschitz_x(R: Any, A: Any, V: Any, *, beta: float = 1.0) -> np.ndarray:
     >>> float(lipschitz_x(2.0, 0.5 * np.eye(2), np.eye(2)))
     2.0
     """
-    R = np.asarray(R, dtype=float)
+    R = as_real_array(R, "R")
     beta = check_positive(beta, "beta")
     return beta * _opnorm(as_square(V, "V")) * _opnorm(as_square(A, "A")) * R**2
 
@@ -148,7 +149,7 @@ def lipschitz_measure(R: Any, A: Any, V: Any, *, beta: float = 1.0) -> np.ndarra
     >>> float(lipschitz_measure(0.0, np.eye(2), np.eye(2)))
     1.0
     """
-    R = np.asarray(R, dtype=float)
+    R = as_real_array(R, "R")
     beta = check_positive(beta, "beta")
     k = beta * _opnorm(as_square(A, "A"))
     with np.errstate(over="ignore"):

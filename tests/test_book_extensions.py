@@ -1,4 +1,5 @@
-"""The API reference covers the library: one page per public module, each public name once.
+"""The book's Sphinx extensions: the API reference covers the library (one page per public
+module, each public name once), and the site helpers of `book/_ext/book_site.py`.
 
 The pages themselves are rendered (and every reference in them checked) by the book build
 (`-n -W`); `tests/browser/test_reader.py` reads them in Chromium.
@@ -49,21 +50,16 @@ def test_one_page_per_public_module():
 
 def test_every_public_name_has_one_home_that_lists_it():
     """Each object of an ``__all__`` is documented on exactly one page, which exports it."""
-    modules = api_reference.public_modules()
     homes = {}
-    for modname in modules:
-        module = importlib.import_module(modname)
-        for name in api_reference.public_names(module):
-            obj = getattr(module, name)
-            if name.startswith("__") or api_reference._kind(obj) == "module":
-                continue
-            where = api_reference.home(name, obj, modules)
-            assert name in importlib.import_module(where).__all__
-            homes.setdefault(id(obj), set()).add(f"{where}.{name}")
+    for where, name, obj in api_reference.documented():
+        assert name in importlib.import_module(where).__all__
+        homes.setdefault(id(obj), set()).add(f"{where}.{name}")
+    assert len(homes) > 100, "the scan found almost nothing"
     several = [sorted(h) for h in homes.values() if len(h) > 1]
     assert not several, f"objects documented twice: {several[:5]}"
     # a name defined in a submodule lives there, not in the package that re-exports it
     integrate = importlib.import_module("token_dynamics").integrate
+    modules = api_reference.public_modules()
     assert api_reference.home("integrate", integrate, modules) == "token_dynamics.integrators"
 
 
@@ -125,3 +121,25 @@ def test_private_bases_are_replaced_by_their_public_bases():
 )
 def test_proof_index_titles_in_plain_text(title, plain):
     assert book_site.plain_title(title) == plain
+
+
+def test_slim_notebook_keeps_what_jupyter_shows():
+    import nbformat
+
+    html = "<script>" + "frame" * 5_000 + "</script>"
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
+    cell = nbformat.v4.new_code_cell("animate()")
+    cell.outputs = [
+        nbformat.v4.new_output("display_data", {"text/html": html, "text/plain": repr(html)}),
+        nbformat.v4.new_output("execute_result", {"text/plain": "42"}, execution_count=1),
+        nbformat.v4.new_output("display_data", {"image/png": "iVBO", "text/plain": "<Figure>"}),
+    ]
+    notebook.cells = [cell]
+    slim = book_site.slim_notebook(nbformat.from_dict(notebook))
+    nbformat.validate(slim)
+    assert "widgets" not in slim.metadata
+    first, second, third = slim.cells[0].outputs
+    assert first.data == {"text/html": html}  # the 25 kB repr of the HTML is gone
+    assert second.data == {"text/plain": "42"}  # a plain result stays
+    assert third.data["text/plain"] == "<Figure>"  # a short fallback stays
