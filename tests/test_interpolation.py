@@ -517,3 +517,13 @@ def test_critical_temperature_computes_the_norms_once_per_block(monkeypatch):
         counts.append(dict(calls))
     assert counts[0] == counts[1]
     assert counts[0]["ff"] == counts[0]["sa"] == T.n_blocks  # one call per layer, all sequences
+
+
+def test_training_progress_bar_changes_nothing(capsys):
+    data = tikhonov_dataset(4, 6, 2, 2, rng=0)
+    quiet = train_tikhonov(data, 1e-2, epochs=50, rng=0)
+    shown = train_tikhonov(data, 1e-2, epochs=50, rng=0, progress=True)
+    assert "train_tikhonov" in capsys.readouterr().err
+    np.testing.assert_array_equal(shown.theta, quiet.theta)
+    with pytest.raises(ValueError, match="`progress`"):
+        tikhonov_sweep(data, [1e-1], epochs=5, progress="yes")

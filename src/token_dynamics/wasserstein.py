@@ -45,6 +45,7 @@ from ._validation import (
     as_weights,
     check_positive,
     check_real,
+    progress_bar,
 )
 
 __all__ = [
@@ -160,7 +161,7 @@ def _entropic_plan(a, b, C, reg, max_iter, progress):
     n_stages = 1 + max(
         0, int(np.ceil(np.log(max(C.max(), reg) / reg) / np.log(EPS_SCALING_FACTOR)))
     )
-    bar = _progress(progress, n_stages)
+    bar = progress_bar(progress, n_stages, "entropic W2 (epsilon stages)")
     n_iter, err = 0, np.inf
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
         for stage in range(n_stages):
@@ -201,14 +202,6 @@ def _entropic_plan(a, b, C, reg, max_iter, progress):
     return P, n_iter, err
 
 
-def _progress(progress: bool, total: int):
-    if not progress:
-        return None
-    from tqdm.auto import tqdm  # a dependency of the pinned environment
-
-    return tqdm(total=total, desc="entropic W2 (epsilon stages)", leave=False)
-
-
 def wasserstein2(
     X: Any,
     Y: Any,
@@ -239,7 +232,7 @@ def wasserstein2(
         Probability weights; uniform when ``None``.
     method : {"exact", "entropic"}
         ``"exact"``: network simplex (``ot.emd2``), :math:`O(nm)` memory, for n, m up to a few
-        thousand (about a second at 1500 x 2000 points); in 1-D without `metric` the exact
+        thousand (0.3-0.5 s of CPU time at 1500 x 2000 points); in 1-D without `metric` the exact
         monotone coupling (sorting). ``"entropic"``: the transport cost of the entropic plan
         (see Notes), by log-stabilised Sinkhorn scaling with epsilon scaling and
         over-relaxation, also :math:`O(nm)` memory; its time grows like ``1 / reg``.
@@ -249,9 +242,10 @@ def wasserstein2(
     metric : array_like, shape (d, d), optional
         Symmetric positive definite matrix of the ground cost.
     progress : bool
-        Show a ``tqdm`` progress bar over the stages of the epsilon scaling (entropic method;
-        at 1500 x 2000 points a solve takes from a fraction of a second at ``reg = 1`` to
-        seconds at ``reg = 0.01`` times the mean squared distance).
+        Show a ``tqdm`` progress bar over the stages of the epsilon scaling (entropic method
+        only). At 1500 x 2000 points (mean squared distance 5) a solve took 0.2 s of CPU time
+        at ``reg = 1``, 0.3 s at 0.05, 1.4-2 s at 0.01 (the exact method: 0.3-0.5 s), and
+        grows faster than ``1 / reg`` below.
 
     Returns
     -------
@@ -329,8 +323,6 @@ def wasserstein2(
             "unbiased."
         )
     reg = check_positive(reg, "reg")
-    if not isinstance(progress, bool):
-        raise ValueError(f"`progress` must be True or False; got {progress!r}.")
     X, a, Y, b = X[a > 0], a[a > 0], Y[b > 0], b[b > 0]  # massless points change nothing
     C = ot.dist(X, Y, metric="sqeuclidean")
     plan, n_iter, err = _entropic_plan(a, b, C, reg, SINKHORN_MAX_ITER, progress)
