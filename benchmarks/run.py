@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import sys
 import time
 import tracemalloc
@@ -459,6 +460,13 @@ def dense_layer(X, h, W1, W2):
     return Z / np.linalg.norm(Z, axis=1, keepdims=True)
 
 
+def layer_weights(m: int, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """The MLP weights ``W1 (m, d)``, ``W2 (d, m)`` as ``simulate`` draws them (fresh reading,
+    one path, ``rng=1``)."""
+    g = np.random.default_rng(1)
+    return g.standard_normal((1, m, d))[0], g.standard_normal((1, d, m))[0]
+
+
 def case_stochastic(cfg: argparse.Namespace) -> None:
     from token_dynamics.stochastic import StochasticTransformer, simulate
 
@@ -502,10 +510,7 @@ def case_stochastic(cfg: argparse.Namespace) -> None:
         del W1T, W2T, H, P
         t = measure(lambda m=model: simulate(m, X0, T=h, L=1, rng=1), cfg.repeats)
         ours = simulate(model, X0, T=h, L=1, rng=1).states[0, -1]
-        # the same weights as simulate draws them (fresh reading, one path)
-        g = np.random.default_rng(1)
-        W1 = g.standard_normal((1, m, d))[0]
-        W2 = g.standard_normal((1, d, m))[0]
+        W1, W2 = layer_weights(m, d)
         dense = measure(lambda W1=W1, W2=W2: dense_layer(X0, h, W1, W2), cfg.dense_repeats)
         diff = float(np.abs(dense_layer(X0, h, W1, W2) - ours).max())
         for code, tm, dd in (("simulate (tiled)", t, f"{diff:.1e}"), ("dense numpy", dense, "-")):
@@ -574,6 +579,29 @@ def case_notebooks(cfg: argparse.Namespace) -> None:
     notebooks.run()
 
 
+def case_peers(cfg: argparse.Namespace) -> None:
+    """PyTorch and JAX on the same workloads (``peers.py``), in a subprocess whose thread
+    counts are pinned before numpy, torch and JAX load."""
+    import importlib.util
+    import subprocess
+
+    if not any(importlib.util.find_spec(p) for p in ("torch", "jax")):
+        print(
+            "\n### peers\n\nneither torch nor JAX is installed: skipped "
+            "(pip install -e '.[bench]')",
+            flush=True,
+        )
+        return
+    k = str(cfg.peer_threads)
+    env = dict(os.environ, TOKEN_DYNAMICS_THREADS=k, OMP_NUM_THREADS=k)
+    env.update(OPENBLAS_NUM_THREADS=k, MKL_NUM_THREADS=k)
+    # XLA's CPU backend: one thread needs both flags; otherwise it uses every core
+    one = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+    env["XLA_FLAGS"] = one if cfg.peer_threads == 1 else env.get("XLA_FLAGS", "")
+    args = [sys.executable, str(Path(__file__).parent / "peers.py")]
+    subprocess.run(args + (["--quick"] if cfg.quick else []), env=env, check=True)
+
+
 VELOCITY = ("softmax", "l2", "sigmoid", "linear", "hardmax")
 CASES: dict[str, Callable[[argparse.Namespace], None]] = {
     **{name: (lambda cfg, name=name: case_velocity(name, cfg)) for name in VELOCITY},
@@ -583,6 +611,7 @@ CASES: dict[str, Callable[[argparse.Namespace], None]] = {
     "sinkhorn": case_sinkhorn,
     "stochastic": case_stochastic,
     "gaussian": case_gaussian,
+    "peers": case_peers,
     "notebooks": case_notebooks,
 }
 #: Run only when named (several minutes of kernels in subprocesses).
@@ -595,6 +624,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes, few repeats")
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
     parser.add_argument("--repeats", type=int, default=None, help="repeats per timing")
+    parser.add_argument(
+        "--peer-threads", type=int, default=1, help="threads of every library in `peers` (1)"
+    )
     cfg = parser.parse_args(argv)
     if cfg.list:
         print("\n".join(CASES))
@@ -617,7 +649,8 @@ def main(argv: list[str] | None = None) -> None:
     selected = cfg.cases or [c for c in CASES if c not in OPT_IN]
     print(
         f"token-dynamics benchmarks ({'quick' if quick else 'full'}): numpy {np.__version__}, "
-        f"{att._kernels.THREADS} kernel threads, BLOCK_ELEMENTS = {att.BLOCK_ELEMENTS}",
+        f"{att._kernels.THREADS} kernel threads, BLOCK_ELEMENTS = {att.BLOCK_ELEMENTS}, "
+        f"load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}",
         flush=True,
     )
     start = time.perf_counter()
