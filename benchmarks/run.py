@@ -571,6 +571,65 @@ def case_gaussian(cfg: argparse.Namespace) -> None:
     )
 
 
+def case_wasserstein(cfg: argparse.Namespace) -> None:
+    """Entropic W2 (epsilon scaling, over-relaxed Sinkhorn) against the exact network simplex
+    on the same clouds, interleaved; the target: never more than 2x the exact method."""
+    from token_dynamics.wasserstein import wasserstein2
+
+    rng = np.random.default_rng(0)
+    n, m = (600, 800) if cfg.quick else (1500, 2000)
+    X, Y = rng.normal(size=(n, 2)), rng.normal(size=(m, 2)) + np.array([1.0, 0.0])
+    regs = (1.0, 0.2, 0.05, 0.01)
+    fns = {"exact": lambda: wasserstein2(X, Y)}
+    fns.update(
+        {f"reg = {r}": (lambda r=r: wasserstein2(X, Y, method="entropic", reg=r)) for r in regs}
+    )
+    values = {k: fn() for k, fn in fns.items()}
+    walls: dict[str, list[float]] = {k: [] for k in fns}
+    cpus: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(cfg.dense_repeats):  # interleaved: exact, each reg, exact, ...
+        for k, fn in fns.items():
+            w0, c0 = time.perf_counter(), time.process_time()
+            fn()
+            walls[k].append(time.perf_counter() - w0)
+            cpus[k].append(time.process_time() - c0)
+    header(
+        f"W2 between {n} and {m} points in 2-D (mean squared distance 5): entropic vs exact",
+        "method",
+        "W2",
+        "wall",
+        "CPU",
+        "ratio to exact (wall / CPU)",
+    )
+    ew, ec = np.median(walls["exact"]), np.median(cpus["exact"])
+    for k in fns:
+        w, c = np.median(walls[k]), np.median(cpus[k])
+        row(k, f"{values[k]:.6f}", f"{w:.2f} s", f"{c:.2f} s", f"{w / ew:.2f} / {c / ec:.2f}")
+
+
+def case_interpolation(cfg: argparse.Namespace) -> None:
+    """Softmax interpolator build time against the number of sequences (n = 16, m = 4, d = 4):
+    linear in the number of blocks for the critical temperature (its norms computed once)."""
+    from token_dynamics.interpolation import build_softmax_interpolator
+
+    header(
+        "softmax interpolator, n = 16 tokens, m = 4 targets, d = 4",
+        "sequences N",
+        "blocks",
+        "wall",
+        "CPU",
+        "CPU per block",
+    )
+    for N in (10, 20) if cfg.quick else (10, 20, 40):
+        rng = np.random.default_rng(0)
+        X = [rng.normal(size=(16, 4)) for _ in range(N)]
+        Y = [rng.normal(size=(4, 4)) for _ in range(N)]
+        w0, c0 = time.perf_counter(), time.process_time()
+        res = build_softmax_interpolator(X, Y, rng=0)
+        w, c = time.perf_counter() - w0, time.process_time() - c0
+        row(N, res.n_blocks, f"{w:.2f} s", f"{c:.2f} s", f"{c / res.n_blocks * 1e3:.1f} ms")
+
+
 def case_notebooks(cfg: argparse.Namespace) -> None:
     sys.path.insert(0, str(Path(__file__).parent))
     import notebooks
@@ -611,6 +670,8 @@ CASES: dict[str, Callable[[argparse.Namespace], None]] = {
     "sinkhorn": case_sinkhorn,
     "stochastic": case_stochastic,
     "gaussian": case_gaussian,
+    "wasserstein": case_wasserstein,
+    "interpolation": case_interpolation,
     "peers": case_peers,
     "notebooks": case_notebooks,
 }

@@ -152,6 +152,23 @@ def _relax(old: np.ndarray, new: np.ndarray, omega: float) -> np.ndarray:
     return new if omega == 1.0 else np.exp((1.0 - omega) * np.log(old) + omega * np.log(new))
 
 
+def _over_relaxation(history: list[float], omega: float) -> float:
+    """Over-relaxation parameter from the error decay of the last ``RATE_PROBE // 2`` iterations.
+
+    The observed rate ``lam`` of the iteration at ``omega`` gives the rate ``r`` of plain
+    Sinkhorn through Young's relation for successive over-relaxation,
+    ``(lam + omega - 1)^2 = lam omega^2 r``, and the optimal parameter is
+    ``2 / (1 + sqrt(1 - r))``. Re-estimated as the iteration goes on: the local rate near the
+    solution is slower than the first iterations show.
+    """
+    k = RATE_PROBE // 2
+    lam = min((history[-1] / history[-1 - k]) ** (1.0 / k), 1.0)
+    if not lam > 0:
+        return omega
+    rate = min((lam + omega - 1.0) ** 2 / (lam * omega**2), 1.0)
+    return min(MAX_OMEGA, 2.0 / (1.0 + np.sqrt(1.0 - rate)))
+
+
 def _entropic_plan(a, b, C, reg, max_iter, progress):
     """Entropic plan of ``C`` at ``reg`` with marginals ``a, b > 0``: log-stabilised Sinkhorn
     scaling with epsilon scaling (each stage warm-started at the previous potentials) and
@@ -176,11 +193,10 @@ def _entropic_plan(a, b, C, reg, max_iter, progress):
                 if err <= stop or n_iter >= max_iter or not np.isfinite(err):
                     break
                 history.append(err)
-                if len(history) == RATE_PROBE:  # plain Sinkhorn's rate r gives the SOR optimum
-                    rate = min((history[-1] / history[RATE_PROBE // 2]) ** (2 / RATE_PROBE), 1.0)
-                    omega, switch = min(MAX_OMEGA, 2.0 / (1.0 + np.sqrt(1.0 - rate))), err
+                if len(history) % RATE_PROBE == 0 and switch > 0:
+                    omega, switch = _over_relaxation(history, omega), err
                 elif omega > 1.0 and err > 10.0 * switch:  # not contracting: back to plain
-                    omega = 1.0
+                    omega, switch = 1.0, 0.0
                 beta = _relax(beta, b / c, omega)
                 alpha = _relax(alpha, a / (K @ beta), omega)
                 n_iter += 1
@@ -243,9 +259,9 @@ def wasserstein2(
         Symmetric positive definite matrix of the ground cost.
     progress : bool
         Show a ``tqdm`` progress bar over the stages of the epsilon scaling (entropic method
-        only). At 1500 x 2000 points (mean squared distance 5) a solve took 0.2 s of CPU time
-        at ``reg = 1``, 0.3 s at 0.05, 1.4-2 s at 0.01 (the exact method: 0.3-0.5 s), and
-        grows faster than ``1 / reg`` below.
+        only). At 1500 x 2000 points (mean squared distance 5) a solve took 0.15 s of CPU
+        time at ``reg = 1``, 0.3 s at 0.05, 0.6 s at 0.01 (the exact method: 0.3-0.5 s) and
+        9 s at 0.005, where the over-relaxation no longer keeps up (6000 iterations).
 
     Returns
     -------
