@@ -65,7 +65,8 @@ browser: env chromium
 chromium:
 	@test -x $(CHROMIUM) || { apt-get update -q && apt-get install -y -q chromium; }
 
-## bench: the speed and memory benchmarks (ratios against references measured in the same run)
+## bench: the speed and memory benchmarks (ratios against references measured in the same run);
+## against torch and JAX too when they are installed (`$(BIN)/pip install -e '.[bench]'`)
 bench: env
 	$(BIN)/python benchmarks/run.py
 

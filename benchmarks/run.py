@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import sys
 import time
 import tracemalloc
@@ -461,6 +462,15 @@ def dense_layer(X, h, W1, W2):
     return Z / np.linalg.norm(Z, axis=1, keepdims=True)
 
 
+def layer_weights(m: int, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """The MLP weights ``W1 = U / sqrt(d) (m, d)``, ``W (d, m)`` as ``simulate`` draws them
+    (b_U = b_W = 0, one path, ``rng=1``)."""
+    g = np.random.default_rng(1)
+    W1 = g.standard_normal((1, m, d))[0] / np.sqrt(d)
+    g.standard_normal((1, m))  # b_U, zero at sigma_U = 0
+    return W1, g.standard_normal((1, d, m))[0]
+
+
 def case_stochastic(cfg: argparse.Namespace) -> None:
     from token_dynamics.stochastic import MLPNoise, StochasticTransformer, simulate
 
@@ -504,11 +514,7 @@ def case_stochastic(cfg: argparse.Namespace) -> None:
         del W1T, W2T, H, P
         t = measure(lambda m=model: simulate(m, X0, T=h, L=1, rng=1), cfg.repeats)
         ours = simulate(model, X0, T=h, L=1, rng=1).X[0, -1]
-        # the same weights as simulate draws them (U / sqrt(d), b_U = 0, W, b_W = 0; one path)
-        g = np.random.default_rng(1)
-        W1 = g.standard_normal((1, m, d))[0] / np.sqrt(d)
-        g.standard_normal((1, m))
-        W2 = g.standard_normal((1, d, m))[0]
+        W1, W2 = layer_weights(m, d)
         dense = measure(lambda W1=W1, W2=W2: dense_layer(X0, h, W1, W2), cfg.dense_repeats)
         diff = float(np.abs(dense_layer(X0, h, W1, W2) - ours).max())
         for code, tm, dd in (("simulate (tiled)", t, f"{diff:.1e}"), ("dense numpy", dense, "-")):
@@ -569,12 +575,94 @@ def case_gaussian(cfg: argparse.Namespace) -> None:
     )
 
 
+def case_wasserstein(cfg: argparse.Namespace) -> None:
+    """Entropic W2 (epsilon scaling, over-relaxed Sinkhorn) against the exact network simplex
+    on the same clouds, interleaved; the target: never more than 2x the exact method."""
+    from token_dynamics.wasserstein import wasserstein2
+
+    rng = np.random.default_rng(0)
+    n, m = (600, 800) if cfg.quick else (1500, 2000)
+    X, Y = rng.normal(size=(n, 2)), rng.normal(size=(m, 2)) + np.array([1.0, 0.0])
+    regs = (1.0, 0.2, 0.05, 0.01)
+    fns = {"exact": lambda: wasserstein2(X, Y)}
+    fns.update(
+        {f"reg = {r}": (lambda r=r: wasserstein2(X, Y, method="entropic", reg=r)) for r in regs}
+    )
+    values = {k: fn() for k, fn in fns.items()}
+    walls: dict[str, list[float]] = {k: [] for k in fns}
+    cpus: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(cfg.dense_repeats):  # interleaved: exact, each reg, exact, ...
+        for k, fn in fns.items():
+            w0, c0 = time.perf_counter(), time.process_time()
+            fn()
+            walls[k].append(time.perf_counter() - w0)
+            cpus[k].append(time.process_time() - c0)
+    header(
+        f"W2 between {n} and {m} points in 2-D (mean squared distance 5): entropic vs exact",
+        "method",
+        "W2",
+        "wall",
+        "CPU",
+        "ratio to exact (wall / CPU)",
+    )
+    ew, ec = np.median(walls["exact"]), np.median(cpus["exact"])
+    for k in fns:
+        w, c = np.median(walls[k]), np.median(cpus[k])
+        row(k, f"{values[k]:.6f}", f"{w:.2f} s", f"{c:.2f} s", f"{w / ew:.2f} / {c / ec:.2f}")
+
+
+def case_interpolation(cfg: argparse.Namespace) -> None:
+    """Softmax interpolator build time against the number of sequences (n = 16, m = 4, d = 4):
+    linear in the number of blocks for the critical temperature (its norms computed once)."""
+    from token_dynamics.interpolation import build_softmax_interpolator
+
+    header(
+        "softmax interpolator, n = 16 tokens, m = 4 targets, d = 4",
+        "sequences N",
+        "blocks",
+        "wall",
+        "CPU",
+        "CPU per block",
+    )
+    for N in (10, 20) if cfg.quick else (10, 20, 40):
+        rng = np.random.default_rng(0)
+        X = [rng.normal(size=(16, 4)) for _ in range(N)]
+        Y = [rng.normal(size=(4, 4)) for _ in range(N)]
+        w0, c0 = time.perf_counter(), time.process_time()
+        res = build_softmax_interpolator(X, Y, rng=0)
+        w, c = time.perf_counter() - w0, time.process_time() - c0
+        row(N, res.n_blocks, f"{w:.2f} s", f"{c:.2f} s", f"{c / res.n_blocks * 1e3:.1f} ms")
+
+
 def case_notebooks(cfg: argparse.Namespace) -> None:
     sys.path.insert(0, str(Path(__file__).parent))
     import notebooks
 
     print("\n### notebook execution (fresh kernel each, sequential)\n", flush=True)
     notebooks.run()
+
+
+def case_peers(cfg: argparse.Namespace) -> None:
+    """PyTorch and JAX on the same workloads (``peers.py``), in a subprocess whose thread
+    counts are pinned before numpy, torch and JAX load."""
+    import importlib.util
+    import subprocess
+
+    if not any(importlib.util.find_spec(p) for p in ("torch", "jax")):
+        print(
+            "\n### peers\n\nneither torch nor JAX is installed: skipped "
+            "(pip install -e '.[bench]')",
+            flush=True,
+        )
+        return
+    k = str(cfg.peer_threads)
+    env = dict(os.environ, TOKEN_DYNAMICS_THREADS=k, OMP_NUM_THREADS=k)
+    env.update(OPENBLAS_NUM_THREADS=k, MKL_NUM_THREADS=k)
+    # XLA's CPU backend: one thread needs both flags; otherwise it uses every core
+    one = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+    env["XLA_FLAGS"] = one if cfg.peer_threads == 1 else env.get("XLA_FLAGS", "")
+    args = [sys.executable, str(Path(__file__).parent / "peers.py")]
+    subprocess.run(args + (["--quick"] if cfg.quick else []), env=env, check=True)
 
 
 VELOCITY = ("softmax", "l2", "sigmoid", "linear", "hardmax")
@@ -586,6 +674,9 @@ CASES: dict[str, Callable[[argparse.Namespace], None]] = {
     "sinkhorn": case_sinkhorn,
     "stochastic": case_stochastic,
     "gaussian": case_gaussian,
+    "wasserstein": case_wasserstein,
+    "interpolation": case_interpolation,
+    "peers": case_peers,
     "notebooks": case_notebooks,
 }
 #: Run only when named (several minutes of kernels in subprocesses).
@@ -598,6 +689,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes, few repeats")
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
     parser.add_argument("--repeats", type=int, default=None, help="repeats per timing")
+    parser.add_argument(
+        "--peer-threads", type=int, default=1, help="threads of every library in `peers` (1)"
+    )
     cfg = parser.parse_args(argv)
     if cfg.list:
         print("\n".join(CASES))
@@ -620,7 +714,8 @@ def main(argv: list[str] | None = None) -> None:
     selected = cfg.cases or [c for c in CASES if c not in OPT_IN]
     print(
         f"token-dynamics benchmarks ({'quick' if quick else 'full'}): numpy {np.__version__}, "
-        f"{att._kernels.THREADS} kernel threads, BLOCK_ELEMENTS = {att.BLOCK_ELEMENTS}",
+        f"{att._kernels.THREADS} kernel threads, BLOCK_ELEMENTS = {att.BLOCK_ELEMENTS}, "
+        f"load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}",
         flush=True,
     )
     start = time.perf_counter()

@@ -401,3 +401,130 @@ def test_bad_arguments():
         train_tikhonov(tikhonov_dataset(2, 3, 2, 2, rng=0), -1.0)
     with pytest.raises(ValueError, match="`tau`"):
         softmax_deviation_bound(Transformer([]), [np.ones((1, 2))], 0.0)
+
+
+# ----------------------------------------------------------------------------- the bound, fast
+# The direct implementation of the a-priori bound (it recomputed every norm and score margin at
+# each of the ~62 bisection steps): the reference that the precomputed version must reproduce.
+
+
+def _reference_ff_factors(ff, X, e):
+    H = X @ ff.U.T + ff.b
+    unorm = np.linalg.norm(ff.U, axis=1)
+    if not np.all(np.isfinite(e)):
+        return np.full(X.shape[0], np.inf)
+    near_kink = np.any(np.abs(H) <= e[:, None] * unorm[None, :], axis=1)
+    out = np.full(X.shape[0], abs(ff.eta) + np.linalg.norm(ff.W, 2) * np.linalg.norm(ff.U, 2))
+    for i in np.flatnonzero(~near_kink):
+        J = ff.eta * np.eye(X.shape[1]) + (ff.W * (H[i] > 0)) @ ff.U
+        out[i] = np.linalg.norm(J, 2)
+    return out
+
+
+def _reference_sa_bound(sa, X, e, tau):
+    if sa.V is None:
+        return abs(sa.rho) * e
+    A = sa._dense_A if sa._dense_A is not None else np.zeros((X.shape[1], X.shape[1]))
+    normA, normV = np.linalg.norm(A, 2), np.linalg.norm(sa._dense_V, 2)
+    E = float(e.max())
+    if not np.isfinite(E):
+        return np.full_like(e, np.inf)
+    R = float(np.linalg.norm(X, axis=1).max()) + E
+    S = X @ A.T @ X.T
+    top = S.max(axis=1, keepdims=True)
+    tied = S >= top - 1e-9 * np.maximum(1.0, np.abs(top))
+    if E > 0 and any(np.ptp(X[tied[i]], axis=0).max() > 0 for i in range(X.shape[0])):
+        return np.full_like(e, np.inf)
+    eff = top[:, 0] - np.where(tied, -np.inf, S).max(axis=1) - 2.0 * normA * (2 * R * E + E * E)
+    if np.any(eff <= 0):
+        return np.full_like(e, np.inf)
+    leak = 2.0 * (X.shape[0] - 1) * normV * R * np.exp(-eff / tau)
+    return abs(sa.rho) * e + normV * E + leak
+
+
+def _reference_bound(T, X, tau):
+    states = T.layer_states(X)
+    bounds = [np.zeros(Z.shape[0]) for Z in states[0]]
+    for k, block in enumerate(T.blocks):
+        bounds = [
+            _reference_ff_factors(block.ff, Z, e) * e
+            for Z, e in zip(states[2 * k], bounds, strict=True)
+        ]
+        bounds = [
+            _reference_sa_bound(block.sa, Z, e, tau)
+            for Z, e in zip(states[2 * k + 1], bounds, strict=True)
+        ]
+    return bounds
+
+
+def _reference_critical_temperature(T, X, tolerance):
+    scale = max(1.0, max(float(np.abs(Z).max()) for st in T.layer_states(X) for Z in st)) ** 2
+    ok = lambda tau: max(float(b.max()) for b in _reference_bound(T, X, tau)) <= tolerance  # noqa: E731
+    lo, hi = np.log(1e-12 * scale), np.log(1e6 * scale)
+    assert ok(np.exp(lo)) and not ok(np.exp(hi))
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if ok(np.exp(mid)) else (lo, mid)
+    return float(np.exp(lo))
+
+
+@pytest.mark.parametrize("seed", [2, 5, 9, 13, 17])
+def test_precomputed_bound_matches_the_direct_one(seed):
+    """Same bound and same tau* as the direct recursion. The two compute the same floating-point
+    operations on the same numbers (only the stacking of sequences in one product differs), so
+    they agree to a few ulps; tau* is then the same bisection point unless a step lands within
+    round-off of the threshold: relative 1e-12 covers it (tau* itself is resolved to ~1e-16)."""
+    X, Y = DATASETS[seed]
+    T = build_hardmax_interpolator(X, Y, rng=seed).transformer
+    scale = max(1.0, max(np.abs(Z).max() for Z in Y))
+    tau = critical_temperature(T, X, 1e-6 * scale)
+    np.testing.assert_allclose(tau, _reference_critical_temperature(T, X, 1e-6 * scale), rtol=1e-12)
+    for t in tau * np.array([0.1, 1.0, 10.0, 1e3]):  # finite and lost (inf) bounds alike
+        for new, ref in zip(
+            softmax_deviation_bound(T, X, t), _reference_bound(T, X, t), strict=True
+        ):
+            np.testing.assert_allclose(new, ref, rtol=1e-12, atol=0)
+
+
+def test_critical_temperature_computes_the_norms_once_per_block(monkeypatch):
+    """The tau-free part of the bound (matrix norms, score margins, local Jacobians) is computed
+    once per layer, not once per bisection step: the number of matrix-norm calls does not depend
+    on the number of bisection steps, and each layer's terms are built exactly once."""
+    from token_dynamics.interpolation import _softmax
+
+    X, Y = DATASETS[9]
+    T = build_hardmax_interpolator(X, Y, rng=9).transformer
+    norm, calls = np.linalg.norm, {"norm": 0, "ff": 0, "sa": 0}
+
+    def counting_norm(*args, **kwargs):
+        calls["norm"] += 1
+        return norm(*args, **kwargs)
+
+    def counted(name, fn):
+        def wrapper(*args):
+            calls[name] += 1
+            return fn(*args)
+
+        return wrapper
+
+    monkeypatch.setattr(np.linalg, "norm", counting_norm)
+    monkeypatch.setattr(_softmax, "_ff_terms", counted("ff", _softmax._ff_terms))
+    monkeypatch.setattr(_softmax, "_sa_terms", counted("sa", _softmax._sa_terms))
+    counts = []
+    for steps in (5, 60):
+        monkeypatch.setattr(_softmax, "N_BISECTION", steps)
+        calls.update(norm=0, ff=0, sa=0)
+        critical_temperature(T, X, 1e-6)
+        counts.append(dict(calls))
+    assert counts[0] == counts[1]
+    assert counts[0]["ff"] == counts[0]["sa"] == T.n_blocks  # one call per layer, all sequences
+
+
+def test_training_progress_bar_changes_nothing(capsys):
+    data = tikhonov_dataset(4, 6, 2, 2, rng=0)
+    quiet = train_tikhonov(data, 1e-2, epochs=50, rng=0)
+    shown = train_tikhonov(data, 1e-2, epochs=50, rng=0, progress=True)
+    assert "train_tikhonov" in capsys.readouterr().err
+    np.testing.assert_array_equal(shown.theta, quiet.theta)
+    with pytest.raises(ValueError, match="`progress`"):
+        tikhonov_sweep(data, [1e-1], epochs=5, progress="yes")

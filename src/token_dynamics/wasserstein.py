@@ -5,7 +5,7 @@ A cloud of tokens ``X`` of shape ``(n, d)`` with weights ``(n,)`` is the discret
 are:
 
 - :func:`wasserstein2` -- :math:`W_2`, exact (network simplex, ``ot.emd2``; sorting in 1-D) or
-  entropic (log-domain Sinkhorn, ``ot.sinkhorn2``), optionally for a twisted ground cost
+  entropic (log-stabilised Sinkhorn with epsilon scaling), optionally for a twisted ground cost
   :math:`(x-y)^\top M (x-y)`;
 - :func:`wasserstein1` -- :math:`W_1` for the Euclidean ground cost;
 - :func:`w2_gaussian_1d` -- the exact :math:`W_2` from a 1-D discrete measure to a Gaussian,
@@ -45,6 +45,7 @@ from ._validation import (
     as_weights,
     check_positive,
     check_real,
+    progress_bar,
 )
 
 __all__ = [
@@ -59,8 +60,8 @@ __all__ = [
 #: Iteration cap of the network simplex. POT's default (1e5) is reached for n of a few thousand;
 #: 1e7 keeps exact W2 exact up to n ~ 1e4 points while still stopping a runaway solve.
 EMD_MAX_ITER = 10_000_000
-#: Iteration cap of log-domain Sinkhorn; with the stopping threshold below it covers
-#: reg / cost-scale down to about 1e-3.
+#: Iteration cap of the entropic solver, all epsilon stages together: with epsilon scaling
+#: and over-relaxation it covers reg / (mean squared distance) down to about 1e-3.
 SINKHORN_MAX_ITER = 10_000
 #: Marginal violation at which Sinkhorn stops: far below the 1/sqrt(n) sampling error of W2.
 SINKHORN_STOP = 1e-9
@@ -118,6 +119,105 @@ def _sorted_cost_1d(x: np.ndarray, y: np.ndarray, a: np.ndarray, b: np.ndarray, 
     return float(ot.wasserstein_1d(x, y, a, b, p=p))
 
 
+#: Each stage of the epsilon scaling divides the regularisation by this factor (measured on
+#: 1500 x 2000 points: 2 to 4 give the same iteration count; 4 recomputes the kernel less often).
+EPS_SCALING_FACTOR = 4.0
+#: Marginal error at which an intermediate stage of the epsilon scaling hands its potentials on:
+#: they only need to be close enough for the next stage to start near its solution.
+STAGE_STOP = 1e-3
+#: Plain Sinkhorn iterations at the start of each stage, from whose error decay the
+#: over-relaxation parameter is estimated.
+RATE_PROBE = 20
+#: Upper limit of the over-relaxation parameter (the iteration diverges at 2).
+MAX_OMEGA = 1.9
+#: Scalings are absorbed into the potentials when they leave e^(+-ABSORB_LOG): the kernel then
+#: never over- or underflows, and absorptions (one exponential pass each) stay rare.
+ABSORB_LOG = 30.0
+#: Exponents below this are clamped: e^-700 is a normal double far below any marginal
+#: tolerance, and np.exp of a subnormal result is ~100x slower.
+EXP_FLOOR = -700.0
+
+
+def _gibbs_kernel(f, g, C, eps, log_a, log_b):
+    """``a_i b_j exp((f_i + g_j - C_ij) / eps)``: the plan at the potentials ``(f, g)``."""
+    E = (f[:, None] + g[None, :] - C) / eps
+    E += log_a[:, None]
+    E += log_b[None, :]
+    np.maximum(E, EXP_FLOOR, out=E)
+    return np.exp(E, out=E)
+
+
+def _relax(old: np.ndarray, new: np.ndarray, omega: float) -> np.ndarray:
+    """Over-relaxed scaling ``old^(1 - omega) new^omega`` (``new`` itself when omega = 1)."""
+    return new if omega == 1.0 else np.exp((1.0 - omega) * np.log(old) + omega * np.log(new))
+
+
+def _over_relaxation(history: list[float], omega: float) -> float:
+    """Over-relaxation parameter from the error decay of the last ``RATE_PROBE // 2`` iterations.
+
+    The observed rate ``lam`` of the iteration at ``omega`` gives the rate ``r`` of plain
+    Sinkhorn through Young's relation for successive over-relaxation,
+    ``(lam + omega - 1)^2 = lam omega^2 r``, and the optimal parameter is
+    ``2 / (1 + sqrt(1 - r))``. Re-estimated as the iteration goes on: the local rate near the
+    solution is slower than the first iterations show.
+    """
+    k = RATE_PROBE // 2
+    lam = min((history[-1] / history[-1 - k]) ** (1.0 / k), 1.0)
+    if not lam > 0:
+        return omega
+    rate = min((lam + omega - 1.0) ** 2 / (lam * omega**2), 1.0)
+    return min(MAX_OMEGA, 2.0 / (1.0 + np.sqrt(1.0 - rate)))
+
+
+def _entropic_plan(a, b, C, reg, max_iter, progress):
+    """Entropic plan of ``C`` at ``reg`` with marginals ``a, b > 0``: log-stabilised Sinkhorn
+    scaling with epsilon scaling (each stage warm-started at the previous potentials) and
+    over-relaxation; returns the plan, the iterations done and the marginal error."""
+    log_a, log_b = np.log(a), np.log(b)
+    f, g = np.zeros(a.shape[0]), np.zeros(b.shape[0])
+    n_stages = 1 + max(
+        0, int(np.ceil(np.log(max(C.max(), reg) / reg) / np.log(EPS_SCALING_FACTOR)))
+    )
+    bar = progress_bar(progress, n_stages, "entropic W2 (epsilon stages)")
+    n_iter, err = 0, np.inf
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        for stage in range(n_stages):
+            eps = max(reg, float(C.max()) / EPS_SCALING_FACTOR**stage)
+            stop = SINKHORN_STOP if stage == n_stages - 1 else STAGE_STOP
+            K = _gibbs_kernel(f, g, C, eps, log_a, log_b)
+            alpha, beta = np.ones_like(f), np.ones_like(g)
+            omega, history, switch = 1.0, [], np.inf
+            while True:
+                c = K.T @ alpha  # column sums of the plan, divided by beta
+                err = float(np.sum(np.abs(beta * c - b)))
+                if err <= stop or n_iter >= max_iter or not np.isfinite(err):
+                    break
+                history.append(err)
+                if len(history) % RATE_PROBE == 0 and switch > 0:
+                    omega, switch = _over_relaxation(history, omega), err
+                elif omega > 1.0 and err > 10.0 * switch:  # not contracting: back to plain
+                    omega, switch = 1.0, 0.0
+                beta = _relax(beta, b / c, omega)
+                alpha = _relax(alpha, a / (K @ beta), omega)
+                n_iter += 1
+                if max(np.abs(np.log(alpha)).max(), np.abs(np.log(beta)).max()) > ABSORB_LOG:
+                    f, g = f + eps * np.log(alpha), g + eps * np.log(beta)
+                    K = _gibbs_kernel(f, g, C, eps, log_a, log_b)
+                    alpha, beta = np.ones_like(f), np.ones_like(g)
+            f, g = f + eps * np.log(alpha), g + eps * np.log(beta)
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix(eps=f"{eps:.3g}", err=f"{err:.1e}", iterations=n_iter)
+            if not err <= stop:
+                break
+    if bar is not None:
+        bar.close()
+    with np.errstate(under="ignore", over="ignore", invalid="ignore"):  # a stopped solve: inf
+        P = _gibbs_kernel(f, g, C, reg, log_a, log_b)
+    err = max(float(np.sum(np.abs(P.sum(axis=1) - a))), float(np.sum(np.abs(P.sum(axis=0) - b))))
+    return P, n_iter, err
+
+
 def wasserstein2(
     X: Any,
     Y: Any,
@@ -127,6 +227,7 @@ def wasserstein2(
     method: str = "exact",
     reg: float | None = None,
     metric: Any = None,
+    progress: bool = False,
 ) -> float:
     r"""2-Wasserstein distance between two discrete measures.
 
@@ -147,15 +248,20 @@ def wasserstein2(
         Probability weights; uniform when ``None``.
     method : {"exact", "entropic"}
         ``"exact"``: network simplex (``ot.emd2``), :math:`O(nm)` memory, for n, m up to a few
-        thousand; in 1-D without `metric` the exact monotone coupling (sorting). ``"entropic"``:
-        log-domain Sinkhorn with regularisation `reg`; returns the square root of the transport
-        cost of the entropic plan, an upper bound on :math:`W_2` that converges to it as
-        ``reg -> 0``.
+        thousand (0.3-0.5 s of CPU time at 1500 x 2000 points); in 1-D without `metric` the exact
+        monotone coupling (sorting). ``"entropic"``: the transport cost of the entropic plan
+        (see Notes), by log-stabilised Sinkhorn scaling with epsilon scaling and
+        over-relaxation, also :math:`O(nm)` memory; its time grows like ``1 / reg``.
     reg : float, optional
-        Entropic regularisation, in units of the squared distances; required for
-        ``method="entropic"`` and forbidden otherwise.
+        Entropic regularisation :math:`\varepsilon`, in units of the squared distances;
+        required for ``method="entropic"`` and forbidden otherwise.
     metric : array_like, shape (d, d), optional
         Symmetric positive definite matrix of the ground cost.
+    progress : bool
+        Show a ``tqdm`` progress bar over the stages of the epsilon scaling (entropic method
+        only). At 1500 x 2000 points (mean squared distance 5) a solve took 0.15 s of CPU
+        time at ``reg = 1``, 0.3 s at 0.05, 0.6 s at 0.01 (the exact method: 0.3-0.5 s) and
+        9 s at 0.005, where the over-relaxation no longer keeps up (6000 iterations).
 
     Returns
     -------
@@ -165,7 +271,34 @@ def wasserstein2(
     Raises
     ------
     OptimalTransportError
-        When POT stops before optimality (iteration cap) or Sinkhorn does not converge.
+        When POT stops before optimality (iteration cap) or Sinkhorn does not reach the
+        marginal tolerance within ``SINKHORN_MAX_ITER`` iterations (the message names `reg`
+        and the marginal error).
+
+    Notes
+    -----
+    The entropic value is :math:`\langle \pi_\varepsilon, C\rangle^{1/2}`, the square root
+    of the transport cost of the entropic plan
+
+    .. math::
+
+        \pi_\varepsilon = \arg\min_{\pi \in \Pi(a, b)} \langle \pi, C\rangle
+        + \varepsilon\,\mathrm{KL}(\pi \,|\, a \otimes b)
+
+    (``ot.sinkhorn2``'s value; not the entropic cost with its KL term, and not the debiased
+    Sinkhorn divergence). Being the cost of a coupling it is an upper bound, and comparing
+    with an optimal plan :math:`\pi^*` in the minimised functional bounds its bias:
+
+    .. math::
+
+        0 \le \langle \pi_\varepsilon, C\rangle - W_2^2
+        \le \varepsilon\,\mathrm{KL}(\pi^* \,|\, a\otimes b)
+        \le \varepsilon \min(H(a), H(b)) \le \varepsilon \log \min(n, m),
+
+    since the KL divergence of a coupling to the product of its marginals (their mutual
+    information) is at most either marginal's entropy :math:`H`. For samples of densities the
+    bias is of order :math:`\tfrac d2\,\varepsilon\log(1/\varepsilon)` until the bound
+    above takes over.
 
     References
     ----------
@@ -195,28 +328,25 @@ def wasserstein2(
             cost = _emd2(a, b, ot.dist(X, Y, metric="sqeuclidean"))
         return float(np.sqrt(max(cost, 0.0)))
     if reg is None:
+        spread = float(
+            np.sum(a @ X**2) + np.sum(b @ Y**2) - 2.0 * float((a @ X) @ (b @ Y))
+        )  # mean squared distance between the clouds
         raise ValueError(
-            "`reg` is required with method='entropic' (e.g. 1e-2 times the cost scale)."
+            "`reg` is required with method='entropic': the regularisation in units of squared "
+            f"distance (the mean squared distance here is {spread:.3g}); the value is biased "
+            "upwards by at most reg * log(min(n, m)), and the solve takes longer as reg "
+            "shrinks. For clouds of up to a few thousand points method='exact' is as fast and "
+            "unbiased."
         )
     reg = check_positive(reg, "reg")
+    X, a, Y, b = X[a > 0], a[a > 0], Y[b > 0], b[b > 0]  # massless points change nothing
     C = ot.dist(X, Y, metric="sqeuclidean")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        plan, log = ot.sinkhorn(
-            a,
-            b,
-            C,
-            reg,
-            method="sinkhorn_log",
-            numItermax=SINKHORN_MAX_ITER,
-            stopThr=SINKHORN_STOP,
-            log=True,
-        )
-    err = float(log["err"][-1]) if len(log.get("err", [])) else np.inf
-    if not np.all(np.isfinite(plan)) or not err <= SINKHORN_ACCEPT:
+    plan, n_iter, err = _entropic_plan(a, b, C, reg, SINKHORN_MAX_ITER, progress)
+    if not err <= SINKHORN_ACCEPT:
         raise OptimalTransportError(
-            f"Sinkhorn did not converge in {SINKHORN_MAX_ITER} iterations (marginal error "
-            f"{err:.3g}); increase `reg` or use method='exact'."
+            f"Sinkhorn did not converge at reg = {reg:.3g}: marginal error {err:.3g} after "
+            f"{n_iter} iterations (the cap is {SINKHORN_MAX_ITER}); increase `reg` or use "
+            "method='exact'."
         )
     return float(np.sqrt(max(float(np.sum(plan * C)), 0.0)))
 

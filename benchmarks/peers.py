@@ -1,0 +1,319 @@
+"""The library against PyTorch and JAX on the same inputs: ratios measured in one run.
+
+Run through the harness, which starts this file in a subprocess with every thread count
+pinned before numpy, torch and JAX load (thread pools cannot be resized reliably afterwards)::
+
+    python benchmarks/run.py peers            # n = 1024 / 4096 / 16384 (several minutes)
+    python benchmarks/run.py peers --quick    # n = 1024 / 4096, fewer repeats
+    python benchmarks/run.py peers --peer-threads 2
+
+Peers are optional (``pip install -e '.[bench]'``); a missing one is reported and skipped.
+Every workload first checks that each peer's output equals the library's (float64 to 1e-10
+relative: the same sums in another order; float32 to 1e-4: its rounding, 6e-8, over the
+softmax's sums and products), then times the implementations interleaved (library, torch,
+JAX, library, ...) so that a busy spell of the machine hits all alike, and prints the ratio
+library time / peer time (> 1: the library is slower). The library has no float32 path: its
+float64 time is divided by the peers' float32 time in the last columns.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+import run  # the harness: row, header, rel_error, dense_layer
+
+from token_dynamics import attention as att
+from token_dynamics import integrate
+
+#: Relative agreement demanded of a float64 peer (a reordering of the same sums: ~1e-15 per
+#: operation, far below) and of a float32 peer (unit round-off 6e-8 times the ~1e2-1e3
+#: operations that feed one output).
+RTOL64, RTOL32 = 1e-10, 1e-4
+
+
+def _load_peers() -> dict[str, object]:
+    peers: dict[str, object] = {}
+    try:
+        import torch
+
+        torch.set_num_threads(int(os.environ["TOKEN_DYNAMICS_THREADS"]))
+        peers["torch"] = torch
+    except ImportError:
+        print("torch is not installed: skipped (pip install -e '.[bench]')")
+    try:
+        import jax
+
+        jax.config.update("jax_enable_x64", True)
+        peers["jax"] = jax
+    except ImportError:
+        print("JAX is not installed: skipped (pip install -e '.[bench]')")
+    return peers
+
+
+#: Seconds of the slowest implementation's calls per round, beyond which fewer repeats are made
+#: (at n = 16384 a float64 peer call takes seconds: one call per round is then enough).
+ROUND_BUDGET_S = 3.0
+
+
+def interleaved(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
+    """Median wall time of each function, timed in turns (one warm-up call each first)."""
+    slowest = 0.0
+    for fn in fns.values():
+        start = time.perf_counter()
+        fn()
+        slowest = max(slowest, time.perf_counter() - start)
+    repeats = max(1, min(repeats, int(ROUND_BUDGET_S / slowest)))
+    samples: dict[str, list[float]] = {k: [] for k in fns}
+    time.sleep(run.SETTLE_S)
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            samples[name].append(time.perf_counter() - start)
+    return {k: float(np.median(v)) for k, v in samples.items()}
+
+
+def _spread(fns: dict[str, Callable[[], object]], repeats: int, rounds: int):
+    """Per implementation: the median over ``rounds`` interleaved rounds, and the range of the
+    ratios to the library across rounds (the spread a reader should expect)."""
+    per_round = [interleaved(fns, repeats) for _ in range(rounds)]
+    med = {k: float(np.median([r[k] for r in per_round])) for k in fns}
+    ratios = {k: [r["library"] / r[k] for r in per_round] for k in fns}
+    return med, ratios
+
+
+def _ratio_cell(ratios: list[float]) -> str:
+    lo, hi = min(ratios), max(ratios)
+    return f"{np.median(ratios):.2f} ({lo:.2f}-{hi:.2f})"
+
+
+def check(name: str, out: object, ref: np.ndarray, rtol: float) -> None:
+    err = run.rel_error(np.asarray(out, dtype=np.float64), ref)
+    if not err <= rtol:
+        raise SystemExit(f"{name}: output differs from the library's by {err:.1e} > {rtol:.0e}")
+
+
+# ----------------------------------------------------------------------------- workloads
+
+
+#: Largest n for the JAX softmax: XLA materialises the n x n scores (2 GiB at n = 16384 in
+#: float64, several such buffers at once), too much for a shared machine.
+JAX_MAX_N = 4096
+
+
+def softmax_peers(peers, X, A, V, dtype):
+    """The softmax velocity V sum_j softmax_j(<A x_i, x_j>) x_j as each peer writes it."""
+    out = {}
+    if "torch" in peers:
+        torch = peers["torch"]
+        tX = torch.from_numpy(X.astype(dtype))[None]
+        tA, tV = (torch.from_numpy(M.astype(dtype)) for M in (A, V))
+        sdpa = torch.nn.functional.scaled_dot_product_attention
+
+        def torch_velocity(tX=tX, tA=tA, tV=tV):
+            with torch.no_grad():
+                return sdpa(tX @ tA.T, tX, tX @ tV.T, scale=1.0)[0].numpy()
+
+        out["torch"] = torch_velocity
+    if "jax" in peers and X.shape[0] <= JAX_MAX_N:
+        jax = peers["jax"]
+        jnp = jax.numpy
+
+        @jax.jit
+        def velocity(X, A, V):
+            return jax.nn.softmax((X @ A.T) @ X.T, axis=-1) @ (X @ V.T)
+
+        jX, jA, jV = (jnp.asarray(M.astype(dtype)) for M in (X, A, V))
+        out["jax"] = lambda: np.asarray(velocity(jX, jA, jV).block_until_ready())
+    return out
+
+
+def case_softmax(peers, cfg) -> None:
+    run.header(
+        f"softmax velocity against fused attention ({cfg.peer_threads} thread(s) each)",
+        "n, d",
+        "library (float64)",
+        *(f"{p} float64" for p in peers),
+        *(f"ratio to {p} float64 (median, range)" for p in peers),
+        *(f"ratio to {p} float32 (median, range)" for p in peers),
+    )
+    for d in (2, 16, 64):
+        for n in cfg.peer_sizes:
+            rng = np.random.default_rng(0)
+            X = rng.standard_normal((n, d)) / np.sqrt(np.sqrt(d))
+            A = rng.standard_normal((d, d)) / np.sqrt(d)
+            V = rng.standard_normal((d, d)) / np.sqrt(d)
+            field = att.Softmax(A, V)
+            ref = field.velocity(X)
+            f64 = softmax_peers(peers, X, A, V, np.float64)
+            f32 = softmax_peers(peers, X, A, V, np.float32)
+            for k in f64:
+                check(f"{k} float64", f64[k](), ref, RTOL64)
+                check(f"{k} float32", f32[k](), ref, RTOL32)
+            fns = {"library": lambda f=field, X=X: f.velocity(X), **f64}
+            fns.update({f"{k}32": fn for k, fn in f32.items()})
+            med, ratios = _spread(fns, cfg.peer_repeats, cfg.peer_rounds)
+            run.row(
+                f"{n}, {d}",
+                f"{med['library'] * 1e3:.1f} ms",
+                *(f"{med[k] * 1e3:.1f} ms" if k in f64 else "-" for k in peers),
+                *(_ratio_cell(ratios[k]) if k in f64 else "-" for k in peers),
+                *(_ratio_cell(ratios[f"{k}32"]) if k in f32 else "-" for k in peers),
+            )
+
+
+def case_ode(peers, cfg) -> None:
+    n, d, dt, steps = 1024, 2, 0.01, cfg.peer_steps
+    rng = np.random.default_rng(1)
+    X0 = rng.standard_normal((n, d))
+    A = rng.standard_normal((d, d)) / np.sqrt(d) - np.eye(d)
+    V = np.eye(d)
+    field = att.Softmax(A, V)
+    times = np.array([0.0, steps * dt])
+
+    def library():
+        return integrate(field, X0, times, method="rk4", dt=dt).states[-1]
+
+    ref = library()
+    fns: dict[str, Callable[[], object]] = {"library": library}
+    if "torch" in peers:
+        torch = peers["torch"]
+        sdpa = torch.nn.functional.scaled_dot_product_attention
+        tA, tV = torch.from_numpy(A), torch.from_numpy(V)
+
+        def torch_rk4():
+            def f(Z):
+                return sdpa(Z @ tA.T, Z, Z @ tV.T, scale=1.0)
+
+            with torch.no_grad():
+                Z = torch.from_numpy(X0)[None]
+                for _ in range(steps):
+                    k1 = f(Z)
+                    k2 = f(Z + 0.5 * dt * k1)
+                    k3 = f(Z + 0.5 * dt * k2)
+                    k4 = f(Z + dt * k3)
+                    Z = Z + (dt / 6) * (k1 + 2 * k2 + 2 * k3 + k4)
+                return Z[0].numpy()
+
+        fns["torch"] = torch_rk4
+    if "jax" in peers:
+        jax = peers["jax"]
+        jnp = jax.numpy
+
+        @jax.jit
+        def jax_rk4(Z):
+            def f(Z):
+                return jax.nn.softmax((Z @ A.T) @ Z.T, axis=-1) @ (Z @ V.T)
+
+            def step(_, Z):
+                k1 = f(Z)
+                k2 = f(Z + 0.5 * dt * k1)
+                k3 = f(Z + 0.5 * dt * k2)
+                k4 = f(Z + dt * k3)
+                return Z + (dt / 6) * (k1 + 2 * k2 + 2 * k3 + k4)
+
+            return jax.lax.fori_loop(0, steps, step, Z)
+
+        jX0 = jnp.asarray(X0)
+        fns["jax"] = lambda: np.asarray(jax_rk4(jX0).block_until_ready())
+    for k, fn in fns.items():
+        # RK4 is contracting here (A has a -I part): round-off does not grow over the steps
+        check(k, fn(), ref, RTOL64)
+    med, ratios = _spread(fns, max(1, cfg.peer_repeats // 2), cfg.peer_rounds)
+    peer_names = [k for k in fns if k != "library"]
+    run.header(
+        f"particle ODE, RK4, n = {n}, d = {d}, {4 * steps} field evaluations, float64",
+        "library",
+        *peer_names,
+        *(f"ratio to {k} (median, range)" for k in peer_names),
+    )
+    run.row(
+        f"{med['library']:.2f} s",
+        *(f"{med[k]:.2f} s" for k in peer_names),
+        *(_ratio_cell(ratios[k]) for k in peer_names),
+    )
+
+
+def case_mlp(peers, cfg) -> None:
+    """One layer of the paper's model (relu, Q = K = V = I, no biases, width m) against torch
+    matmuls."""
+    from token_dynamics.stochastic import MLPNoise, StochasticTransformer, simulate
+
+    N, d, h = cfg.peer_mlp, 16, 0.01
+    rng = np.random.default_rng(0)
+    X0 = rng.standard_normal((N, d))
+    X0 /= np.linalg.norm(X0, axis=1, keepdims=True)
+    model = StochasticTransformer(MLPNoise("relu", width=N))
+    W1, W2 = run.layer_weights(N, d)  # as simulate draws them for rng=1, one path
+
+    def library():
+        return simulate(model, X0, T=h, L=1, rng=1).X[0, -1]
+
+    ref = run.dense_layer(X0, h, W1, W2)
+    check("library", library(), ref, RTOL64)
+    fns: dict[str, Callable[[], object]] = {"library": library}
+    if "torch" in peers:
+        torch = peers["torch"]
+        tX, tW1, tW2 = (torch.from_numpy(M) for M in (X0, W1, W2))
+
+        def torch_layer():
+            with torch.no_grad():
+                P = torch.softmax(tX @ tX.T, dim=1)
+                Y = tX + h * (P @ tX)
+                Y = Y / torch.linalg.norm(Y, dim=1, keepdim=True)
+                Z = Y + np.sqrt(h) * (torch.relu(Y @ tW1.T) @ tW2.T) / np.sqrt(N)
+                return (Z / torch.linalg.norm(Z, dim=1, keepdim=True)).numpy()
+
+        fns["torch"] = torch_layer
+        check("torch", torch_layer(), ref, RTOL64)
+    med, ratios = _spread(fns, cfg.peer_repeats, cfg.peer_rounds)
+    peer_names = [k for k in fns if k != "library"]
+    run.header(
+        f"random-MLP layer, N = m = {N}, d = {d}, float64",
+        "library",
+        *peer_names,
+        *(f"ratio to {k} (median, range)" for k in peer_names),
+    )
+    run.row(
+        f"{med['library'] * 1e3:.1f} ms",
+        *(f"{med[k] * 1e3:.1f} ms" for k in peer_names),
+        *(_ratio_cell(ratios[k]) for k in peer_names),
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    cfg = parser.parse_args(argv)
+    cfg.peer_threads = int(os.environ["TOKEN_DYNAMICS_THREADS"])
+    cfg.peer_sizes = (1024, 4096) if cfg.quick else (1024, 4096, 16384)
+    cfg.peer_repeats = 3 if cfg.quick else 5
+    cfg.peer_rounds = 3
+    cfg.peer_steps = 100 if cfg.quick else 1000
+    cfg.peer_mlp = 2048 if cfg.quick else 4096
+    peers = _load_peers()
+    versions = [f"numpy {np.__version__}"]
+    versions += [f"{k} {m.__version__}" for k, m in peers.items()]
+    threads = [f"library {att._kernels.THREADS}"]
+    threads += [f"OPENBLAS/OMP/MKL_NUM_THREADS {os.environ['OPENBLAS_NUM_THREADS']}"]
+    if "torch" in peers:
+        threads.append(f"torch {peers['torch'].get_num_threads()}")
+    if "jax" in peers:
+        threads.append(f"XLA_FLAGS '{os.environ['XLA_FLAGS']}'")
+    print(f"peers: {', '.join(versions)}; threads: {', '.join(threads)}", flush=True)
+    print(f"load average before: {', '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+    for case in (case_softmax, case_ode, case_mlp):
+        case(peers, cfg)
+    print(f"\nload average after: {', '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
