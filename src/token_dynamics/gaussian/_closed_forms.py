@@ -46,7 +46,7 @@ def _check_before(times: np.ndarray, t_star: float, what: str = "the solution") 
 
 
 def scalar_blowup_time(v: float, a: float, var0: float) -> float:
-    r"""Blow-up time :math:`t^* = 1/(2 v a s_0)` of the scalar softmax ODE.
+    r"""Blow-up time :math:`t^\star = 1/(2 v a s_0)` of the scalar softmax ODE.
 
     Returns ``inf`` if ``v a <= 0`` (no blow-up).
 
@@ -168,9 +168,11 @@ def _isotropic_rate(v: float, A: np.ndarray, cov0: np.ndarray) -> float:
 
 
 def isotropic_blowup_time(v: float, A: Any, cov0: Any) -> float:
-    r"""Blow-up time for ``V = v I``: :math:`t^* = 1/\max_i v\lambda_i` over the eigenvalues
-    :math:`\lambda_i` of :math:`\Sigma_0^{1/2}(A+A^\top)\Sigma_0^{1/2}` (``inf`` if none is
-    positive after multiplication by ``v``).
+    r"""Blow-up time for ``V = v I``, the inverse of the largest :math:`v\lambda_i`.
+
+    :math:`t^\star = 1/\max_i v\lambda_i` over the eigenvalues :math:`\lambda_i` of
+    :math:`\Sigma_0^{1/2}(A+A^\top)\Sigma_0^{1/2}` (``inf`` if none is positive after
+    multiplication by ``v``).
 
     Examples
     --------

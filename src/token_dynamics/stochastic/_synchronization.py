@@ -876,7 +876,7 @@ def two_point_lyapunov_exponent(
         ext{separation}\cdot v)`, :math:`v` a uniform unit tangent vector at :math:`x`; the
     two tokens follow :func:`token_dynamics.stochastic.simulate_sde` and the exponent is
     :func:`separation_exponent` over ``[0, T]``. For the noise alone it estimates
-    :math:`\lambda_1 = rac{d-3}2\kappa'(1) - rac{d-1}2\kappa(1)`.
+    :math:`\lambda_1 = \frac{d-3}2\kappa'(1) - \frac{d-1}2\kappa(1)`.
 
     Parameters
     ----------
