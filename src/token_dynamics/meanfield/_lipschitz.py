@@ -131,7 +131,8 @@ def field_constants(
         Time at which time-dependent parameters are evaluated.
     sink_mass : float, optional
         Mass :math:`w_0 \in (0, 1]` of the position marginal at 0; required for ``Causal``
-        (without an atom at 0 no constant uniform in the position exists).
+        (without an atom at 0 no pointwise constant uniform in the position exists; for a
+        sink-free bound in :math:`W_{p,\lambda}`, see `hardy_p` of :func:`gronwall_bound`).
 
     Returns
     -------
@@ -180,7 +181,8 @@ def field_constants(
             raise ValueError(
                 "`sink_mass` is required for `Causal`: without an atom of the position "
                 "marginal at 0 the masked field has no Lipschitz constant uniform in the "
-                "position. Pass the sink's mass w0 in (0, 1]."
+                "position. Pass the sink's mass w0 in (0, 1] (or, for a bound without a sink, "
+                "use `gronwall_bound(..., hardy_p=p)`)."
             )
         w0 = check_positive(sink_mass, "sink_mass")
         if w0 > 1:
