@@ -548,7 +548,7 @@ def test_field_constants_validation():
     with pytest.raises(ValueError, match=r"`p` must be 1 or 2 \(2 with `conditional`\)"):
         Z = mf.causal_cloud(np.eye(2), sink=np.zeros((1, 2)), sink_mass=0.5)
         mf.stability_check(
-            Causal(_A2, _V2), Z.tokens, Z.tokens * [1, 2, 2], [0.0, 1.0], p=1, sink_mass=0.5
+            Causal(_A2, _V2), Z.tokens, Z.tokens * [1, 2, 2], [0.0, 1.0], p=1, weights=Z.weights
         )
     with pytest.raises(ValueError, match="`other_queries` must differ"):
         mf.measured_constants(Softmax(_A2, _V2), np.eye(2), 2 * np.eye(2), np.eye(2), np.eye(2))
@@ -599,3 +599,64 @@ def test_masked_stability_with_a_sink():
     # The sink's mass enters as 1 / w0: halving it raises the bound.
     smaller = mf.gronwall_bound(Causal(_A2, _V2), [0.0, 1.0], check.R0, sink_mass=0.25)
     assert smaller.log_constant[-1] > check.bound.log_constant[-1]
+
+
+def test_stability_check_reads_the_sink_mass_from_the_data():
+    rng = np.random.default_rng(29)
+    cloud = mf.causal_cloud(rng.uniform(-0.5, 0.5, size=(10, 2)))  # w0 = 1/10: the first token
+    moved = cloud.tokens + np.column_stack([np.zeros(10), 0.01 * rng.normal(size=(10, 2))])
+    args = (Causal(_A2, _V2), cloud.tokens, moved, [0.0, 0.5])
+    # A sink mass larger than the data's atom would lower the bound below the proved one.
+    with pytest.raises(ValueError, match=r"`sink_mass` = 0.5 exceeds the mass 0.1"):
+        mf.stability_check(*args, weights=cloud.weights, sink_mass=0.5)
+    # By default the bound uses the data's w0 = 1/10, exactly as gronwall_bound does.
+    check = mf.stability_check(*args, weights=cloud.weights)
+    ref = mf.gronwall_bound(Causal(_A2, _V2), [0.0, 0.5], check.R0, sink_mass=0.1)
+    np.testing.assert_allclose(check.bound.log_constant, ref.log_constant, rtol=1e-12)
+    assert check.holds
+    # A smaller sink mass only weakens the bound and is accepted.
+    assert mf.stability_check(*args, weights=cloud.weights, sink_mass=0.05).holds
+    # No token at position 0: no sink bound; the Hardy bound needs one token per position.
+    shifted = [Z + np.array([0.05, 0.0, 0.0]) for Z in (cloud.tokens, moved)]
+    with pytest.raises(ValueError, match="No token of `X0` sits at position 0"):
+        mf.stability_check(Causal(_A2, _V2), *shifted, [0.0, 0.5], weights=cloud.weights)
+    sunk = mf.causal_cloud(np.ones((3, 2)), sink=np.zeros((2, 2)), sink_mass=0.5)
+    with pytest.raises(ValueError, match="`hardy=True` needs one token per position"):
+        mf.stability_check(Causal(_A2, _V2), sunk.tokens, sunk.tokens, [0.0], hardy=True)
+    with pytest.raises(ValueError, match="either `sink_mass` or `hardy=True`"):
+        mf.stability_check(*args, sink_mass=0.1, hardy=True)
+    with pytest.raises(ValueError, match="`hardy` applies to masked attention"):
+        mf.stability_check(Softmax(_A2, _V2), np.eye(2), 2 * np.eye(2), [0.0], hardy=True)
+    with pytest.raises(ValueError, match=r"`hardy_p` must lie in \(1, inf\)"):
+        mf.gronwall_bound(Causal(_A2, _V2), [0.0, 1.0], 1.0, hardy_p=1)
+
+
+@pytest.mark.statement("mf-prop-masked-hardy")
+def test_masked_stability_without_a_sink_through_hardy():
+    # The step not reproduced, Hardy's discrete inequality with constant p' = p / (p - 1):
+    # sum_k (mean of f_1..f_k)^p <= p'^p sum_k f_k^p, on random nonnegative sequences.
+    rng = np.random.default_rng(31)
+    for p in (1.5, 2.0, 3.0):
+        for _ in range(200):
+            f = rng.exponential(size=rng.integers(1, 200)) ** rng.uniform(0.5, 4.0)
+            means = np.cumsum(f) / np.arange(1, f.size + 1)
+            assert np.sum(means**p) <= (p / (p - 1)) ** p * np.sum(f**p) * (1 + 1e-12)
+    # The exponent: with A = 0, L_x = 0 and L_mu = ||V||, so log C_H(t) = p' ||V|| t exactly.
+    flat = Causal(np.zeros((2, 2)), 0.5 * np.eye(2))
+    for p in (1.5, 2.0, 4.0):
+        b = mf.gronwall_bound(flat, [0.0, 1.0, 2.0], 1.0, hardy_p=p)
+        np.testing.assert_allclose(b.log_constant, p / (p - 1) * 0.5 * np.array([0, 1, 2]))
+    # The bound on bare causal flows (no sink, w0 = 1/n), for growing n: it holds, and it is
+    # informative whatever n (RK4 error ~ dt^4 ~ 1e-5, far below the slack of the check).
+    field = Causal(0.5 * _A2, _V2)
+    for n in (8, 64):
+        cloud = mf.causal_cloud(rng.uniform(-0.6, 0.6, size=(n, 2)))
+        moved = cloud.tokens + np.column_stack([np.zeros(n), 0.02 * rng.normal(size=(n, 2))])
+        times = np.linspace(0.0, 1.0, 6)
+        args = (field, cloud.tokens, moved, times)
+        check = mf.stability_check(*args, weights=cloud.weights, hardy=True)
+        assert check.holds
+        assert check.looseness < 1
+        # The Hardy exponent int(L_x + 2 L_mu) is below the sink exponent int(L_x + n L_mu).
+        sink = mf.stability_check(*args, weights=cloud.weights)
+        assert check.bound.log_constant[-1] < sink.bound.log_constant[-1]

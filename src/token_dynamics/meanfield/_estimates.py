@@ -164,9 +164,11 @@ class StabilityBound:
     ----------
     times : ndarray, shape (T,)
     radius : ndarray, shape (T,)
-        :math:`R(t) = R_0 e^{\\lVert V\\rVert t}`.
+        :math:`R(t) = R_0\\exp\\int_0^t b(s)\\,ds` (:math:`R_0 e^{\\lVert V\\rVert t}` for
+        softmax).
     lipschitz_x, lipschitz_measure : ndarray, shape (T,)
-        The two Lipschitz constants evaluated at :math:`R(t)`.
+        The two Lipschitz constants evaluated at :math:`R(t)` (for the Hardy bound of masked
+        attention, ``lipschitz_measure`` holds :math:`\\frac{p}{p-1}L_\\mu`).
     log_constant : ndarray, shape (T,)
         :math:`\\log C(t, R_0) = \\int_0^t (L_x + L_\\mu)(R(s))\\,ds`; the constant itself
         overflows quickly, its logarithm does not.

@@ -131,7 +131,8 @@ def field_constants(
         Time at which time-dependent parameters are evaluated.
     sink_mass : float, optional
         Mass :math:`w_0 \in (0, 1]` of the position marginal at 0; required for ``Causal``
-        (without an atom at 0 no constant uniform in the position exists).
+        (without an atom at 0 no pointwise constant uniform in the position exists; for a
+        sink-free bound in :math:`W_{p,\lambda}`, see `hardy_p` of :func:`gronwall_bound`).
 
     Returns
     -------
@@ -180,7 +181,8 @@ def field_constants(
             raise ValueError(
                 "`sink_mass` is required for `Causal`: without an atom of the position "
                 "marginal at 0 the masked field has no Lipschitz constant uniform in the "
-                "position. Pass the sink's mass w0 in (0, 1]."
+                "position. Pass the sink's mass w0 in (0, 1] (or, for a bound without a sink, "
+                "use `gronwall_bound(..., hardy_p=p)`)."
             )
         w0 = check_positive(sink_mass, "sink_mass")
         if w0 > 1:
@@ -194,7 +196,12 @@ def field_constants(
 
 
 def gronwall_bound(
-    field: Any, times: Any, R0: float, *, sink_mass: float | None = None
+    field: Any,
+    times: Any,
+    R0: float,
+    *,
+    sink_mass: float | None = None,
+    hardy_p: float | None = None,
 ) -> StabilityBound:
     r"""Stability bound :math:`W_p(\mu_t,\nu_t) \le C(t,R_0)\,W_p(\mu_0,\nu_0)` of any variant.
 
@@ -205,8 +212,17 @@ def gronwall_bound(
 
     with the constants of :func:`field_constants` at time :math:`s`, valid for every
     :math:`p \ge 1` when both initial measures are supported in :math:`B(0, R_0)` (for masked
-    attention: :math:`W_{p,\lambda}` and a sink of mass `sink_mass`). The integrals are
-    computed by adaptive quadrature (relative accuracy ``QUAD_RTOL`` = 1e-10).
+    attention: :math:`W_{p,\lambda}` and a sink of mass `sink_mass`). For masked attention
+    without a sink, `hardy_p` :math:`= p \in (1, \infty)` gives instead the bound through
+    Hardy's inequality, valid in :math:`W_{p,\lambda}` when the position marginal is uniform on
+    distinct positions (or Lebesgue):
+
+    .. math::
+
+        \log C(t, R_0) = \int_0^t \Big(L_x(R(s), s) + \frac{p}{p - 1}\,L_\mu(R(s), s)\Big)\,ds,
+
+    with the unmasked softmax constants. The integrals are computed by adaptive quadrature
+    (relative accuracy ``QUAD_RTOL`` = 1e-10).
 
     Parameters
     ----------
@@ -217,6 +233,9 @@ def gronwall_bound(
         Radius of a ball holding both initial supports.
     sink_mass : float, optional
         For ``Causal`` only (see :func:`field_constants`).
+    hardy_p : float, optional
+        For ``Causal`` only, instead of `sink_mass`: the order :math:`p \in (1, \infty)` of
+        the Hardy bound.
 
     Returns
     -------
@@ -234,9 +253,14 @@ def gronwall_bound(
     """
     t = as_times(times, strict=False, nonnegative=True, scalar=True)
     R0 = check_positive(R0, "R0", allow_zero=True)
+    hardy = _hardy_factor(field, hardy_p, sink_mass)
 
     def consts(s: float, r: float) -> FieldConstants:
-        return field_constants(field, r, s, sink_mass=sink_mass)
+        if hardy is None:
+            return field_constants(field, r, s, sink_mass=sink_mass)
+        # Hardy's constant p/(p-1) times the unmasked softmax constant (the sink mass 1)
+        c = field_constants(field, r, s, sink_mass=1.0)
+        return FieldConstants(c.growth, c.lipschitz_x, hardy * c.lipschitz_measure)
 
     def radius(s: float) -> float:
         growth = quad(lambda u: consts(u, R0).growth, 0.0, s, epsrel=QUAD_RTOL)[0] if s else 0.0
@@ -264,6 +288,22 @@ def gronwall_bound(
         lipschitz_measure=np.array([c.lipschitz_measure for c in at_t]),
         log_constant=np.cumsum(pieces),
     )
+
+
+def _hardy_factor(field: Any, hardy_p: float | None, sink_mass: float | None) -> float | None:
+    """Hardy's constant p/(p-1) for `hardy_p`, after checking that it applies."""
+    if hardy_p is None:
+        return None
+    if not isinstance(field, Causal):
+        raise ValueError("`hardy_p` applies to masked attention (`Causal`) only; omit it.")
+    if sink_mass is not None:
+        raise ValueError("Pass either `sink_mass` or `hardy_p`, not both.")
+    p = float(hardy_p)
+    if not 1 < p < np.inf:
+        raise ValueError(
+            f"`hardy_p` must lie in (1, inf): Hardy's inequality fails for p = 1; got {hardy_p!r}."
+        )
+    return p / (p - 1)
 
 
 def measured_constants(

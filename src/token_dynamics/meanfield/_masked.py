@@ -51,7 +51,10 @@ def causal_cloud(X: Any, *, sink: Any = None, sink_mass: float = 0.0) -> MaskedC
     r"""Attach positions (and optionally an attention sink) to a sequence of tokens.
 
     Without a sink, token :math:`i = 1..n` sits at :math:`s_i = (i-1)/n` with weight
-    :math:`1/n`: the position marginal is uniform on the grid and has no atom. With a sink,
+    :math:`1/n`: the position marginal is uniform on the grid; its atom at 0 is the first
+    token, of mass :math:`1/n`, so no sink of fixed mass protects the first positions as
+    :math:`n` grows (``field_constants(Causal, R, sink_mass=1/n)`` is valid but grows like
+    :math:`n`; ``gronwall_bound(..., hardy_p=p)`` gives a bound uniform in :math:`n`). With a sink,
     the ``m`` sink tokens sit at position 0 with total mass :math:`w_0` = `sink_mass`
     (:math:`\lambda = w_0\delta_0 + (1-w_0)\lambda'`) and token :math:`i` at :math:`i/n` with
     weight :math:`(1-w_0)/n`.

@@ -65,6 +65,7 @@ def stability_check(
     p: int = 2,
     weights: Any = None,
     sink_mass: float | None = None,
+    hardy: bool = False,
     dt: float = DEFAULT_DT,
 ) -> StabilityCheck:
     r"""Flow two nearby clouds and compare :math:`W_p(\mu_t,\nu_t)/W_p(\mu_0,\nu_0)` with the bound.
@@ -72,8 +73,10 @@ def stability_check(
     The Gronwall bound :math:`e^{\int_0^t (L_x + L_\mu)(R(s))\,ds}` is computed from the
     variant's own estimates (:func:`field_constants`) with :math:`R_0` the larger of the two
     initial support radii. For masked attention (``Causal``: positions in column 0) the
-    distance is the conditional :math:`W_{2,\lambda}` and `sink_mass` is the atom of the
-    position marginal at 0.
+    distance is the conditional :math:`W_{2,\lambda}`, and the bound is either the sink bound
+    (:math:`L_\mu/w_0` with :math:`w_0` the mass of the tokens at position 0, computed from
+    the data) or, with `hardy`, the Hardy bound :math:`L_x + \frac{p}{p-1}L_\mu`, which needs
+    no sink but one token per position, all of the same weight.
 
     Parameters
     ----------
@@ -86,13 +89,24 @@ def stability_check(
         Order of the Wasserstein distance (2 for ``Causal``).
     weights : array_like, shape (n,), optional
     sink_mass : float, optional
-        For ``Causal``: the mass :math:`w_0` of the tokens at position 0.
+        For ``Causal``: the sink mass :math:`w_0` used in the bound. Default: the mass of the
+        tokens at position 0; a larger value would give a bound below the proved one and is
+        refused.
+    hardy : bool
+        For ``Causal``: use the Hardy bound instead of the sink bound.
     dt : float
         RK4 step.
 
     Returns
     -------
     StabilityCheck
+
+    Raises
+    ------
+    ValueError
+        If `sink_mass` exceeds the mass at position 0, if there is no token at position 0 (for
+        the sink bound), or if `hardy` is asked for without one token of equal weight per
+        position.
 
     Examples
     --------
@@ -102,6 +116,16 @@ def stability_check(
     >>> check = stability_check(Sigmoid([[0.5]], [[0.5]]), X, X + 0.01, [0.0, 0.5, 1.0])
     >>> check.holds
     True
+
+    A masked pair without a sink, with the Hardy bound:
+
+    >>> from token_dynamics import meanfield as mf
+    >>> from token_dynamics.attention import Causal
+    >>> Z = mf.causal_cloud(np.linspace(-0.5, 0.5, 8)[:, None]).tokens
+    >>> mf.stability_check(
+    ...     Causal([[0.5]], [[0.5]]), Z, Z + [0.0, 0.01], [0.0, 1.0], hardy=True
+    ... ).holds
+    True
     """
     X0 = as_tokens(X0, "X0")
     Y0 = as_tokens(Y0, "Y0", d=X0.shape[1])
@@ -109,6 +133,34 @@ def stability_check(
     masked = isinstance(field, Causal)
     contents = slice(1, None) if masked else slice(None)
     R0 = max(support_radius(X0[:, contents], weights=w), support_radius(Y0[:, contents], weights=w))
+    hardy_p = None
+    if hardy and not masked:
+        raise ValueError("`hardy` applies to masked attention (`Causal`) only; omit it.")
+    if hardy:
+        if sink_mass is not None:
+            raise ValueError("Pass either `sink_mass` or `hardy=True`, not both.")
+        if np.unique(X0[:, 0]).size < X0.shape[0] or not np.allclose(w, w[0], rtol=1e-12):
+            raise ValueError(
+                "`hardy=True` needs one token per position, all of the same weight (Hardy's "
+                "inequality for the uniform measure on the positions); use the sink bound."
+            )
+        hardy_p = p
+    elif masked:
+        # the proved constant uses the true sink mass: a larger w0 would lower the bound
+        w0 = float(w[X0[:, 0] == 0].sum())
+        if w0 == 0:
+            raise ValueError(
+                "No token of `X0` sits at position 0, so there is no sink: the sink bound does "
+                "not apply. Use `hardy=True` (one token per position, equal weights)."
+            )
+        if sink_mass is None:
+            sink_mass = w0
+        elif sink_mass > w0 * (1 + 1e-12):
+            raise ValueError(
+                f"`sink_mass` = {sink_mass!r} exceeds the mass {w0!r} of the tokens at position "
+                "0: the bound would be smaller than the proved one. Omit `sink_mass` to use "
+                "the data's sink mass."
+            )
     run = stability_ratios(field, X0, Y0, times, weights=weights, conditional=masked, p=p, dt=dt)
-    bound = gronwall_bound(field, run.times, R0, sink_mass=sink_mass)
+    bound = gronwall_bound(field, run.times, R0, sink_mass=sink_mass, hardy_p=hardy_p)
     return StabilityCheck(run=run, bound=bound, R0=R0, p=p)
