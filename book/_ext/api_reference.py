@@ -126,9 +126,12 @@ def module_rst(modname: str) -> list[str]:
     if submodules:
         lines += [".. rubric:: Modules", "", ".. autosummary::", ""]
         lines += [f"   {sub.removeprefix(modname + '.')}" for sub in submodules] + [""]
-    if here:
+    # data take their one-line summary from their type's docstring in autosummary (e.g. dict's):
+    # they are listed only in full below
+    summarised = [name for name in here if _kind(getattr(module, name)) != "data"]
+    if summarised:
         lines += [".. rubric:: Summary", "", ".. autosummary::", ""]
-        lines += [f"   {name}" for name in here] + [""]
+        lines += [f"   {name}" for name in summarised] + [""]
     if elsewhere:
         lines += [".. rubric:: Also importable from here", ""]
         for name, where, kind in elsewhere:
@@ -139,7 +142,7 @@ def module_rst(modname: str) -> list[str]:
         kind = _kind(getattr(module, name))
         doc = _data_doc(modname, name) if kind == "data" else None
         if doc is not None:
-            lines += [f".. py:data:: {modname}.{name}", ""]
+            lines += [f".. py:data:: {name}", ""]
             lines += [f"   {line}".rstrip() for line in doc] + [""]
             continue
         lines.append(f".. auto{kind}:: {modname}.{name}")

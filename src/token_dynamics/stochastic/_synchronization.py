@@ -317,7 +317,7 @@ class NoiseExponents:
 
     @property
     def assumption_1(self) -> bool:
-        r"""Whether Assumption 1 holds: the field is not odd and :math:`\bar\lambda < 0`."""
+        r"""True when Assumption 1 holds (the field is not odd and :math:`\bar\lambda < 0`)."""
         return (not self.odd) and self.lambda_bar < 0
 
 
@@ -872,8 +872,9 @@ def two_point_lyapunov_exponent(
 ) -> MCEstimate:
     r"""Top Lyapunov exponent of the limit SDE, from two nearby tokens sharing the noise.
 
-    Each path starts from a uniform token :math:`x` and :math:`y = \mathrm{LN}(x +
-        ext{separation}\cdot v)`, :math:`v` a uniform unit tangent vector at :math:`x`; the
+    Each path starts from a uniform token :math:`x` and
+    :math:`y = \mathrm{LN}(x + \text{separation}\cdot v)`, :math:`v` a uniform unit tangent
+    vector at :math:`x`; the
     two tokens follow :func:`token_dynamics.stochastic.simulate_sde` and the exponent is
     :func:`separation_exponent` over ``[0, T]``. For the noise alone it estimates
     :math:`\lambda_1 = \frac{d-3}2\kappa'(1) - \frac{d-1}2\kappa(1)`.
