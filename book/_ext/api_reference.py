@@ -142,7 +142,7 @@ def module_rst(modname: str) -> list[str]:
         kind = _kind(getattr(module, name))
         doc = _data_doc(modname, name) if kind == "data" else None
         if doc is not None:
-            lines += [f".. py:data:: {name}", ""]
+            lines += [f".. py:data:: {modname}.{name}", "   :module:", ""]
             lines += [f"   {line}".rstrip() for line in doc] + [""]
             continue
         lines.append(f".. auto{kind}:: {modname}.{name}")
