@@ -386,7 +386,8 @@ def relu_noise_exponents(d: int, *, sigma_U: float = 0.0, sigma_W: float = 0.0) 
     .. math::
 
         \kappa(1) = \tfrac12\big(\tfrac1d + \sigma_U^2\big) + \sigma_W^2, \quad
-        \kappa'(1) = \tfrac1{2d}, \quad
+        \kappa'(1) = \tfrac1{2d},
+
         \lambda_1 = -\frac1{2d} - \frac{(\sigma_U^2 + 2\sigma_W^2)(d-1)}4, \quad
         \bar\lambda = \frac1d - \frac{(\sigma_U^2 + 2\sigma_W^2)(d-3)}2 .
 
