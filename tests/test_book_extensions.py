@@ -143,3 +143,17 @@ def test_slim_notebook_keeps_what_jupyter_shows():
     assert first.data == {"text/html": html}  # the 25 kB repr of the HTML is gone
     assert second.data == {"text/plain": "42"}  # a plain result stays
     assert third.data["text/plain"] == "<Figure>"  # a short fallback stays
+
+
+def test_no_proof_folds_through_its_class():
+    """sphinx-proof renders a proof without an admonition title, and sphinx-togglebutton throws
+    (a JavaScript error on the page) on a `dropdown` class without one: a long proof folds
+    through a `{dropdown}` inside it instead."""
+    options = r"(?::\w+:[^\n]*\n)*"
+    proof = re.compile(r"^`{3,}\{prf:proof\}[^\n]*\n" + options + r":class:[^\n]*dropdown", re.M)
+    offenders = [
+        str(page.relative_to(ROOT))
+        for page in sorted((ROOT / "book").rglob("*.md"))
+        if proof.search(page.read_text(encoding="utf-8"))
+    ]
+    assert not offenders, f"proofs folded by `:class: dropdown`: {offenders}"
