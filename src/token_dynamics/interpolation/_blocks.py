@@ -29,7 +29,7 @@ __all__ = [
 #: maximum are tied (the convention of ``attention.Hardmax``). Every margin the constructions
 #: of this chapter rely on is larger than 1e-6 relative, far above this threshold.
 HARDMAX_TOL = 1e-9
-#: Largest feed-forward width the paper allows (ReLU, width at most 4).
+#: Largest feed-forward width of the book's construction (ReLU, width at most 4).
 MAX_WIDTH = 4
 
 
@@ -83,7 +83,7 @@ class Factored:
 
     @property
     def n_params(self) -> int:
-        """Number of entries of the two factors (the paper's rule for low-rank matrices)."""
+        """Number of entries of the two factors (the book's rule for low-rank matrices)."""
         return int(self.left.size + self.right.size)
 
 
@@ -227,7 +227,7 @@ class SelfAttention:
 
     Notes
     -----
-    Parameters are counted by the paper's rule: a factored matrix by its factors, the identity
+    Parameters are counted by the book's rule: a factored matrix by its factors, the identity
     as structure (0), a dense matrix by its ``d**2`` entries, plus one for ``rho``; the
     temperature is a hyper-parameter and is not counted.
 

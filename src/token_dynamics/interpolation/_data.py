@@ -15,8 +15,8 @@ __all__ = ["check_dataset", "overlapping_dataset", "paper_block_count", "resnet_
 
 
 def paper_block_count(m: Any, attention: str = "hardmax") -> int:
-    """The paper's number of blocks: ``2 sum(m) + 2 N + 1`` (hardmax), ``2 sum(m) + 3 N``
-    (softmax).
+    """The block counts reported for the paper's theorems: ``2 sum(m) + 2 N + 1`` (hardmax),
+    ``2 sum(m) + 3 N`` (softmax). The paper's abstract gives only ``O(sum(m))``.
 
     Examples
     --------

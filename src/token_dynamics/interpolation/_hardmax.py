@@ -92,7 +92,7 @@ class HardmaxInterpolator:
 
     @property
     def paper_bound(self) -> int:
-        """The paper's hardmax block count ``2 sum(m) + 2 N + 1``."""
+        """The block count reported for the paper's hardmax theorem, ``2 sum(m) + 2 N + 1``."""
         return paper_block_count(self.m, "hardmax")
 
     def phase(self, name: str) -> PhaseState:

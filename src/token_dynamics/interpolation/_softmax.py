@@ -325,7 +325,7 @@ class SoftmaxInterpolator:
 
     @property
     def paper_bound(self) -> int:
-        """The paper's softmax block count ``2 sum(m) + 3 N``."""
+        """The block count reported for the paper's softmax theorem, ``2 sum(m) + 3 N``."""
         return paper_block_count(self.m, "softmax")
 
 

@@ -221,7 +221,7 @@ def train_tikhonov(
     ``theta0`` (random, ``rho = eta = 0``, by default); returns the best iterate.
 
     Runs for seconds to minutes: each epoch is one objective and gradient evaluation over the
-    whole data set (the paper's 50 000 epochs take minutes), hence ``progress``.
+    whole data set (the authors' 50 000 epochs take minutes), hence ``progress``.
 
     Adam is the authors' optimiser. The loss is a maximum over tokens, hence not smooth, and a
     quasi-Newton method (L-BFGS) was measured here to stall at its kinks.
@@ -313,7 +313,7 @@ def tikhonov_sweep(
     (the authors do not re-initialise), and fit the slope of log(loss) against log(eps).
 
     ``epochs`` is one number or one per ``eps``: smaller ``eps`` needs longer runs (the authors
-    use 5 000, 10 000 and 50 000 epochs for 1e-1, 1e-2 and 1e-3): the paper's sweep takes
+    use 5 000, 10 000 and 50 000 epochs for 1e-1, 1e-2 and 1e-3): the authors' sweep takes
     minutes. ``progress`` shows one ``tqdm`` bar per ``eps`` over its epochs.
 
     Returns
