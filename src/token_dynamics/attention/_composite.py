@@ -68,7 +68,7 @@ class MultiHead(AttentionField):
             object.__setattr__(self, "W", W)
 
     def _dim(self) -> int | None:
-        dims = {h._dim() for h in self.heads} - {None}
+        dims = {dim for h in self.heads if (dim := h._dim()) is not None}
         dims |= {Wh.shape[0] for Wh in (self.W or ()) if not callable(Wh)}
         if len(dims) > 1:
             raise ValueError(

@@ -362,6 +362,7 @@ class MultiHeadMoments(MomentEquations):
                     f"{type(h).__name__}. Convert an attention field with moment_equations()."
                 )
         object.__setattr__(self, "heads", heads)
+        Ws: tuple[Any, ...]  # the heads' output matrices as given, then as parameters
         if self.W is None:
             Ws = (None,) * len(heads)
         else:

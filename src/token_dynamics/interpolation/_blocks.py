@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from scipy.spatial.distance import cdist
@@ -309,10 +309,11 @@ def _attention_weights(X: np.ndarray, A: np.ndarray, kind: str, tau: float | Non
     no role in the weights.
     """
     V = np.zeros_like(A)
+    field: Hardmax | Softmax
     if kind == "hardmax":
         field = Hardmax(A, V, tol=HARDMAX_TOL)
     else:
-        field = Softmax(A, V, beta=1.0 / tau)
+        field = Softmax(A, V, beta=1.0 / cast(float, tau))  # tau is given for softmax
     return field.attention_matrix(X)
 
 

@@ -84,7 +84,9 @@ def overlapping_dataset(
         raise ValueError(f"`pool_size` = {pool_size} allows fewer than `n_sequences` = {N} sets.")
     rng = as_rng(rng)
     pool = rng.normal(size=(pool_size, d))
-    X, Y, seen = [], [], set()
+    X: list[np.ndarray] = []
+    Y: list[np.ndarray] = []
+    seen: set[frozenset[int]] = set()
     while len(X) < N:
         n = int(rng.integers(1, min(max_length, pool_size) + 1))
         idx = rng.choice(pool_size, size=n, replace=False)
@@ -129,7 +131,7 @@ def check_dataset(inputs: Any, targets: Any) -> tuple[list[np.ndarray], list[np.
                 D = cdist(Z, Z)
                 np.fill_diagonal(D, np.inf)
                 if D.min() <= tol:
-                    i, k = sorted(np.unravel_index(np.argmin(D), D.shape))
+                    i, k = map(int, sorted(np.unravel_index(np.argmin(D), D.shape)))
                     raise ValueError(
                         f"assumption violated: tokens {i} and {k} of `{name}[{j}]` coincide; "
                         "tokens must be pairwise distinct within a sequence (remove duplicates)."

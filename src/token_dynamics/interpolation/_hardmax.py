@@ -182,8 +182,8 @@ def _separate(b: _Builder) -> int:
         ff = hat_move(pts, p, q, translation=t if steps == 0 else None, rng=b.rng)
         moved = [ff(Z) for Z in b.state]
         for _ in range(MAX_REDRAWS):
-            c = b.rng.uniform(1.0, 2.0)
-            sa = SelfAttention(A=Factored(u, u), V=Factored(c * w, u), rho=1.0)
+            gain = b.rng.uniform(1.0, 2.0)
+            sa = SelfAttention(A=Factored(u, u), V=Factored(gain * w, u), rho=1.0)
             new = [sa(Z) for Z in moved]
             shifts = [float((N_ - M_)[0] @ w) for N_, M_ in zip(new, moved, strict=True)]
             new_groups = [h for g in groups for h in _split(g, shifts, b.tol)]
