@@ -24,7 +24,7 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 from .._linalg import psd_sqrt
-from .._typing import IVPMethod
+from .._typing import ArrayLike, IVPMethod
 from .._validation import (
     as_covariance,
     as_real_array,
@@ -79,9 +79,9 @@ class _TooStiff(Exception):
 
 def solve_moments(
     equations: Any,
-    mean0: Any,
-    cov0: Any,
-    times: Any,
+    mean0: ArrayLike,
+    cov0: ArrayLike,
+    times: ArrayLike,
     *,
     method: str = "solve_ivp",
     dt: float | None = None,
@@ -303,7 +303,7 @@ def solve_moments(
     return GaussianPath(times_out, means, covs, status, message, blowup)
 
 
-def cone_coordinates(covariances: Any) -> np.ndarray:
+def cone_coordinates(covariances: ArrayLike) -> np.ndarray:
     r"""Coordinates ``(a - b, 2c, a + b)`` of 2x2 covariances in the PSD cone.
 
     :math:`\Sigma = \begin{psmallmatrix}a&c\\c&b\end{psmallmatrix}` is PSD iff

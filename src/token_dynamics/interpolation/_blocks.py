@@ -10,6 +10,7 @@ from typing import Any, cast
 import numpy as np
 from scipy.spatial.distance import cdist
 
+from .._typing import ArrayLike
 from .._validation import as_matrix, as_square, as_tokens, as_vector, check_positive, check_real
 from ..attention import Hardmax, Softmax
 
@@ -444,7 +445,7 @@ class Transformer:
         return Transformer(self.blocks + other.blocks)
 
 
-def hausdorff_distance(X: Any, Y: Any) -> float:
+def hausdorff_distance(X: ArrayLike, Y: ArrayLike) -> float:
     r"""Hausdorff distance between the finite sets of rows of ``X`` and ``Y``.
 
     .. math:: d_H(X, Y) = \max\Big(\max_i \min_k |x_i - y_k|,\ \max_k \min_i |x_i - y_k|\Big).

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 from scipy.spatial.distance import cdist
 
+from .._typing import SeedLike
 from .._validation import as_rng, check_int
 from ._blocks import as_sequences, pairwise_min_distance
 from ._moves import COINCIDE_RTOL, DISTINCT_RTOL, _distinct
@@ -60,7 +61,7 @@ def overlapping_dataset(
     pool_size: int = 9,
     max_length: int = 7,
     target_scale: float = 3.0,
-    rng: Any = None,
+    rng: SeedLike = None,
 ) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Random data set whose sequences share tokens: each input draws ``n_j <= max_length``
     distinct tokens from one Gaussian pool of ``pool_size`` points (inputs distinct as sets);

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from scipy.spatial.distance import cdist
 
+from .._typing import SeedLike
 from .._validation import as_rng
 from ._blocks import (
     Factored,
@@ -286,7 +287,7 @@ def _interpolate(b: _Builder, leaders: list[np.ndarray], Y: list[np.ndarray]) ->
 
 
 def build_hardmax_interpolator(
-    inputs: Any, targets: Any, *, rng: Any = None
+    inputs: Any, targets: Any, *, rng: SeedLike = None
 ) -> HardmaxInterpolator:
     r"""Build a hardmax transformer that maps each input sequence onto its target set.
 

@@ -7,6 +7,7 @@ from typing import Any, cast
 import numpy as np
 from scipy.spatial.distance import cdist
 
+from .._typing import ArrayLike, SeedLike
 from .._validation import as_rng, as_tokens, as_vector
 from ._blocks import FeedForward
 
@@ -57,12 +58,12 @@ def _generic_direction(
 
 
 def hat_move(
-    points: Any,
+    points: ArrayLike,
     p: Any,
     q: Any,
     *,
     translation: Any = None,
-    rng: Any = None,
+    rng: SeedLike = None,
 ) -> FeedForward:
     r"""A residual ReLU layer that moves the point ``p`` to ``q`` and fixes the other points.
 
