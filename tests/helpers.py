@@ -5,6 +5,7 @@ Each reference here is written from the formula, independently of the library's 
 test that compares the library with it checks the library against the mathematics.
 """
 
+import importlib.util
 import shutil
 import subprocess
 import sys
@@ -25,6 +26,14 @@ from token_dynamics.attention import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def load_tool(name):
+    """The script ``tools/<name>.py`` (the folder is not a package) imported as a module."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 # --- random instances ---------------------------------------------------------------------------

@@ -7,7 +7,6 @@ non-zero exit with the defect named in the log. A clean fixture must build, so t
 cases fail for their defect and not for the set-up.
 """
 
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -17,8 +16,8 @@ from .helpers import (
     EXERCISE,
     GOOD_NOTEBOOK,
     NOTEBOOK_HEADER,
-    ROOT,
     build_book,
+    load_tool,
     make_book,
     student_config,
 )
@@ -88,9 +87,7 @@ def test_student_edition_publishes_no_solution(tmp_path):
 def test_make_book_cache_follows_the_library(tmp_path, monkeypatch):
     """`make book`'s options (tools/book_config.py): the execution cache is keyed on the
     library's files, and a change of library or edition makes Sphinx re-read every page."""
-    spec = importlib.util.spec_from_file_location("book_config", ROOT / "tools" / "book_config.py")
-    book_config = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(book_config)
+    book_config = load_tool("book_config")
     library = tmp_path / "src" / "token_dynamics"
     library.mkdir(parents=True)
     (library / "a.py").write_text("x = 1\n", encoding="utf-8")
