@@ -12,11 +12,12 @@ CHROMIUM ?= /usr/bin/chromium
 JOBS ?= 2
 
 BUILD_FLAGS := -W -n --keep-going
+PDF_NAME := token-dynamics$(if $(filter student,$(EDITION)),-student).pdf
 ifneq ($(filter-out full student,$(EDITION)),)
 $(error EDITION must be `full` or `student`, not `$(EDITION)`)
 endif
 
-.PHONY: book test test-fullsize env lint unit build browser chromium bench clean
+.PHONY: book pdf test test-fullsize env lint unit build browser pdf-check chromium poppler bench clean
 
 ## env: the pinned environment in .venv (re-installed when a requirements file changes)
 env: $(STAMP)
@@ -37,8 +38,14 @@ book: env
 	$(BIN)/python tools/book_config.py --edition $(EDITION) --built
 	@echo "The book is built: open $(CURDIR)/_build/html/index.html"
 
-## test: lint, unit tests and doctests, every notebook in a fresh kernel, a clean book build, browser checks
-test: env chromium lint unit build browser
+## pdf: the whole book as one PDF, printed by Chromium from the site of `make book`:
+## _build/pdf/token-dynamics.pdf (EDITION=student: token-dynamics-student.pdf, no solution)
+pdf: book chromium poppler
+	$(BIN)/python tools/book_pdf.py --html _build/html --out _build/pdf/$(PDF_NAME)
+
+## test: lint, unit tests and doctests, every notebook in a fresh kernel, a clean book build,
+## browser checks, the PDF printed from that build
+test: env chromium poppler lint unit build browser pdf-check
 
 lint: env
 	$(BIN)/ruff check src tests tools book/_ext benchmarks
@@ -48,7 +55,7 @@ lint: env
 	$(BIN)/ruff check --extend-ignore E402,E501,E703,B018 _build/notebook_code
 
 unit: env
-	$(BIN)/pytest -n $(JOBS) --ignore=tests/browser tests src
+	$(BIN)/pytest -n $(JOBS) --ignore=tests/browser --ignore=tests/test_pdf.py tests src
 
 ## test-fullsize: the papers' experiments at full size (minutes each; not part of `make test`)
 test-fullsize: env
@@ -64,6 +71,15 @@ browser: env chromium
 
 chromium:
 	@test -x $(CHROMIUM) || { apt-get update -q && apt-get install -y -q chromium; }
+
+## pdf-check (in `make test`, after `build`): prints the built site to PDF and checks it
+pdf-check: env chromium poppler
+	$(BIN)/pytest tests/test_pdf.py
+
+# pdftotext, pdfinfo, pdfimages and pdfunite (Debian's poppler-utils) for `make pdf` and its test
+poppler:
+	@command -v pdfunite >/dev/null && command -v pdftotext >/dev/null || \
+		{ apt-get update -q && apt-get install -y -q poppler-utils; }
 
 ## bench: the speed and memory benchmarks (ratios against references measured in the same run);
 ## against torch and JAX too when they are installed (`$(BIN)/pip install -e '.[bench]'`)

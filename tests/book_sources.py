@@ -2,9 +2,9 @@
 
 import importlib.util
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from .helpers import ROOT
+
 _spec = importlib.util.spec_from_file_location("traceability", ROOT / "book/_ext/traceability.py")
 traceability = importlib.util.module_from_spec(_spec)
 sys.modules["traceability"] = traceability  # dataclasses look their module up there

@@ -35,43 +35,11 @@ from token_dynamics.attention import (
 )
 from token_dynamics.integrators import integrate
 
+from .helpers import all_fields, dense_scores, dense_softmax_velocity, random_params
+
 # Round-off of one velocity evaluation: a few hundred ulps of the O(1) quantities involved
 # (sums of n <= 64 products, one exp and one division per weight).
 RTOL_ROUNDOFF = 1e-12
-
-
-def random_params(rng, d, scale=1.0):
-    A = scale * rng.standard_normal((d, d)) / np.sqrt(d)
-    V = rng.standard_normal((d, d)) / np.sqrt(d)
-    return A, V
-
-
-def all_fields(rng, d):
-    """One instance of every unmasked variant, with random O(1) parameters."""
-    A, V = random_params(rng, d)
-    Qb, Kb = rng.standard_normal((2, d + 1, d)) / np.sqrt(d)
-    return {
-        "softmax": Softmax(A, V, beta=1.5),
-        "unnormalised": Unnormalised(A, V, beta=0.7),
-        "hardmax": Hardmax(A, V),
-        "l2": L2(Qb, Kb, V, s=2.0),
-        "sinkhorn": Sinkhorn(A, V, eps=4.0, max_iter=20_000),
-        "sigmoid": Sigmoid(A, V, b=-0.3),
-        "linear": Linear(A, V),
-        "multihead": MultiHead((Softmax(A, V), L2(Qb, Kb, V)), W=(V, np.eye(d))),
-    }
-
-
-# Dense, loop-free references written from the formulas, independent of the blocked kernels.
-def dense_scores(X, A):
-    return np.einsum("ik,jk->ij", X @ A.T, X)
-
-
-def dense_softmax_velocity(X, A, V, beta, w=None):
-    n = X.shape[0]
-    w = np.full(n, 1.0 / n) if w is None else w
-    P = softmax(beta * dense_scores(X, A) + np.log(w)[None, :], axis=1)
-    return P @ X @ V.T
 
 
 def tol_for(name):

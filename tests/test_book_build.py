@@ -7,39 +7,25 @@ non-zero exit with the defect named in the log. A clean fixture must build, so t
 cases fail for their defect and not for the set-up.
 """
 
-import importlib.util
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-JUPYTER_BOOK = Path(sys.executable).with_name("jupyter-book")
-HEADER = """---
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-    format_version: 0.13
-    jupytext_version: 1.19.6
-kernelspec:
-  display_name: Python 3 (ipykernel)
-  language: python
-  name: python3
----
-"""
-GOOD_NOTEBOOK = HEADER + "# A notebook\n\n```{code-cell} ipython3\nx = 1 + 1\nprint(x)\n```\n"
-TOC = "format: jb-book\nroot: book/intro\nchapters:\n  - file: book/nb\n  - file: book/api\n"
-# one API page; the intro links a re-exported name by its short path (resolved to its home)
-API_PAGE = "Geometry\n========\n\n.. api-module:: token_dynamics.geometry\n"
-INTRO = "# Intro\n\nA fixture book; see {py:func}`token_dynamics.normalize`.\n"
+from .helpers import (
+    EXERCISE,
+    GOOD_NOTEBOOK,
+    NOTEBOOK_HEADER,
+    build_book,
+    load_tool,
+    make_book,
+    student_config,
+)
+
 DEFECTS = {
     "failing cell": (
         {
-            "book/nb.md": HEADER
+            "book/nb.md": NOTEBOOK_HEADER
             + "# Broken\n\n```{code-cell} ipython3\nraise ValueError('boom')\n```\n"
         },
         "boom",
@@ -63,35 +49,9 @@ DEFECTS = {
 }
 
 
-def make_book(tmp_path: Path, overrides: dict[str, str]) -> Path:
-    shutil.copy(ROOT / "_config.yml", tmp_path / "_config.yml")
-    shutil.copytree(ROOT / "book" / "_ext", tmp_path / "book" / "_ext")
-    shutil.copy(ROOT / "book" / "references.bib", tmp_path / "book" / "references.bib")
-    shutil.copytree(ROOT / "_assets", tmp_path / "_assets")
-    files = {
-        "_toc.yml": TOC,
-        "book/intro.md": INTRO,
-        "book/nb.md": GOOD_NOTEBOOK,
-        "book/api.rst": API_PAGE,
-    }
-    files.update(overrides)
-    for name, text in files.items():
-        (tmp_path / name).write_text(text, encoding="utf-8")
-    return tmp_path
-
-
-def build(book: Path, *options: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [str(JUPYTER_BOOK), "build", str(book), "-W", "-n", "--keep-going", "--all", *options],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-
-
 @pytest.mark.slow
 def test_clean_fixture_builds(tmp_path):
-    result = build(make_book(tmp_path, {}))
+    result = build_book(make_book(tmp_path, {}))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     intro = (tmp_path / "_build" / "html" / "book" / "intro.html").read_text(encoding="utf-8")
     assert 'href="api.html#token_dynamics.geometry.normalize"' in intro
@@ -101,25 +61,10 @@ def test_clean_fixture_builds(tmp_path):
 @pytest.mark.parametrize("defect", list(DEFECTS))
 def test_defect_fails_build(tmp_path, defect):
     overrides, needle = DEFECTS[defect]
-    result = build(make_book(tmp_path, overrides))
+    result = build_book(make_book(tmp_path, overrides))
     log = result.stdout + result.stderr
     assert result.returncode != 0, f"the build succeeded despite a {defect}:\n{log[-3000:]}"
     assert needle in log, f"the log does not name the {defect} ({needle!r}):\n{log[-3000:]}"
-
-
-EXERCISE = """
-```{exercise} Two plus two
-:label: fixture-ex
-
-Compute two plus two.
-```
-
-````{solution} fixture-ex
-:class: dropdown
-
-The answer is SOLUTION-TEXT-4.
-````
-"""
 
 
 @pytest.mark.slow
@@ -127,15 +72,7 @@ def test_student_edition_publishes_no_solution(tmp_path):
     """`make book EDITION=student`: the exercise is there, its solution is nowhere in the site
     (neither on the page nor in page sources or executed notebooks offered for download)."""
     book = make_book(tmp_path, {"book/nb.md": GOOD_NOTEBOOK + EXERCISE})
-    config = tmp_path / "_config_student.yml"
-    student = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "student_config.py")],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    config.write_text(student.stdout, encoding="utf-8")
-    result = build(book, "--config", str(config))
+    result = build_book(book, "--config", str(student_config(book)))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     site = book / "_build" / "html"
     assert "Compute two plus two" in (site / "book" / "nb.html").read_text(encoding="utf-8")
@@ -150,9 +87,7 @@ def test_student_edition_publishes_no_solution(tmp_path):
 def test_make_book_cache_follows_the_library(tmp_path, monkeypatch):
     """`make book`'s options (tools/book_config.py): the execution cache is keyed on the
     library's files, and a change of library or edition makes Sphinx re-read every page."""
-    spec = importlib.util.spec_from_file_location("book_config", ROOT / "tools" / "book_config.py")
-    book_config = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(book_config)
+    book_config = load_tool("book_config")
     library = tmp_path / "src" / "token_dynamics"
     library.mkdir(parents=True)
     (library / "a.py").write_text("x = 1\n", encoding="utf-8")

@@ -9,11 +9,11 @@ import importlib
 import importlib.util
 import re
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from .helpers import ROOT
+
 API = ROOT / "book" / "api"
 
 

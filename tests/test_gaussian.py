@@ -8,14 +8,11 @@ from scipy.linalg import expm
 
 from token_dynamics import gaussian as g
 
+from .helpers import loglog_slope, random_spd
+
 # The adaptive solver runs at rtol = 1e-10; quantities compared with closed forms accumulate a
 # few hundred steps of that local error, hence 1e-8 as the closed-form tolerance (the spec's).
 CLOSED_FORM_RTOL = 1e-8
-
-
-def _spd(rng, d, scale=1.0):
-    L = rng.normal(size=(d, d))
-    return scale * (L @ L.T / d + 0.1 * np.eye(d))
 
 
 def _rk4_particles(field, X, T, steps):
@@ -31,14 +28,6 @@ def _rk4_particles(field, X, T, steps):
     return X
 
 
-def _softmax_velocity(A, V, X):
-    """Mean-field velocity of the empirical measure of X (numpy, independent of the library)."""
-    S = X @ A.T @ X.T
-    P = np.exp(S - S.max(axis=1, keepdims=True))
-    P /= P.sum(axis=1, keepdims=True)
-    return P @ X @ V.T
-
-
 # --------------------------------------------------------------------------------------------
 # Tilting lemma and the affine mechanism
 
@@ -48,7 +37,7 @@ def test_tilting_lemma_by_gauss_hermite_quadrature():
     # Gauss-Hermite with 60 nodes per axis integrates e^{<b, y>} times a polynomial of degree
     # 1 against a Gaussian to ~machine precision for |b| = O(1).
     rng = np.random.default_rng(0)
-    alpha, Sigma, b = rng.normal(size=2), _spd(rng, 2), rng.normal(size=2)
+    alpha, Sigma, b = rng.normal(size=2), random_spd(rng, 2, shift=0.1), rng.normal(size=2)
     z, w = np.polynomial.hermite_e.hermegauss(60)
     Z = np.stack(np.meshgrid(z, z, indexing="ij"), -1).reshape(-1, 2)
     W = np.outer(w, w).ravel()
@@ -84,7 +73,7 @@ def test_covariances_symmetric_psd_on_random_instances(seed, d):
     sol = g.solve_moments(
         g.SoftmaxMoments(A, V),
         rng.normal(size=d),
-        _spd(rng, d, 0.3),
+        random_spd(rng, d, shift=0.1, scale=0.3),
         [0.0, 0.5, 1.0],
         rtol=1e-8,
         atol=1e-10,
@@ -178,7 +167,7 @@ def test_particle_error_shrinks_like_inverse_square_root_of_n():
             P /= P.sum(axis=1, keepdims=True)
             errs.append(np.mean((P @ Y - exact) ** 2))
         rms.append(np.sqrt(np.mean(errs)))
-    slope = np.polyfit(np.log(ns), np.log(rms), 1)[0]
+    slope = loglog_slope(ns, rms)
     assert abs(slope + 0.5) < 0.15
 
 
@@ -215,7 +204,7 @@ def test_scalar_no_blowup_when_va_negative():
 def test_isotropic_value_closed_form_and_blowup(seed):
     rng = np.random.default_rng(seed)
     d, v = 3, 0.8
-    A, S0 = rng.normal(size=(d, d)), _spd(rng, d)
+    A, S0 = rng.normal(size=(d, d)), random_spd(rng, d, shift=0.1)
     t_star = g.isotropic_blowup_time(v, A, S0)
     assert np.isfinite(t_star)  # A + A^T random: indefinite, so a positive eigenvalue exists
     times = np.linspace(0, 0.9 * t_star, 5)
@@ -271,7 +260,7 @@ def test_low_rank_limit():
     d = 4
     Q = rng.normal(size=(2, d))
     A = -Q.T @ Q / np.sqrt(2)  # A + A^T <= 0 with a kernel of dimension 2
-    S0 = _spd(rng, d)
+    S0 = random_spd(rng, d, shift=0.1)
     limit = g.low_rank_limit(A, S0)
     assert np.linalg.matrix_rank(limit, tol=1e-10) == 2
     eq = g.SoftmaxMoments(A, np.eye(d))
@@ -293,12 +282,12 @@ def test_log_det_and_trace_identities():
     rng = np.random.default_rng(7)
     d = 3
     A, V0 = rng.normal(size=(d, d)), rng.normal(size=(d, d))
-    S = _spd(rng, d)
+    S = random_spd(rng, d, shift=0.1)
     eq = g.SoftmaxMoments(A, V0)
     _, dS = eq.rhs(0.0, np.zeros(d), S)
     lhs = np.trace(np.linalg.solve(S, dS))  # d/dt log det
     np.testing.assert_allclose(lhs, np.trace(S @ (A @ V0 + V0.T @ A.T)), rtol=1e-10)
-    Vs = _spd(rng, d)
+    Vs = random_spd(rng, d, shift=0.1)
     _, dS = g.SoftmaxMoments(A, Vs).rhs(0.0, np.zeros(d), S)
     np.testing.assert_allclose(
         np.trace(np.linalg.solve(Vs, dS)), np.trace(S @ (A + A.T) @ S), rtol=1e-10
@@ -322,14 +311,19 @@ def test_log_det_and_trace_identities():
 @given(seed=st.integers(0, 2**32 - 1), d=st.integers(2, 4))
 def test_symmetric_positive_value_and_dissipative_attention(seed, d):
     rng = np.random.default_rng(seed)
-    Vs = _spd(rng, d)
+    Vs = random_spd(rng, d, shift=0.1)
     B = rng.normal(size=(d, d))
     P = rng.normal(size=(d - 1, d))
     skew = B - B.T
     A = -P.T @ P + skew  # A + A^T = -2 P^T P <= 0, kernel of dimension 1
     times = np.linspace(0, 40, 21)
     sol = g.solve_moments(
-        g.SoftmaxMoments(A, Vs), rng.normal(size=d), _spd(rng, d), times, rtol=1e-9, atol=1e-12
+        g.SoftmaxMoments(A, Vs),
+        rng.normal(size=d),
+        random_spd(rng, d, shift=0.1),
+        times,
+        rtol=1e-9,
+        atol=1e-12,
     )
     assert sol.status == "completed"
     tr = np.einsum("ij,tji->t", np.linalg.inv(Vs), sol.covariances)
@@ -343,8 +337,8 @@ def test_stationary_points_for_symmetric_attention():
     Q = rng.normal(size=(1, d))
     A = -Q.T @ Q
     K = np.linalg.svd(Q)[2][1:].T  # kernel of A, dimension 2
-    S = K @ _spd(rng, 2) @ K.T  # A S = 0
-    _, dS = g.SoftmaxMoments(A, _spd(rng, d)).rhs(0.0, np.zeros(d), S)
+    S = K @ random_spd(rng, 2, shift=0.1) @ K.T  # A S = 0
+    _, dS = g.SoftmaxMoments(A, random_spd(rng, d, shift=0.1)).rhs(0.0, np.zeros(d), S)
     np.testing.assert_allclose(dS, 0.0, atol=1e-14)
 
 
@@ -400,7 +394,7 @@ def test_centred_softmax_equals_centred_linear():
     rng = np.random.default_rng(9)
     d = 3
     A, V = rng.normal(size=(d, d)), rng.normal(size=(d, d))
-    S0 = _spd(rng, d, 0.2)
+    S0 = random_spd(rng, d, shift=0.1, scale=0.2)
     times = np.linspace(0, 0.5, 6)
     soft = g.solve_moments(g.SoftmaxMoments(A, V), np.zeros(d), S0, times)
     lin = g.solve_moments(g.LinearMoments(A, V), np.zeros(d), S0, times)
@@ -439,7 +433,7 @@ def test_sinkhorn_mean_and_decoupling():
     rng = np.random.default_rng(10)
     d = 3
     A, V = rng.normal(size=(d, d)), 0.5 * rng.normal(size=(d, d))
-    S0 = _spd(rng, d)
+    S0 = random_spd(rng, d, shift=0.1)
     times = np.linspace(0, 2, 5)
     eq = g.SinkhornMoments(A, V)
     a0, b0 = rng.normal(size=d), 5 * rng.normal(size=d)
@@ -522,7 +516,7 @@ def test_multihead_reduces_and_adds():
     d = 2
     h1 = g.SoftmaxMoments(rng.normal(size=(d, d)), rng.normal(size=(d, d)))
     h2 = g.L2Moments(rng.normal(size=(d, d)), rng.normal(size=(d, d)), rng.normal(size=(d, d)))
-    m, S = rng.normal(size=d), _spd(rng, d)
+    m, S = rng.normal(size=d), random_spd(rng, d, shift=0.1)
     one = g.MultiHeadMoments((h1,)).rhs(0.0, m, S)
     np.testing.assert_allclose(one[1], h1.rhs(0.0, m, S)[1], rtol=1e-14)
     W1, W2 = rng.normal(size=(d, d)), rng.normal(size=(d, d))
@@ -733,7 +727,7 @@ def test_stiff_run_is_reported_not_left_to_hang():
     rng = np.random.default_rng(26)
     d = 4
     A, V = rng.normal(size=(d, d)), rng.normal(size=(d, d))
-    m, S = rng.normal(size=d), _spd(rng, d, 0.3)
+    m, S = rng.normal(size=d), random_spd(rng, d, shift=0.1, scale=0.3)
     sol = g.solve_moments(g.SoftmaxMoments(A, V), m, S, [0.0, 1.0], rtol=1e-8, atol=1e-10)
     assert sol.status == "failed" and sol.blowup_time is None
     assert "too stiff" in sol.message

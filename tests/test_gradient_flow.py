@@ -11,6 +11,8 @@ from token_dynamics import gradient_flow as gf
 from token_dynamics.attention import Softmax, Unnormalised
 from token_dynamics.gaussian import SoftmaxMoments, solve_moments
 
+from .helpers import random_spd
+
 EPS = np.finfo(float).eps
 # Central differences: truncation O(h^2 f''') ~ 1e-10 and rounding O(eps |f| / h) ~ 1e-11 at
 # h = 1e-5 for O(1) data, so 1e-7 relative leaves a margin of 10^3.
@@ -28,11 +30,6 @@ def _instance(seed, n=6, d=3, scale=0.5):
 def _sym(rng, d, scale=0.5):
     M = scale * rng.standard_normal((d, d))
     return 0.5 * (M + M.T)
-
-
-def _spd(rng, d):
-    M = rng.standard_normal((d, d))
-    return M @ M.T / d + 0.5 * np.eye(d)
 
 
 def _trajectory(field, X0, times):
@@ -145,7 +142,7 @@ def test_first_variation_is_the_partition_function_for_symmetric_A():
 def _twisted_instance(seed, d=3, sign=1):
     rng = np.random.default_rng(seed)
     A = _sym(rng, d) + 1.5 * np.eye(d) * rng.choice([-1, 1])  # symmetric, far from singular
-    P = sign * _spd(rng, d)
+    P = sign * random_spd(rng, d, shift=0.5)
     return rng, A, P @ A, P
 
 
@@ -261,7 +258,7 @@ def test_energy_is_monotone_along_trajectories(seed):
     A = _sym(rng, d)
     for target in (1, -1):
         # V = S A with S symmetric definite: AV = A S A is semidefinite, with the sign of S
-        V = target * _spd(rng, d) @ A
+        V = target * random_spd(rng, d, shift=0.5) @ A
         assert gf.monotonicity_sign(A, V) == target
         X0 = 0.7 * rng.standard_normal((6, d))
         times = np.linspace(0.0, 0.5, 101)
@@ -311,7 +308,7 @@ def test_gaussian_energy_matches_the_spec_formula(seed):
     rng = np.random.default_rng(seed)
     d = 3
     A = _sym(rng, d, 0.4)
-    cov = _spd(rng, d) * 0.3
+    cov = random_spd(rng, d, shift=0.5) * 0.3
     mean = rng.standard_normal(d)
     Pm = np.linalg.inv(cov) - A @ cov @ A
     c = np.linalg.solve(cov, mean) + A @ mean
@@ -368,7 +365,7 @@ def test_second_variations_against_finite_differences(seed):
 
     fd = (f(h) - 2 * f(0) + f(-h)) / h**2
     np.testing.assert_allclose(gf.translation_second_variation(X, A, b, weights=w), fd, rtol=1e-6)
-    mean, cov = rng.standard_normal(3) * 0.3, _spd(rng, 3) * 0.2
+    mean, cov = rng.standard_normal(3) * 0.3, random_spd(rng, 3, shift=0.5) * 0.2
 
     def g(s):
         return gf.gaussian_energy(mean + s * b, cov, A).value
@@ -472,7 +469,9 @@ def test_energy_is_infinite_before_the_blow_up(s0):
 def test_sinkhorn_is_a_bures_wasserstein_gradient_flow(seed, eps):
     rng = np.random.default_rng(seed)
     A = _sym(rng, 3, 1.0)
-    chk = gf.sinkhorn_bures_wasserstein_check(rng.standard_normal(3), _spd(rng, 3), A, eps=eps)
+    chk = gf.sinkhorn_bures_wasserstein_check(
+        rng.standard_normal(3), random_spd(rng, 3, shift=0.5), A, eps=eps
+    )
     # central differences at h = 1e-5: O(h^2) + O(eps_mach / h) ~ 1e-10 relative
     assert chk.error < 1e-7
 
@@ -482,7 +481,7 @@ def test_sinkhorn_cost_minimises_over_gaussian_couplings():
     rng = np.random.default_rng(3)
     d, eps = 2, 0.7
     A = _sym(rng, d, 1.0)
-    mean, cov = rng.standard_normal(d), _spd(rng, d)
+    mean, cov = rng.standard_normal(d), random_spd(rng, d, shift=0.5)
     R = np.linalg.cholesky(cov)
 
     def objective(Ct):

@@ -14,13 +14,11 @@ from token_dynamics.geometry import normalize
 from token_dynamics.integrators import Trajectory, integrate
 from token_dynamics.sampling import uniform_sphere
 
+from .helpers import loglog_slope
+
 
 def linear_field(M):
     return lambda t, X: X @ M.T
-
-
-def fitted_order(hs, errors):
-    return np.polyfit(np.log(hs), np.log(errors), 1)[0]
 
 
 @pytest.fixture
@@ -63,7 +61,7 @@ def test_convergence_orders_against_expm(linear_problem, method, order, steps):
         traj = integrate(linear_field(M), X0, [0.0, 1.0], method=method, dt=1.0 / m)
         hs.append(1.0 / m)
         errors.append(np.abs(traj.final - exact).max())
-    assert abs(fitted_order(hs, errors) - order) < 0.2
+    assert abs(loglog_slope(hs, errors) - order) < 0.2
 
 
 def test_rk4_agrees_with_solve_ivp():

@@ -30,6 +30,8 @@ from token_dynamics.interpolation import (
     train_tikhonov,
 )
 
+from .helpers import loglog_slope
+
 # Exactness threshold: the construction is exact in exact arithmetic, and the rounding of
 # ~2 sum(m) hat layers, each O(|D| eps_mach / delta), was measured below 1e-11.
 EXACT_RTOL = 1e-8
@@ -103,7 +105,7 @@ def test_counts_do_not_depend_on_the_input_length():
 def test_resnet_count_grows_with_input_length():
     n = np.array([5, 10, 20, 40])
     params = np.array([resnet_counts(int(k), 3, 4)[1] for k in n])
-    slope = np.polyfit(np.log(n), np.log(params), 1)[0]
+    slope = loglog_slope(n, params)
     # 4 (6 n d + 4) parameters: linear in n up to the constant 4, so the log-log slope is ~1
     assert 0.95 < slope <= 1.0
     assert resnet_counts(10, 3, 4)[0] == 4

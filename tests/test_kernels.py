@@ -30,7 +30,7 @@ from token_dynamics.attention import (
 )
 from token_dynamics.attention import _kernels as K_
 
-from .test_attention import all_fields
+from .helpers import all_fields, dense_softmax_velocity
 
 RTOL = 1e-12
 
@@ -44,14 +44,6 @@ def assert_rounded(actual, ref):
 def fields(rng, d):
     """Every single-head variant of `test_attention.all_fields` (multi-head is a sum of them)."""
     return {k: f for k, f in all_fields(rng, d).items() if k != "multihead"}
-
-
-def dense_softmax(X, A, V, beta, w=None, Y=None):
-    Y = X if Y is None else Y
-    n = X.shape[0]
-    w = np.full(n, 1.0 / n) if w is None else w
-    P = softmax(beta * np.einsum("ik,jk->ij", Y @ A.T, X) + np.log(w)[None, :], axis=1)
-    return P @ X @ V.T
 
 
 @pytest.fixture
@@ -84,7 +76,7 @@ def test_threaded_blocked_equals_dense(threaded):
     A = 2.0 * rng.standard_normal((d, d))
     V = rng.standard_normal((d, d))
     w = rng.dirichlet(np.ones(n))
-    ref = dense_softmax(X, A, V, 2.0, w)
+    ref = dense_softmax_velocity(X, A, V, 2.0, w)
     assert_rounded(Softmax(A, V, 2.0).velocity(X, weights=w), ref)
     # the other exponential and sigmoid kernels, against their formulas
     S = X @ A.T @ X.T
@@ -101,7 +93,7 @@ def test_velocity_at_query_points_threaded(threaded):
     X = rng.standard_normal((300, 2))
     Y = 3 * rng.standard_normal((411, 2))
     A, V = rng.standard_normal((2, 2, 2))
-    ref = dense_softmax(X, A, V, 1.0, Y=Y)
+    ref = dense_softmax_velocity(X, A, V, 1.0, Y=Y)
     assert_rounded(Softmax(A, V).velocity_at(Y, X), ref)
 
 
@@ -141,7 +133,7 @@ def test_softmax_paths_agree_with_dense(monkeypatch, threaded, block, beta, far,
     # few ulps), within SHIFT_SLACK where it is used
     assert np.all(L[~exact] <= smax[~exact] + 1e-13 * np.abs(smax[~exact]))
     assert np.all(smax[~exact] - L[~exact] <= K_.SHIFT_SLACK)
-    ref = dense_softmax(X, A, V, beta)
+    ref = dense_softmax_velocity(X, A, V, beta)
     v = Softmax(A, V, beta).velocity(X)
     # relative to each row's scale: rows are averages of V x_j, O(10) here
     assert_rounded(v, ref)
@@ -153,7 +145,7 @@ def test_softmax_extreme_scores_stay_finite_and_exact():
     X = rng.standard_normal((200, 2))
     A, V = np.eye(2), np.eye(2)
     v = Softmax(A, V, beta=3e4).velocity(X)
-    ref = dense_softmax(X, A, V, 3e4)
+    ref = dense_softmax_velocity(X, A, V, 3e4)
     assert np.all(np.isfinite(v))
     assert_rounded(v, ref)
 
@@ -252,7 +244,7 @@ def test_wide_products_run_on_the_calling_thread(monkeypatch):
         calls.clear()
         X = rng.standard_normal((300, d))
         v = Softmax(np.eye(d), np.eye(d)).velocity(X)
-        assert_rounded(v, dense_softmax(X, np.eye(d), np.eye(d), 1.0))
+        assert_rounded(v, dense_softmax_velocity(X, np.eye(d), np.eye(d), 1.0))
         assert bool(calls) is pooled
 
 

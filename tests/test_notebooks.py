@@ -2,13 +2,13 @@
 that writes to stderr (a warning), fails."""
 
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from .helpers import ROOT
+
 sys.path.insert(0, str(ROOT / "tools"))
-from notebook_code import execute, notebooks  # noqa: E402
+from notebook_code import execute, notebooks
 
 NOTEBOOKS = notebooks()
 

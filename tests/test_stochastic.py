@@ -16,6 +16,8 @@ from token_dynamics.attention import Softmax
 from token_dynamics.sampling import uniform_sphere
 from token_dynamics.stochastic import _kernels, _model
 
+from .helpers import loglog_slope
+
 SIGMA = {
     "relu": lambda x: np.maximum(x, 0.0),
     "silu": lambda x: x * special.expit(x),
@@ -487,7 +489,7 @@ def test_propagation_of_chaos_is_at_least_as_fast_as_the_bound(d):
     study = sto.propagation_of_chaos(
         model, d=d, sizes=sizes, N_ref=256, T=0.5, L=4, n_paths=8, n_times=2, rng=5
     )
-    bound = np.polyfit(np.log(sizes), np.log(sto.chaos_rate(sizes, d)), 1)[0]
+    bound = loglog_slope(sizes, sto.chaos_rate(sizes, d))
     # Proposition 1.2 is a bound: the measured slope is at most the bound's (-1/2 for d = 3,
     # -1/3 for d = 6) plus 0.1 for the ~10% standard errors of the four means; the sphere has
     # dimension d - 1, so it is steeper in fact (about -0.8 and -0.4)
@@ -540,7 +542,7 @@ def test_fullsize_propagation_of_chaos(d):
     study = sto.propagation_of_chaos(
         model, d=d, sizes=sizes, N_ref=1024, T=1.0, L=8, n_paths=12, n_times=2, rng=14
     )
-    bound = np.polyfit(np.log(sizes), np.log(sto.chaos_rate(sizes, d)), 1)[0]
+    bound = loglog_slope(sizes, sto.chaos_rate(sizes, d))
     # a bound: the measured slope at most the bound's, with 0.1 for the SE of four means
     assert study.slope <= bound + 0.1
     assert np.all(np.diff(study.mean) < 0)

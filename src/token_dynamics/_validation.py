@@ -290,7 +290,7 @@ def as_parameter(
 
 def check_positive(value: Any, name: str, *, allow_zero: bool = False) -> float:
     """Return `value` as a float after checking it is finite and positive."""
-    if isinstance(value, bool) or not isinstance(value, Real) or not np.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, Real) or not np.isfinite(float(value)):
         raise ValueError(f"`{name}` must be a finite real number; got {value!r}.")
     if value < 0 or (value == 0 and not allow_zero):
         bound = "nonnegative" if allow_zero else "positive"
@@ -300,7 +300,7 @@ def check_positive(value: Any, name: str, *, allow_zero: bool = False) -> float:
 
 def check_real(value: Any, name: str) -> float:
     """Return `value` as a float after checking it is a finite real number (not a bool)."""
-    if isinstance(value, bool) or not isinstance(value, Real) or not np.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, Real) or not np.isfinite(float(value)):
         raise ValueError(f"`{name}` must be a finite real number; got {value!r}.")
     return float(value)
 

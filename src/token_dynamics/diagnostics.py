@@ -16,6 +16,7 @@ from scipy.spatial.distance import cdist
 from scipy.special import logsumexp
 
 from ._linalg import row_blocks
+from ._typing import ArrayLike
 from ._validation import as_matrix, as_real_array, as_tokens, as_vector, as_weights, check_positive
 
 __all__ = [
@@ -34,7 +35,7 @@ __all__ = [
 LOG_FLOAT_MAX = float(np.log(np.finfo(np.float64).max))
 
 
-def empirical_mean(X: Any, weights: Any = None) -> np.ndarray:
+def empirical_mean(X: ArrayLike, weights: ArrayLike | None = None) -> np.ndarray:
     r"""Mean :math:`\int x\, d\mu = \sum_i w_i x_i` of the tokens' measure.
 
     Parameters
@@ -61,7 +62,7 @@ def empirical_mean(X: Any, weights: Any = None) -> np.ndarray:
     return as_weights(weights, X.shape[0]) @ X
 
 
-def empirical_covariance(X: Any, weights: Any = None) -> np.ndarray:
+def empirical_covariance(X: ArrayLike, weights: ArrayLike | None = None) -> np.ndarray:
     r"""Covariance of the tokens' measure (the measure's, not the unbiased estimator).
 
     .. math::
@@ -95,7 +96,7 @@ def empirical_covariance(X: Any, weights: Any = None) -> np.ndarray:
     return (C + C.T) / 2
 
 
-def diameter(X: Any) -> float:
+def diameter(X: ArrayLike) -> float:
     r"""Diameter :math:`\max_{i,j} |x_i - x_j|` of the cloud (0 for a single token).
 
     Distances are computed from coordinate differences (no cancellation for tight clusters),
@@ -125,7 +126,7 @@ def diameter(X: Any) -> float:
     return best
 
 
-def min_inner_product(X: Any) -> float:
+def min_inner_product(X: ArrayLike) -> float:
     r"""Smallest pairwise inner product :math:`\min_{i,j}\langle x_i, x_j\rangle`.
 
     On the sphere, a value above :math:`1 - \delta` means every pair is within angle
@@ -152,7 +153,9 @@ def min_inner_product(X: Any) -> float:
     return min(float((X[rows] @ X.T).min()) for rows in row_blocks(X.shape[0], X.shape[0]))
 
 
-def interaction_energy(X: Any, beta: float = 1.0, weights: Any = None, *, A: Any = None) -> float:
+def interaction_energy(
+    X: ArrayLike, beta: float = 1.0, weights: ArrayLike | None = None, *, A: Any = None
+) -> float:
     r"""Interaction energy of the tokens' measure,
 
     .. math::
@@ -212,7 +215,7 @@ def interaction_energy(X: Any, beta: float = 1.0, weights: Any = None, *, A: Any
     return float(np.sign(beta) * np.exp(log_total))
 
 
-def cluster_count(X: Any, tol: float) -> int:
+def cluster_count(X: ArrayLike, tol: float) -> int:
     r"""Number of clusters at scale ``tol``: connected components of the graph that links
     tokens at distance :math:`\le` ``tol`` (single-linkage clusters).
 
@@ -299,11 +302,11 @@ class PowerLawFit:
     slope: float
     intercept: float
 
-    def __call__(self, x: Any) -> np.ndarray:
+    def __call__(self, x: ArrayLike) -> np.ndarray:
         return np.exp(self.intercept) * as_real_array(x, "x") ** self.slope
 
 
-def fit_power_law(x: Any, y: Any) -> PowerLawFit:
+def fit_power_law(x: ArrayLike, y: ArrayLike) -> PowerLawFit:
     """Fit :math:`y \\approx C x^{p}` by least squares on a log-log scale.
 
     Parameters

@@ -7,10 +7,9 @@ after each residual step. Both act row by row on tokens ``X`` of shape ``(n, d)`
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
+from ._typing import ArrayLike
 from ._validation import as_tokens
 
 __all__ = ["normalize", "project_tangent"]
@@ -25,7 +24,7 @@ def _project_rows(X: np.ndarray, dX: np.ndarray) -> np.ndarray:
     return dX - coef[:, None] * X
 
 
-def normalize(X: Any) -> np.ndarray:
+def normalize(X: ArrayLike) -> np.ndarray:
     r"""Scale every token to unit norm, :math:`x_i \mapsto x_i / |x_i|` (layer normalisation).
 
     Parameters
@@ -57,7 +56,7 @@ def normalize(X: Any) -> np.ndarray:
     return X / norms[:, None]
 
 
-def project_tangent(X: Any, dX: Any) -> np.ndarray:
+def project_tangent(X: ArrayLike, dX: ArrayLike) -> np.ndarray:
     r"""Project each row of ``dX`` on the tangent space of the sphere at the row of ``X``.
 
     .. math::

@@ -6,11 +6,10 @@ Every function takes a keyword-only ``rng`` (a :class:`numpy.random.Generator`, 
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from ._linalg import psd_factor
+from ._typing import ArrayLike, SeedLike
 from ._validation import (
     as_covariance,
     as_matrix,
@@ -24,7 +23,7 @@ from ._validation import (
 __all__ = ["gaussian_cloud", "gaussian_mixture", "uniform_sphere"]
 
 
-def gaussian_cloud(n: int, mean: Any, cov: Any, *, rng: Any = None) -> np.ndarray:
+def gaussian_cloud(n: int, mean: ArrayLike, cov: ArrayLike, *, rng: SeedLike = None) -> np.ndarray:
     r"""Draw ``n`` i.i.d. tokens from :math:`\mathcal N(m, \Sigma)`.
 
     Parameters
@@ -57,7 +56,7 @@ def gaussian_cloud(n: int, mean: Any, cov: Any, *, rng: Any = None) -> np.ndarra
     return m + as_rng(rng).standard_normal((n, m.size)) @ L.T
 
 
-def uniform_sphere(n: int, d: int, *, rng: Any = None) -> np.ndarray:
+def uniform_sphere(n: int, d: int, *, rng: SeedLike = None) -> np.ndarray:
     r"""Draw ``n`` tokens uniformly on the unit sphere :math:`\mathbb S^{d-1}\subset\mathbb R^d`.
 
     Normalised standard Gaussian vectors (the Gaussian is rotation invariant).
@@ -98,7 +97,12 @@ def uniform_sphere(n: int, d: int, *, rng: Any = None) -> np.ndarray:
 
 
 def gaussian_mixture(
-    n: int, means: Any, covs: Any, weights: Any = None, *, rng: Any = None
+    n: int,
+    means: ArrayLike,
+    covs: ArrayLike,
+    weights: ArrayLike | None = None,
+    *,
+    rng: SeedLike = None,
 ) -> np.ndarray:
     r"""Draw ``n`` tokens from the mixture :math:`\sum_k p_k \mathcal N(m_k, \Sigma_k)`.
 

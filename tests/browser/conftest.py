@@ -4,29 +4,20 @@ These tests need `_build/html` (run `make build` first) and Chromium (`make chro
 fail with that instruction rather than skip, because a skipped site check checks nothing.
 """
 
-import functools
-import http.server
 import os
 import tempfile
-import threading
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import sync_playwright
 
-ROOT = Path(__file__).resolve().parents[2]
+from ..helpers import ROOT, load_tool
+
 HTML = Path(os.environ.get("BOOK_HTML", ROOT / "_build" / "html"))
 CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
-# Chromium flags for a closed network: no background connections, no sandbox as root.
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+# the site's server and Chromium's flags for a closed network, shared with `make pdf`
+book_pdf = load_tool("book_pdf")
+ARGS = book_pdf.ARGS
 
 
 def pytest_configure(config):
@@ -38,16 +29,8 @@ def pytest_configure(config):
 
 @pytest.fixture(scope="session")
 def base_url():
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-    handler = functools.partial(Quiet, directory=str(HTML))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with book_pdf.serve(HTML) as url:
+        yield url.rstrip("/")
 
 
 @pytest.fixture(scope="session")

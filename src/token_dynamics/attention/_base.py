@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from .._typing import ArrayLike
 from .._validation import as_matrix, as_square, as_tokens, as_weights, check_real
 
 #: A matrix parameter: a constant array or a function of time returning one.
@@ -79,10 +80,12 @@ class AttentionField:
     def _dim(self) -> int | None:
         return None
 
-    def _tokens(self, X: Any, name: str = "X") -> np.ndarray:
+    def _tokens(self, X: ArrayLike, name: str = "X") -> np.ndarray:
         return as_tokens(X, name, d=self._dim())
 
-    def velocity(self, X: Any, t: float = 0.0, *, weights: Any = None) -> np.ndarray:
+    def velocity(
+        self, X: ArrayLike, t: float = 0.0, *, weights: ArrayLike | None = None
+    ) -> np.ndarray:
         r"""Velocity :math:`\Gamma_\mu(x_i)` of every token.
 
         Parameters
@@ -112,7 +115,9 @@ class AttentionField:
         w = as_weights(weights, X.shape[0])
         return self._velocity_at(X, X, t, w)
 
-    def velocity_at(self, Y: Any, X: Any, t: float = 0.0, *, weights: Any = None) -> np.ndarray:
+    def velocity_at(
+        self, Y: ArrayLike, X: ArrayLike, t: float = 0.0, *, weights: ArrayLike | None = None
+    ) -> np.ndarray:
         r"""Field :math:`\Gamma_\mu(y)` of the measure of the tokens ``X`` at query points ``Y``.
 
         Parameters
@@ -144,7 +149,9 @@ class AttentionField:
         w = as_weights(weights, X.shape[0])
         return self._velocity_at(Y, X, t, w)
 
-    def attention_matrix(self, X: Any, t: float = 0.0, *, weights: Any = None) -> np.ndarray:
+    def attention_matrix(
+        self, X: ArrayLike, t: float = 0.0, *, weights: ArrayLike | None = None
+    ) -> np.ndarray:
         """Attention matrix ``P`` of shape ``(n, n)`` with ``velocity = P @ X @ V(t).T``.
 
         Parameters
@@ -170,7 +177,7 @@ class AttentionField:
         w = as_weights(weights, X.shape[0])
         return self._matrix(X, t, w)
 
-    def __call__(self, t: float, X: Any) -> np.ndarray:
+    def __call__(self, t: float, X: ArrayLike) -> np.ndarray:
         """Right-hand side ``f(t, X) = velocity(X, t)`` of the token ODE (uniform weights).
 
         Examples
@@ -182,7 +189,7 @@ class AttentionField:
         """
         return self.velocity(X, t)
 
-    def with_weights(self, weights: Any) -> Callable[[float, Any], np.ndarray]:
+    def with_weights(self, weights: ArrayLike) -> Callable[[float, Any], np.ndarray]:
         r"""Right-hand side ``f(t, X)`` for the measure :math:`\sum_j w_j \delta_{x_j}` with
         fixed weights (the weights of particles do not change along the flow).
 
@@ -206,7 +213,7 @@ class AttentionField:
         """
         w = as_weights(weights, int(np.size(weights)))
 
-        def rhs(t: float, X: Any) -> np.ndarray:
+        def rhs(t: float, X: ArrayLike) -> np.ndarray:
             return self.velocity(X, t, weights=w)
 
         return rhs

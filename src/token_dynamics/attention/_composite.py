@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from .._typing import ArrayLike
 from .._validation import as_matrix, as_tokens, as_vector, check_bool, check_int, check_real
 from . import _kernels as K_
 from ._base import (
@@ -68,7 +69,7 @@ class MultiHead(AttentionField):
             object.__setattr__(self, "W", W)
 
     def _dim(self) -> int | None:
-        dims = {h._dim() for h in self.heads} - {None}
+        dims = {dim for h in self.heads if (dim := h._dim()) is not None}
         dims |= {Wh.shape[0] for Wh in (self.W or ()) if not callable(Wh)}
         if len(dims) > 1:
             raise ValueError(
@@ -86,7 +87,9 @@ class MultiHead(AttentionField):
             out += v
         return out
 
-    def attention_matrix(self, X: Any, t: float = 0.0, *, weights: Any = None) -> np.ndarray:
+    def attention_matrix(
+        self, X: ArrayLike, t: float = 0.0, *, weights: ArrayLike | None = None
+    ) -> np.ndarray:
         """Not defined for several heads: use :meth:`attention_matrices`.
 
         Examples
@@ -99,7 +102,9 @@ class MultiHead(AttentionField):
         """
         raise TypeError("`MultiHead` has one attention matrix per head; call `attention_matrices`.")
 
-    def attention_matrices(self, X: Any, t: float = 0.0, *, weights: Any = None) -> np.ndarray:
+    def attention_matrices(
+        self, X: ArrayLike, t: float = 0.0, *, weights: ArrayLike | None = None
+    ) -> np.ndarray:
         """Attention matrix of each head, shape ``(H, n, n)``.
 
         Examples
@@ -213,7 +218,7 @@ class Causal(AttentionField):
         d = known_dim((self.A, 0), (self.V, 0))
         return None if d is None else d + 1
 
-    def _tokens(self, X: Any, name: str = "X") -> np.ndarray:
+    def _tokens(self, X: ArrayLike, name: str = "X") -> np.ndarray:
         X = as_tokens(X, name, d=self._dim())
         if X.shape[1] < 2:
             raise ValueError(
@@ -265,7 +270,7 @@ class Causal(AttentionField):
         return scatter_columns(K_.matrix_rows(F, Xk[:, 1:], wk, transform, normalise=True), w)
 
 
-def with_positions(X: Any, positions: Any = None, *, n_sink: int = 0) -> np.ndarray:
+def with_positions(X: ArrayLike, positions: Any = None, *, n_sink: int = 0) -> np.ndarray:
     r"""Prepend a position column to tokens, for :class:`Causal`.
 
     Parameters

@@ -32,6 +32,7 @@ import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import cast
 
 import numpy as np
 from scipy.special import expit
@@ -300,7 +301,7 @@ def _softmax_rows(F, G, RT, bias, out) -> None:
                 else:
                     out[rows] = np.dot(Rt, S.T).T
             if wide:
-                out[rows] = acc.T
+                out[rows] = cast(np.ndarray, acc).T  # allocated when `wide`
 
     _run(task, blocks, n_rows * n_cols, max(F.shape[1], RT.shape[0]))
 

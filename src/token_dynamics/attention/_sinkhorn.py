@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 from scipy.special import logsumexp
 
+from .._typing import ArrayLike
 from .._validation import as_matrix, as_weights, check_bool, check_int, check_positive
 from . import _kernels as K_
 from ._base import (
@@ -391,7 +392,9 @@ class Sinkhorn(AttentionField):
     def _dim(self) -> int | None:
         return known_dim((self.A, 0), (self.V, 0))
 
-    def plan(self, X: Any, t: float = 0.0, *, weights: Any = None) -> SinkhornPlan:
+    def plan(
+        self, X: ArrayLike, t: float = 0.0, *, weights: ArrayLike | None = None
+    ) -> SinkhornPlan:
         """Sinkhorn plan of the tokens' measure with itself (no warning; read ``converged``).
 
         Parameters

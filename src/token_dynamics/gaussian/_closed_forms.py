@@ -263,7 +263,7 @@ def _ray_rate(V: Any, A: Any, u: Any, eps: float) -> tuple[np.ndarray, float]:
         raise ValueError("`u` must be a nonzero eigenvector of V.")
     u = u / norm
     lam = float(u @ V @ u)
-    if np.linalg.norm(V @ u - lam * u) > EIGVEC_TOL * max(1.0, np.linalg.norm(V)):
+    if np.linalg.norm(V @ u - lam * u) > EIGVEC_TOL * max(1.0, float(np.linalg.norm(V))):
         raise ValueError(
             "`u` must be an eigenvector of `V` (V u = lambda u) with a real eigenvalue."
         )

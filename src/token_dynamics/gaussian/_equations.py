@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import attention
 from .._linalg import psd_sqrt
+from .._typing import ArrayLike
 from .._validation import as_covariance, as_matrix, as_parameter, as_vector, check_positive
 
 __all__ = [
@@ -49,18 +50,20 @@ class MomentEquations:
     it unless a variant has a better-conditioned one (Sinkhorn).
     """
 
-    def affine(self, mean: Any, cov: Any, t: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    def affine(
+        self, mean: ArrayLike, cov: ArrayLike, t: float = 0.0
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Return ``(c, M)`` with ``Gamma_{N(mean, cov)}(x) = c + M x``, shapes (d,), (d, d)."""
         alpha, Sigma = self._validate(mean, cov)
         return self._affine(float(t), alpha, Sigma)
 
-    def velocity(self, X: Any, mean: Any, cov: Any, t: float = 0.0) -> np.ndarray:
+    def velocity(self, X: ArrayLike, mean: ArrayLike, cov: ArrayLike, t: float = 0.0) -> np.ndarray:
         """Mean-field velocity ``Gamma_{N(mean, cov)}`` at the tokens ``X`` of shape ``(n, d)``."""
         c, M = self.affine(mean, cov, t)
         X = as_matrix(X, "X", shape=(None, c.shape[0]))
         return c + X @ M.T
 
-    def rhs(self, t: float, mean: Any, cov: Any) -> tuple[np.ndarray, np.ndarray]:
+    def rhs(self, t: float, mean: ArrayLike, cov: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
         """Right-hand side ``(alpha', Sigma')`` of the moment ODE at ``(mean, cov)``."""
         alpha, Sigma = self._validate(mean, cov)
         F = psd_sqrt(Sigma)
@@ -89,7 +92,7 @@ class MomentEquations:
         c, M = self._affine(t, alpha, F @ F.T)
         return c + M @ alpha, M @ F
 
-    def _validate(self, mean: Any, cov: Any) -> tuple[np.ndarray, np.ndarray]:
+    def _validate(self, mean: ArrayLike, cov: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
         alpha = as_vector(mean, "mean")
         Sigma = as_covariance(cov, "cov", d=alpha.shape[0])
         self.check_dimension(alpha.shape[0])
@@ -282,7 +285,7 @@ class SinkhornMoments(_BilinearMoments):
         super().__post_init__()
         check_positive(self.eps, "eps")
 
-    def cross_covariance(self, cov: Any, t: float = 0.0) -> np.ndarray:
+    def cross_covariance(self, cov: ArrayLike, t: float = 0.0) -> np.ndarray:
         """Cross-covariance ``Cov(x, y)`` (query, key) of the plan of ``N(., cov)`` with itself."""
         Sigma = as_covariance(cov, "cov")
         self.check_dimension(Sigma.shape[0])
@@ -362,6 +365,7 @@ class MultiHeadMoments(MomentEquations):
                     f"{type(h).__name__}. Convert an attention field with moment_equations()."
                 )
         object.__setattr__(self, "heads", heads)
+        Ws: tuple[Any, ...]  # the heads' output matrices as given, then as parameters
         if self.W is None:
             Ws = (None,) * len(heads)
         else:

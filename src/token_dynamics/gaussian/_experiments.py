@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
+from .._typing import ArrayLike, SeedLike
 from .._validation import as_real_array, as_rng, check_int, check_positive
 from ._equations import (
     L2Moments,
@@ -44,7 +44,7 @@ SIGN_COUNTEREXAMPLE_POS = (
 CONE_REGIMES = ("zero", "line", "plane", "two-lines", "blowup", "mixed")
 
 
-def trace_one_grid(n_angles: int, radii: Any = (0.3, 0.6, 0.9)) -> np.ndarray:
+def trace_one_grid(n_angles: int, radii: ArrayLike = (0.3, 0.6, 0.9)) -> np.ndarray:
     r"""2x2 covariances of trace one on circles of the cone's cross-section.
 
     The point :math:`(r\cos\theta, r\sin\theta, 1)` in cone coordinates is
@@ -74,7 +74,7 @@ def _l2_from_qk(Q: np.ndarray, K: np.ndarray, V: np.ndarray) -> L2Moments:
     return L2Moments(Q, K, V, s=2.0 * np.sqrt(Q.shape[0]))
 
 
-def cone_regime(name: str, *, rng: Any = None) -> dict[str, MomentEquations]:
+def cone_regime(name: str, *, rng: SeedLike = None) -> dict[str, MomentEquations]:
     """Moment equations of softmax, l2 and Sinkhorn (and multi-head) in one regime, d = 2.
 
     ``A = K^T Q / sqrt(k)`` throughout; l2 uses ``Qbar = Q``, ``Kbar = K``, ``s = 2 sqrt(k)``
@@ -151,7 +151,7 @@ def limiting_ranks(
     value: str = "identity",
     T: float = 200.0,
     threshold: float = 0.1,
-    rng: Any = None,
+    rng: SeedLike = None,
 ) -> RankCounts:
     r"""Ranks of :math:`\Sigma(T)` for random softmax instances with :math:`A \preceq 0`.
 

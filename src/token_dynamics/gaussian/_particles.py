@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from .._linalg import psd_sqrt
+from .._typing import ArrayLike, SeedLike
 from .._validation import as_covariance, as_rng, as_times, as_vector, check_int
 from ._path import GaussianPath
 
@@ -40,7 +41,9 @@ class ParticleMoments(GaussianPath):
     n: int
 
 
-def moment_matched_cloud(n: int, mean: Any, cov: Any, *, rng: Any = None) -> np.ndarray:
+def moment_matched_cloud(
+    n: int, mean: ArrayLike, cov: ArrayLike, *, rng: SeedLike = None
+) -> np.ndarray:
     """Sample ``n`` Gaussian tokens, then map them affinely so that their empirical mean and
     covariance (normalised by ``n``) equal ``mean`` and ``cov`` exactly.
 
@@ -66,12 +69,12 @@ def moment_matched_cloud(n: int, mean: Any, cov: Any, *, rng: Any = None) -> np.
 
 def particle_moments(
     field: Any,
-    mean0: Any,
-    cov0: Any,
-    times: Any,
+    mean0: ArrayLike,
+    cov0: ArrayLike,
+    times: ArrayLike,
     n: int,
     *,
-    rng: Any = None,
+    rng: SeedLike = None,
     method: str = "rk4",
     dt: float | None = None,
     moment_match: bool = True,

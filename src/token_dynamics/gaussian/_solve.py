@@ -18,12 +18,13 @@ is the beginning of the run on ``[0, T']`` for ``T' > T``.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from scipy.integrate import solve_ivp
 
 from .._linalg import psd_sqrt
+from .._typing import ArrayLike, IVPMethod
 from .._validation import (
     as_covariance,
     as_real_array,
@@ -78,9 +79,9 @@ class _TooStiff(Exception):
 
 def solve_moments(
     equations: Any,
-    mean0: Any,
-    cov0: Any,
-    times: Any,
+    mean0: ArrayLike,
+    cov0: ArrayLike,
+    times: ArrayLike,
     *,
     method: str = "solve_ivp",
     dt: float | None = None,
@@ -149,7 +150,7 @@ def solve_moments(
     check_bool(progress, "progress")
     if method != "solve_ivp" and method not in IVP_METHODS:
         raise ValueError(f"`method` must be 'solve_ivp' or one of {IVP_METHODS}; got {method!r}.")
-    ivp = "DOP853" if method == "solve_ivp" else method
+    ivp = cast(IVPMethod, "DOP853" if method == "solve_ivp" else method)  # checked above
     tau = check_positive(blowup_tau, "blowup_tau")
     max_step = np.inf if dt is None else check_positive(dt, "dt")
     eq.check_dimension(d)
@@ -208,7 +209,8 @@ def solve_moments(
         top = max(size(y) / OVERFLOW_SIZE, float(np.max(np.abs(y[:d]))) / MEAN_OVERFLOW)
         return math.log(top) if top > 0 else -1.0
 
-    events = (pole, stall, overflow)
+    # solve_ivp reads the `terminal` and `direction` attributes set on each event function
+    events: tuple[Any, ...] = (pole, stall, overflow)
     for ev in events:
         ev.terminal = True
         ev.direction = 1
@@ -260,8 +262,11 @@ def solve_moments(
     times_out = sol.t.copy()
     blowup = None
     if sol.status == 1:
-        which = next(k for k in range(len(events)) if sol.t_events[k].size)
-        te, ye = float(sol.t_events[which][0]), sol.y_events[which][0]
+        # both lists are set since `events` was given
+        t_events = cast(list[np.ndarray], sol.t_events)
+        y_events = cast(list[np.ndarray], sol.y_events)
+        which = next(k for k in range(len(events)) if t_events[k].size)
+        te, ye = float(t_events[which][0]), y_events[which][0]
         se, re = size(ye), rate(te, ye)
         if which == 2:
             status = "failed"
@@ -298,7 +303,7 @@ def solve_moments(
     return GaussianPath(times_out, means, covs, status, message, blowup)
 
 
-def cone_coordinates(covariances: Any) -> np.ndarray:
+def cone_coordinates(covariances: ArrayLike) -> np.ndarray:
     r"""Coordinates ``(a - b, 2c, a + b)`` of 2x2 covariances in the PSD cone.
 
     :math:`\Sigma = \begin{psmallmatrix}a&c\\c&b\end{psmallmatrix}` is PSD iff

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from scipy.integrate import solve_ivp
 
+from .._typing import SeedLike
 from .._validation import as_rng, check_int, check_positive
 from ..attention import softmax_weights
 from ..diagnostics import interaction_energy
@@ -58,7 +58,7 @@ def circle_metastability(
     t_min: float = 1e-2,
     n_times: int = 200,
     cluster_tol: float = 1e-2,
-    rng: Any = None,
+    rng: SeedLike = None,
 ) -> CircleMetastability:
     r"""Run softmax attention (:math:`A = \beta I`, :math:`V = I`) on the circle, in log time.
 

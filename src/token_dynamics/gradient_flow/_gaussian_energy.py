@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from .._linalg import psd_sqrt
+from .._typing import ArrayLike
 from .._validation import as_covariance, as_real_array, as_square, as_vector
 from ..diagnostics import LOG_FLOAT_MAX
 
@@ -57,7 +58,7 @@ def _gaussian_quadratic(cov: np.ndarray, A: np.ndarray):
     return logdet, 0.5 * (H + H.T), sigma
 
 
-def gaussian_energy(mean: Any, cov: Any, A: Any) -> GaussianEnergy:
+def gaussian_energy(mean: ArrayLike, cov: ArrayLike, A: Any) -> GaussianEnergy:
     r"""Closed-form interaction energy of :math:`\mathcal N(\alpha, \Sigma)`.
 
     With :math:`R = \Sigma^{1/2}`, :math:`B = RAR` and
@@ -118,7 +119,7 @@ def gaussian_energy(mean: Any, cov: Any, A: Any) -> GaussianEnergy:
     return GaussianEnergy(float(np.exp(log_value)), log_value, True, "")
 
 
-def gaussian_energy_along(means: Any, covariances: Any, A: Any) -> np.ndarray:
+def gaussian_energy_along(means: ArrayLike, covariances: ArrayLike, A: Any) -> np.ndarray:
     """Closed-form energy :func:`gaussian_energy` along a path of Gaussians.
 
     Parameters
@@ -149,7 +150,9 @@ def gaussian_energy_along(means: Any, covariances: Any, A: Any) -> np.ndarray:
     return np.array([gaussian_energy(a, S, A).value for a, S in zip(m, C, strict=True)])
 
 
-def gaussian_translation_second_variation(mean: Any, cov: Any, A: Any, direction: Any) -> float:
+def gaussian_translation_second_variation(
+    mean: ArrayLike, cov: ArrayLike, A: Any, direction: Any
+) -> float:
     r""":math:`\frac{d^2}{ds^2}\mathcal E(\mathcal N(\alpha + sb, \Sigma))` at :math:`s = 0`.
 
     Translations :math:`s\mapsto(x\mapsto x+sb)_\#\mu` are constant-speed geodesics of

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from .._linalg import psd_sqrt
+from .._typing import ArrayLike
 from .._validation import as_covariance, as_symmetric, as_vector, check_positive
 from ._energy import SYMMETRIC_A
 
@@ -24,7 +25,7 @@ __all__ = [
 FD_STEP = 1e-5
 
 
-def _sinkhorn_args(mean: Any, cov: Any, A: Any, eps: Any):
+def _sinkhorn_args(mean: ArrayLike, cov: ArrayLike, A: Any, eps: Any):
     """Validate a Gaussian ``(mean, cov)``, a symmetric ``A`` and ``eps > 0``."""
     alpha = as_vector(mean, "mean")
     d = alpha.shape[0]
@@ -50,7 +51,7 @@ def _sinkhorn_moment_rhs(mean, cov, A, V, eps):
     return SinkhornMoments(A, V, eps=eps).rhs(0.0, mean, cov)
 
 
-def sinkhorn_gaussian_cost(mean: Any, cov: Any, A: Any, *, eps: float = 1.0) -> float:
+def sinkhorn_gaussian_cost(mean: ArrayLike, cov: ArrayLike, A: Any, *, eps: float = 1.0) -> float:
     r"""Entropic self-transport cost :math:`\mathrm{OT}_\varepsilon(\mu,\mu)` of a Gaussian.
 
     For the cost :math:`c(x,y) = -\langle Ax, y\rangle` (symmetric :math:`A`) and
@@ -94,8 +95,8 @@ def sinkhorn_gaussian_cost(mean: Any, cov: Any, A: Any, *, eps: float = 1.0) -> 
 
 def bures_wasserstein_velocity(
     functional: Callable[[np.ndarray, np.ndarray], float],
-    mean: Any,
-    cov: Any,
+    mean: ArrayLike,
+    cov: ArrayLike,
     *,
     h: float = FD_STEP,
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -172,7 +173,7 @@ class BuresWassersteinCheck:
 
 
 def sinkhorn_bures_wasserstein_check(
-    mean: Any, cov: Any, A: Any, *, eps: float = 1.0, h: float = FD_STEP
+    mean: ArrayLike, cov: ArrayLike, A: Any, *, eps: float = 1.0, h: float = FD_STEP
 ) -> BuresWassersteinCheck:
     r"""Sinkhorn Gaussian ODE (``V = A``) against the BW flow of half the entropic self-cost.
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from scipy.spatial.distance import cdist
 
+from .._typing import ArrayLike
 from .._validation import as_matrix, as_square, as_tokens, as_vector, check_positive, check_real
 from ..attention import Hardmax, Softmax
 
@@ -309,10 +310,11 @@ def _attention_weights(X: np.ndarray, A: np.ndarray, kind: str, tau: float | Non
     no role in the weights.
     """
     V = np.zeros_like(A)
+    field: Hardmax | Softmax
     if kind == "hardmax":
         field = Hardmax(A, V, tol=HARDMAX_TOL)
     else:
-        field = Softmax(A, V, beta=1.0 / tau)
+        field = Softmax(A, V, beta=1.0 / cast(float, tau))  # tau is given for softmax
     return field.attention_matrix(X)
 
 
@@ -443,7 +445,7 @@ class Transformer:
         return Transformer(self.blocks + other.blocks)
 
 
-def hausdorff_distance(X: Any, Y: Any) -> float:
+def hausdorff_distance(X: ArrayLike, Y: ArrayLike) -> float:
     r"""Hausdorff distance between the finite sets of rows of ``X`` and ``Y``.
 
     .. math:: d_H(X, Y) = \max\Big(\max_i \min_k |x_i - y_k|,\ \max_k \min_i |x_i - y_k|\Big).

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 from scipy.spatial.distance import cdist
 
+from .._typing import SeedLike
 from .._validation import as_rng, check_int
 from ._blocks import as_sequences, pairwise_min_distance
 from ._moves import COINCIDE_RTOL, DISTINCT_RTOL, _distinct
@@ -60,7 +61,7 @@ def overlapping_dataset(
     pool_size: int = 9,
     max_length: int = 7,
     target_scale: float = 3.0,
-    rng: Any = None,
+    rng: SeedLike = None,
 ) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Random data set whose sequences share tokens: each input draws ``n_j <= max_length``
     distinct tokens from one Gaussian pool of ``pool_size`` points (inputs distinct as sets);
@@ -84,7 +85,9 @@ def overlapping_dataset(
         raise ValueError(f"`pool_size` = {pool_size} allows fewer than `n_sequences` = {N} sets.")
     rng = as_rng(rng)
     pool = rng.normal(size=(pool_size, d))
-    X, Y, seen = [], [], set()
+    X: list[np.ndarray] = []
+    Y: list[np.ndarray] = []
+    seen: set[frozenset[int]] = set()
     while len(X) < N:
         n = int(rng.integers(1, min(max_length, pool_size) + 1))
         idx = rng.choice(pool_size, size=n, replace=False)
@@ -129,7 +132,7 @@ def check_dataset(inputs: Any, targets: Any) -> tuple[list[np.ndarray], list[np.
                 D = cdist(Z, Z)
                 np.fill_diagonal(D, np.inf)
                 if D.min() <= tol:
-                    i, k = sorted(np.unravel_index(np.argmin(D), D.shape))
+                    i, k = map(int, sorted(np.unravel_index(np.argmin(D), D.shape)))
                     raise ValueError(
                         f"assumption violated: tokens {i} and {k} of `{name}[{j}]` coincide; "
                         "tokens must be pairwise distinct within a sequence (remove duplicates)."

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from scipy.spatial.distance import cdist
 
+from .._typing import SeedLike
 from .._validation import as_rng
 from ._blocks import (
     Factored,
@@ -182,8 +183,8 @@ def _separate(b: _Builder) -> int:
         ff = hat_move(pts, p, q, translation=t if steps == 0 else None, rng=b.rng)
         moved = [ff(Z) for Z in b.state]
         for _ in range(MAX_REDRAWS):
-            c = b.rng.uniform(1.0, 2.0)
-            sa = SelfAttention(A=Factored(u, u), V=Factored(c * w, u), rho=1.0)
+            gain = b.rng.uniform(1.0, 2.0)
+            sa = SelfAttention(A=Factored(u, u), V=Factored(gain * w, u), rho=1.0)
             new = [sa(Z) for Z in moved]
             shifts = [float((N_ - M_)[0] @ w) for N_, M_ in zip(new, moved, strict=True)]
             new_groups = [h for g in groups for h in _split(g, shifts, b.tol)]
@@ -286,7 +287,7 @@ def _interpolate(b: _Builder, leaders: list[np.ndarray], Y: list[np.ndarray]) ->
 
 
 def build_hardmax_interpolator(
-    inputs: Any, targets: Any, *, rng: Any = None
+    inputs: Any, targets: Any, *, rng: SeedLike = None
 ) -> HardmaxInterpolator:
     r"""Build a hardmax transformer that maps each input sequence onto its target set.
 

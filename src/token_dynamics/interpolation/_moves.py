@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from scipy.spatial.distance import cdist
 
+from .._typing import ArrayLike, SeedLike
 from .._validation import as_rng, as_tokens, as_vector
 from ._blocks import FeedForward
 
@@ -40,10 +41,10 @@ def _generic_direction(
 ) -> tuple[np.ndarray, float]:
     """A unit direction whose projection separates the points (or ``anchor`` from the others)
     best among random draws; returns it with the smallest projected gap."""
-    d = points.shape[1]
+    d: int = points.shape[1]
     best, best_gap = None, -1.0
     for _ in range(N_DIRECTION_TRIALS):
-        e = rng.normal(size=d)
+        e: np.ndarray = rng.normal(size=d)
         e /= np.linalg.norm(e)
         s = points @ e
         if anchor is not None:
@@ -53,16 +54,16 @@ def _generic_direction(
             gap = float(np.diff(np.sort(s)).min()) if s.size > 1 else np.inf
         if gap > best_gap:
             best, best_gap = e, gap
-    return best, best_gap
+    return cast(np.ndarray, best), best_gap  # set at the first trial: every gap exceeds -1
 
 
 def hat_move(
-    points: Any,
+    points: ArrayLike,
     p: Any,
     q: Any,
     *,
     translation: Any = None,
-    rng: Any = None,
+    rng: SeedLike = None,
 ) -> FeedForward:
     r"""A residual ReLU layer that moves the point ``p`` to ``q`` and fixes the other points.
 

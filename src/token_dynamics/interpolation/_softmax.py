@@ -4,7 +4,7 @@ and an exact snapping stage (private)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -96,7 +96,7 @@ def _sa_terms(sa: SelfAttention, sequences: list[np.ndarray]) -> _SATerms:
     return _SATerms(
         rho,
         float(np.linalg.norm(A, 2)),
-        float(np.linalg.norm(sa._dense_V, 2)),
+        float(np.linalg.norm(cast(np.ndarray, sa._dense_V), 2)),
         np.array(radius),
         np.concatenate(margins),
         np.array(distinct),
@@ -113,7 +113,7 @@ class _BoundTerms:
         self.starts = np.cumsum([0, *sizes[:-1]])
         self.seq = np.repeat(np.arange(len(sizes)), sizes)
         self.split = np.cumsum(sizes[:-1])
-        self.layers = []
+        self.layers: list[_FFTerms | _SATerms] = []
         for k, block in enumerate(transformer.blocks):
             self.layers.append(_ff_terms(block.ff, np.vstack(states[2 * k])))
             self.layers.append(_sa_terms(block.sa, states[2 * k + 1]))
@@ -436,7 +436,7 @@ def build_softmax_interpolator(
     b0 = 1.0 + gap - a.min()
     w = rng.normal(size=d)
     w /= np.linalg.norm(w)
-    project = FeedForward(U=e0[None, :], b=[b0], W=w[:, None], eta=0.0)
+    project = FeedForward(U=e0[None, :], b=np.array([b0]), W=w[:, None], eta=0.0)
     line = list(a + b0)
     blocks = [TransformerBlock(project, SelfAttention())]
     deltas = []
@@ -449,7 +449,7 @@ def build_softmax_interpolator(
             delta = 0.5 * min((abs(t - line[k]) for t in others), default=2.0)
             if best is None or delta > best[0]:
                 best = (delta, e)
-        delta, e = best
+        delta, e = cast(tuple[float, np.ndarray], best)  # set at trial 0
         deltas.append(delta)
         blocks.append(
             TransformerBlock(snap_layer(line[k], delta, w, e, targets_flat[k]), SelfAttention())

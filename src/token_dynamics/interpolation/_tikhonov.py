@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from .._typing import ArrayLike, SeedLike
 from .._validation import as_real_array, as_rng, check_int, check_positive, progress_bar
 from ..attention import softmax_weights
 from ..diagnostics import fit_power_law
@@ -100,7 +101,7 @@ def _n_params(d: int, w: int) -> int:
 
 
 def tikhonov_dataset(
-    n_sequences: int = 10, n_tokens: int = 100, d: int = 16, width: int = 4, *, rng: Any = None
+    n_sequences: int = 10, n_tokens: int = 100, d: int = 16, width: int = 4, *, rng: SeedLike = None
 ) -> TikhonovData:
     """Draw the dataset of the Tikhonov experiment (defaults: the authors' sizes).
 
@@ -214,7 +215,7 @@ def train_tikhonov(
     theta0: Any = None,
     epochs: int = 3000,
     lr: float = 1e-2,
-    rng: Any = None,
+    rng: SeedLike = None,
     progress: bool = False,
 ) -> TikhonovFit:
     """Minimise ``L + eps |theta|^2`` by full-batch Adam with a cosine-annealed step, from
@@ -302,11 +303,11 @@ def train_tikhonov(
 
 def tikhonov_sweep(
     data: TikhonovData,
-    eps_values: Any,
+    eps_values: ArrayLike,
     *,
     epochs: Any = 3000,
     lr: float = 1e-2,
-    rng: Any = None,
+    rng: SeedLike = None,
     progress: bool = False,
 ) -> TikhonovSweep:
     """Train for each ``eps`` in the order given, warm-starting each run from the previous one

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 from scipy.integrate import quad
 
+from .._typing import ArrayLike
 from .._validation import (
     as_matrix,
     as_real_array,
@@ -39,7 +40,7 @@ def _opnorm(M: np.ndarray) -> float:
     return float(np.linalg.norm(M, 2))
 
 
-def support_radius(X: Any, *, weights: Any = None) -> float:
+def support_radius(X: ArrayLike, *, weights: ArrayLike | None = None) -> float:
     r"""Radius :math:`\max\{|x_i| : w_i > 0\}` of the smallest centred ball holding the support.
 
     Parameters
@@ -61,7 +62,7 @@ def support_radius(X: Any, *, weights: Any = None) -> float:
     return float(np.max(np.linalg.norm(X[w > 0], axis=1)))
 
 
-def support_radius_bound(times: Any, R0: float, V: Any) -> np.ndarray:
+def support_radius_bound(times: ArrayLike, R0: float, V: Any) -> np.ndarray:
     r"""Bound :math:`R(t) = R_0 e^{\lVert V\rVert t}` on the support radius under softmax.
 
     Softmax outputs :math:`V` times a convex combination of tokens, so
@@ -182,7 +183,7 @@ class StabilityBound:
 
 
 def stability_constant(
-    times: Any, R0: float, A: Any, V: Any, *, beta: float = 1.0
+    times: ArrayLike, R0: float, A: Any, V: Any, *, beta: float = 1.0
 ) -> StabilityBound:
     r"""Stability constant :math:`C(t,R_0)` with :math:`W_p(\mu_t,\nu_t) \le C\,W_p(\mu_0,\nu_0)`.
 
@@ -231,7 +232,13 @@ def stability_constant(
 
 
 def softmax_jacobian(
-    Y: Any, X: Any, A: Any, V: Any, *, beta: float = 1.0, weights: Any = None
+    Y: ArrayLike,
+    X: ArrayLike,
+    A: Any,
+    V: Any,
+    *,
+    beta: float = 1.0,
+    weights: ArrayLike | None = None,
 ) -> np.ndarray:
     r"""Jacobian :math:`\nabla_x\Gamma_\mu(x) = \beta V\operatorname{Cov}_{\pi_x}(y)A` at queries.
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from .._typing import ArrayLike, SeedLike
 from .._validation import (
     as_covariance,
     as_matrix,
@@ -60,25 +61,25 @@ class MeanFieldErrors:
 
 
 def _flow(
-    field: Any, X0: np.ndarray, times: np.ndarray, dt: float, weights: Any = None
+    field: Any, X0: np.ndarray, times: np.ndarray, dt: float, weights: ArrayLike | None = None
 ) -> np.ndarray:
     rhs = field if weights is None else (lambda t, X: field.velocity(X, t, weights=weights))
     return integrate(rhs, X0, times, method="rk4", dt=dt).states
 
 
 def mean_field_errors(
-    ns: Any,
+    ns: ArrayLike,
     *,
-    cov0: Any,
+    cov0: ArrayLike,
     A: Any,
     v: float,
     T: float,
-    mean0: Any = None,
+    mean0: ArrayLike | None = None,
     beta: float = 1.0,
     n_seeds: int = 4,
     n_ref: int | None = None,
     dt: float = DEFAULT_DT,
-    rng: Any = None,
+    rng: SeedLike = None,
 ) -> MeanFieldErrors:
     r"""Mean-field error :math:`W_2(\mu^n(T), \mu(T))` of softmax tokens against an exact solution.
 
@@ -173,11 +174,11 @@ class StabilityRun:
 
 def stability_ratios(
     field: Any,
-    X0: Any,
-    Y0: Any,
-    times: Any,
+    X0: ArrayLike,
+    Y0: ArrayLike,
+    times: ArrayLike,
     *,
-    weights: Any = None,
+    weights: ArrayLike | None = None,
     conditional: bool = False,
     p: int = 2,
     dt: float = DEFAULT_DT,

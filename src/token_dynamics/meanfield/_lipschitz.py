@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 from scipy.integrate import quad
 
+from .._typing import ArrayLike
 from .._validation import as_matrix, as_times, as_tokens, check_positive
 from ..attention import L2, Causal, MultiHead, Sigmoid, Sinkhorn, Softmax
 from ..wasserstein import wasserstein1
@@ -197,7 +198,7 @@ def field_constants(
 
 def gronwall_bound(
     field: Any,
-    times: Any,
+    times: ArrayLike,
     R0: float,
     *,
     sink_mass: float | None = None,
@@ -307,7 +308,7 @@ def _hardy_factor(field: Any, hardy_p: float | None, sink_mass: float | None) ->
 
 
 def measured_constants(
-    field: Any, X: Any, Y: Any, queries: Any, other_queries: Any, t: float = 0.0
+    field: Any, X: ArrayLike, Y: ArrayLike, queries: Any, other_queries: Any, t: float = 0.0
 ) -> FieldConstants:
     r"""The three constants as measured on tokens: the quantities the estimates bound.
 

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 from scipy.linalg import expm
 
+from .._typing import ArrayLike
 from .._validation import (
     as_matrix,
     as_times,
@@ -47,7 +48,7 @@ class MaskedCloud:
     n_sink: int
 
 
-def causal_cloud(X: Any, *, sink: Any = None, sink_mass: float = 0.0) -> MaskedCloud:
+def causal_cloud(X: ArrayLike, *, sink: Any = None, sink_mass: float = 0.0) -> MaskedCloud:
     r"""Attach positions (and optionally an attention sink) to a sequence of tokens.
 
     Without a sink, token :math:`i = 1..n` sits at :math:`s_i = (i-1)/n` with weight
@@ -98,7 +99,7 @@ def causal_cloud(X: Any, *, sink: Any = None, sink_mass: float = 0.0) -> MaskedC
     return MaskedCloud(with_positions(np.vstack([S, X]), pos), w, m)
 
 
-def first_token_solution(x0: Any, V: Any, times: Any) -> np.ndarray:
+def first_token_solution(x0: ArrayLike, V: Any, times: ArrayLike) -> np.ndarray:
     r"""Exact path :math:`x_1(t) = e^{tV}x_1(0)` of a token that attends only to itself.
 
     Under causal softmax attention the first token (alone at the smallest position) sees only
@@ -145,7 +146,7 @@ class Sensitivity:
 
 
 def conditional_sensitivity(
-    field: Any, Z: Any, Z_perturbed: Any, *, weights: Any = None
+    field: Any, Z: Any, Z_perturbed: Any, *, weights: ArrayLike | None = None
 ) -> Sensitivity:
     r"""Lipschitz ratios of :math:`\mu\mapsto\Gamma_\mu` for masked tokens, queries held fixed.
 
@@ -190,7 +191,7 @@ def conditional_sensitivity(
 
 
 def first_token_sensitivity(
-    field: Any, X: Any, *, sink: Any = None, sink_mass: float = 0.0, delta: float = 0.1
+    field: Any, X: ArrayLike, *, sink: Any = None, sink_mass: float = 0.0, delta: float = 0.1
 ) -> Sensitivity:
     r"""Sensitivity of the masked field to a move of the first (non-sink) token.
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from .._typing import ArrayLike
 from .._validation import as_tokens, as_weights
 from ..attention import Causal
 from ._estimates import StabilityBound, support_radius
@@ -58,12 +59,12 @@ class StabilityCheck:
 
 def stability_check(
     field: Any,
-    X0: Any,
-    Y0: Any,
-    times: Any,
+    X0: ArrayLike,
+    Y0: ArrayLike,
+    times: ArrayLike,
     *,
     p: int = 2,
-    weights: Any = None,
+    weights: ArrayLike | None = None,
     sink_mass: float | None = None,
     hardy: bool = False,
     dt: float = DEFAULT_DT,

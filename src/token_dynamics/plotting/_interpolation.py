@@ -271,7 +271,7 @@ def plot_moves(
 
     B = np.asarray(before, dtype=float)[:, :2]
     A = np.asarray(after, dtype=float)[:, :2]
-    segments = LineCollection(np.stack([B, A], axis=1), colors="0.6", lw=0.8)
+    segments = LineCollection(list(np.stack([B, A], axis=1)), colors="0.6", lw=0.8)
     artists = [
         ax.add_collection(segments),
         ax.scatter(B[:, 0], B[:, 1], s=20, color=color),

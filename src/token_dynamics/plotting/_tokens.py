@@ -467,7 +467,8 @@ def animate(
         frames = np.unique(np.linspace(0, T - 1, min(n_frames, T)).round().astype(int))
         fig = plt.figure(figsize=figsize, dpi=dpi)
         try:
-            ax = fig.add_subplot(projection="3d" if d == 3 else None)
+            # a 2D Axes or an mpl_toolkits Axes3D (untyped) by the dimension
+            ax: Any = fig.add_subplot(projection="3d" if d == 3 else None)
             if sphere:
                 plot_sphere(ax, d=d)
             for k, (a, b) in enumerate(zip(lo, hi, strict=True)):

@@ -22,12 +22,15 @@ more than :data:`MAX_NODES` nodes (very wide pre-activations).
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy import integrate, special
 
 from .._validation import check_int, check_positive
+
+if TYPE_CHECKING:  # the options' TypedDict of scipy-stubs (no runtime module)
+    from scipy.integrate._typing import QuadOpts
 
 __all__ = ["ACTIVATIONS", "kappa", "kappa_prime"]
 
@@ -106,7 +109,7 @@ def _dblquad(f, sa: float, sv: float) -> float:
         opts = {"limit": 200, "epsabs": 1e-14, "epsrel": 1e-13}
         return {**opts, "points": pts} if pts else opts
 
-    outer = {"limit": 200, "epsabs": 1e-14, "epsrel": 1e-13, "points": [0.0]}
+    outer: QuadOpts = {"limit": 200, "epsabs": 1e-14, "epsrel": 1e-13, "points": [0.0]}
     val, _ = integrate.nquad(integrand, [[-12.0, 12.0], [-12.0, 12.0]], opts=[inner_opts, outer])
     return float(val)
 

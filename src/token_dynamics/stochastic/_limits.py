@@ -487,7 +487,7 @@ def layer_norm_remainder(v: Any, w: Any, scales: Any, *, order: int = 2) -> Conv
     scales = np.asarray(scales, dtype=np.float64)
     if w.shape != v.shape or np.any(scales <= 0):
         raise ValueError("`w` must have the shape of `v`, and `scales` must be positive.")
-    rem = []
+    remainders = []
     for eps in scales:
         x = eps * w
         exact = (v + x) / np.linalg.norm(v + x)
@@ -495,6 +495,6 @@ def layer_norm_remainder(v: Any, w: Any, scales: Any, *, order: int = 2) -> Conv
         approx = v + Pw
         if order == 2:
             approx = approx - (v @ x) * Pw - 0.5 * (Pw @ Pw) * v
-        rem.append(np.linalg.norm(exact - approx))
-    rem = np.array(rem)
+        remainders.append(np.linalg.norm(exact - approx))
+    rem = np.array(remainders)
     return ConvergenceStudy(scales, rem, np.zeros_like(rem), fit_power_law(scales, rem).slope)

@@ -15,7 +15,7 @@ Arrays carry the Monte-Carlo paths first: states ``(paths, n, d)``, trajectories
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from scipy import special
@@ -205,7 +205,7 @@ def _mlp(activation: str, Y, U, bU, W, bW) -> np.ndarray:
 
 def _draw_weights(noise: MLPNoise, paths: int, d: int, rng: np.random.Generator):
     """``(U / sqrt(d), b_U, W, b_W)`` of one layer for every path."""
-    m = noise.width
+    m = cast(int, noise.width)  # finite: the infinite width draws no weights
     U = rng.standard_normal((paths, m, d)) / np.sqrt(d)
     bU = noise.sigma_U * rng.standard_normal((paths, m))
     W = rng.standard_normal((paths, d, m))
@@ -348,6 +348,7 @@ def _noise_step(Y, h, G, what: str) -> np.ndarray:
 def _as_initial(X0: Any, paths: int) -> np.ndarray:
     """Initial tokens ``(n, d)`` (same for every path) or ``(paths, n, d)``, on the sphere."""
     arr = np.array(X0, dtype=np.float64)
+    X: np.ndarray
     if arr.ndim == 3:
         if arr.shape[0] != paths:
             raise ValueError(
