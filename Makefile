@@ -50,6 +50,7 @@ test: env chromium poppler lint unit build browser pdf-check
 lint: env
 	$(BIN)/ruff check src tests tools book/_ext benchmarks
 	$(BIN)/ruff format --check src tests tools book/_ext benchmarks
+	$(BIN)/mypy  # src/, at the setting of [tool.mypy] in pyproject.toml
 	rm -rf _build/notebook_code
 	$(BIN)/python tools/notebook_code.py _build/notebook_code
 	$(BIN)/ruff check --extend-ignore E402,E501,E703,B018 _build/notebook_code
