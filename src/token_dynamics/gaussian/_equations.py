@@ -43,10 +43,35 @@ def _square_parameter(P: Any, name: str) -> Callable[[float], np.ndarray]:
 
 @dataclass(frozen=True)
 class MomentEquations:
-    """Base class: the moment ODE of an attention variant that preserves Gaussians.
+    r"""Base class: the moment ODE of an attention variant that preserves Gaussians.
+
+    On a Gaussian :math:`\mathcal N(\alpha, \Sigma)` the velocity of a Gaussian-preserving
+    variant is affine, :math:`\Gamma(x) = c + Mx`, and the moments follow
+
+    .. math::
+        \alpha' = c + M\alpha, \qquad \Sigma' = M\Sigma + \Sigma M^\top .
 
     Subclasses implement ``affine(mean, cov, t)``; the factor form ``_terms`` is derived from
-    it unless a variant has a better-conditioned one (Sinkhorn).
+    it unless a variant has a better-conditioned one (Sinkhorn). The parameters are those of
+    the subclass; :func:`moment_equations` builds the right one from an attention field.
+
+    References
+    ----------
+    Castin et al. (2025), arXiv:2501.18322: the moment ODEs of each variant.
+
+    Examples
+    --------
+    The moment ODE of softmax attention, built from the field; ``rhs`` is
+    :math:`(c + M\alpha, M\Sigma + \Sigma M^\top)` of ``affine``:
+
+    >>> import numpy as np
+    >>> from token_dynamics.attention import Softmax
+    >>> from token_dynamics.gaussian import moment_equations
+    >>> eq = moment_equations(Softmax([[0.9]], [[0.7]]))
+    >>> c, M = eq.affine([1.0], [[0.4]])
+    >>> dmean, dcov = eq.rhs(0.0, [1.0], [[0.4]])
+    >>> bool(np.allclose(dmean, c + M @ [1.0]) and np.allclose(dcov, 2 * M * 0.4))
+    True
     """
 
     def affine(self, mean: Any, cov: Any, t: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
@@ -311,12 +336,18 @@ class LinearMoments(_BilinearMoments):
         \alpha' = V(\Sigma + \alpha\alpha^\top)A\alpha,\qquad \Sigma' = M\Sigma + \Sigma M^\top,
         \quad M = V(\Sigma+\alpha\alpha^\top)A .
 
+    Parameters
+    ----------
+    A, V : (d, d) arrays or callables ``t -> (d, d)``
+        Attention and value matrices, constant or time-dependent.
+
     References
     ----------
     Castin et al. (2025), arXiv:2501.18322.
 
     Examples
     --------
+    >>> from token_dynamics.gaussian import LinearMoments
     >>> eq = LinearMoments(A=[[1.0]], V=[[1.0]])
     >>> dmean, dcov = eq.rhs(0.0, [0.0], [[0.5]])
     >>> float(dcov[0, 0])  # 2 s^2
@@ -435,6 +466,16 @@ def moment_equations(field: Any) -> MomentEquations:
     matching :class:`MomentEquations` through the registry :data:`MOMENT_EQUATIONS`; a
     :class:`MomentEquations` is returned unchanged.
 
+    Parameters
+    ----------
+    field : AttentionField or MomentEquations
+        A Gaussian-preserving attention field, or moment equations already built.
+
+    Returns
+    -------
+    MomentEquations
+        The moment ODE, with ``affine`` and ``rhs``.
+
     Raises
     ------
     ValueError
@@ -445,6 +486,7 @@ def moment_equations(field: Any) -> MomentEquations:
     Examples
     --------
     >>> from token_dynamics.attention import Softmax
+    >>> from token_dynamics.gaussian import moment_equations
     >>> type(moment_equations(Softmax([[1.0]], [[1.0]]))).__name__
     'SoftmaxMoments'
     """
