@@ -227,16 +227,32 @@ def monotonicity_sign(A: Any, V: Any) -> int:
     (:math:`k = 1` softmax, :math:`k = 2` unnormalised), so the sign is that of
     :math:`AV + V^\top A^\top` when it is semidefinite.
 
+    Parameters
+    ----------
+    A : array_like, shape (d, d)
+        Symmetric attention matrix.
+    V : array_like, shape (d, d)
+        Value matrix.
+
     Returns
     -------
     int
         ``+1`` (energy non-decreasing), ``-1`` (non-increasing) or ``0`` (indefinite, no
         prediction).
 
+    Raises
+    ------
+    ValueError
+        If `A` is not symmetric or `V` has another shape.
+
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.gradient_flow import monotonicity_sign
     >>> monotonicity_sign(-np.eye(2), np.eye(2))
     -1
+    >>> monotonicity_sign(np.eye(2), np.diag([1.0, -1.0]))  # AV indefinite: no prediction
+    0
     """
     A = as_matrix(A, "A")
     A = as_symmetric(A, "A", what=SYMMETRIC_A)

@@ -162,6 +162,16 @@ class BuresWassersteinCheck:
         The Bures-Wasserstein descent velocity of ``OT_eps(mu, mu) / 2`` by finite differences.
     error : float
         Largest absolute difference of the two, relative to the largest velocity entry.
+
+    Examples
+    --------
+    Returned by :func:`sinkhorn_bures_wasserstein_check`:
+
+    >>> import numpy as np
+    >>> from token_dynamics.gradient_flow import sinkhorn_bures_wasserstein_check
+    >>> chk = sinkhorn_bures_wasserstein_check([0.0, 0.1], np.eye(2), -0.5 * np.eye(2))
+    >>> chk.mean_velocity.shape, chk.cov_velocity.shape, bool(chk.error < 1e-8)
+    ((2,), (2, 2), True)
     """
 
     mean_velocity: np.ndarray
@@ -197,6 +207,8 @@ def sinkhorn_bures_wasserstein_check(
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.gradient_flow import sinkhorn_bures_wasserstein_check
     >>> chk = sinkhorn_bures_wasserstein_check([0.3, -0.2], [[1.0, 0.2], [0.2, 0.5]], -np.eye(2))
     >>> chk.error < 1e-8
     True
