@@ -294,7 +294,31 @@ def numerical_rank(M: Any, rtol: float | None = None) -> int:
 
 @dataclass(frozen=True)
 class PowerLawFit:
-    """Least-squares line :math:`\\log y = \\text{intercept} + \\text{slope}\\,\\log x`."""
+    r"""Least-squares line :math:`\log y = \text{intercept} + \text{slope}\,\log x`.
+
+    Calling it evaluates the power law :math:`y = e^{\text{intercept}}\,x^{\text{slope}}`.
+
+    Attributes
+    ----------
+    slope : float
+        The exponent :math:`p` of :math:`y \approx C x^p` (an observed convergence order).
+    intercept : float
+        :math:`\log C`.
+
+    Examples
+    --------
+    Returned by :func:`fit_power_law`; on exact data :math:`y = 3x^{-1/2}` the fit recovers
+    the exponent and the constant:
+
+    >>> import numpy as np
+    >>> from token_dynamics.diagnostics import fit_power_law
+    >>> x = np.array([1.0, 4.0, 100.0])
+    >>> fit = fit_power_law(x, 3.0 * x**-0.5)
+    >>> round(fit.slope, 12), round(float(np.exp(fit.intercept)), 12)
+    (-0.5, 3.0)
+    >>> fit([16.0])
+    array([0.75])
+    """
 
     slope: float
     intercept: float
@@ -322,6 +346,7 @@ def fit_power_law(x: Any, y: Any) -> PowerLawFit:
 
     Examples
     --------
+    >>> from token_dynamics.diagnostics import fit_power_law
     >>> fit = fit_power_law([1, 4, 16], [1.0, 0.5, 0.25])
     >>> round(fit.slope, 12)
     -0.5
