@@ -91,8 +91,16 @@ class Factored:
 class Identity:
     """The identity matrix of size ``d``: a structural choice, not a trained parameter.
 
+    Used for the attention matrices of a layer that averages tokens, it counts no parameter.
+
+    Parameters
+    ----------
+    d : int
+        Size of the matrix.
+
     Examples
     --------
+    >>> from token_dynamics.interpolation import Identity
     >>> Identity(2).matrix.tolist(), Identity(2).n_params
     ([[1.0, 0.0], [0.0, 1.0]], 0)
     """
@@ -320,8 +328,29 @@ def _attention_weights(X: np.ndarray, A: np.ndarray, kind: str, tau: float | Non
 class TransformerBlock:
     r"""One block :math:`\mathrm{TB} = \mathrm{SA}\circ\mathrm{FF}` (feed-forward first).
 
+    .. math:: \mathrm{TB}(X) = \mathrm{SA}\big(\mathrm{FF}(X)\big),
+
+    applied to a sequence ``X`` of shape ``(n, d)``; its parameter count is that of its two
+    layers.
+
+    Parameters
+    ----------
+    ff : FeedForward
+        The feed-forward layer, applied first.
+    sa : SelfAttention
+        The self-attention layer, in the same dimension.
+
+    Raises
+    ------
+    TypeError
+        If `ff` is not a :class:`FeedForward` or `sa` not a :class:`SelfAttention`.
+    ValueError
+        If the two layers act on different dimensions.
+
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.interpolation import FeedForward, SelfAttention, TransformerBlock
     >>> ff = FeedForward(U=np.zeros((1, 2)), b=[1.0], W=[[1.0], [0.0]])  # translate by e_1
     >>> block = TransformerBlock(ff, SelfAttention())  # identity attention
     >>> block(np.zeros((1, 2))).tolist()
@@ -350,8 +379,31 @@ class TransformerBlock:
 def as_sequences(sequences: Any, name: str = "inputs", *, d: int | None = None) -> list[np.ndarray]:
     """Validate a list of sequences, each of shape ``(n_j, d)`` with one common ``d``.
 
+    Parameters
+    ----------
+    sequences : list of array_like, shapes (n_j, d), or array_like, shape (N, n, d)
+        The sequences; their lengths may differ, their dimension may not.
+    name : str, default "inputs"
+        The argument's name, for the error messages.
+    d : int, optional, keyword-only
+        The dimension the sequences must have.
+
+    Returns
+    -------
+    list of ndarray, shapes (n_j, d)
+        float64 copies, one per sequence.
+
+    Raises
+    ------
+    TypeError
+        If `sequences` is not a non-empty list of arrays.
+    ValueError
+        If a sequence is not ``(n_j, d)`` or the dimensions differ.
+
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.interpolation import as_sequences
     >>> [s.shape for s in as_sequences([np.zeros((3, 2)), np.ones((1, 2))])]
     [(3, 2), (1, 2)]
     """

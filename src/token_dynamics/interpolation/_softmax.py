@@ -302,6 +302,21 @@ class SoftmaxInterpolator:
         Relative Hausdorff error of each sequence.
     n_separation : int
     m : ndarray of int, shape (N,)
+
+    Examples
+    --------
+    Returned by :func:`build_softmax_interpolator`; at the critical temperature the collapse
+    fills less than each snapping plateau, so the interpolation is exact:
+
+    >>> import numpy as np
+    >>> from token_dynamics.interpolation import build_softmax_interpolator
+    >>> X = [np.array([[0.0, 0.0], [1.0, 0.0]]), np.array([[0.0, 0.0], [0.0, 1.0]])]
+    >>> Y = [np.array([[5.0, 5.0]]), np.array([[-1.0, 2.0], [3.0, 0.0]])]
+    >>> interp = build_softmax_interpolator(X, Y, rng=0)
+    >>> bool(interp.plateau_fill < 1), interp.exact_collapse, interp.tau == interp.tau_star
+    (True, True, True)
+    >>> bool(interp.max_error < 1e-10), interp.n_blocks <= interp.paper_bound
+    (True, True)
     """
 
     transformer: Transformer
@@ -411,6 +426,8 @@ def build_softmax_interpolator(
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.interpolation import build_softmax_interpolator
     >>> X = [np.array([[0.0, 0.0], [1.0, 0.0]]), np.array([[0.0, 0.0], [0.0, 1.0]])]
     >>> Y = [np.array([[5.0, 5.0]]), np.array([[-1.0, 2.0], [3.0, 0.0]])]
     >>> interp = build_softmax_interpolator(X, Y, rng=0)
