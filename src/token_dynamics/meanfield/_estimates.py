@@ -172,6 +172,19 @@ class StabilityBound:
     log_constant : ndarray, shape (T,)
         :math:`\\log C(t, R_0) = \\int_0^t (L_x + L_\\mu)(R(s))\\,ds`; the constant itself
         overflows quickly, its logarithm does not.
+
+    Examples
+    --------
+    Returned by :func:`stability_constant`; the radius follows :math:`R_0 e^{\\lVert V\\rVert
+    t}` and the constant grows from :math:`C(0, R_0) = 1`:
+
+    >>> import numpy as np
+    >>> from token_dynamics.meanfield import stability_constant
+    >>> b = stability_constant([0.0, 0.5, 1.0], 0.5, -np.eye(2), np.eye(2))
+    >>> bool(np.allclose(b.radius, 0.5 * np.exp(b.times)))
+    True
+    >>> float(b.log_constant[0]), bool(np.all(np.diff(b.log_constant) > 0))
+    (0.0, True)
     """
 
     times: np.ndarray
@@ -207,6 +220,8 @@ def stability_constant(
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.meanfield import stability_constant
     >>> b = stability_constant([0.0, 1.0], 0.0, np.eye(2), np.eye(2))
     >>> b.log_constant.round(6)  # R0 = 0: only the measure term ||V|| survives
     array([0., 1.])

@@ -49,6 +49,19 @@ class FieldConstants:
         :math:`L_\mu(R)`: :math:`|\Gamma_{\mu,t}(x) - \Gamma_{\nu,t}(x)| \le L_\mu W_1(\mu,\nu)`
         for queries and measures in the ball (for masked attention: in :math:`W_{1,\lambda}`,
         with the sink mass dividing the softmax constant).
+
+    Examples
+    --------
+    Returned by :func:`field_constants`; for softmax with :math:`A = I/2`, :math:`V = 2I`
+    on the unit ball, :math:`b = \lVert V\rVert = 2`, :math:`L_x = \lVert V\rVert\kappa R^2 = 1`
+    and :math:`L_\mu = \lVert V\rVert(1 + 2\kappa R^2)e^{2\kappa R^2} = 4e`:
+
+    >>> import numpy as np
+    >>> from token_dynamics.attention import Softmax
+    >>> from token_dynamics.meanfield import field_constants
+    >>> c = field_constants(Softmax(0.5 * np.eye(2), 2.0 * np.eye(2)), 1.0)
+    >>> c.growth, c.lipschitz_x, bool(np.isclose(c.lipschitz_measure, 4 * np.e))
+    (2.0, 1.0, True)
     """
 
     growth: float
