@@ -1,8 +1,9 @@
 """Every public name carries the numpydoc sections the API reference promises.
 
 The rule is `tools/api_coverage.py`'s: a function or class documents its ``Parameters`` (a
-result class its ``Attributes``) and has ``Examples`` (run as doctests by ``--doctest-modules``);
-an exception has a docstring of its own; a constant has a ``#:`` description.
+result class its ``Attributes``) and has ``Examples`` (run as doctests by ``--doctest-modules``)
+that import every name they use, so that they also run when copied; an exception has a
+docstring of its own; a constant has a ``#:`` description.
 """
 
 import importlib.util
@@ -49,11 +50,28 @@ def test_the_rule_names_what_is_missing():
         """
         return x
 
+    def copied_fails(x):
+        """Return `x`.
+
+        Parameters
+        ----------
+        x : object
+            Anything.
+
+        Examples
+        --------
+        >>> from token_dynamics.attention import Softmax
+        >>> copied_fails(np.zeros(2)).shape
+        (2,)
+        """
+        return x
+
     class Silent(ValueError):
         pass
 
     assert rule("token_dynamics", "f", undocumented) == ["docstring"]
     assert rule("token_dynamics", "f", without_examples) == ["Examples"]
+    assert rule("token_dynamics", "f", copied_fails) == ["import of copied_fails, np in Examples"]
     assert rule("token_dynamics", "E", Silent) == ["docstring"]
     assert rule("token_dynamics.attention", "NOT_A_CONSTANT", 1.0) == ["#: description"]
     assert rule("token_dynamics.attention", "BLOCK_ELEMENTS", 2**16) == []

@@ -5,7 +5,8 @@ Usage: ``PYTHONPATH=src python tools/api_coverage.py`` prints one line per publi
 lacks. The rule, by kind of name:
 
 - a function or a class: ``Parameters`` when it takes arguments (``Attributes`` will do for a
-  result class, whose fields are its arguments) and ``Examples``. A result class is exemplified
+  result class, whose fields are its arguments) and ``Examples`` that import every name they
+  use, so that they run when copied into a fresh interpreter. A result class is exemplified
   by the function returning it: its ``Examples`` section may show that function's call;
 - an exception: a docstring of its own saying when it is raised (no example: raising it on
   purpose would teach nothing);
@@ -17,6 +18,9 @@ Exit status 1 when something is missing; ``tests/test_docstrings.py`` turns it i
 
 from __future__ import annotations
 
+import ast
+import builtins
+import doctest
 import importlib.util
 import inspect
 import sys
@@ -36,6 +40,31 @@ def _takes_arguments(obj) -> bool:
     return any(name not in ("self", "cls") for name in parameters)
 
 
+def free_names(doc: str) -> list[str]:
+    """Names the examples of `doc` use before binding them: what a reader who copies the
+    examples into a fresh interpreter would miss (``np`` without ``import numpy as np``)."""
+    bound = set(dir(builtins))
+    free = []
+    for example in doctest.DocTestParser().get_examples(doc):
+        try:
+            tree = ast.parse(example.source)
+        except SyntaxError:
+            continue
+        stores, loads = set(), []
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                stores |= {(a.asname or a.name).split(".")[0] for a in node.names}
+            elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                stores.add(node.name)
+            elif isinstance(node, ast.arg):
+                stores.add(node.arg)
+            elif isinstance(node, ast.Name):
+                (loads.append(node.id) if isinstance(node.ctx, ast.Load) else stores.add(node.id))
+        free += [name for name in dict.fromkeys(loads) if name not in bound | stores | set(free)]
+        bound |= stores
+    return free
+
+
 def lacks(modname: str, name: str, obj) -> list[str]:
     """The sections the docstring of public `name` (documented in `modname`) lacks."""
     kind = api_reference._kind(obj)
@@ -50,7 +79,11 @@ def lacks(modname: str, name: str, obj) -> list[str]:
     described = kind == "class" and "\nAttributes\n---" in doc  # a result container
     if kind in ("function", "class") and _takes_arguments(obj) and not described:
         wanted.insert(0, "Parameters")
-    return [s for s in wanted if f"\n{s}\n---" not in doc]
+    missing = [s for s in wanted if f"\n{s}\n---" not in doc]
+    unimported = free_names(doc)
+    if unimported:
+        missing.append(f"import of {', '.join(unimported)} in Examples")
+    return missing
 
 
 def missing_sections() -> dict[str, list[str]]:

@@ -52,6 +52,7 @@ def empirical_mean(X: Any, weights: Any = None) -> np.ndarray:
 
     Examples
     --------
+    >>> from token_dynamics.diagnostics import empirical_mean
     >>> empirical_mean([[0.0, 0.0], [2.0, 4.0]])
     array([1., 2.])
     >>> empirical_mean([[0.0, 0.0], [2.0, 4.0]], weights=[0.75, 0.25])
@@ -84,6 +85,7 @@ def empirical_covariance(X: Any, weights: Any = None) -> np.ndarray:
 
     Examples
     --------
+    >>> from token_dynamics.diagnostics import empirical_covariance
     >>> empirical_covariance([[-1.0, 0.0], [1.0, 0.0]])
     array([[1., 0.],
            [0., 0.]])
@@ -115,6 +117,7 @@ def diameter(X: Any) -> float:
 
     Examples
     --------
+    >>> from token_dynamics.diagnostics import diameter
     >>> diameter([[0.0, 0.0], [3.0, 4.0], [1.0, 1.0]])
     5.0
     """
@@ -145,6 +148,7 @@ def min_inner_product(X: Any) -> float:
 
     Examples
     --------
+    >>> from token_dynamics.diagnostics import min_inner_product
     >>> min_inner_product([[1.0, 0.0], [0.0, 1.0]])
     0.0
     """
@@ -184,6 +188,7 @@ def interaction_energy(X: Any, beta: float = 1.0, weights: Any = None, *, A: Any
     Examples
     --------
     >>> import numpy as np
+    >>> from token_dynamics.diagnostics import interaction_energy
     >>> X = np.array([[1.0, 0.0], [1.0, 0.0]])
     >>> bool(np.isclose(interaction_energy(X, beta=2.0), np.exp(2.0) / 4.0))
     True
@@ -235,6 +240,7 @@ def cluster_count(X: Any, tol: float) -> int:
 
     Examples
     --------
+    >>> from token_dynamics.diagnostics import cluster_count
     >>> cluster_count([[0.0, 0.0], [0.0, 1e-3], [1.0, 0.0]], tol=1e-2)
     2
     """
@@ -277,6 +283,7 @@ def numerical_rank(M: Any, rtol: float | None = None) -> int:
 
     Examples
     --------
+    >>> from token_dynamics.diagnostics import numerical_rank
     >>> numerical_rank([[1.0, 2.0], [2.0, 4.0 + 1e-12]], rtol=1e-9)
     1
     """

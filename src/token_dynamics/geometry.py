@@ -45,6 +45,7 @@ def normalize(X: Any) -> np.ndarray:
 
     Examples
     --------
+    >>> from token_dynamics.geometry import normalize
     >>> normalize([[3.0, 4.0], [0.0, -2.0]])
     array([[ 0.6,  0.8],
            [ 0. , -1. ]])
@@ -84,6 +85,7 @@ def project_tangent(X: Any, dX: Any) -> np.ndarray:
 
     Examples
     --------
+    >>> from token_dynamics.geometry import project_tangent
     >>> project_tangent([[1.0, 0.0]], [[2.0, 3.0]])
     array([[0., 3.]])
     """

@@ -47,6 +47,7 @@ def gaussian_cloud(n: int, mean: Any, cov: Any, *, rng: Any = None) -> np.ndarra
 
     Examples
     --------
+    >>> from token_dynamics.sampling import gaussian_cloud
     >>> X = gaussian_cloud(1000, [1.0, -1.0], [[1.0, 0.0], [0.0, 0.25]], rng=0)
     >>> X.shape, bool(abs(X[:, 0].mean() - 1.0) < 0.1)
     ((1000, 2), True)
@@ -81,6 +82,7 @@ def uniform_sphere(n: int, d: int, *, rng: Any = None) -> np.ndarray:
     Examples
     --------
     >>> import numpy as np
+    >>> from token_dynamics.sampling import uniform_sphere
     >>> X = uniform_sphere(5, 3, rng=1)
     >>> np.allclose(np.linalg.norm(X, axis=1), 1.0)
     True
@@ -125,6 +127,7 @@ def gaussian_mixture(
 
     Examples
     --------
+    >>> from token_dynamics.sampling import gaussian_mixture
     >>> X = gaussian_mixture(6, [[-5.0, 0.0], [5.0, 0.0]], [[0.01, 0.0], [0.0, 0.01]], rng=0)
     >>> X.shape
     (6, 2)

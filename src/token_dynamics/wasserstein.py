@@ -306,6 +306,8 @@ def wasserstein2(
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.wasserstein import wasserstein2
     >>> X = np.array([[0.0, 0.0], [1.0, 0.0]])
     >>> round(wasserstein2(X, X + [0.0, 2.0]), 12)
     2.0
@@ -373,6 +375,7 @@ def wasserstein1(X: Any, Y: Any, *, weights_x: Any = None, weights_y: Any = None
 
     Examples
     --------
+    >>> from token_dynamics.wasserstein import wasserstein1
     >>> round(wasserstein1([[0.0], [1.0]], [[0.5], [1.5]]), 12)
     0.5
     """
@@ -424,6 +427,7 @@ def w2_gaussian_1d(x: Any, mean: float, var: float, *, weights: Any = None) -> f
 
     Examples
     --------
+    >>> from token_dynamics.wasserstein import w2_gaussian_1d
     >>> round(w2_gaussian_1d([3.0], 1.0, 0.0), 12)
     2.0
     """
@@ -467,6 +471,7 @@ def bures_wasserstein(m1: Any, S1: Any, m2: Any, S2: Any) -> float:
 
     Examples
     --------
+    >>> from token_dynamics.wasserstein import bures_wasserstein
     >>> round(bures_wasserstein([0.0], [[1.0]], [0.0], [[4.0]]), 12)
     1.0
     """
@@ -527,6 +532,8 @@ def conditional_w2(X: Any, Y: Any, *, weights_x: Any = None, weights_y: Any = No
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.wasserstein import conditional_w2, wasserstein2
     >>> X = np.array([[0.0, 0.0], [0.5, 1.0]])
     >>> Y = np.array([[0.0, 1.0], [0.5, 0.0]])
     >>> round(conditional_w2(X, Y), 12)  # index-matched: each token moved by 1

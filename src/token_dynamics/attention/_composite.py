@@ -46,6 +46,7 @@ class MultiHead(AttentionField):
     Examples
     --------
     >>> import numpy as np
+    >>> from token_dynamics.attention import MultiHead, Softmax
     >>> X = np.array([[1.0, 0.0], [0.0, 1.0]])
     >>> head = Softmax(np.zeros((2, 2)), np.eye(2))
     >>> MultiHead((head, head)).velocity(X)          # two identical heads add up
@@ -92,6 +93,7 @@ class MultiHead(AttentionField):
         Examples
         --------
         >>> import numpy as np
+        >>> from token_dynamics.attention import MultiHead, Softmax
         >>> MultiHead((Softmax(np.eye(2), np.eye(2)),)).attention_matrix(np.eye(2))
         Traceback (most recent call last):
         ...
@@ -105,6 +107,7 @@ class MultiHead(AttentionField):
         Examples
         --------
         >>> import numpy as np
+        >>> from token_dynamics.attention import Hardmax, MultiHead, Softmax
         >>> mh = MultiHead((Softmax(np.eye(2), np.eye(2)), Hardmax(np.eye(2), np.eye(2))))
         >>> mh.attention_matrices(np.eye(2)).shape
         (2, 2, 2)
@@ -124,6 +127,7 @@ class MultiHead(AttentionField):
         Examples
         --------
         >>> import numpy as np
+        >>> from token_dynamics.attention import MultiHead
         >>> mh = MultiHead.from_qkv(np.eye(2), np.eye(2), np.eye(2), 2)
         >>> len(mh.heads), mh.heads[0].V
         (2, array([[1., 0.],
@@ -189,6 +193,7 @@ class Causal(AttentionField):
     Examples
     --------
     >>> import numpy as np
+    >>> from token_dynamics.attention import Causal, with_positions
     >>> X = with_positions(np.array([[1.0, 0.0], [0.0, 1.0]]))
     >>> X
     array([[0. , 1. , 0. ],
@@ -290,6 +295,7 @@ def with_positions(X: Any, positions: Any = None, *, n_sink: int = 0) -> np.ndar
     Examples
     --------
     >>> import numpy as np
+    >>> from token_dynamics.attention import with_positions
     >>> with_positions(np.zeros((4, 1)), n_sink=2)[:, 0]
     array([0.        , 0.        , 0.33333333, 0.66666667])
     """
@@ -346,6 +352,7 @@ def make_field(
 
     Examples
     --------
+    >>> from token_dynamics.attention import make_field
     >>> type(make_field("sinkhorn", 2, beta=4.0)).__name__, make_field("sinkhorn", 2, beta=4.0).eps
     ('Sinkhorn', 0.25)
     """

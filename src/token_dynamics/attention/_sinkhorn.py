@@ -74,6 +74,7 @@ class SinkhornPlan:
     Examples
     --------
     >>> import numpy as np
+    >>> from token_dynamics.attention import sinkhorn_plan
     >>> sinkhorn_plan(np.zeros((2, 2)), 1.0).plan
     array([[0.25, 0.25],
            [0.25, 0.25]])
@@ -292,6 +293,7 @@ def sinkhorn_plan(
     Examples
     --------
     >>> import numpy as np
+    >>> from token_dynamics.attention import sinkhorn_plan
     >>> S = np.array([[2.0, 0.0], [0.0, 2.0]])
     >>> res = sinkhorn_plan(S, 1.0)
     >>> res.converged, np.allclose(res.plan.sum(axis=0), 0.5)
@@ -367,6 +369,7 @@ class Sinkhorn(AttentionField):
     Examples
     --------
     >>> import numpy as np
+    >>> from token_dynamics.attention import Sinkhorn
     >>> X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
     >>> P = Sinkhorn(np.eye(2), np.eye(2)).attention_matrix(X)
     >>> np.allclose(P.sum(axis=0), 1.0), np.allclose(P.sum(axis=1), 1.0)
@@ -408,6 +411,7 @@ class Sinkhorn(AttentionField):
         Examples
         --------
         >>> import numpy as np
+        >>> from token_dynamics.attention import Sinkhorn
         >>> X = np.array([[1.0, 0.0], [0.0, 1.0]])
         >>> Sinkhorn(np.eye(2), np.eye(2)).plan(X).converged
         True

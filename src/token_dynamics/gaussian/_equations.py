@@ -162,6 +162,7 @@ class SoftmaxMoments(_BilinearMoments):
 
     Examples
     --------
+    >>> from token_dynamics.gaussian import SoftmaxMoments
     >>> eq = SoftmaxMoments(A=[[0.9]], V=[[0.7]])
     >>> dmean, dcov = eq.rhs(0.0, [1.0], [[0.4]])
     >>> float(dcov[0, 0])  # 2 v a s^2 = 2 * 0.7 * 0.9 * 0.16
@@ -204,6 +205,7 @@ class L2Moments(MomentEquations):
 
     Examples
     --------
+    >>> from token_dynamics.gaussian import L2Moments
     >>> eq = L2Moments(Qbar=[[1.0]], Kbar=[[1.0]], V=[[1.0]])
     >>> c, M = eq.affine([0.0], [[1.0]])
     >>> float(M[0, 0])  # V (1 + 2 s)^-1 s B = 2 / 3
@@ -262,6 +264,8 @@ def sinkhorn_whitened_coupling(B: np.ndarray) -> np.ndarray:
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.gaussian import sinkhorn_whitened_coupling
     >>> c = sinkhorn_whitened_coupling(np.array([[1.5]]))
     >>> round(float(c[0, 0]), 12)  # f(3/2) = 3 / (1 + sqrt 10)
     0.720759220056
@@ -295,6 +299,7 @@ class SinkhornMoments(_BilinearMoments):
 
     Examples
     --------
+    >>> from token_dynamics.gaussian import SinkhornMoments
     >>> eq = SinkhornMoments(A=[[-1.3]], V=[[0.7]])
     >>> dmean, dcov = eq.rhs(0.0, [2.0], [[0.8]])
     >>> float(dmean[0])  # V alpha
@@ -372,6 +377,7 @@ class MultiHeadMoments(MomentEquations):
 
     Examples
     --------
+    >>> from token_dynamics.gaussian import MultiHeadMoments, SoftmaxMoments
     >>> h = SoftmaxMoments(A=[[0.5]], V=[[1.0]])
     >>> two = MultiHeadMoments(heads=(h, h))
     >>> float(two.rhs(0.0, [0.0], [[1.0]])[1][0, 0])  # twice 2 v a s^2

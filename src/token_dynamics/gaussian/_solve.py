@@ -133,6 +133,7 @@ def solve_moments(
     Examples
     --------
     >>> from token_dynamics.gaussian import SoftmaxMoments
+    >>> from token_dynamics.gaussian import solve_moments
     >>> sol = solve_moments(SoftmaxMoments([[0.9]], [[0.7]]), [0.0], [[0.4]], [0.0, 1.0, 3.0])
     >>> sol.status, round(sol.blowup_time, 6)  # 1 / (2 v a s0)
     ('blowup', 1.984127)
@@ -315,6 +316,7 @@ def cone_coordinates(covariances: Any) -> np.ndarray:
 
     Examples
     --------
+    >>> from token_dynamics.gaussian import cone_coordinates
     >>> cone_coordinates([[1.0, 0.0], [0.0, 0.0]])
     array([1., 0., 1.])
     """

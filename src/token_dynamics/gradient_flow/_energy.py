@@ -81,6 +81,8 @@ def particle_energy(X: Any, A: Any, *, weights: Any = None) -> float:
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.gradient_flow import particle_energy
     >>> round(particle_energy([[1.0, 0.0]], -np.eye(2)), 12)  # one Dirac: e^{-|x|^2} / 2
     0.183939720586
     """
@@ -120,6 +122,8 @@ def first_variation(X: Any, A: Any, points: Any = None, *, weights: Any = None) 
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.gradient_flow import first_variation
     >>> first_variation([[0.0, 0.0]], np.eye(2), [[1.0, 1.0]])
     array([1.])
     """
@@ -158,6 +162,8 @@ def energy_gradient(X: Any, A: Any, points: Any = None, *, weights: Any = None) 
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.gradient_flow import energy_gradient
     >>> energy_gradient([[1.0, 0.0]], 2 * np.eye(2), [[0.0, 0.0]])
     array([[2., 0.]])
     """
@@ -184,6 +190,8 @@ def energy_rate(X: Any, velocity: Any, A: Any, *, weights: Any = None) -> float:
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.gradient_flow import energy_rate
     >>> energy_rate([[1.0, 0.0]], [[1.0, 0.0]], -np.eye(2))  # d/dt e^{-(1+t)^2}/2 at t=0
     -0.36787944117144233
     """
@@ -211,6 +219,8 @@ def energy_along(states: Any, A: Any, *, weights: Any = None) -> np.ndarray:
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.gradient_flow import energy_along
     >>> energy_along(np.zeros((3, 2, 1)), [[1.0]])
     array([0.5, 0.5, 0.5])
     """
@@ -285,6 +295,7 @@ def translation_second_variation(X: Any, A: Any, direction: Any, *, weights: Any
 
     Examples
     --------
+    >>> from token_dynamics.gradient_flow import translation_second_variation
     >>> translation_second_variation([[0.0]], [[-1.0]], [1.0])  # e^{-s^2}/2 at 0
     -1.0
     """

@@ -83,6 +83,7 @@ def sinkhorn_gaussian_cost(mean: Any, cov: Any, A: Any, *, eps: float = 1.0) -> 
 
     Examples
     --------
+    >>> from token_dynamics.gradient_flow import sinkhorn_gaussian_cost
     >>> round(sinkhorn_gaussian_cost([0.0], [[1.0]], [[0.0]]), 12)  # independent coupling
     0.0
     """
@@ -123,6 +124,8 @@ def bures_wasserstein_velocity(
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.gradient_flow import bures_wasserstein_velocity
     >>> F = lambda m, S: 0.5 * m @ m + np.trace(S)  # G = I: Sigma' = -4 Sigma
     >>> dm, dS = bures_wasserstein_velocity(F, [1.0, 0.0], np.eye(2))
     >>> np.round(dm, 8), np.round(dS, 8)

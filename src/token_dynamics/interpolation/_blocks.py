@@ -49,6 +49,7 @@ class Factored:
 
     Examples
     --------
+    >>> from token_dynamics.interpolation import Factored
     >>> m = Factored([1.0, 0.0], [0.0, 2.0])
     >>> m.matrix.tolist(), m.n_params
     ([[0.0, 2.0], [0.0, 0.0]], 4)
@@ -171,6 +172,8 @@ class FeedForward:
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.interpolation import FeedForward
     >>> ff = FeedForward(U=[[1.0, 0.0]], b=[0.0], W=[[0.0], [1.0]])
     >>> ff(np.array([[2.0, 0.0], [-1.0, 0.0]])).tolist()
     [[2.0, 2.0], [-1.0, 0.0]]
@@ -248,6 +251,8 @@ class SelfAttention:
     --------
     Rank-one hardmax attention sends every token with a positive projection to the maximiser:
 
+    >>> import numpy as np
+    >>> from token_dynamics.interpolation import Factored, Identity, SelfAttention
     >>> sa = SelfAttention(A=Factored([1.0, 0.0], [1.0, 0.0]), V=Identity(2), rho=0.0)
     >>> sa(np.array([[1.0, 0.0], [3.0, 1.0]])).tolist()
     [[3.0, 1.0], [3.0, 1.0]]
@@ -431,6 +436,9 @@ class Transformer:
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.interpolation import (
+    ...     FeedForward, SelfAttention, Transformer, TransformerBlock)
     >>> ff = FeedForward(U=np.zeros((1, 2)), b=[1.0], W=[[1.0], [0.0]])
     >>> T = Transformer([TransformerBlock(ff, SelfAttention())] * 3)
     >>> T([np.zeros((2, 2))])[0].tolist()
@@ -511,6 +519,7 @@ def hausdorff_distance(X: Any, Y: Any) -> float:
 
     Examples
     --------
+    >>> from token_dynamics.interpolation import hausdorff_distance
     >>> hausdorff_distance([[0.0, 0.0], [0.0, 0.0]], [[0.0, 0.0]])
     0.0
     >>> hausdorff_distance([[0.0, 0.0]], [[0.0, 0.0], [3.0, 4.0]])
@@ -535,6 +544,8 @@ def relative_hausdorff_errors(outputs: Any, targets: Any) -> np.ndarray:
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.interpolation import relative_hausdorff_errors
     >>> relative_hausdorff_errors([np.ones((3, 2))], [np.ones((1, 2))]).tolist()
     [0.0]
     """

@@ -92,6 +92,8 @@ def hat_move(
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.interpolation import hat_move
     >>> pts = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
     >>> ff = hat_move(pts, pts[1], [5.0, 5.0], rng=0)
     >>> np.round(ff(pts), 12).tolist()

@@ -179,6 +179,8 @@ def softmax_deviation_bound(transformer: Transformer, inputs: Any, tau: float) -
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.interpolation import softmax_deviation_bound
     >>> from token_dynamics.interpolation import build_hardmax_interpolator
     >>> X = [np.array([[0.0, 0.0], [1.0, 0.0]]), np.array([[0.0, 0.0], [0.0, 1.0]])]
     >>> interp = build_hardmax_interpolator(X, [X[0][:1], X[1]], rng=0)
@@ -208,6 +210,9 @@ def critical_temperature(transformer: Transformer, inputs: Any, tolerance: float
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.interpolation import (
+    ...     critical_temperature, softmax_deviation_bound)
     >>> from token_dynamics.interpolation import build_hardmax_interpolator
     >>> X = [np.array([[0.0, 0.0], [1.0, 0.0]]), np.array([[0.0, 0.0], [0.0, 1.0]])]
     >>> interp = build_hardmax_interpolator(X, [X[0][:1], X[1]], rng=0)
@@ -255,6 +260,8 @@ def substitution_errors(
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.interpolation import substitution_errors
     >>> from token_dynamics.interpolation import build_hardmax_interpolator
     >>> X = [np.array([[0.0, 0.0], [1.0, 0.0]]), np.array([[0.0, 0.0], [0.0, 1.0]])]
     >>> Y = [X[0][:1], X[1]]
@@ -369,6 +376,8 @@ def snap_layer(c: float, delta: float, w: Any, e: Any, y: Any) -> FeedForward:
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.interpolation import snap_layer
     >>> ff = snap_layer(2.0, 0.4, [1.0, 0.0], [1.0, 0.0], [5.0, 5.0])
     >>> ff(np.array([[1.9, 0.0], [2.1, 0.0], [0.0, 0.0], [9.0, 0.0]])).round(12).tolist()
     [[5.0, 5.0], [5.0, 5.0], [0.0, 0.0], [9.0, 0.0]]

@@ -53,6 +53,7 @@ def support_radius(X: Any, *, weights: Any = None) -> float:
 
     Examples
     --------
+    >>> from token_dynamics.meanfield import support_radius
     >>> support_radius([[3.0, 4.0], [0.0, 1.0]])
     5.0
     """
@@ -85,6 +86,8 @@ def support_radius_bound(times: Any, R0: float, V: Any) -> np.ndarray:
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.meanfield import support_radius_bound
     >>> support_radius_bound([0.0, 1.0], 2.0, np.eye(2)).round(4)
     array([2.    , 5.4366])
     """
@@ -113,6 +116,8 @@ def lipschitz_x(R: Any, A: Any, V: Any, *, beta: float = 1.0) -> np.ndarray:
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.meanfield import lipschitz_x
     >>> float(lipschitz_x(2.0, 0.5 * np.eye(2), np.eye(2)))
     2.0
     """
@@ -146,6 +151,8 @@ def lipschitz_measure(R: Any, A: Any, V: Any, *, beta: float = 1.0) -> np.ndarra
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.meanfield import lipschitz_measure
     >>> float(lipschitz_measure(0.0, np.eye(2), np.eye(2)))
     1.0
     """
@@ -269,6 +276,7 @@ def softmax_jacobian(
 
     Examples
     --------
+    >>> from token_dynamics.meanfield import softmax_jacobian
     >>> J = softmax_jacobian([[0.0]], [[-1.0], [1.0]], [[1.0]], [[1.0]])
     >>> J.round(12)  # Cov of (+-1 with prob 1/2) is 1
     array([[[1.]]])

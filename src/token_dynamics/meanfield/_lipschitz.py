@@ -166,6 +166,7 @@ def field_constants(
     --------
     >>> import numpy as np
     >>> from token_dynamics.attention import Sigmoid
+    >>> from token_dynamics.meanfield import field_constants
     >>> c = field_constants(Sigmoid(np.eye(2), 2 * np.eye(2)), 1.0)
     >>> c.growth, c.lipschitz_x, c.lipschitz_measure
     (2.0, 0.5, 2.5)
@@ -260,6 +261,7 @@ def gronwall_bound(
     --------
     >>> import numpy as np
     >>> from token_dynamics.attention import Softmax
+    >>> from token_dynamics.meanfield import gronwall_bound
     >>> b = gronwall_bound(Softmax(np.zeros((1, 1)), np.eye(1)), [0.0, 1.0], 1.0)
     >>> b.radius.round(4), b.log_constant.round(6)  # A = 0: only L_mu = ||V|| = 1
     (array([1.    , 2.7183]), array([0., 1.]))
@@ -353,6 +355,7 @@ def measured_constants(
     --------
     >>> import numpy as np
     >>> from token_dynamics.attention import Softmax
+    >>> from token_dynamics.meanfield import measured_constants
     >>> X = np.array([[1.0], [-1.0]])
     >>> m = measured_constants(Softmax([[0.0]], [[2.0]]), X, X + 0.5, [[0.0]], [[1.0]])
     >>> m.growth, m.lipschitz_x, m.lipschitz_measure  # A = 0: Gamma = 2 mean, rigid shift

@@ -246,6 +246,8 @@ def first_token_sensitivity(
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.meanfield import first_token_sensitivity
     >>> from token_dynamics.attention import Causal
     >>> field = Causal([[0.0]], [[1.0]])
     >>> round(first_token_sensitivity(field, np.zeros((16, 1))).sup_ratio, 6)  # sqrt(16)
