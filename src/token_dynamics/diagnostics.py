@@ -46,6 +46,13 @@ def empirical_mean(X: Any, weights: Any = None) -> np.ndarray:
     -------
     ndarray, shape (d,)
 
+    Raises
+    ------
+    ValueError
+        If `X` is not an ``(n, d)`` array of finite reals or `weights` are not probability weights.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     References
     ----------
     V. Castin, P. Ablin, J. A. Carrillo, G. Peyré, arXiv:2501.18322, 2025.
@@ -79,6 +86,13 @@ def empirical_covariance(X: Any, weights: Any = None) -> np.ndarray:
     ndarray, shape (d, d)
         Symmetric positive semidefinite.
 
+    Raises
+    ------
+    ValueError
+        If `X` is not an ``(n, d)`` array of finite reals or `weights` are not probability weights.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     References
     ----------
     V. Castin, P. Ablin, J. A. Carrillo, G. Peyré, arXiv:2501.18322, 2025.
@@ -111,6 +125,13 @@ def diameter(X: Any) -> float:
     -------
     float
 
+    Raises
+    ------
+    ValueError
+        If `X` is not an ``(n, d)`` array of finite reals.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     References
     ----------
     B. Geshkovski, C. Letrouit, Y. Polyanskiy, P. Rigollet, arXiv:2312.10794, 2023.
@@ -141,6 +162,13 @@ def min_inner_product(X: Any) -> float:
     Returns
     -------
     float
+
+    Raises
+    ------
+    ValueError
+        If `X` is not an ``(n, d)`` array of finite reals.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
 
     References
     ----------
@@ -180,6 +208,16 @@ def interaction_energy(X: Any, beta: float = 1.0, weights: Any = None, *, A: Any
     Returns
     -------
     float
+
+    Raises
+    ------
+    ValueError
+        If `X` is not an ``(n, d)`` array of finite reals, `beta` is zero or not finite, `weights`
+        are not probability weights or `A` is not ``(d, d)``.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+    FloatingPointError
+        If the energy overflows float64.
 
     References
     ----------
@@ -234,6 +272,13 @@ def cluster_count(X: Any, tol: float) -> int:
     -------
     int
 
+    Raises
+    ------
+    ValueError
+        If `X` is not an ``(n, d)`` array of finite reals or `tol` is negative.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     References
     ----------
     B. Geshkovski, C. Letrouit, Y. Polyanskiy, P. Rigollet, arXiv:2312.10794, 2023.
@@ -276,6 +321,13 @@ def numerical_rank(M: Any, rtol: float | None = None) -> int:
     Returns
     -------
     int
+
+    Raises
+    ------
+    ValueError
+        If `M` is not a 2-D array of finite reals or `rtol` is negative.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
 
     References
     ----------

@@ -38,6 +38,13 @@ def normalize(X: Any) -> np.ndarray:
     ndarray, shape (n, d)
         A new array with rows of norm one.
 
+    Raises
+    ------
+    ValueError
+        If `X` is not an ``(n, d)`` array of finite reals or has a zero row (no direction).
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     References
     ----------
     B. Geshkovski, C. Letrouit, Y. Polyanskiy, P. Rigollet, *A mathematical perspective on
@@ -78,6 +85,14 @@ def project_tangent(X: Any, dX: Any) -> np.ndarray:
     Returns
     -------
     ndarray, shape (n, d)
+
+    Raises
+    ------
+    ValueError
+        If `X` or `dX` is not an ``(n, d)`` array of finite reals, their shapes differ or `X` has a
+        zero row.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
 
     References
     ----------

@@ -40,6 +40,13 @@ def gaussian_cloud(n: int, mean: Any, cov: Any, *, rng: Any = None) -> np.ndarra
     -------
     ndarray, shape (n, d)
 
+    Raises
+    ------
+    ValueError
+        If `n` is not a positive integer or `cov` is not a ``(d, d)`` covariance matching `mean`.
+    TypeError
+        If an array argument is not real, or `rng` is not a Generator, a seed or None.
+
     References
     ----------
     V. Castin, P. Ablin, J. A. Carrillo, G. Peyré, arXiv:2501.18322, 2025 (Gaussian initial
@@ -74,6 +81,13 @@ def uniform_sphere(n: int, d: int, *, rng: Any = None) -> np.ndarray:
     -------
     ndarray, shape (n, d)
         Rows of norm one.
+
+    Raises
+    ------
+    ValueError
+        If `n` or `d` is not a positive integer.
+    TypeError
+        If `rng` is not a Generator, a seed or None.
 
     References
     ----------
@@ -120,6 +134,14 @@ def gaussian_mixture(
     Returns
     -------
     ndarray, shape (n, d)
+
+    Raises
+    ------
+    ValueError
+        If `n` is not a positive integer, `covs` are not covariances matching `means` or `weights`
+        are not probability weights over the components.
+    TypeError
+        If an array argument is not real, or `rng` is not a Generator, a seed or None.
 
     References
     ----------

@@ -369,6 +369,13 @@ def wasserstein1(X: Any, Y: Any, *, weights_x: Any = None, weights_y: Any = None
     -------
     float
 
+    Raises
+    ------
+    ValueError
+        If `X` and `Y` are not tokens in one dimension or the weights are not probability weights.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     References
     ----------
     Peyré & Cuturi (2019), section 6; in 1-D, :math:`W_1 = \int |F_\mu - F_\nu|`.
@@ -421,6 +428,13 @@ def w2_gaussian_1d(x: Any, mean: float, var: float, *, weights: Any = None) -> f
     -------
     float
 
+    Raises
+    ------
+    ValueError
+        If `x` is not a 1-D sample, `weights` are not probability weights, or `var` is negative.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     References
     ----------
     Peyré & Cuturi (2019), remark 2.30 (1-D optimal transport by quantile functions).
@@ -464,6 +478,13 @@ def bures_wasserstein(m1: Any, S1: Any, m2: Any, S2: Any) -> float:
     Returns
     -------
     float
+
+    Raises
+    ------
+    ValueError
+        If `m2` does not match `m1` or `S1`, `S2` are not ``(d, d)`` covariances.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
 
     References
     ----------

@@ -287,6 +287,14 @@ def with_positions(X: Any, positions: Any = None, *, n_sink: int = 0) -> np.ndar
     -------
     ndarray, shape (n, 1 + d)
 
+    Raises
+    ------
+    ValueError
+        If `X` is not an ``(n, d)`` array of finite reals, both `positions` and `n_sink` are given,
+        `n_sink` exceeds ``n`` or a position lies outside ``[0, 1]``.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     References
     ----------
     V. Castin, P. Ablin, J. A. Carrillo, G. Peyré, arXiv:2501.18322, 2025 (tokens with a position
@@ -345,6 +353,14 @@ def make_field(
     Returns
     -------
     AttentionField
+
+    Raises
+    ------
+    ValueError
+        If `variant` is not one of :data:`VARIANTS`, `d` is not a positive integer, `beta` is not
+        positive or `A`, `V` are not ``(d, d)``.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
 
     References
     ----------

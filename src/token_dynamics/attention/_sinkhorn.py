@@ -283,6 +283,14 @@ def sinkhorn_plan(
     -------
     SinkhornPlan
 
+    Raises
+    ------
+    ValueError
+        If `S` is not a 2-D array of finite reals, `a` or `b` are not probability weights of its
+        sizes, or `eps`, `tol` or `max_iter` are not positive.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     References
     ----------
     M. E. Sander, P. Ablin, M. Blondel, G. Peyré, *Sinkformers: Transformers with Doubly

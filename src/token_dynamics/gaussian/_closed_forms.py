@@ -166,6 +166,14 @@ def softmax_gaussian_centred(
     -------
     GaussianPath
 
+    Raises
+    ------
+    ValueError
+        If `times` reach the blow-up time, `cov0` is not a covariance, `A` has another shape or
+        `beta` is not positive.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     Examples
     --------
     >>> import numpy as np

@@ -314,6 +314,13 @@ def cone_coordinates(covariances: Any) -> np.ndarray:
     -------
     (..., 3) array
 
+    Raises
+    ------
+    ValueError
+        If `covariances` does not have shape ``(..., 2, 2)``.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     Examples
     --------
     >>> from token_dynamics.gaussian import cone_coordinates

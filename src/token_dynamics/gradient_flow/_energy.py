@@ -116,6 +116,14 @@ def first_variation(X: Any, A: Any, points: Any = None, *, weights: Any = None) 
     -------
     ndarray, shape (m,)
 
+    Raises
+    ------
+    ValueError
+        If `X` or `points` is not an array of tokens in the same dimension, `A` is not ``(d, d)`` or
+        `weights` are not probability weights.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     References
     ----------
     Castin et al., arXiv:2501.18322.
@@ -156,6 +164,14 @@ def energy_gradient(X: Any, A: Any, points: Any = None, *, weights: Any = None) 
     -------
     ndarray, shape (m, d)
 
+    Raises
+    ------
+    ValueError
+        If `X` or `points` is not an array of tokens in the same dimension, `A` is not ``(d, d)`` or
+        `weights` are not probability weights.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     References
     ----------
     Castin et al., arXiv:2501.18322.
@@ -188,6 +204,14 @@ def energy_rate(X: Any, velocity: Any, A: Any, *, weights: Any = None) -> float:
     -------
     float
 
+    Raises
+    ------
+    ValueError
+        If `velocity` does not have the shape of `X`, `A` is not ``(d, d)`` or `weights` are not
+        probability weights.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     Examples
     --------
     >>> import numpy as np
@@ -216,6 +240,13 @@ def energy_along(states: Any, A: Any, *, weights: Any = None) -> np.ndarray:
     Returns
     -------
     ndarray, shape (T,)
+
+    Raises
+    ------
+    ValueError
+        If `states` does not have shape ``(T, n, d)`` or `A`, `weights` do not match it.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
 
     Examples
     --------
@@ -292,6 +323,13 @@ def translation_second_variation(X: Any, A: Any, direction: Any, *, weights: Any
     Returns
     -------
     float
+
+    Raises
+    ------
+    ValueError
+        If `A` is not ``(d, d)``, `direction` not ``(d,)`` or `weights` are not probability weights.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
 
     Examples
     --------

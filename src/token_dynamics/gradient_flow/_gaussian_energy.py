@@ -97,6 +97,14 @@ def gaussian_energy(mean: Any, cov: Any, A: Any) -> GaussianEnergy:
     GaussianEnergy
         ``value = inf`` with a ``reason`` when the integral diverges; never an overflow warning.
 
+    Raises
+    ------
+    ValueError
+        If `cov` is not a covariance or `A` not a square matrix matching `mean` (a diverging energy
+        is reported by ``finite``, not raised).
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     References
     ----------
     Castin et al., arXiv:2501.18322 (energy on Gaussians; closed form derived in the book).
@@ -147,6 +155,13 @@ def gaussian_energy_along(means: Any, covariances: Any, A: Any) -> np.ndarray:
     -------
     ndarray, shape (T,)
         ``inf`` where the energy is infinite (see :func:`gaussian_energy` for the reason).
+
+    Raises
+    ------
+    ValueError
+        If `means` is not ``(T, d)`` and `covariances` not ``(T, d, d)``.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
 
     Examples
     --------

@@ -283,6 +283,13 @@ def gradient_flow_check(
     -------
     GradientFlowCheck
 
+    Raises
+    ------
+    ValueError
+        If `kind` is unknown, `A` is not symmetric or `weights` are not probability weights.
+    TwistedMetricError
+        If ``V A^{-1}`` is not symmetric definite (no twisted metric).
+
     Examples
     --------
     >>> import numpy as np

@@ -77,6 +77,13 @@ def sinkhorn_gaussian_cost(mean: Any, cov: Any, A: Any, *, eps: float = 1.0) -> 
     -------
     float
 
+    Raises
+    ------
+    ValueError
+        If `cov` is not a covariance matching `mean`, `A` is not symmetric or `eps` is not positive.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     References
     ----------
     Castin et al., arXiv:2501.18322; Sander et al., *Sinkformers*, AISTATS 2022.
@@ -121,6 +128,14 @@ def bures_wasserstein_velocity(
     -------
     (ndarray (d,), ndarray (d, d))
         ``(alpha', Sigma')``.
+
+    Raises
+    ------
+    ValueError
+        If `cov` is not a covariance matching `mean`, with eigenvalues above ``2 h``, or `h` is not
+        positive.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
 
     Examples
     --------
@@ -203,6 +218,14 @@ def sinkhorn_bures_wasserstein_check(
     Returns
     -------
     BuresWassersteinCheck
+
+    Raises
+    ------
+    ValueError
+        If `cov` is not a covariance matching `mean`, `A` is not symmetric or `eps`, `h` are not
+        positive.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
 
     References
     ----------

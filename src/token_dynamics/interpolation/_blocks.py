@@ -517,6 +517,13 @@ def hausdorff_distance(X: Any, Y: Any) -> float:
     -------
     float
 
+    Raises
+    ------
+    ValueError
+        If `X` and `Y` are not arrays of tokens in the same dimension.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     Examples
     --------
     >>> from token_dynamics.interpolation import hausdorff_distance
@@ -541,6 +548,13 @@ def relative_hausdorff_errors(outputs: Any, targets: Any) -> np.ndarray:
     Returns
     -------
     ndarray, shape (N,)
+
+    Raises
+    ------
+    ValueError
+        If the lists have different lengths or a sequence is not ``(n_j, d)``.
+    TypeError
+        If `outputs` or `targets` is not a non-empty list of arrays.
 
     Examples
     --------

@@ -339,6 +339,13 @@ def build_hardmax_interpolator(
     -------
     HardmaxInterpolator
 
+    Raises
+    ------
+    ValueError
+        Naming the violated assumption of the data (see :func:`check_dataset`).
+    TypeError
+        If an array argument is not real, or `rng` is not a Generator, a seed or None.
+
     References
     ----------
     A. Alcalde, G. Fantuzzi, E. Zuazua, *Exact sequence interpolation with transformers*,

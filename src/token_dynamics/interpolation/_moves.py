@@ -90,6 +90,14 @@ def hat_move(
     -------
     FeedForward
 
+    Raises
+    ------
+    ValueError
+        If `p`, `q` or `translation` do not match the dimension of `points`, or `p` cannot be
+        isolated from the other points (they must be pairwise distinct).
+    TypeError
+        If an array argument is not real, or `rng` is not a Generator, a seed or None.
+
     Examples
     --------
     >>> import numpy as np

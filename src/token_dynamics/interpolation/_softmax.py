@@ -177,6 +177,11 @@ def softmax_deviation_bound(transformer: Transformer, inputs: Any, tau: float) -
     list of ndarray, shapes (n_j,)
         Bound on the deviation of each output token (``inf`` if a margin is lost).
 
+    Raises
+    ------
+    ValueError
+        If `tau` is not positive or `inputs` do not match the transformer's dimension.
+
     Examples
     --------
     >>> import numpy as np
@@ -207,6 +212,12 @@ def critical_temperature(transformer: Transformer, inputs: Any, tolerance: float
     Returns
     -------
     float
+
+    Raises
+    ------
+    ValueError
+        If `tolerance` is not positive or no temperature meets it (a hardmax margin is already lost
+        as ``tau -> 0``).
 
     Examples
     --------
@@ -257,6 +268,11 @@ def substitution_errors(
     Returns
     -------
     ndarray, shape (k,)
+
+    Raises
+    ------
+    ValueError
+        If a temperature is not positive or `inputs` do not match the transformer's dimension.
 
     Examples
     --------
@@ -374,6 +390,11 @@ def snap_layer(c: float, delta: float, w: Any, e: Any, y: Any) -> FeedForward:
     -------
     FeedForward
 
+    Raises
+    ------
+    ValueError
+        If `delta` is not positive or :math:`\langle e, w\rangle \ne 1`.
+
     Examples
     --------
     >>> import numpy as np
@@ -427,6 +448,14 @@ def build_softmax_interpolator(
     Returns
     -------
     SoftmaxInterpolator
+
+    Raises
+    ------
+    ValueError
+        Naming the violated assumption of the data (see :func:`check_dataset`), or if `tau` is not
+        positive.
+    TypeError
+        If an array argument is not real, or `rng` is not a Generator, a seed or None.
 
     References
     ----------

@@ -188,6 +188,13 @@ def tikhonov_dataset(
     -------
     TikhonovData
 
+    Raises
+    ------
+    ValueError
+        If a size is not a positive integer.
+    TypeError
+        If `rng` is not a Generator, a seed or None.
+
     References
     ----------
     A. Alcalde, G. Fantuzzi, E. Zuazua, *Exact sequence interpolation with transformers*,
@@ -248,6 +255,13 @@ def tikhonov_objective(theta: Any, data: TikhonovData, eps: float) -> tuple[floa
     -------
     (float, ndarray of shape (P,))
         :math:`J_\varepsilon(\theta)` and its gradient.
+
+    Raises
+    ------
+    ValueError
+        If `theta` contains NaN or infinite entries.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
 
     Examples
     --------
@@ -343,6 +357,14 @@ def train_tikhonov(
     TikhonovFit
         ``threshold`` is ``eps * data.exact_norm_sq``, the bound on the loss of a global
         minimiser.
+
+    Raises
+    ------
+    ValueError
+        If `eps` or `lr` is not positive, `epochs` is not a positive integer or `theta0` has the
+        wrong shape.
+    FloatingPointError
+        If the objective becomes non-finite (lower `lr`).
 
     Examples
     --------

@@ -51,6 +51,13 @@ def support_radius(X: Any, *, weights: Any = None) -> float:
     -------
     float
 
+    Raises
+    ------
+    ValueError
+        If `X` is not an ``(n, d)`` array of finite reals or `weights` are not probability weights.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     Examples
     --------
     >>> from token_dynamics.meanfield import support_radius
@@ -79,6 +86,13 @@ def support_radius_bound(times: Any, R0: float, V: Any) -> np.ndarray:
     Returns
     -------
     ndarray, shape (T,)
+
+    Raises
+    ------
+    ValueError
+        If `times` are negative or decreasing, `R0` is negative or `V` is not square.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
 
     References
     ----------
@@ -114,6 +128,13 @@ def lipschitz_x(R: Any, A: Any, V: Any, *, beta: float = 1.0) -> np.ndarray:
     -------
     ndarray, same shape as `R`
 
+    Raises
+    ------
+    ValueError
+        If `R` contains NaN or infinite entries, `beta` is not positive or `A`, `V` are not square.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     Examples
     --------
     >>> import numpy as np
@@ -148,6 +169,13 @@ def lipschitz_measure(R: Any, A: Any, V: Any, *, beta: float = 1.0) -> np.ndarra
     Returns
     -------
     ndarray, same shape as `R`
+
+    Raises
+    ------
+    ValueError
+        If `R` contains NaN or infinite entries, `beta` is not positive or `A`, `V` are not square.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
 
     Examples
     --------
@@ -225,6 +253,13 @@ def stability_constant(
         ``log_constant`` is ``inf`` from the time the integrand overflows float64 (the bound is
         then void, not wrong).
 
+    Raises
+    ------
+    ValueError
+        If `times` are negative or decreasing or `A`, `V` are not square.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     Examples
     --------
     >>> import numpy as np
@@ -273,6 +308,14 @@ def softmax_jacobian(
     Returns
     -------
     ndarray, shape (m, d, d)
+
+    Raises
+    ------
+    ValueError
+        If `X` and `Y` are not tokens in one dimension ``d``, `A` or `V` is not ``(d, d)``, `beta`
+        is not positive or `weights` are not probability weights.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
 
     Examples
     --------

@@ -126,6 +126,16 @@ def mean_field_errors(
     -------
     MeanFieldErrors
 
+    Raises
+    ------
+    ValueError
+        If an integer argument is not positive, `cov0` is not a covariance, `A` does not match it,
+        `T` or `dt` is not positive, or `mean0` is nonzero with ``d >= 2``.
+    TypeError
+        If an array argument is not real, or `rng` is not a Generator, a seed or None.
+    FloatingPointError
+        If the particle flow overflows before `T`.
+
     Examples
     --------
     >>> from token_dynamics.meanfield import mean_field_errors
@@ -232,6 +242,14 @@ def stability_ratios(
     Returns
     -------
     StabilityRun
+
+    Raises
+    ------
+    ValueError
+        If `Y0` does not have the shape of `X0` or defines the same measure, `p` is not 1 or 2 (2
+        with `conditional`), `dt` is not positive or `weights` are not probability weights.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
 
     Examples
     --------

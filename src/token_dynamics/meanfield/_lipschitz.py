@@ -257,6 +257,14 @@ def gronwall_bound(
         ``log_constant`` is ``inf`` once the integrand overflows float64 (the bound is then
         void, not wrong).
 
+    Raises
+    ------
+    ValueError
+        If `times` are negative or decreasing, `R0` is negative, `sink_mass` is missing for
+        ``Causal`` or `hardy_p` is given where it does not apply (see :func:`field_constants`).
+    TypeError
+        If `field` is not a variant for which the book states the estimates.
+
     Examples
     --------
     >>> import numpy as np
@@ -350,6 +358,14 @@ def measured_constants(
     Returns
     -------
     FieldConstants
+
+    Raises
+    ------
+    ValueError
+        If the arrays do not match, `other_queries` equals `queries` in some row, or `X` and `Y`
+        define the same measure.
+    TypeError
+        If an array argument is not real, or `field` is not a variant with stated estimates.
 
     Examples
     --------

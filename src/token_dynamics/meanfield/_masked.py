@@ -82,6 +82,14 @@ def causal_cloud(X: Any, *, sink: Any = None, sink_mass: float = 0.0) -> MaskedC
     -------
     MaskedCloud
 
+    Raises
+    ------
+    ValueError
+        If `X` is not an ``(n, d)`` array of finite reals, `sink` does not match it, or `sink_mass`
+        is given without `sink` or outside ``(0, 1)``.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     Examples
     --------
     >>> from token_dynamics.meanfield import causal_cloud
@@ -124,6 +132,13 @@ def first_token_solution(x0: Any, V: Any, times: Any) -> np.ndarray:
     Returns
     -------
     ndarray, shape (T, d)
+
+    Raises
+    ------
+    ValueError
+        If `V` is not ``(d, d)`` for ``d = len(x0)`` or `times` are negative or decreasing.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
 
     Examples
     --------
@@ -193,6 +208,13 @@ def conditional_sensitivity(
     -------
     Sensitivity
 
+    Raises
+    ------
+    ValueError
+        If `Z_perturbed` does not match or equals `Z`, or `weights` are not probability weights.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     Examples
     --------
     >>> import numpy as np
@@ -243,6 +265,13 @@ def first_token_sensitivity(
     Returns
     -------
     Sensitivity
+
+    Raises
+    ------
+    ValueError
+        If `delta` is not positive, or `sink`, `sink_mass` are invalid (see :func:`causal_cloud`).
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
 
     Examples
     --------
