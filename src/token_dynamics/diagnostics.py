@@ -311,6 +311,9 @@ def cluster_count(X: Any, tol: float) -> int:
 def numerical_rank(M: Any, rtol: float | None = None) -> int:
     r"""Number of singular values of ``M`` above ``rtol`` times the largest one.
 
+    .. math:: \operatorname{rank}_{\mathrm{rtol}}(M) = \#\{i : \sigma_i(M) >
+              \mathrm{rtol}\cdot\sigma_1(M)\}.
+
     Parameters
     ----------
     M : array_like, shape (p, q)

@@ -368,7 +368,10 @@ class LinearMoments(_BilinearMoments):
 class MultiHeadMoments(MomentEquations):
     r"""Moment ODE of a sum of heads, ``Gamma = sum_h W_h Gamma^(h)``.
 
-    Each head is affine on Gaussians, so the sum is: its ``(c, M)`` and the factor drift add.
+    Each head is affine on Gaussians, so the sum is: its ``(c, M)`` and the factor drift add,
+
+    .. math:: \Gamma(x) = \sum_h W_h\big(c_h + M_h x\big) = \Big(\sum_h W_h c_h\Big)
+              + \Big(\sum_h W_h M_h\Big)x .
 
     Parameters
     ----------

@@ -229,7 +229,10 @@ def energy_rate(X: Any, velocity: Any, A: Any, *, weights: Any = None) -> float:
 
 
 def energy_along(states: Any, A: Any, *, weights: Any = None) -> np.ndarray:
-    """Energy :func:`particle_energy` at each state of a trajectory.
+    r"""Energy :func:`particle_energy` at each state of a trajectory.
+
+    .. math:: \mathcal E(X_t) = \frac12\sum_{i,j} w_i w_j e^{\langle A x_i(t), x_j(t)\rangle},
+              \qquad t = t_0, \dots, t_{T-1}.
 
     Parameters
     ----------

@@ -21,7 +21,10 @@ __all__ = [
 
 @dataclass(frozen=True)
 class GaussianEnergy:
-    """Interaction energy of a Gaussian, with its finiteness status.
+    r"""Interaction energy of a Gaussian, with its finiteness status.
+
+    .. math:: \mathcal E(\mu) = \frac12\iint e^{\langle Ax, y\rangle}\,d\mu(x)\,d\mu(y),
+              \qquad \mu = \mathcal N(\alpha, \Sigma).
 
     Attributes
     ----------

@@ -42,7 +42,9 @@ def _wasserstein2(X, Y, wx, wy, metric):
 
 @dataclass(frozen=True)
 class TwistedMetric:
-    """The twisted geometry of unnormalised attention.
+    r"""The twisted geometry of unnormalised attention.
+
+    .. math:: P = VA^{-1}, \qquad c(x, y) = (x - y)^\top(\operatorname{sign} P\cdot P)^{-1}(x - y).
 
     Attributes
     ----------

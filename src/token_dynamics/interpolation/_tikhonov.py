@@ -177,7 +177,14 @@ def _n_params(d: int, w: int) -> int:
 def tikhonov_dataset(
     n_sequences: int = 10, n_tokens: int = 100, d: int = 16, width: int = 4, *, rng: Any = None
 ) -> TikhonovData:
-    """Draw the dataset of the Tikhonov experiment (defaults: the authors' sizes).
+    r"""Draw the dataset of the Tikhonov experiment (defaults: the authors' sizes).
+
+    Tokens, :math:`U`, :math:`W` and :math:`b` are uniform on :math:`[0, 1]`; with
+    :math:`\bar x^j` the mean of sequence :math:`j`, the targets are
+
+    .. math:: y^j = \bar x^j + W\,\mathrm{relu}(U\bar x^j + b),
+
+    which one block interpolates exactly (:attr:`TikhonovData.exact`).
 
     Parameters
     ----------
