@@ -47,8 +47,8 @@ class PhaseState:
 
     Examples
     --------
-    Found in :attr:`HardmaxInterpolator.phases`; after the collapse each sequence has as many
-    distinct points as targets:
+    Found in the ``phases`` of :class:`HardmaxInterpolator`; after the collapse each sequence
+    has as many distinct points as targets:
 
     >>> import numpy as np
     >>> from token_dynamics.interpolation import build_hardmax_interpolator

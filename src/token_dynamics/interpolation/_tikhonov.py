@@ -184,7 +184,7 @@ def tikhonov_dataset(
 
     .. math:: y^j = \bar x^j + W\,\mathrm{relu}(U\bar x^j + b),
 
-    which one block interpolates exactly (:attr:`TikhonovData.exact`).
+    which one block interpolates exactly (``TikhonovData.exact``).
 
     Parameters
     ----------
