@@ -370,8 +370,7 @@ class MultiHeadMoments(MomentEquations):
 
     Each head is affine on Gaussians, so the sum is: its ``(c, M)`` and the factor drift add,
 
-    .. math:: \Gamma(x) = \sum_h W_h\big(c_h + M_h x\big) = \Big(\sum_h W_h c_h\Big)
-              + \Big(\sum_h W_h M_h\Big)x .
+    .. math:: \Gamma(x) = \sum_h W_h\big(c_h + M_h x\big).
 
     Parameters
     ----------

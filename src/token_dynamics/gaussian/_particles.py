@@ -120,8 +120,12 @@ def particle_moments(
 ) -> ParticleMoments:
     r"""Run the particle system from a Gaussian sample and return its empirical moments.
 
-    .. math:: \hat\alpha(t) = \frac1n\sum_i x_i(t), \qquad
-              \hat\Sigma(t) = \frac1n\sum_i (x_i(t) - \hat\alpha(t))(x_i(t) - \hat\alpha(t))^\top,
+    .. math::
+
+        \hat\alpha(t) = \frac1n\sum_i x_i(t),
+
+        \hat\Sigma(t) = \frac1n\sum_i \big(x_i(t) - \hat\alpha(t)\big)
+        \big(x_i(t) - \hat\alpha(t)\big)^\top,
 
     each with its Monte-Carlo standard error, of order :math:`n^{-1/2}`.
 

@@ -44,7 +44,11 @@ def _wasserstein2(X, Y, wx, wy, metric):
 class TwistedMetric:
     r"""The twisted geometry of unnormalised attention.
 
-    .. math:: P = VA^{-1}, \qquad c(x, y) = (x - y)^\top(\operatorname{sign} P\cdot P)^{-1}(x - y).
+    .. math::
+
+        P = VA^{-1},
+
+        c(x, y) = (x - y)^\top(\operatorname{sign} P\cdot P)^{-1}(x - y).
 
     Attributes
     ----------
