@@ -131,13 +131,22 @@ def particle_moments(
 
     Parameters
     ----------
-    field : attention field (any callable ``f(t, X) -> (n, d)``), e.g. ``attention.Softmax``.
-    mean0 : (d,) array; cov0 : (d, d) symmetric PSD array.
-    times : (T,) increasing output times, ``times[0]`` the initial time.
-    n : number of tokens.
-    rng : Generator, seed or None.
-    method, dt : passed to :func:`token_dynamics.integrators.integrate`.
-    moment_match : sample with :func:`moment_matched_cloud` (default) or plain
+    field : AttentionField or callable
+        The velocity field, e.g. ``attention.Softmax``; any callable ``f(t, X) -> (n, d)``.
+    mean0 : array_like, shape (d,)
+        Mean of the initial Gaussian.
+    cov0 : array_like, shape (d, d)
+        Covariance of the initial Gaussian, symmetric positive semi-definite.
+    times : array_like, shape (T,)
+        Increasing output times, ``times[0]`` the initial time.
+    n : int
+        Number of tokens, at least 2.
+    rng : Generator, int or None, keyword-only
+        Source of the initial sample.
+    method, dt : keyword-only
+        Passed to :func:`token_dynamics.integrators.integrate`.
+    moment_match : bool, keyword-only
+        Sample with :func:`moment_matched_cloud` (default) or plain
         :func:`token_dynamics.sampling.gaussian_cloud`.
 
     Returns
