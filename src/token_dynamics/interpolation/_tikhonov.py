@@ -474,7 +474,7 @@ def tikhonov_sweep(
     >>> import numpy as np
     >>> from token_dynamics.interpolation import tikhonov_dataset, tikhonov_sweep
     >>> data = tikhonov_dataset(4, 6, 2, 2, rng=0)
-    >>> sweep = tikhonov_sweep(data, [1e-1, 1e-2], epochs=500, rng=0)
+    >>> sweep = tikhonov_sweep(data, [1e-1, 1e-2], epochs=200, rng=0)
     >>> bool(np.all(sweep.loss <= sweep.threshold))
     True
     """
