@@ -88,15 +88,18 @@ def _kind(obj: object) -> str:
 
 
 def _data_doc(modname: str, name: str) -> list[str] | None:
-    """The ``#:`` comment documenting data `name`, read from `modname` or one of its private
-    submodules (a re-exported constant has no ``__module__``, and autodoc would otherwise fall
-    back to the docstring of its type, e.g. ``dict``)."""
+    """The ``#:`` comment documenting data `name`, read from `modname`, one of its private
+    submodules or a private module of the package's ground floor (a re-exported constant has no
+    ``__module__``, and autodoc would otherwise fall back to the docstring of its type, e.g.
+    ``dict``)."""
     from sphinx.pycode import ModuleAnalyzer
 
-    module = importlib.import_module(modname)
-    places = [modname] + [
-        f"{modname}.{info.name}" for info in pkgutil.iter_modules(getattr(module, "__path__", []))
-    ]
+    def private(package: str) -> list[str]:
+        path = getattr(importlib.import_module(package), "__path__", [])
+        return [f"{package}.{info.name}" for info in pkgutil.iter_modules(path)]
+
+    ground = [m for m in private(PACKAGE) if m.rpartition(".")[2].startswith("_")]
+    places = [modname, *private(modname), *ground]
     for place in places:
         try:
             docs = ModuleAnalyzer.for_module(place).find_attr_docs()

@@ -47,12 +47,20 @@ def empirical_mean(X: ArrayLike, weights: ArrayLike | None = None) -> np.ndarray
     -------
     ndarray, shape (d,)
 
+    Raises
+    ------
+    ValueError
+        If `X` is not an ``(n, d)`` array of finite reals or `weights` are not probability weights.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     References
     ----------
     V. Castin, P. Ablin, J. A. Carrillo, G. Peyré, arXiv:2501.18322, 2025.
 
     Examples
     --------
+    >>> from token_dynamics.diagnostics import empirical_mean
     >>> empirical_mean([[0.0, 0.0], [2.0, 4.0]])
     array([1., 2.])
     >>> empirical_mean([[0.0, 0.0], [2.0, 4.0]], weights=[0.75, 0.25])
@@ -79,12 +87,20 @@ def empirical_covariance(X: ArrayLike, weights: ArrayLike | None = None) -> np.n
     ndarray, shape (d, d)
         Symmetric positive semidefinite.
 
+    Raises
+    ------
+    ValueError
+        If `X` is not an ``(n, d)`` array of finite reals or `weights` are not probability weights.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     References
     ----------
     V. Castin, P. Ablin, J. A. Carrillo, G. Peyré, arXiv:2501.18322, 2025.
 
     Examples
     --------
+    >>> from token_dynamics.diagnostics import empirical_covariance
     >>> empirical_covariance([[-1.0, 0.0], [1.0, 0.0]])
     array([[1., 0.],
            [0., 0.]])
@@ -110,12 +126,20 @@ def diameter(X: ArrayLike) -> float:
     -------
     float
 
+    Raises
+    ------
+    ValueError
+        If `X` is not an ``(n, d)`` array of finite reals.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     References
     ----------
     B. Geshkovski, C. Letrouit, Y. Polyanskiy, P. Rigollet, arXiv:2312.10794, 2023.
 
     Examples
     --------
+    >>> from token_dynamics.diagnostics import diameter
     >>> diameter([[0.0, 0.0], [3.0, 4.0], [1.0, 1.0]])
     5.0
     """
@@ -140,12 +164,20 @@ def min_inner_product(X: ArrayLike) -> float:
     -------
     float
 
+    Raises
+    ------
+    ValueError
+        If `X` is not an ``(n, d)`` array of finite reals.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     References
     ----------
     B. Geshkovski, C. Letrouit, Y. Polyanskiy, P. Rigollet, arXiv:2312.10794, 2023.
 
     Examples
     --------
+    >>> from token_dynamics.diagnostics import min_inner_product
     >>> min_inner_product([[1.0, 0.0], [0.0, 1.0]])
     0.0
     """
@@ -180,6 +212,16 @@ def interaction_energy(
     -------
     float
 
+    Raises
+    ------
+    ValueError
+        If `X` is not an ``(n, d)`` array of finite reals, `beta` is zero or not finite, `weights`
+        are not probability weights or `A` is not ``(d, d)``.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+    FloatingPointError
+        If the energy overflows float64.
+
     References
     ----------
     B. Geshkovski, C. Letrouit, Y. Polyanskiy, P. Rigollet, arXiv:2312.10794, 2023.
@@ -187,6 +229,7 @@ def interaction_energy(
     Examples
     --------
     >>> import numpy as np
+    >>> from token_dynamics.diagnostics import interaction_energy
     >>> X = np.array([[1.0, 0.0], [1.0, 0.0]])
     >>> bool(np.isclose(interaction_energy(X, beta=2.0), np.exp(2.0) / 4.0))
     True
@@ -232,12 +275,20 @@ def cluster_count(X: ArrayLike, tol: float) -> int:
     -------
     int
 
+    Raises
+    ------
+    ValueError
+        If `X` is not an ``(n, d)`` array of finite reals or `tol` is negative.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     References
     ----------
     B. Geshkovski, C. Letrouit, Y. Polyanskiy, P. Rigollet, arXiv:2312.10794, 2023.
 
     Examples
     --------
+    >>> from token_dynamics.diagnostics import cluster_count
     >>> cluster_count([[0.0, 0.0], [0.0, 1e-3], [1.0, 0.0]], tol=1e-2)
     2
     """
@@ -263,6 +314,9 @@ def cluster_count(X: ArrayLike, tol: float) -> int:
 def numerical_rank(M: Any, rtol: float | None = None) -> int:
     r"""Number of singular values of ``M`` above ``rtol`` times the largest one.
 
+    .. math:: \operatorname{rank}_{\mathrm{rtol}}(M) = \#\{i : \sigma_i(M) >
+              \mathrm{rtol}\cdot\sigma_1(M)\}.
+
     Parameters
     ----------
     M : array_like, shape (p, q)
@@ -274,12 +328,20 @@ def numerical_rank(M: Any, rtol: float | None = None) -> int:
     -------
     int
 
+    Raises
+    ------
+    ValueError
+        If `M` is not a 2-D array of finite reals or `rtol` is negative.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     References
     ----------
     G. H. Golub, C. F. Van Loan, *Matrix Computations*, 4th ed., 2013, §5.4.1.
 
     Examples
     --------
+    >>> from token_dynamics.diagnostics import numerical_rank
     >>> numerical_rank([[1.0, 2.0], [2.0, 4.0 + 1e-12]], rtol=1e-9)
     1
     """
@@ -297,7 +359,31 @@ def numerical_rank(M: Any, rtol: float | None = None) -> int:
 
 @dataclass(frozen=True)
 class PowerLawFit:
-    """Least-squares line :math:`\\log y = \\text{intercept} + \\text{slope}\\,\\log x`."""
+    r"""Least-squares line :math:`\log y = \text{intercept} + \text{slope}\,\log x`.
+
+    Calling it evaluates the power law :math:`y = e^{\text{intercept}}\,x^{\text{slope}}`.
+
+    Attributes
+    ----------
+    slope : float
+        The exponent :math:`p` of :math:`y \approx C x^p` (an observed convergence order).
+    intercept : float
+        :math:`\log C`.
+
+    Examples
+    --------
+    Returned by :func:`fit_power_law`; on exact data :math:`y = 3x^{-1/2}` the fit recovers
+    the exponent and the constant:
+
+    >>> import numpy as np
+    >>> from token_dynamics.diagnostics import fit_power_law
+    >>> x = np.array([1.0, 4.0, 100.0])
+    >>> fit = fit_power_law(x, 3.0 * x**-0.5)
+    >>> round(fit.slope, 12), round(float(np.exp(fit.intercept)), 12)
+    (-0.5, 3.0)
+    >>> fit([16.0])
+    array([0.75])
+    """
 
     slope: float
     intercept: float
@@ -325,6 +411,7 @@ def fit_power_law(x: ArrayLike, y: ArrayLike) -> PowerLawFit:
 
     Examples
     --------
+    >>> from token_dynamics.diagnostics import fit_power_law
     >>> fit = fit_power_law([1, 4, 16], [1.0, 0.5, 0.25])
     >>> round(fit.slope, 12)
     -0.5

@@ -37,6 +37,13 @@ def normalize(X: ArrayLike) -> np.ndarray:
     ndarray, shape (n, d)
         A new array with rows of norm one.
 
+    Raises
+    ------
+    ValueError
+        If `X` is not an ``(n, d)`` array of finite reals or has a zero row (no direction).
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     References
     ----------
     B. Geshkovski, C. Letrouit, Y. Polyanskiy, P. Rigollet, *A mathematical perspective on
@@ -44,6 +51,7 @@ def normalize(X: ArrayLike) -> np.ndarray:
 
     Examples
     --------
+    >>> from token_dynamics.geometry import normalize
     >>> normalize([[3.0, 4.0], [0.0, -2.0]])
     array([[ 0.6,  0.8],
            [ 0. , -1. ]])
@@ -77,12 +85,21 @@ def project_tangent(X: ArrayLike, dX: ArrayLike) -> np.ndarray:
     -------
     ndarray, shape (n, d)
 
+    Raises
+    ------
+    ValueError
+        If `X` or `dX` is not an ``(n, d)`` array of finite reals, their shapes differ or `X` has a
+        zero row.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     References
     ----------
     B. Geshkovski, C. Letrouit, Y. Polyanskiy, P. Rigollet, arXiv:2312.10794, 2023.
 
     Examples
     --------
+    >>> from token_dynamics.geometry import project_tangent
     >>> project_tangent([[1.0, 0.0]], [[2.0, 3.0]])
     array([[0., 3.]])
     """

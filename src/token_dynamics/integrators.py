@@ -81,6 +81,7 @@ class Trajectory:
     Examples
     --------
     >>> import numpy as np
+    >>> from token_dynamics.integrators import integrate
     >>> traj = integrate(lambda t, X: -X, np.ones((1, 2)), [0.0, 1.0], method="euler", dt=0.5)
     >>> traj.states.shape, traj.n_steps
     ((2, 1, 2), 2)
@@ -187,6 +188,7 @@ def integrate(
     --------
     >>> import numpy as np
     >>> from scipy.linalg import expm
+    >>> from token_dynamics.integrators import integrate
     >>> M = np.array([[0.0, 1.0], [-1.0, 0.0]])
     >>> X0 = np.array([[1.0, 0.0]])
     >>> traj = integrate(lambda t, X: X @ M.T, X0, [0.0, 1.0], dt=0.01)

@@ -39,6 +39,13 @@ def gaussian_cloud(n: int, mean: ArrayLike, cov: ArrayLike, *, rng: SeedLike = N
     -------
     ndarray, shape (n, d)
 
+    Raises
+    ------
+    ValueError
+        If `n` is not a positive integer or `cov` is not a ``(d, d)`` covariance matching `mean`.
+    TypeError
+        If an array argument is not real, or `rng` is not a Generator, a seed or None.
+
     References
     ----------
     V. Castin, P. Ablin, J. A. Carrillo, G. Peyré, arXiv:2501.18322, 2025 (Gaussian initial
@@ -46,6 +53,7 @@ def gaussian_cloud(n: int, mean: ArrayLike, cov: ArrayLike, *, rng: SeedLike = N
 
     Examples
     --------
+    >>> from token_dynamics.sampling import gaussian_cloud
     >>> X = gaussian_cloud(1000, [1.0, -1.0], [[1.0, 0.0], [0.0, 0.25]], rng=0)
     >>> X.shape, bool(abs(X[:, 0].mean() - 1.0) < 0.1)
     ((1000, 2), True)
@@ -73,6 +81,13 @@ def uniform_sphere(n: int, d: int, *, rng: SeedLike = None) -> np.ndarray:
     ndarray, shape (n, d)
         Rows of norm one.
 
+    Raises
+    ------
+    ValueError
+        If `n` or `d` is not a positive integer.
+    TypeError
+        If `rng` is not a Generator, a seed or None.
+
     References
     ----------
     B. Geshkovski, C. Letrouit, Y. Polyanskiy, P. Rigollet, arXiv:2312.10794, 2023.
@@ -80,6 +95,7 @@ def uniform_sphere(n: int, d: int, *, rng: SeedLike = None) -> np.ndarray:
     Examples
     --------
     >>> import numpy as np
+    >>> from token_dynamics.sampling import uniform_sphere
     >>> X = uniform_sphere(5, 3, rng=1)
     >>> np.allclose(np.linalg.norm(X, axis=1), 1.0)
     True
@@ -123,12 +139,21 @@ def gaussian_mixture(
     -------
     ndarray, shape (n, d)
 
+    Raises
+    ------
+    ValueError
+        If `n` is not a positive integer, `covs` are not covariances matching `means` or `weights`
+        are not probability weights over the components.
+    TypeError
+        If an array argument is not real, or `rng` is not a Generator, a seed or None.
+
     References
     ----------
     V. Castin, P. Ablin, J. A. Carrillo, G. Peyré, arXiv:2501.18322, 2025.
 
     Examples
     --------
+    >>> from token_dynamics.sampling import gaussian_mixture
     >>> X = gaussian_mixture(6, [[-5.0, 0.0], [5.0, 0.0]], [[0.01, 0.0], [0.0, 0.01]], rng=0)
     >>> X.shape
     (6, 2)

@@ -306,6 +306,8 @@ def wasserstein2(
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.wasserstein import wasserstein2
     >>> X = np.array([[0.0, 0.0], [1.0, 0.0]])
     >>> round(wasserstein2(X, X + [0.0, 2.0]), 12)
     2.0
@@ -367,12 +369,20 @@ def wasserstein1(X: Any, Y: Any, *, weights_x: Any = None, weights_y: Any = None
     -------
     float
 
+    Raises
+    ------
+    ValueError
+        If `X` and `Y` are not tokens in one dimension or the weights are not probability weights.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     References
     ----------
     Peyré & Cuturi (2019), section 6; in 1-D, :math:`W_1 = \int |F_\mu - F_\nu|`.
 
     Examples
     --------
+    >>> from token_dynamics.wasserstein import wasserstein1
     >>> round(wasserstein1([[0.0], [1.0]], [[0.5], [1.5]]), 12)
     0.5
     """
@@ -418,12 +428,20 @@ def w2_gaussian_1d(x: Any, mean: float, var: float, *, weights: Any = None) -> f
     -------
     float
 
+    Raises
+    ------
+    ValueError
+        If `x` is not a 1-D sample, `weights` are not probability weights, or `var` is negative.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     References
     ----------
     Peyré & Cuturi (2019), remark 2.30 (1-D optimal transport by quantile functions).
 
     Examples
     --------
+    >>> from token_dynamics.wasserstein import w2_gaussian_1d
     >>> round(w2_gaussian_1d([3.0], 1.0, 0.0), 12)
     2.0
     """
@@ -461,12 +479,20 @@ def bures_wasserstein(m1: Any, S1: Any, m2: Any, S2: Any) -> float:
     -------
     float
 
+    Raises
+    ------
+    ValueError
+        If `m2` does not match `m1` or `S1`, `S2` are not ``(d, d)`` covariances.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     References
     ----------
     Peyré & Cuturi (2019), remark 2.31.
 
     Examples
     --------
+    >>> from token_dynamics.wasserstein import bures_wasserstein
     >>> round(bures_wasserstein([0.0], [[1.0]], [0.0], [[4.0]]), 12)
     1.0
     """
@@ -527,6 +553,8 @@ def conditional_w2(X: Any, Y: Any, *, weights_x: Any = None, weights_y: Any = No
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.wasserstein import conditional_w2, wasserstein2
     >>> X = np.array([[0.0, 0.0], [0.5, 1.0]])
     >>> Y = np.array([[0.0, 1.0], [0.5, 0.0]])
     >>> round(conditional_w2(X, Y), 12)  # index-matched: each token moved by 1

@@ -95,6 +95,7 @@ def draw_variant(
     Examples
     --------
     >>> import numpy as np, matplotlib.pyplot as plt
+    >>> from token_dynamics.widgets import draw_variant
     >>> fig, ax = plt.subplots()
     >>> X0 = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]])
     >>> draw_variant(ax, X0, "softmax", 2.0, times=[0.0, 1.0], geometry="sphere").states.shape
@@ -158,6 +159,7 @@ def attention_explorer(
     Examples
     --------
     >>> import numpy as np
+    >>> from token_dynamics.widgets import attention_explorer
     >>> box = attention_explorer(np.eye(2), times=[0.0, 0.5], variants=("softmax", "hardmax"))
     >>> box.menu.value = "hardmax"
     >>> box.trajectory.states.shape
@@ -229,6 +231,7 @@ def figure_sliders(
 
     Examples
     --------
+    >>> from token_dynamics.widgets import figure_sliders
     >>> calls = []
     >>> box = figure_sliders(lambda ax, a: calls.append(a), a=(0.0, 1.0, 0.1, 0.5))
     >>> box.sliders["a"].value = 0.8

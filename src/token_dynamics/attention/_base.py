@@ -72,6 +72,7 @@ class AttentionField:
     --------
     >>> import numpy as np
     >>> from token_dynamics.attention import Softmax
+    >>> from token_dynamics.attention import AttentionField
     >>> field = Softmax(np.eye(2), np.eye(2))
     >>> isinstance(field, AttentionField)
     True

@@ -47,6 +47,7 @@ class MultiHead(AttentionField):
     Examples
     --------
     >>> import numpy as np
+    >>> from token_dynamics.attention import MultiHead, Softmax
     >>> X = np.array([[1.0, 0.0], [0.0, 1.0]])
     >>> head = Softmax(np.zeros((2, 2)), np.eye(2))
     >>> MultiHead((head, head)).velocity(X)          # two identical heads add up
@@ -95,6 +96,7 @@ class MultiHead(AttentionField):
         Examples
         --------
         >>> import numpy as np
+        >>> from token_dynamics.attention import MultiHead, Softmax
         >>> MultiHead((Softmax(np.eye(2), np.eye(2)),)).attention_matrix(np.eye(2))
         Traceback (most recent call last):
         ...
@@ -110,6 +112,7 @@ class MultiHead(AttentionField):
         Examples
         --------
         >>> import numpy as np
+        >>> from token_dynamics.attention import Hardmax, MultiHead, Softmax
         >>> mh = MultiHead((Softmax(np.eye(2), np.eye(2)), Hardmax(np.eye(2), np.eye(2))))
         >>> mh.attention_matrices(np.eye(2)).shape
         (2, 2, 2)
@@ -129,6 +132,7 @@ class MultiHead(AttentionField):
         Examples
         --------
         >>> import numpy as np
+        >>> from token_dynamics.attention import MultiHead
         >>> mh = MultiHead.from_qkv(np.eye(2), np.eye(2), np.eye(2), 2)
         >>> len(mh.heads), mh.heads[0].V
         (2, array([[1., 0.],
@@ -194,6 +198,7 @@ class Causal(AttentionField):
     Examples
     --------
     >>> import numpy as np
+    >>> from token_dynamics.attention import Causal, with_positions
     >>> X = with_positions(np.array([[1.0, 0.0], [0.0, 1.0]]))
     >>> X
     array([[0. , 1. , 0. ],
@@ -287,6 +292,14 @@ def with_positions(X: ArrayLike, positions: Any = None, *, n_sink: int = 0) -> n
     -------
     ndarray, shape (n, 1 + d)
 
+    Raises
+    ------
+    ValueError
+        If `X` is not an ``(n, d)`` array of finite reals, both `positions` and `n_sink` are given,
+        `n_sink` exceeds ``n`` or a position lies outside ``[0, 1]``.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     References
     ----------
     V. Castin, P. Ablin, J. A. Carrillo, G. Peyré, arXiv:2501.18322, 2025 (tokens with a position
@@ -295,6 +308,7 @@ def with_positions(X: ArrayLike, positions: Any = None, *, n_sink: int = 0) -> n
     Examples
     --------
     >>> import numpy as np
+    >>> from token_dynamics.attention import with_positions
     >>> with_positions(np.zeros((4, 1)), n_sink=2)[:, 0]
     array([0.        , 0.        , 0.33333333, 0.66666667])
     """
@@ -345,12 +359,21 @@ def make_field(
     -------
     AttentionField
 
+    Raises
+    ------
+    ValueError
+        If `variant` is not one of :data:`VARIANTS`, `d` is not a positive integer, `beta` is not
+        positive or `A`, `V` are not ``(d, d)``.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     References
     ----------
     V. Castin, P. Ablin, J. A. Carrillo, G. Peyré, arXiv:2501.18322, 2025 (the variants).
 
     Examples
     --------
+    >>> from token_dynamics.attention import make_field
     >>> type(make_field("sinkhorn", 2, beta=4.0)).__name__, make_field("sinkhorn", 2, beta=4.0).eps
     ('Sinkhorn', 0.25)
     """

@@ -368,6 +368,8 @@ def softmax_weights(
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.attention import softmax_weights
     >>> softmax_weights(np.array([[0.0, np.log(3.0)], [1000.0, 1000.0]])).round(12)
     array([[0.25, 0.75],
            [0.5 , 0.5 ]])

@@ -75,6 +75,7 @@ class SinkhornPlan:
     Examples
     --------
     >>> import numpy as np
+    >>> from token_dynamics.attention import sinkhorn_plan
     >>> sinkhorn_plan(np.zeros((2, 2)), 1.0).plan
     array([[0.25, 0.25],
            [0.25, 0.25]])
@@ -283,6 +284,14 @@ def sinkhorn_plan(
     -------
     SinkhornPlan
 
+    Raises
+    ------
+    ValueError
+        If `S` is not a 2-D array of finite reals, `a` or `b` are not probability weights of its
+        sizes, or `eps`, `tol` or `max_iter` are not positive.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     References
     ----------
     M. E. Sander, P. Ablin, M. Blondel, G. Peyré, *Sinkformers: Transformers with Doubly
@@ -293,6 +302,7 @@ def sinkhorn_plan(
     Examples
     --------
     >>> import numpy as np
+    >>> from token_dynamics.attention import sinkhorn_plan
     >>> S = np.array([[2.0, 0.0], [0.0, 2.0]])
     >>> res = sinkhorn_plan(S, 1.0)
     >>> res.converged, np.allclose(res.plan.sum(axis=0), 0.5)
@@ -368,6 +378,7 @@ class Sinkhorn(AttentionField):
     Examples
     --------
     >>> import numpy as np
+    >>> from token_dynamics.attention import Sinkhorn
     >>> X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
     >>> P = Sinkhorn(np.eye(2), np.eye(2)).attention_matrix(X)
     >>> np.allclose(P.sum(axis=0), 1.0), np.allclose(P.sum(axis=1), 1.0)
@@ -411,6 +422,7 @@ class Sinkhorn(AttentionField):
         Examples
         --------
         >>> import numpy as np
+        >>> from token_dynamics.attention import Sinkhorn
         >>> X = np.array([[1.0, 0.0], [0.0, 1.0]])
         >>> Sinkhorn(np.eye(2), np.eye(2)).plan(X).converged
         True

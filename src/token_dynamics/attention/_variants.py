@@ -104,6 +104,7 @@ class Softmax(_Bilinear):
     Examples
     --------
     >>> import numpy as np
+    >>> from token_dynamics.attention import Softmax
     >>> X = np.array([[1.0, 0.0], [0.0, 1.0]])
     >>> field = Softmax(np.zeros((2, 2)), np.eye(2))
     >>> field.velocity(X)                      # A = 0: every token moves to the mean
@@ -158,6 +159,7 @@ class Unnormalised(_Bilinear):
     Examples
     --------
     >>> import numpy as np
+    >>> from token_dynamics.attention import Unnormalised
     >>> X = np.array([[1.0, 0.0], [0.0, 1.0]])
     >>> Unnormalised(np.zeros((2, 2)), np.eye(2)).velocity(X)
     array([[0.5, 0.5],
@@ -211,6 +213,7 @@ class Hardmax(_Bilinear):
     Examples
     --------
     >>> import numpy as np
+    >>> from token_dynamics.attention import Hardmax
     >>> X = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
     >>> Hardmax(np.eye(2), np.eye(2)).attention_matrix(X)
     array([[1. , 0. , 0. ],
@@ -265,6 +268,7 @@ class Sigmoid(_Bilinear):
     Examples
     --------
     >>> import numpy as np
+    >>> from token_dynamics.attention import Sigmoid
     >>> X = np.array([[1.0, 0.0], [0.0, 1.0]])
     >>> Sigmoid(np.zeros((2, 2)), np.eye(2)).velocity(X)   # sigma(0) = 1/2
     array([[0.25, 0.25],
@@ -314,6 +318,7 @@ class Linear(_Bilinear):
     Examples
     --------
     >>> import numpy as np
+    >>> from token_dynamics.attention import Linear
     >>> X = np.array([[1.0, 0.0], [0.0, 1.0]])
     >>> Linear(np.eye(2), np.eye(2)).velocity(X)     # M_2 = I / 2
     array([[0.5, 0. ],
@@ -357,6 +362,7 @@ class L2(AttentionField):
     Examples
     --------
     >>> import numpy as np
+    >>> from token_dynamics.attention import L2
     >>> X = np.array([[0.0, 0.0], [1.0, 0.0]])
     >>> P = L2(np.eye(2), np.eye(2), np.eye(2)).attention_matrix(X)
     >>> np.round(P, 4)      # e^{-1} / (1 + e^{-1})

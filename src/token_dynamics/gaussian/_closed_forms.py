@@ -48,12 +48,30 @@ def _check_before(times: np.ndarray, t_star: float, what: str = "the solution") 
 def scalar_blowup_time(v: float, a: float, var0: float) -> float:
     r"""Blow-up time :math:`t^\star = 1/(2 v a s_0)` of the scalar softmax ODE.
 
-    Returns ``inf`` if ``v a <= 0`` (no blow-up).
+    Parameters
+    ----------
+    v, a : float
+        Value and attention scalars (the score is :math:`a x y`).
+    var0 : float
+        Initial variance :math:`s_0 \ge 0`.
+
+    Returns
+    -------
+    float
+        :math:`t^\star`, or ``inf`` if ``v a s0 <= 0`` (no blow-up).
+
+    Raises
+    ------
+    ValueError
+        If `var0` is negative.
 
     Examples
     --------
-    >>> round(scalar_blowup_time(0.7, 0.9, 0.4), 5)
+    >>> from token_dynamics.gaussian import scalar_blowup_time
+    >>> round(scalar_blowup_time(0.7, 0.9, 0.4), 5)  # 1 / (2 * 0.7 * 0.9 * 0.4)
     1.98413
+    >>> scalar_blowup_time(0.7, -0.9, 0.4)  # v a < 0: the variance decays
+    inf
     """
     v, a = check_real(v, "v"), check_real(a, "a")
     s0 = check_positive(var0, "var0", allow_zero=True)
@@ -103,6 +121,7 @@ def softmax_gaussian_1d(
 
     Examples
     --------
+    >>> from token_dynamics.gaussian import softmax_gaussian_1d
     >>> sol = softmax_gaussian_1d([0.0, 1.0], 0.0, 0.4, 0.8, -0.6)
     >>> round(float(sol.covariances[1, 0, 0]), 6)  # 0.4 / (1 + 2 * 0.8 * 0.6 * 0.4)
     0.289017
@@ -147,8 +166,18 @@ def softmax_gaussian_centred(
     -------
     GaussianPath
 
+    Raises
+    ------
+    ValueError
+        If `times` reach the blow-up time, `cov0` is not a covariance, `A` has another shape or
+        `beta` is not positive.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.gaussian import softmax_gaussian_centred
     >>> sol = softmax_gaussian_centred([1.0], np.eye(2), -0.5 * np.eye(2), 1.0)
     >>> sol.covariances[0].round(6)
     array([[0.5, 0. ],
@@ -174,8 +203,28 @@ def isotropic_blowup_time(v: float, A: Any, cov0: Any) -> float:
     :math:`\Sigma_0^{1/2}(A+A^\top)\Sigma_0^{1/2}` (``inf`` if none is positive after
     multiplication by ``v``).
 
+    Parameters
+    ----------
+    v : float
+        The value matrix is :math:`V = vI`.
+    A : array_like, shape (d, d)
+        Attention matrix.
+    cov0 : array_like, shape (d, d)
+        Initial covariance :math:`\Sigma_0`, symmetric positive semi-definite.
+
+    Returns
+    -------
+    float
+        :math:`t^\star`, or ``inf`` when the covariance never blows up.
+
+    Raises
+    ------
+    ValueError
+        If `cov0` is not a covariance or `A` has another shape.
+
     Examples
     --------
+    >>> from token_dynamics.gaussian import isotropic_blowup_time
     >>> isotropic_blowup_time(1.0, [[1.0, 0.0], [0.0, -1.0]], [[0.25, 0.0], [0.0, 1.0]])
     2.0
     """
@@ -192,10 +241,35 @@ def isotropic_covariance(times: Any, v: float, A: Any, cov0: Any) -> np.ndarray:
     .. math:: \Sigma(t) = \Sigma_0\big(I - v t (A + A^\top)\Sigma_0\big)^{-1}
               = \big(\Sigma_0^{-1} - vt(A+A^\top)\big)^{-1},
 
-    the first form valid for singular :math:`\Sigma_0`. Returns a ``(T, d, d)`` array.
+    the first form valid for singular :math:`\Sigma_0`.
+
+    Parameters
+    ----------
+    times : array_like, shape (T,)
+        Strictly increasing times, all before the blow-up time
+        (:func:`isotropic_blowup_time`).
+    v : float
+        The value matrix is :math:`V = vI`.
+    A : array_like, shape (d, d)
+        Attention matrix.
+    cov0 : array_like, shape (d, d)
+        Initial covariance :math:`\Sigma_0`, symmetric positive semi-definite.
+
+    Returns
+    -------
+    ndarray, shape (T, d, d)
+        :math:`\Sigma(t)` at each time.
+
+    Raises
+    ------
+    ValueError
+        If `times` reach the blow-up time, or an argument has the wrong shape.
 
     Examples
     --------
+    >>> from token_dynamics.gaussian import isotropic_covariance
+    >>> isotropic_covariance([1.0], 1.0, [[-1.0]], [[1.0]])  # 1 / (1 + 2 t)
+    array([[[0.33333333]]])
     >>> isotropic_covariance([1.0], 1.0, [[-1.0]], [[1.0]])
     array([[[0.33333333]]])
     """
@@ -227,8 +301,31 @@ def low_rank_limit(A: Any, cov0: Any, v: float = 1.0) -> np.ndarray:
     dimension of that kernel (zero matrix if the kernel is trivial). The approach is
     :math:`O(1/t)`.
 
+    Parameters
+    ----------
+    A : array_like, shape (d, d)
+        Attention matrix with :math:`v(A + A^\top)` negative semi-definite.
+    cov0 : array_like, shape (d, d)
+        Initial covariance :math:`\Sigma_0`, positive definite.
+    v : float, default 1.0
+        The value matrix is :math:`V = vI`.
+
+    Returns
+    -------
+    ndarray, shape (d, d)
+        :math:`\Sigma_\infty`, of rank :math:`\dim\ker(A + A^\top)`.
+
+    Raises
+    ------
+    ValueError
+        If `cov0` is singular or :math:`v(A + A^\top)` has a positive eigenvalue.
+
     Examples
     --------
+    The kernel of :math:`A + A^\top` is the first axis, where the limit keeps the
+    conditional variance :math:`1/(\Sigma_0^{-1})_{11} = 2 - 1/2`:
+
+    >>> from token_dynamics.gaussian import low_rank_limit
     >>> low_rank_limit([[0.0, 0.0], [0.0, -1.0]], [[2.0, 1.0], [1.0, 2.0]])
     array([[1.5, 0. ],
            [0. , 0. ]])
@@ -276,8 +373,33 @@ def ray_blowup_time(V: Any, A: Any, u: Any, eps: float) -> float:
     r"""Blow-up time :math:`1/(2\lambda q \varepsilon)` of the ray started at
     :math:`\varepsilon uu^\top` (``inf`` if :math:`\lambda q \le 0`).
 
+    Here :math:`Vu = \lambda u`, :math:`|u| = 1` and :math:`q = u^\top A u`
+    (see :func:`ray_covariance`).
+
+    Parameters
+    ----------
+    V : array_like, shape (d, d)
+        Value matrix.
+    A : array_like, shape (d, d)
+        Attention matrix.
+    u : array_like, shape (d,)
+        An eigenvector of `V` with a real eigenvalue (normalised here).
+    eps : float
+        Initial variance along the ray, positive.
+
+    Returns
+    -------
+    float
+        The blow-up time, or ``inf``.
+
+    Raises
+    ------
+    ValueError
+        If `u` is zero or not an eigenvector of `V`, or `eps` is not positive.
+
     Examples
     --------
+    >>> from token_dynamics.gaussian import ray_blowup_time
     >>> ray_blowup_time([[2.0, 0.0], [0.0, 1.0]], [[1.0, 5.0], [0.0, 1.0]], [1.0, 0.0], 0.5)
     0.5
     """
@@ -291,10 +413,35 @@ def ray_covariance(times: Any, V: Any, A: Any, u: Any, eps: float) -> np.ndarray
 
     .. math:: \Sigma(t) = \frac{\varepsilon}{1 - 2\lambda q\varepsilon t}\,uu^\top .
 
-    Returns a ``(T, d, d)`` array.
+    Parameters
+    ----------
+    times : array_like, shape (T,)
+        Strictly increasing times, before :func:`ray_blowup_time`.
+    V : array_like, shape (d, d)
+        Value matrix.
+    A : array_like, shape (d, d)
+        Attention matrix.
+    u : array_like, shape (d,)
+        An eigenvector of `V` with a real eigenvalue (normalised here).
+    eps : float
+        Initial variance along the ray, positive.
+
+    Returns
+    -------
+    ndarray, shape (T, d, d)
+        :math:`\Sigma(t)`, a multiple of :math:`uu^\top`.
+
+    Raises
+    ------
+    ValueError
+        If `u` is not an eigenvector of `V` or `times` reach the blow-up time.
 
     Examples
     --------
+    Here :math:`\lambda = 2`, :math:`q = 1`, :math:`\varepsilon = 1/2`: the variance doubles
+    at :math:`t = 1/4`, half the blow-up time.
+
+    >>> from token_dynamics.gaussian import ray_covariance
     >>> ray_covariance([0.25], [[2.0, 0.0], [0.0, 1.0]], [[1.0, 5.0], [0.0, 1.0]], [1.0, 0.0], 0.5)
     array([[[1., 0.],
             [0., 0.]]])
@@ -318,10 +465,32 @@ def sinkhorn_scalar_variance(times: Any, v: float, a: float, var0: float, eps: f
     :math:`F(s(t)) - F(s_0) = \tfrac va t` with
     :math:`F(s) = \tfrac1{2|a|}\big[\operatorname{asinh} u - (\sqrt{1+u^2}+1)/u\big]`,
     :math:`u = 2|a|s`. A general :math:`\varepsilon` rescales :math:`s = \varepsilon\sigma`.
-    Each time is solved by Brent's method to machine precision. Returns a ``(T,)`` array.
+    Each time is solved by Brent's method to machine precision.
+
+    Parameters
+    ----------
+    times : array_like, shape (T,)
+        Strictly increasing times.
+    v, a : float
+        Value and attention scalars.
+    var0 : float
+        Initial variance, positive.
+    eps : float, default 1.0
+        Entropic regularisation :math:`\varepsilon` of the Sinkhorn plan.
+
+    Returns
+    -------
+    ndarray, shape (T,)
+        The variance at each time.
+
+    Raises
+    ------
+    ValueError
+        If `var0` or `eps` is not positive.
 
     Examples
     --------
+    >>> from token_dynamics.gaussian import sinkhorn_scalar_variance
     >>> round(float(sinkhorn_scalar_variance([1.0], v=0.7, a=-1.3, var0=0.8)[0]), 8)
     0.38804326
     """

@@ -44,10 +44,35 @@ def _square_parameter(P: Any, name: str) -> Callable[[float], np.ndarray]:
 
 @dataclass(frozen=True)
 class MomentEquations:
-    """Base class: the moment ODE of an attention variant that preserves Gaussians.
+    r"""Base class: the moment ODE of an attention variant that preserves Gaussians.
+
+    On a Gaussian :math:`\mathcal N(\alpha, \Sigma)` the velocity of a Gaussian-preserving
+    variant is affine, :math:`\Gamma(x) = c + Mx`, and the moments follow
+
+    .. math::
+        \alpha' = c + M\alpha, \qquad \Sigma' = M\Sigma + \Sigma M^\top .
 
     Subclasses implement ``affine(mean, cov, t)``; the factor form ``_terms`` is derived from
-    it unless a variant has a better-conditioned one (Sinkhorn).
+    it unless a variant has a better-conditioned one (Sinkhorn). The parameters are those of
+    the subclass; :func:`moment_equations` builds the right one from an attention field.
+
+    References
+    ----------
+    Castin et al. (2025), arXiv:2501.18322: the moment ODEs of each variant.
+
+    Examples
+    --------
+    The moment ODE of softmax attention, built from the field; ``rhs`` is
+    :math:`(c + M\alpha, M\Sigma + \Sigma M^\top)` of ``affine``:
+
+    >>> import numpy as np
+    >>> from token_dynamics.attention import Softmax
+    >>> from token_dynamics.gaussian import moment_equations
+    >>> eq = moment_equations(Softmax([[0.9]], [[0.7]]))
+    >>> c, M = eq.affine([1.0], [[0.4]])
+    >>> dmean, dcov = eq.rhs(0.0, [1.0], [[0.4]])
+    >>> bool(np.allclose(dmean, c + M @ [1.0]) and np.allclose(dcov, 2 * M * 0.4))
+    True
     """
 
     def affine(
@@ -140,6 +165,7 @@ class SoftmaxMoments(_BilinearMoments):
 
     Examples
     --------
+    >>> from token_dynamics.gaussian import SoftmaxMoments
     >>> eq = SoftmaxMoments(A=[[0.9]], V=[[0.7]])
     >>> dmean, dcov = eq.rhs(0.0, [1.0], [[0.4]])
     >>> float(dcov[0, 0])  # 2 v a s^2 = 2 * 0.7 * 0.9 * 0.16
@@ -182,6 +208,7 @@ class L2Moments(MomentEquations):
 
     Examples
     --------
+    >>> from token_dynamics.gaussian import L2Moments
     >>> eq = L2Moments(Qbar=[[1.0]], Kbar=[[1.0]], V=[[1.0]])
     >>> c, M = eq.affine([0.0], [[1.0]])
     >>> float(M[0, 0])  # V (1 + 2 s)^-1 s B = 2 / 3
@@ -240,6 +267,8 @@ def sinkhorn_whitened_coupling(B: np.ndarray) -> np.ndarray:
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.gaussian import sinkhorn_whitened_coupling
     >>> c = sinkhorn_whitened_coupling(np.array([[1.5]]))
     >>> round(float(c[0, 0]), 12)  # f(3/2) = 3 / (1 + sqrt 10)
     0.720759220056
@@ -273,6 +302,7 @@ class SinkhornMoments(_BilinearMoments):
 
     Examples
     --------
+    >>> from token_dynamics.gaussian import SinkhornMoments
     >>> eq = SinkhornMoments(A=[[-1.3]], V=[[0.7]])
     >>> dmean, dcov = eq.rhs(0.0, [2.0], [[0.8]])
     >>> float(dmean[0])  # V alpha
@@ -314,12 +344,18 @@ class LinearMoments(_BilinearMoments):
         \alpha' = V(\Sigma + \alpha\alpha^\top)A\alpha,\qquad \Sigma' = M\Sigma + \Sigma M^\top,
         \quad M = V(\Sigma+\alpha\alpha^\top)A .
 
+    Parameters
+    ----------
+    A, V : (d, d) arrays or callables ``t -> (d, d)``
+        Attention and value matrices, constant or time-dependent.
+
     References
     ----------
     Castin et al. (2025), arXiv:2501.18322.
 
     Examples
     --------
+    >>> from token_dynamics.gaussian import LinearMoments
     >>> eq = LinearMoments(A=[[1.0]], V=[[1.0]])
     >>> dmean, dcov = eq.rhs(0.0, [0.0], [[0.5]])
     >>> float(dcov[0, 0])  # 2 s^2
@@ -335,7 +371,9 @@ class LinearMoments(_BilinearMoments):
 class MultiHeadMoments(MomentEquations):
     r"""Moment ODE of a sum of heads, ``Gamma = sum_h W_h Gamma^(h)``.
 
-    Each head is affine on Gaussians, so the sum is: its ``(c, M)`` and the factor drift add.
+    Each head is affine on Gaussians, so the sum is: its ``(c, M)`` and the factor drift add,
+
+    .. math:: \Gamma(x) = \sum_h W_h\big(c_h + M_h x\big).
 
     Parameters
     ----------
@@ -344,6 +382,7 @@ class MultiHeadMoments(MomentEquations):
 
     Examples
     --------
+    >>> from token_dynamics.gaussian import MultiHeadMoments, SoftmaxMoments
     >>> h = SoftmaxMoments(A=[[0.5]], V=[[1.0]])
     >>> two = MultiHeadMoments(heads=(h, h))
     >>> float(two.rhs(0.0, [0.0], [[1.0]])[1][0, 0])  # twice 2 v a s^2
@@ -439,6 +478,16 @@ def moment_equations(field: Any) -> MomentEquations:
     matching :class:`MomentEquations` through the registry :data:`MOMENT_EQUATIONS`; a
     :class:`MomentEquations` is returned unchanged.
 
+    Parameters
+    ----------
+    field : AttentionField or MomentEquations
+        A Gaussian-preserving attention field, or moment equations already built.
+
+    Returns
+    -------
+    MomentEquations
+        The moment ODE, with ``affine`` and ``rhs``.
+
     Raises
     ------
     ValueError
@@ -449,6 +498,7 @@ def moment_equations(field: Any) -> MomentEquations:
     Examples
     --------
     >>> from token_dynamics.attention import Softmax
+    >>> from token_dynamics.gaussian import moment_equations
     >>> type(moment_equations(Softmax([[1.0]], [[1.0]]))).__name__
     'SoftmaxMoments'
     """

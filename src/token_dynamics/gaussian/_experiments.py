@@ -51,13 +51,37 @@ def trace_one_grid(n_angles: int, radii: ArrayLike = (0.3, 0.6, 0.9)) -> np.ndar
     :math:`\Sigma = \tfrac12\begin{psmallmatrix}1 + r\cos\theta & r\sin\theta\\
     r\sin\theta & 1 - r\cos\theta\end{psmallmatrix}`, PSD for :math:`r \le 1` (rank one at 1).
 
-    Returns an array of shape ``(n_angles * len(radii), 2, 2)``.
+    Parameters
+    ----------
+    n_angles : int
+        Number of angles :math:`\theta`, equally spaced on :math:`[0, 2\pi)`.
+    radii : sequence of float, default (0.3, 0.6, 0.9)
+        Radii :math:`r` in :math:`[0, 1]`.
+
+    Returns
+    -------
+    ndarray, shape (len(radii) * n_angles, 2, 2)
+        The covariances, radius by radius.
+
+    Raises
+    ------
+    ValueError
+        If `n_angles` is not a positive integer or a radius lies outside ``[0, 1]``.
 
     Examples
     --------
-    >>> trace_one_grid(4, radii=(1.0,))[0]
+    Every matrix has trace one, and determinant :math:`(1 - r^2)/4`:
+
+    >>> import numpy as np
+    >>> from token_dynamics.gaussian import trace_one_grid
+    >>> grid = trace_one_grid(4, radii=(1.0,))
+    >>> grid[0]
     array([[1., 0.],
            [0., 0.]])
+    >>> np.trace(grid, axis1=1, axis2=2)
+    array([1., 1., 1., 1.])
+    >>> np.linalg.det(trace_one_grid(3, radii=(0.6,))).round(12)
+    array([0.16, 0.16, 0.16])
     """
     n_angles = check_int(n_angles, "n_angles")
     r = as_real_array(radii, "radii").ravel()
@@ -75,7 +99,7 @@ def _l2_from_qk(Q: np.ndarray, K: np.ndarray, V: np.ndarray) -> L2Moments:
 
 
 def cone_regime(name: str, *, rng: SeedLike = None) -> dict[str, MomentEquations]:
-    """Moment equations of softmax, l2 and Sinkhorn (and multi-head) in one regime, d = 2.
+    r"""Moment equations of softmax, l2 and Sinkhorn (and multi-head) in one regime, d = 2.
 
     ``A = K^T Q / sqrt(k)`` throughout; l2 uses ``Qbar = Q``, ``Kbar = K``, ``s = 2 sqrt(k)``
     (so that ``B = A``) and Sinkhorn ``eps = 1``.
@@ -88,10 +112,38 @@ def cone_regime(name: str, *, rng: SeedLike = None) -> dict[str, MomentEquations
     ``"blowup"``
     (A + A^T > 0, V = I: softmax blows up, l2 and Sinkhorn only grow).
 
+    Parameters
+    ----------
+    name : str
+        One of :data:`CONE_REGIMES`.
+    rng : Generator, int or None, keyword-only
+        Draws the random ``Q`` and ``W`` of the ``"zero"`` regime (the others are fixed).
+
+    Returns
+    -------
+    dict of str to MomentEquations
+        Keyed by ``"softmax"``, ``"l2"``, ``"sinkhorn"`` (``"softmax"`` only for the two
+        counterexamples).
+
+    Raises
+    ------
+    ValueError
+        If `name` is not a regime.
+
     Examples
     --------
-    >>> sorted(cone_regime("line"))
+    In the ``"line"`` regime :math:`A = -qq^\top/\sqrt k` and a covariance
+    :math:`uu^\top` with :math:`u \perp q` is stationary for all three variants:
+
+    >>> import numpy as np
+    >>> from token_dynamics.gaussian import cone_regime
+    >>> eqs = cone_regime("line")
+    >>> sorted(eqs)
     ['l2', 'sinkhorn', 'softmax']
+    >>> u = np.array([-np.sin(0.4), np.cos(0.4)])
+    >>> [float(np.abs(eq.rhs(0.0, [0.0, 0.0], np.outer(u, u))[1]).max()) < 1e-12
+    ...  for eq in eqs.values()]
+    [True, True, True]
     """
     gen = as_rng(rng)
     I2 = np.eye(2)
@@ -136,6 +188,15 @@ class RankCounts:
     ranks : (n_runs,) int array, eigenvalues above ``threshold`` counted.
     bound : int, ``d - floor(d / 2)``, the dimension of ker(A + A^T).
     blowups : int, number of runs that met a blow-up (0 by the proposition).
+
+    Examples
+    --------
+    Returned by :func:`limiting_ranks`:
+
+    >>> from token_dynamics.gaussian import limiting_ranks
+    >>> rc = limiting_ranks(4, 2, T=50.0, rng=1)
+    >>> rc.d, rc.ranks.shape, rc.bound
+    (4, (2,), 2)
     """
 
     d: int
@@ -160,8 +221,36 @@ def limiting_ranks(
     ``V = I`` or ``V = W^T W`` (``value="random"``), :math:`\Sigma_0 = LL^\top/d` with ``L``
     standard normal, zero mean; eigenvalues of :math:`\Sigma(T)` above ``threshold`` are counted.
 
+    Parameters
+    ----------
+    d : int
+        Dimension, at least 2.
+    n_runs : int
+        Number of random instances.
+    value : {"identity", "random"}, keyword-only
+        ``V = I`` or ``V = W^T W / d`` with ``W`` standard normal.
+    T : float, keyword-only
+        Final time, positive.
+    threshold : float, keyword-only
+        Eigenvalues above it count towards the rank.
+    rng : Generator, int or None, keyword-only
+        Source of ``Q``, ``W`` and ``L``.
+
+    Returns
+    -------
+    RankCounts
+        The ranks, their bound :math:`d - \lfloor d/2\rfloor` and the number of blow-ups.
+
+    Raises
+    ------
+    ValueError
+        If an argument is out of range or `value` is unknown.
+    FloatingPointError
+        If a moment run fails.
+
     Examples
     --------
+    >>> from token_dynamics.gaussian import limiting_ranks
     >>> rc = limiting_ranks(3, 4, T=100.0, rng=0)
     >>> rc.bound, bool(rc.ranks.max() <= rc.bound), rc.blowups
     (2, True, 0)

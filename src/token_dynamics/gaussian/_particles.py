@@ -34,6 +34,22 @@ class ParticleMoments(GaussianPath):
     cov_stderr : (T, d, d) standard errors of the covariance entries, from the empirical
         variance of ``(x_j - m_j)(x_k - m_k)`` over the tokens, divided by ``sqrt(n)``.
     n : int, number of tokens.
+
+    Examples
+    --------
+    Returned by :func:`particle_moments`. Under softmax attention with :math:`v = 1`,
+    :math:`a = -1/2` the variance is :math:`s_0/(1 + t)` (:func:`softmax_gaussian_1d`); the
+    estimate from 400 tokens lies within three standard errors of it:
+
+    >>> from token_dynamics.attention import Softmax
+    >>> from token_dynamics.gaussian import particle_moments, softmax_gaussian_1d
+    >>> times = [0.0, 0.5]
+    >>> pm = particle_moments(Softmax([[-0.5]], [[1.0]]), [0.0], [[1.0]], times, n=400, rng=0)
+    >>> exact = softmax_gaussian_1d(times, 0.0, 1.0, 1.0, -0.5).covariances[-1, 0, 0]
+    >>> bool(abs(pm.covariances[-1, 0, 0] - exact) < 3 * pm.cov_stderr[-1, 0, 0])
+    True
+    >>> pm.means.shape, pm.cov_stderr.shape
+    ((2, 1), (2, 1, 1))
     """
 
     mean_stderr: np.ndarray
@@ -44,14 +60,40 @@ class ParticleMoments(GaussianPath):
 def moment_matched_cloud(
     n: int, mean: ArrayLike, cov: ArrayLike, *, rng: SeedLike = None
 ) -> np.ndarray:
-    """Sample ``n`` Gaussian tokens, then map them affinely so that their empirical mean and
+    r"""Sample ``n`` Gaussian tokens, then map them affinely so that their empirical mean and
     covariance (normalised by ``n``) equal ``mean`` and ``cov`` exactly.
 
-    Returns an ``(n, d)`` array. Matching removes the O(n^-1/2) error of the first two
-    moments at ``t = 0``; what remains is the sample's non-Gaussianity, also O(n^-1/2).
+    Matching removes the O(n^-1/2) error of the first two moments at ``t = 0``; what remains
+    is the sample's non-Gaussianity, also O(n^-1/2). With :math:`\bar Z`, :math:`W` the
+    sample's mean and covariance and :math:`z_i` the draws, the tokens are
+
+    .. math:: x_i = m + \Sigma^{1/2}\, W^{-1/2}(z_i - \bar Z).
+
+    Parameters
+    ----------
+    n : int
+        Number of tokens, at least 2 (and more than ``d`` for a full-rank sample).
+    mean : array_like, shape (d,)
+        The mean :math:`m` the cloud must have.
+    cov : array_like, shape (d, d)
+        The covariance :math:`\Sigma` the cloud must have, symmetric positive semi-definite.
+    rng : Generator, int or None, keyword-only
+        Source of the Gaussian draws.
+
+    Returns
+    -------
+    ndarray, shape (n, d)
+        The tokens.
+
+    Raises
+    ------
+    ValueError
+        If `n` is below 2 or `cov` is not a ``(d, d)`` covariance.
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.gaussian import moment_matched_cloud
     >>> X = moment_matched_cloud(50, [1.0, 0.0], [[2.0, 0.5], [0.5, 1.0]], rng=0)
     >>> np.round(X.mean(axis=0), 12), np.round(np.cov(X.T, bias=True), 12)[0, 1]
     (array([1., 0.]), np.float64(0.5))
@@ -79,17 +121,35 @@ def particle_moments(
     dt: float | None = None,
     moment_match: bool = True,
 ) -> ParticleMoments:
-    """Run the particle system from a Gaussian sample and return its empirical moments.
+    r"""Run the particle system from a Gaussian sample and return its empirical moments.
+
+    .. math::
+
+        \hat\alpha(t) = \frac1n\sum_i x_i(t),
+
+        \hat\Sigma(t) = \frac1n\sum_i \big(x_i(t) - \hat\alpha(t)\big)
+        \big(x_i(t) - \hat\alpha(t)\big)^\top,
+
+    each with its Monte-Carlo standard error, of order :math:`n^{-1/2}`.
 
     Parameters
     ----------
-    field : attention field (any callable ``f(t, X) -> (n, d)``), e.g. ``attention.Softmax``.
-    mean0 : (d,) array; cov0 : (d, d) symmetric PSD array.
-    times : (T,) increasing output times, ``times[0]`` the initial time.
-    n : number of tokens.
-    rng : Generator, seed or None.
-    method, dt : passed to :func:`token_dynamics.integrators.integrate`.
-    moment_match : sample with :func:`moment_matched_cloud` (default) or plain
+    field : AttentionField or callable
+        The velocity field, e.g. ``attention.Softmax``; any callable ``f(t, X) -> (n, d)``.
+    mean0 : array_like, shape (d,)
+        Mean of the initial Gaussian.
+    cov0 : array_like, shape (d, d)
+        Covariance of the initial Gaussian, symmetric positive semi-definite.
+    times : array_like, shape (T,)
+        Increasing output times, ``times[0]`` the initial time.
+    n : int
+        Number of tokens, at least 2.
+    rng : Generator, int or None, keyword-only
+        Source of the initial sample.
+    method, dt : keyword-only
+        Passed to :func:`token_dynamics.integrators.integrate`.
+    moment_match : bool, keyword-only
+        Sample with :func:`moment_matched_cloud` (default) or plain
         :func:`token_dynamics.sampling.gaussian_cloud`.
 
     Returns
@@ -108,6 +168,8 @@ def particle_moments(
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.gaussian import particle_moments
     >>> class Linear1D:  # any callable f(t, X) works; here Gamma(x) = -E[y^2] x
     ...     def __call__(self, t, X):
     ...         return -np.mean(X**2) * X

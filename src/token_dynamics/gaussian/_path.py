@@ -34,6 +34,8 @@ class GaussianPath:
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.gaussian import GaussianPath
     >>> path = GaussianPath(np.array([0.0]), np.zeros((1, 1)), np.ones((1, 1, 1)))
     >>> path.status, path.blew_up
     ('completed', False)

@@ -134,6 +134,7 @@ def solve_moments(
     Examples
     --------
     >>> from token_dynamics.gaussian import SoftmaxMoments
+    >>> from token_dynamics.gaussian import solve_moments
     >>> sol = solve_moments(SoftmaxMoments([[0.9]], [[0.7]]), [0.0], [[0.4]], [0.0, 1.0, 3.0])
     >>> sol.status, round(sol.blowup_time, 6)  # 1 / (2 v a s0)
     ('blowup', 1.984127)
@@ -318,8 +319,16 @@ def cone_coordinates(covariances: ArrayLike) -> np.ndarray:
     -------
     (..., 3) array
 
+    Raises
+    ------
+    ValueError
+        If `covariances` does not have shape ``(..., 2, 2)``.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     Examples
     --------
+    >>> from token_dynamics.gaussian import cone_coordinates
     >>> cone_coordinates([[1.0, 0.0], [0.0, 0.0]])
     array([1., 0., 1.])
     """

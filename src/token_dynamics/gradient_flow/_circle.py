@@ -29,6 +29,19 @@ class CircleMetastability:
     cluster_counts : ndarray, shape (T,)
         Number of groups of tokens separated by arcs longer than ``cluster_tol``.
     beta : float
+
+    Examples
+    --------
+    Returned by :func:`circle_metastability`; the tokens stay on the circle and the energy
+    never decreases:
+
+    >>> import numpy as np
+    >>> from token_dynamics.gradient_flow import circle_metastability
+    >>> res = circle_metastability(6, 2.0, 10.0, n_times=10, rng=0)
+    >>> bool(np.allclose(np.linalg.norm(res.states, axis=-1), 1.0))
+    True
+    >>> bool(np.all(np.diff(res.energies) >= -1e-9)), res.cluster_counts.shape
+    (True, (11,))
     """
 
     times: np.ndarray
@@ -99,6 +112,8 @@ def circle_metastability(
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.gradient_flow import circle_metastability
     >>> res = circle_metastability(8, 4.0, 50.0, n_times=20, rng=0)
     >>> bool(np.all(np.diff(res.energies) >= -1e-9)), res.states.shape
     (True, (21, 8, 2))

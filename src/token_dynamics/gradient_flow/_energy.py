@@ -81,6 +81,8 @@ def particle_energy(X: Any, A: Any, *, weights: Any = None) -> float:
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.gradient_flow import particle_energy
     >>> round(particle_energy([[1.0, 0.0]], -np.eye(2)), 12)  # one Dirac: e^{-|x|^2} / 2
     0.183939720586
     """
@@ -114,12 +116,22 @@ def first_variation(X: Any, A: Any, points: Any = None, *, weights: Any = None) 
     -------
     ndarray, shape (m,)
 
+    Raises
+    ------
+    ValueError
+        If `X` or `points` is not an array of tokens in the same dimension, `A` is not ``(d, d)`` or
+        `weights` are not probability weights.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     References
     ----------
     Castin et al., arXiv:2501.18322.
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.gradient_flow import first_variation
     >>> first_variation([[0.0, 0.0]], np.eye(2), [[1.0, 1.0]])
     array([1.])
     """
@@ -152,12 +164,22 @@ def energy_gradient(X: Any, A: Any, points: Any = None, *, weights: Any = None) 
     -------
     ndarray, shape (m, d)
 
+    Raises
+    ------
+    ValueError
+        If `X` or `points` is not an array of tokens in the same dimension, `A` is not ``(d, d)`` or
+        `weights` are not probability weights.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     References
     ----------
     Castin et al., arXiv:2501.18322.
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.gradient_flow import energy_gradient
     >>> energy_gradient([[1.0, 0.0]], 2 * np.eye(2), [[0.0, 0.0]])
     array([[2., 0.]])
     """
@@ -182,8 +204,18 @@ def energy_rate(X: Any, velocity: Any, A: Any, *, weights: Any = None) -> float:
     -------
     float
 
+    Raises
+    ------
+    ValueError
+        If `velocity` does not have the shape of `X`, `A` is not ``(d, d)`` or `weights` are not
+        probability weights.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.gradient_flow import energy_rate
     >>> energy_rate([[1.0, 0.0]], [[1.0, 0.0]], -np.eye(2))  # d/dt e^{-(1+t)^2}/2 at t=0
     -0.36787944117144233
     """
@@ -197,7 +229,10 @@ def energy_rate(X: Any, velocity: Any, A: Any, *, weights: Any = None) -> float:
 
 
 def energy_along(states: Any, A: Any, *, weights: Any = None) -> np.ndarray:
-    """Energy :func:`particle_energy` at each state of a trajectory.
+    r"""Energy :func:`particle_energy` at each state of a trajectory.
+
+    .. math:: \mathcal E(X_t) = \frac12\sum_{i,j} w_i w_j e^{\langle A x_i(t), x_j(t)\rangle},
+              \qquad t = t_0, \dots, t_{T-1}.
 
     Parameters
     ----------
@@ -209,8 +244,17 @@ def energy_along(states: Any, A: Any, *, weights: Any = None) -> np.ndarray:
     -------
     ndarray, shape (T,)
 
+    Raises
+    ------
+    ValueError
+        If `states` does not have shape ``(T, n, d)`` or `A`, `weights` do not match it.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.gradient_flow import energy_along
     >>> energy_along(np.zeros((3, 2, 1)), [[1.0]])
     array([0.5, 0.5, 0.5])
     """
@@ -227,16 +271,32 @@ def monotonicity_sign(A: Any, V: Any) -> int:
     (:math:`k = 1` softmax, :math:`k = 2` unnormalised), so the sign is that of
     :math:`AV + V^\top A^\top` when it is semidefinite.
 
+    Parameters
+    ----------
+    A : array_like, shape (d, d)
+        Symmetric attention matrix.
+    V : array_like, shape (d, d)
+        Value matrix.
+
     Returns
     -------
     int
         ``+1`` (energy non-decreasing), ``-1`` (non-increasing) or ``0`` (indefinite, no
         prediction).
 
+    Raises
+    ------
+    ValueError
+        If `A` is not symmetric or `V` has another shape.
+
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.gradient_flow import monotonicity_sign
     >>> monotonicity_sign(-np.eye(2), np.eye(2))
     -1
+    >>> monotonicity_sign(np.eye(2), np.diag([1.0, -1.0]))  # AV indefinite: no prediction
+    0
     """
     A = as_matrix(A, "A")
     A = as_symmetric(A, "A", what=SYMMETRIC_A)
@@ -267,8 +327,16 @@ def translation_second_variation(X: Any, A: Any, direction: Any, *, weights: Any
     -------
     float
 
+    Raises
+    ------
+    ValueError
+        If `A` is not ``(d, d)``, `direction` not ``(d,)`` or `weights` are not probability weights.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     Examples
     --------
+    >>> from token_dynamics.gradient_flow import translation_second_variation
     >>> translation_second_variation([[0.0]], [[-1.0]], [1.0])  # e^{-s^2}/2 at 0
     -1.0
     """

@@ -42,7 +42,13 @@ def _wasserstein2(X, Y, wx, wy, metric):
 
 @dataclass(frozen=True)
 class TwistedMetric:
-    """The twisted geometry of unnormalised attention.
+    r"""The twisted geometry of unnormalised attention.
+
+    .. math::
+
+        P = VA^{-1},
+
+        c(x, y) = (x - y)^\top(\operatorname{sign} P\cdot P)^{-1}(x - y).
 
     Attributes
     ----------
@@ -53,6 +59,18 @@ class TwistedMetric:
         definite (descent).
     metric : ndarray, shape (d, d)
         ``(sign P)^{-1}``: the ground cost is ``(x - y)^T metric (x - y)``.
+
+    Examples
+    --------
+    Returned by :func:`twisted_metric`; ``metric`` inverts ``sign * P``:
+
+    >>> import numpy as np
+    >>> from token_dynamics.gradient_flow import twisted_metric
+    >>> tm = twisted_metric(-np.diag([1.0, 2.0]), np.eye(2))
+    >>> tm.sign, np.diag(tm.P)  # P = V A^{-1}
+    (-1, array([-1. , -0.5]))
+    >>> bool(np.allclose(tm.metric @ (tm.sign * tm.P), np.eye(2)))
+    True
     """
 
     P: np.ndarray
@@ -85,6 +103,8 @@ def twisted_metric(A: Any, V: Any) -> TwistedMetric:
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.gradient_flow import twisted_metric
     >>> twisted_metric(2 * np.eye(2), np.eye(2)).metric
     array([[2., 0.],
            [0., 2.]])
@@ -142,6 +162,8 @@ def twisted_wasserstein(
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.gradient_flow import twisted_wasserstein
     >>> X = np.array([[0.0, 0.0], [1.0, 1.0]])
     >>> round(twisted_wasserstein(X, X + [1.0, 0.0], 4 * np.eye(2), np.eye(2)), 12)
     2.0
@@ -163,14 +185,36 @@ def softmax_metric_density(
     Softmax attention is the gradient flow of :math:`\mathcal E_A` for
     :math:`g_\mu(v, v) = \int Z_\mu(x)\, v(x)^\top(\pm P)^{-1}v(x)\,d\mu(x)`.
 
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+        Tokens: :math:`\mu = \sum_j w_j\delta_{x_j}`.
+    A : array_like, shape (d, d)
+        Attention matrix.
+    points : array_like, shape (m, d), optional
+        Where to evaluate :math:`Z_\mu`; the tokens by default.
+    weights : array_like, shape (n,), optional, keyword-only
+        Probability weights; uniform ``1/n`` by default.
+
     Returns
     -------
     ndarray, shape (m,)
+        :math:`Z_\mu` at each point, the normaliser of the softmax there.
+
+    Raises
+    ------
+    ValueError
+        If the shapes disagree or `weights` are not probability weights.
 
     Examples
     --------
-    >>> softmax_metric_density([[0.0], [1.0]], [[1.0]], [[1.0]])
+    >>> import numpy as np
+    >>> from token_dynamics.gradient_flow import softmax_metric_density
+    >>> Z = softmax_metric_density([[0.0], [1.0]], [[1.0]], [[1.0]])
+    >>> Z  # (e^0 + e^1) / 2
     array([1.85914091])
+    >>> bool(np.isclose(Z[0], (1 + np.e) / 2))
+    True
     """
     X, A, Y, w = _measure_args(X, A, points, weights)
     return np.exp(Y @ A.T @ X.T) @ w
@@ -197,6 +241,20 @@ class GradientFlowCheck:
         ``energy_rate = sign * metric_speed_squared``.
     sign : int
         ``+1`` ascent, ``-1`` descent.
+
+    Examples
+    --------
+    Returned by :func:`gradient_flow_check`; along a gradient flow the energy changes at
+    ``sign`` times the squared metric speed:
+
+    >>> import numpy as np
+    >>> from token_dynamics.gradient_flow import gradient_flow_check
+    >>> X = np.array([[0.1, 0.2], [-0.3, 0.4], [0.5, -0.1]])
+    >>> c = gradient_flow_check(X, -np.eye(2), np.eye(2), kind="softmax")
+    >>> bool(np.isclose(c.energy_rate, c.sign * c.metric_speed_squared, rtol=1e-12))
+    True
+    >>> c.velocity.shape == c.steepest.shape == X.shape
+    True
     """
 
     velocity: np.ndarray
@@ -231,8 +289,17 @@ def gradient_flow_check(
     -------
     GradientFlowCheck
 
+    Raises
+    ------
+    ValueError
+        If `kind` is unknown, `A` is not symmetric or `weights` are not probability weights.
+    TwistedMetricError
+        If ``V A^{-1}`` is not symmetric definite (no twisted metric).
+
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.gradient_flow import gradient_flow_check
     >>> X = np.array([[0.1, 0.2], [-0.3, 0.4], [0.5, -0.1]])
     >>> c = gradient_flow_check(X, -np.eye(2), np.eye(2))
     >>> c.identity_error < 1e-14, c.sign

@@ -78,12 +78,20 @@ def sinkhorn_gaussian_cost(mean: ArrayLike, cov: ArrayLike, A: Any, *, eps: floa
     -------
     float
 
+    Raises
+    ------
+    ValueError
+        If `cov` is not a covariance matching `mean`, `A` is not symmetric or `eps` is not positive.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     References
     ----------
     Castin et al., arXiv:2501.18322; Sander et al., *Sinkformers*, AISTATS 2022.
 
     Examples
     --------
+    >>> from token_dynamics.gradient_flow import sinkhorn_gaussian_cost
     >>> round(sinkhorn_gaussian_cost([0.0], [[1.0]], [[0.0]]), 12)  # independent coupling
     0.0
     """
@@ -122,8 +130,18 @@ def bures_wasserstein_velocity(
     (ndarray (d,), ndarray (d, d))
         ``(alpha', Sigma')``.
 
+    Raises
+    ------
+    ValueError
+        If `cov` is not a covariance matching `mean`, with eigenvalues above ``2 h``, or `h` is not
+        positive.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.gradient_flow import bures_wasserstein_velocity
     >>> F = lambda m, S: 0.5 * m @ m + np.trace(S)  # G = I: Sigma' = -4 Sigma
     >>> dm, dS = bures_wasserstein_velocity(F, [1.0, 0.0], np.eye(2))
     >>> np.round(dm, 8), np.round(dS, 8)
@@ -153,7 +171,14 @@ def bures_wasserstein_velocity(
 
 @dataclass(frozen=True)
 class BuresWassersteinCheck:
-    """Sinkhorn Gaussian dynamics against the Bures-Wasserstein gradient flow.
+    r"""Sinkhorn Gaussian dynamics against the Bures-Wasserstein gradient flow.
+
+    With :math:`F(\alpha, \Sigma) = \tfrac12\mathrm{OT}_\varepsilon(\mu, \mu)` and
+    :math:`G = \nabla_\Sigma F`, the flow's velocity is
+
+    .. math:: \alpha' = -\nabla_\alpha F, \qquad \Sigma' = -2(G\Sigma + \Sigma G),
+
+    and ``error`` compares it with the Sinkhorn moment ODE.
 
     Attributes
     ----------
@@ -163,6 +188,16 @@ class BuresWassersteinCheck:
         The Bures-Wasserstein descent velocity of ``OT_eps(mu, mu) / 2`` by finite differences.
     error : float
         Largest absolute difference of the two, relative to the largest velocity entry.
+
+    Examples
+    --------
+    Returned by :func:`sinkhorn_bures_wasserstein_check`:
+
+    >>> import numpy as np
+    >>> from token_dynamics.gradient_flow import sinkhorn_bures_wasserstein_check
+    >>> chk = sinkhorn_bures_wasserstein_check([0.0, 0.1], np.eye(2), -0.5 * np.eye(2))
+    >>> chk.mean_velocity.shape, chk.cov_velocity.shape, bool(chk.error < 1e-8)
+    ((2,), (2, 2), True)
     """
 
     mean_velocity: np.ndarray
@@ -192,12 +227,22 @@ def sinkhorn_bures_wasserstein_check(
     -------
     BuresWassersteinCheck
 
+    Raises
+    ------
+    ValueError
+        If `cov` is not a covariance matching `mean`, `A` is not symmetric or `eps`, `h` are not
+        positive.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     References
     ----------
     Castin et al., arXiv:2501.18322; Sander et al., *Sinkformers*, AISTATS 2022.
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.gradient_flow import sinkhorn_bures_wasserstein_check
     >>> chk = sinkhorn_bures_wasserstein_check([0.3, -0.2], [[1.0, 0.2], [0.2, 0.5]], -np.eye(2))
     >>> chk.error < 1e-8
     True

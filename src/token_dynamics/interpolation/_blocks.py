@@ -50,6 +50,7 @@ class Factored:
 
     Examples
     --------
+    >>> from token_dynamics.interpolation import Factored
     >>> m = Factored([1.0, 0.0], [0.0, 2.0])
     >>> m.matrix.tolist(), m.n_params
     ([[0.0, 2.0], [0.0, 0.0]], 4)
@@ -92,8 +93,16 @@ class Factored:
 class Identity:
     """The identity matrix of size ``d``: a structural choice, not a trained parameter.
 
+    Used for the attention matrices of a layer that averages tokens, it counts no parameter.
+
+    Parameters
+    ----------
+    d : int
+        Size of the matrix.
+
     Examples
     --------
+    >>> from token_dynamics.interpolation import Identity
     >>> Identity(2).matrix.tolist(), Identity(2).n_params
     ([[1.0, 0.0], [0.0, 1.0]], 0)
     """
@@ -164,6 +173,8 @@ class FeedForward:
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.interpolation import FeedForward
     >>> ff = FeedForward(U=[[1.0, 0.0]], b=[0.0], W=[[0.0], [1.0]])
     >>> ff(np.array([[2.0, 0.0], [-1.0, 0.0]])).tolist()
     [[2.0, 2.0], [-1.0, 0.0]]
@@ -241,6 +252,8 @@ class SelfAttention:
     --------
     Rank-one hardmax attention sends every token with a positive projection to the maximiser:
 
+    >>> import numpy as np
+    >>> from token_dynamics.interpolation import Factored, Identity, SelfAttention
     >>> sa = SelfAttention(A=Factored([1.0, 0.0], [1.0, 0.0]), V=Identity(2), rho=0.0)
     >>> sa(np.array([[1.0, 0.0], [3.0, 1.0]])).tolist()
     [[3.0, 1.0], [3.0, 1.0]]
@@ -322,8 +335,29 @@ def _attention_weights(X: np.ndarray, A: np.ndarray, kind: str, tau: float | Non
 class TransformerBlock:
     r"""One block :math:`\mathrm{TB} = \mathrm{SA}\circ\mathrm{FF}` (feed-forward first).
 
+    .. math:: \mathrm{TB}(X) = \mathrm{SA}\big(\mathrm{FF}(X)\big),
+
+    applied to a sequence ``X`` of shape ``(n, d)``; its parameter count is that of its two
+    layers.
+
+    Parameters
+    ----------
+    ff : FeedForward
+        The feed-forward layer, applied first.
+    sa : SelfAttention
+        The self-attention layer, in the same dimension.
+
+    Raises
+    ------
+    TypeError
+        If `ff` is not a :class:`FeedForward` or `sa` not a :class:`SelfAttention`.
+    ValueError
+        If the two layers act on different dimensions.
+
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.interpolation import FeedForward, SelfAttention, TransformerBlock
     >>> ff = FeedForward(U=np.zeros((1, 2)), b=[1.0], W=[[1.0], [0.0]])  # translate by e_1
     >>> block = TransformerBlock(ff, SelfAttention())  # identity attention
     >>> block(np.zeros((1, 2))).tolist()
@@ -352,8 +386,31 @@ class TransformerBlock:
 def as_sequences(sequences: Any, name: str = "inputs", *, d: int | None = None) -> list[np.ndarray]:
     """Validate a list of sequences, each of shape ``(n_j, d)`` with one common ``d``.
 
+    Parameters
+    ----------
+    sequences : list of array_like, shapes (n_j, d), or array_like, shape (N, n, d)
+        The sequences; their lengths may differ, their dimension may not.
+    name : str, default "inputs"
+        The argument's name, for the error messages.
+    d : int, optional, keyword-only
+        The dimension the sequences must have.
+
+    Returns
+    -------
+    list of ndarray, shapes (n_j, d)
+        float64 copies, one per sequence.
+
+    Raises
+    ------
+    TypeError
+        If `sequences` is not a non-empty list of arrays.
+    ValueError
+        If a sequence is not ``(n_j, d)`` or the dimensions differ.
+
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.interpolation import as_sequences
     >>> [s.shape for s in as_sequences([np.zeros((3, 2)), np.ones((1, 2))])]
     [(3, 2), (1, 2)]
     """
@@ -381,6 +438,9 @@ class Transformer:
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.interpolation import (
+    ...     FeedForward, SelfAttention, Transformer, TransformerBlock)
     >>> ff = FeedForward(U=np.zeros((1, 2)), b=[1.0], W=[[1.0], [0.0]])
     >>> T = Transformer([TransformerBlock(ff, SelfAttention())] * 3)
     >>> T([np.zeros((2, 2))])[0].tolist()
@@ -459,8 +519,16 @@ def hausdorff_distance(X: ArrayLike, Y: ArrayLike) -> float:
     -------
     float
 
+    Raises
+    ------
+    ValueError
+        If `X` and `Y` are not arrays of tokens in the same dimension.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     Examples
     --------
+    >>> from token_dynamics.interpolation import hausdorff_distance
     >>> hausdorff_distance([[0.0, 0.0], [0.0, 0.0]], [[0.0, 0.0]])
     0.0
     >>> hausdorff_distance([[0.0, 0.0]], [[0.0, 0.0], [3.0, 4.0]])
@@ -483,8 +551,17 @@ def relative_hausdorff_errors(outputs: Any, targets: Any) -> np.ndarray:
     -------
     ndarray, shape (N,)
 
+    Raises
+    ------
+    ValueError
+        If the lists have different lengths or a sequence is not ``(n_j, d)``.
+    TypeError
+        If `outputs` or `targets` is not a non-empty list of arrays.
+
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.interpolation import relative_hausdorff_errors
     >>> relative_hausdorff_errors([np.ones((3, 2))], [np.ones((1, 2))]).tolist()
     [0.0]
     """

@@ -16,11 +16,31 @@ __all__ = ["check_dataset", "overlapping_dataset", "paper_block_count", "resnet_
 
 
 def paper_block_count(m: Any, attention: str = "hardmax") -> int:
-    """The block counts reported for the paper's theorems: ``2 sum(m) + 2 N + 1`` (hardmax),
+    r"""The block counts reported for the paper's theorems: ``2 sum(m) + 2 N + 1`` (hardmax),
     ``2 sum(m) + 3 N`` (softmax). The paper's abstract gives only ``O(sum(m))``.
+
+    Parameters
+    ----------
+    m : array_like of int, shape (N,)
+        Output lengths :math:`m_j`, one per sequence.
+    attention : {"hardmax", "softmax"}
+        Which theorem's count.
+
+    Returns
+    -------
+    int
+        :math:`2\sum_j m_j + 2N + 1` or :math:`2\sum_j m_j + 3N`.
+
+    Raises
+    ------
+    ValueError
+        If `attention` is neither.
 
     Examples
     --------
+    Three sequences with :math:`\sum_j m_j = 6`:
+
+    >>> from token_dynamics.interpolation import paper_block_count
     >>> paper_block_count([2, 1, 3]), paper_block_count([2, 1, 3], "softmax")
     (19, 21)
     """
@@ -40,6 +60,17 @@ def resnet_counts(n_tokens: int, d: int, n_sequences: int) -> tuple[int, int]:
     blocks of ``2 * 3 * n d + 3 + 1`` parameters each: the count grows linearly with the input
     length ``n``, while the transformer's does not depend on it.
 
+    .. math:: \text{blocks} = N, \qquad \text{parameters} = N\,(6nd + 4).
+
+    Parameters
+    ----------
+    n_tokens : int
+        Length ``n`` of each sequence.
+    d : int
+        Dimension of a token.
+    n_sequences : int
+        Number ``N`` of sequences to interpolate.
+
     Returns
     -------
     (int, int)
@@ -47,8 +78,11 @@ def resnet_counts(n_tokens: int, d: int, n_sequences: int) -> tuple[int, int]:
 
     Examples
     --------
-    >>> resnet_counts(10, 2, 3)
+    >>> from token_dynamics.interpolation import resnet_counts
+    >>> resnet_counts(10, 2, 3)  # 3 * (6 * 20 + 4)
     (3, 372)
+    >>> resnet_counts(20, 2, 3)  # twice the length: about twice the parameters
+    (3, 732)
     """
     D = n_tokens * d
     return n_sequences, n_sequences * (6 * D + 4)
@@ -63,19 +97,44 @@ def overlapping_dataset(
     target_scale: float = 3.0,
     rng: SeedLike = None,
 ) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Random data set whose sequences share tokens: each input draws ``n_j <= max_length``
+    r"""Random data set whose sequences share tokens: each input draws ``n_j <= max_length``
     distinct tokens from one Gaussian pool of ``pool_size`` points (inputs distinct as sets);
     each target has ``m_j <= n_j`` Gaussian points of standard deviation ``target_scale``.
+
+    Parameters
+    ----------
+    n_sequences : int
+        Number ``N`` of sequences.
+    d : int
+        Dimension of the tokens.
+    pool_size : int, keyword-only
+        Number of distinct tokens the inputs draw from; at most :math:`2^{\text{pool\_size}}-1`
+        distinct sets exist.
+    max_length : int, keyword-only
+        Largest input length ``n_j``.
+    target_scale : float, keyword-only
+        Standard deviation of the target points.
+    rng : Generator, int or None, keyword-only
+        Source of the pool, the choices and the targets.
 
     Returns
     -------
     (list of ndarray (n_j, d), list of ndarray (m_j, d))
+        Inputs and targets, which satisfy :func:`check_dataset` (almost surely).
+
+    Raises
+    ------
+    ValueError
+        If an integer argument is not positive or the pool is too small for `n_sequences`.
 
     Examples
     --------
+    >>> from token_dynamics.interpolation import check_dataset, overlapping_dataset
     >>> X, Y = overlapping_dataset(3, 2, rng=0)
     >>> len(X), all(y.shape[0] <= x.shape[0] for x, y in zip(X, Y))
     (3, True)
+    >>> len(check_dataset(X, Y)[0])  # the assumptions of the construction hold
+    3
     """
     N = check_int(n_sequences, "n_sequences")
     d = check_int(d, "d")
@@ -107,8 +166,29 @@ def check_dataset(inputs: Any, targets: Any) -> tuple[list[np.ndarray], list[np.
     sequences pairwise distinct as sets; targets pairwise distinct within each output sequence
     and ``m_j <= n_j``; distinct points at least ``1e-6`` (relative) apart.
 
+    Parameters
+    ----------
+    inputs : list of array_like, shapes (n_j, d)
+        Input sequences.
+    targets : list of array_like, shapes (m_j, d)
+        Target sets, one per input.
+
+    Returns
+    -------
+    (list of ndarray (n_j, d), list of ndarray (m_j, d))
+        The validated float64 inputs and targets.
+
+    Raises
+    ------
+    ValueError
+        Naming the assumption violated and how to restore it.
+
     Examples
     --------
+    >>> from token_dynamics.interpolation import check_dataset
+    >>> X, Y = check_dataset([[[0.0, 0.0], [1.0, 0.0]]], [[[1.0, 1.0]]])
+    >>> X[0].shape, Y[0].shape
+    ((2, 2), (1, 2))
     >>> check_dataset([[[0.0, 0.0], [0.0, 0.0]]], [[[1.0, 1.0]]])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...

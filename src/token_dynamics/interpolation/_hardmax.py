@@ -45,6 +45,21 @@ class PhaseState:
     n_layers : int
         Number of layers (FF and SA counted separately) applied so far.
     sequences : tuple of ndarray, shapes (n_j, d)
+
+    Examples
+    --------
+    Found in the ``phases`` of :class:`HardmaxInterpolator`; after the collapse each sequence
+    has as many distinct points as targets:
+
+    >>> import numpy as np
+    >>> from token_dynamics.interpolation import build_hardmax_interpolator
+    >>> X = [np.array([[0.0, 0.0], [1.0, 0.0]]), np.array([[0.0, 0.0], [0.0, 1.0]])]
+    >>> Y = [np.array([[5.0, 5.0]]), np.array([[-1.0, 2.0], [3.0, 0.0]])]
+    >>> interp = build_hardmax_interpolator(X, Y, rng=0)
+    >>> [p.name for p in interp.phases]
+    ['input', 'separated', 'leaders', 'collapsed', 'interpolated']
+    >>> [len(np.unique(S.round(9), axis=0)) for S in interp.phase("collapsed").sequences]
+    [1, 2]
     """
 
     name: str
@@ -70,6 +85,22 @@ class HardmaxInterpolator:
         Relative Hausdorff error of each sequence.
     m : ndarray of int, shape (N,)
         Output lengths ``m_j``.
+
+    Examples
+    --------
+    Returned by :func:`build_hardmax_interpolator`; the network maps each input onto its
+    target set, within the paper's block count:
+
+    >>> import numpy as np
+    >>> from token_dynamics.interpolation import build_hardmax_interpolator, hausdorff_distance
+    >>> X = [np.array([[0.0, 0.0], [1.0, 0.0]]), np.array([[0.0, 0.0], [0.0, 1.0]])]
+    >>> Y = [np.array([[5.0, 5.0]]), np.array([[-1.0, 2.0], [3.0, 0.0]])]
+    >>> interp = build_hardmax_interpolator(X, Y, rng=0)
+    >>> out = interp.transformer(X)
+    >>> [bool(hausdorff_distance(o, y) < 1e-9) for o, y in zip(out, Y)]
+    [True, True]
+    >>> interp.n_blocks <= interp.paper_bound, interp.m.tolist()
+    (True, [1, 2])
     """
 
     transformer: Transformer
@@ -309,6 +340,13 @@ def build_hardmax_interpolator(
     -------
     HardmaxInterpolator
 
+    Raises
+    ------
+    ValueError
+        Naming the violated assumption of the data (see :func:`check_dataset`).
+    TypeError
+        If an array argument is not real, or `rng` is not a Generator, a seed or None.
+
     References
     ----------
     A. Alcalde, G. Fantuzzi, E. Zuazua, *Exact sequence interpolation with transformers*,
@@ -316,6 +354,8 @@ def build_hardmax_interpolator(
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.interpolation import build_hardmax_interpolator
     >>> X = [np.array([[0.0, 0.0], [1.0, 0.0]]), np.array([[0.0, 0.0], [0.0, 1.0]])]
     >>> Y = [np.array([[5.0, 5.0]]), np.array([[-1.0, 2.0], [3.0, 0.0]])]
     >>> interp = build_hardmax_interpolator(X, Y, rng=0)

@@ -91,8 +91,18 @@ def hat_move(
     -------
     FeedForward
 
+    Raises
+    ------
+    ValueError
+        If `p`, `q` or `translation` do not match the dimension of `points`, or `p` cannot be
+        isolated from the other points (they must be pairwise distinct).
+    TypeError
+        If an array argument is not real, or `rng` is not a Generator, a seed or None.
+
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.interpolation import hat_move
     >>> pts = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
     >>> ff = hat_move(pts, pts[1], [5.0, 5.0], rng=0)
     >>> np.round(ff(pts), 12).tolist()

@@ -177,8 +177,15 @@ def softmax_deviation_bound(transformer: Transformer, inputs: Any, tau: float) -
     list of ndarray, shapes (n_j,)
         Bound on the deviation of each output token (``inf`` if a margin is lost).
 
+    Raises
+    ------
+    ValueError
+        If `tau` is not positive or `inputs` do not match the transformer's dimension.
+
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.interpolation import softmax_deviation_bound
     >>> from token_dynamics.interpolation import build_hardmax_interpolator
     >>> X = [np.array([[0.0, 0.0], [1.0, 0.0]]), np.array([[0.0, 0.0], [0.0, 1.0]])]
     >>> interp = build_hardmax_interpolator(X, [X[0][:1], X[1]], rng=0)
@@ -206,8 +213,17 @@ def critical_temperature(transformer: Transformer, inputs: Any, tolerance: float
     -------
     float
 
+    Raises
+    ------
+    ValueError
+        If `tolerance` is not positive or no temperature meets it (a hardmax margin is already lost
+        as ``tau -> 0``).
+
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.interpolation import (
+    ...     critical_temperature, softmax_deviation_bound)
     >>> from token_dynamics.interpolation import build_hardmax_interpolator
     >>> X = [np.array([[0.0, 0.0], [1.0, 0.0]]), np.array([[0.0, 0.0], [0.0, 1.0]])]
     >>> interp = build_hardmax_interpolator(X, [X[0][:1], X[1]], rng=0)
@@ -253,8 +269,15 @@ def substitution_errors(
     -------
     ndarray, shape (k,)
 
+    Raises
+    ------
+    ValueError
+        If a temperature is not positive or `inputs` do not match the transformer's dimension.
+
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.interpolation import substitution_errors
     >>> from token_dynamics.interpolation import build_hardmax_interpolator
     >>> X = [np.array([[0.0, 0.0], [1.0, 0.0]]), np.array([[0.0, 0.0], [0.0, 1.0]])]
     >>> Y = [X[0][:1], X[1]]
@@ -302,6 +325,21 @@ class SoftmaxInterpolator:
         Relative Hausdorff error of each sequence.
     n_separation : int
     m : ndarray of int, shape (N,)
+
+    Examples
+    --------
+    Returned by :func:`build_softmax_interpolator`; at the critical temperature the collapse
+    fills less than each snapping plateau, so the interpolation is exact:
+
+    >>> import numpy as np
+    >>> from token_dynamics.interpolation import build_softmax_interpolator
+    >>> X = [np.array([[0.0, 0.0], [1.0, 0.0]]), np.array([[0.0, 0.0], [0.0, 1.0]])]
+    >>> Y = [np.array([[5.0, 5.0]]), np.array([[-1.0, 2.0], [3.0, 0.0]])]
+    >>> interp = build_softmax_interpolator(X, Y, rng=0)
+    >>> bool(interp.plateau_fill < 1), interp.exact_collapse, interp.tau == interp.tau_star
+    (True, True, True)
+    >>> bool(interp.max_error < 1e-10), interp.n_blocks <= interp.paper_bound
+    (True, True)
     """
 
     transformer: Transformer
@@ -352,8 +390,15 @@ def snap_layer(c: float, delta: float, w: Any, e: Any, y: Any) -> FeedForward:
     -------
     FeedForward
 
+    Raises
+    ------
+    ValueError
+        If `delta` is not positive or :math:`\langle e, w\rangle \ne 1`.
+
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.interpolation import snap_layer
     >>> ff = snap_layer(2.0, 0.4, [1.0, 0.0], [1.0, 0.0], [5.0, 5.0])
     >>> ff(np.array([[1.9, 0.0], [2.1, 0.0], [0.0, 0.0], [9.0, 0.0]])).round(12).tolist()
     [[5.0, 5.0], [5.0, 5.0], [0.0, 0.0], [9.0, 0.0]]
@@ -404,6 +449,14 @@ def build_softmax_interpolator(
     -------
     SoftmaxInterpolator
 
+    Raises
+    ------
+    ValueError
+        Naming the violated assumption of the data (see :func:`check_dataset`), or if `tau` is not
+        positive.
+    TypeError
+        If an array argument is not real, or `rng` is not a Generator, a seed or None.
+
     References
     ----------
     A. Alcalde, G. Fantuzzi, E. Zuazua, *Exact sequence interpolation with transformers*,
@@ -411,6 +464,8 @@ def build_softmax_interpolator(
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.interpolation import build_softmax_interpolator
     >>> X = [np.array([[0.0, 0.0], [1.0, 0.0]]), np.array([[0.0, 0.0], [0.0, 1.0]])]
     >>> Y = [np.array([[5.0, 5.0]]), np.array([[-1.0, 2.0], [3.0, 0.0]])]
     >>> interp = build_softmax_interpolator(X, Y, rng=0)

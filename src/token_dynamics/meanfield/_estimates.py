@@ -52,8 +52,16 @@ def support_radius(X: ArrayLike, *, weights: ArrayLike | None = None) -> float:
     -------
     float
 
+    Raises
+    ------
+    ValueError
+        If `X` is not an ``(n, d)`` array of finite reals or `weights` are not probability weights.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     Examples
     --------
+    >>> from token_dynamics.meanfield import support_radius
     >>> support_radius([[3.0, 4.0], [0.0, 1.0]])
     5.0
     """
@@ -80,12 +88,21 @@ def support_radius_bound(times: ArrayLike, R0: float, V: Any) -> np.ndarray:
     -------
     ndarray, shape (T,)
 
+    Raises
+    ------
+    ValueError
+        If `times` are negative or decreasing, `R0` is negative or `V` is not square.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     References
     ----------
     Castin et al. (2025), well-posedness for compactly supported data.
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.meanfield import support_radius_bound
     >>> support_radius_bound([0.0, 1.0], 2.0, np.eye(2)).round(4)
     array([2.    , 5.4366])
     """
@@ -112,8 +129,17 @@ def lipschitz_x(R: Any, A: Any, V: Any, *, beta: float = 1.0) -> np.ndarray:
     -------
     ndarray, same shape as `R`
 
+    Raises
+    ------
+    ValueError
+        If `R` contains NaN or infinite entries, `beta` is not positive or `A`, `V` are not square.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.meanfield import lipschitz_x
     >>> float(lipschitz_x(2.0, 0.5 * np.eye(2), np.eye(2)))
     2.0
     """
@@ -145,8 +171,17 @@ def lipschitz_measure(R: Any, A: Any, V: Any, *, beta: float = 1.0) -> np.ndarra
     -------
     ndarray, same shape as `R`
 
+    Raises
+    ------
+    ValueError
+        If `R` contains NaN or infinite entries, `beta` is not positive or `A`, `V` are not square.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.meanfield import lipschitz_measure
     >>> float(lipschitz_measure(0.0, np.eye(2), np.eye(2)))
     1.0
     """
@@ -173,6 +208,19 @@ class StabilityBound:
     log_constant : ndarray, shape (T,)
         :math:`\\log C(t, R_0) = \\int_0^t (L_x + L_\\mu)(R(s))\\,ds`; the constant itself
         overflows quickly, its logarithm does not.
+
+    Examples
+    --------
+    Returned by :func:`stability_constant`; the radius follows :math:`R_0 e^{\\lVert V\\rVert
+    t}` and the constant grows from :math:`C(0, R_0) = 1`:
+
+    >>> import numpy as np
+    >>> from token_dynamics.meanfield import stability_constant
+    >>> b = stability_constant([0.0, 0.5, 1.0], 0.5, -np.eye(2), np.eye(2))
+    >>> bool(np.allclose(b.radius, 0.5 * np.exp(b.times)))
+    True
+    >>> float(b.log_constant[0]), bool(np.all(np.diff(b.log_constant) > 0))
+    (0.0, True)
     """
 
     times: np.ndarray
@@ -206,8 +254,17 @@ def stability_constant(
         ``log_constant`` is ``inf`` from the time the integrand overflows float64 (the bound is
         then void, not wrong).
 
+    Raises
+    ------
+    ValueError
+        If `times` are negative or decreasing or `A`, `V` are not square.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.meanfield import stability_constant
     >>> b = stability_constant([0.0, 1.0], 0.0, np.eye(2), np.eye(2))
     >>> b.log_constant.round(6)  # R0 = 0: only the measure term ||V|| survives
     array([0., 1.])
@@ -259,8 +316,17 @@ def softmax_jacobian(
     -------
     ndarray, shape (m, d, d)
 
+    Raises
+    ------
+    ValueError
+        If `X` and `Y` are not tokens in one dimension ``d``, `A` or `V` is not ``(d, d)``, `beta`
+        is not positive or `weights` are not probability weights.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     Examples
     --------
+    >>> from token_dynamics.meanfield import softmax_jacobian
     >>> J = softmax_jacobian([[0.0]], [[-1.0], [1.0]], [[1.0]], [[1.0]])
     >>> J.round(12)  # Cov of (+-1 with prob 1/2) is 1
     array([[[1.]]])

@@ -47,6 +47,20 @@ class MeanFieldErrors:
         :math:`W_2(\\mu^n_0, \\mu_0)` and :math:`W_2(\\mu^n(T), \\mu(T))` for each seed and n.
     fit : PowerLawFit
         Fit of the seed-mean of ``final`` against ``ns``.
+
+    Examples
+    --------
+    Returned by :func:`mean_field_errors`; ``ratio`` compares the error at time ``T`` with
+    the sampling error at time 0, seed by seed averaged:
+
+    >>> import numpy as np
+    >>> from token_dynamics.meanfield import mean_field_errors
+    >>> err = mean_field_errors([20, 80], cov0=[[0.4]], A=[[-0.6]], v=0.8, T=0.5,
+    ...                         n_seeds=2, rng=0)
+    >>> err.initial.shape, err.ratio.shape
+    ((2, 2), (2,))
+    >>> bool(np.allclose(err.ratio, err.final.mean(axis=0) / err.initial.mean(axis=0)))
+    True
     """
 
     ns: np.ndarray
@@ -113,8 +127,19 @@ def mean_field_errors(
     -------
     MeanFieldErrors
 
+    Raises
+    ------
+    ValueError
+        If an integer argument is not positive, `cov0` is not a covariance, `A` does not match it,
+        `T` or `dt` is not positive, or `mean0` is nonzero with ``d >= 2``.
+    TypeError
+        If an array argument is not real, or `rng` is not a Generator, a seed or None.
+    FloatingPointError
+        If the particle flow overflows before `T`.
+
     Examples
     --------
+    >>> from token_dynamics.meanfield import mean_field_errors
     >>> err = mean_field_errors([50, 200], cov0=[[0.4]], A=[[-0.6]], v=0.8, T=0.5,
     ...                         mean0=[0.5], n_seeds=2, rng=0)
     >>> err.final.shape
@@ -165,6 +190,20 @@ class StabilityRun:
         :math:`W_2(\\mu_t, \\nu_t)` (or :math:`W_{2,\\lambda}` for masked tokens).
     ratio : ndarray, shape (T,)
         ``distance / distance[0]``: the measured stability constant.
+
+    Examples
+    --------
+    Returned by :func:`stability_ratios`. With :math:`A = 0` every token moves by the
+    mean of the cloud (:math:`\\dot x_i = v\\bar x`), so two clouds stay translates and the
+    distance between them grows like the difference of their means, :math:`e^{vt}`:
+
+    >>> import numpy as np
+    >>> from token_dynamics.attention import Softmax
+    >>> from token_dynamics.meanfield import stability_ratios
+    >>> X = np.linspace(-1, 1, 5)[:, None]
+    >>> run = stability_ratios(Softmax([[0.0]], [[0.5]]), X, X + 0.01, [0.0, 1.0])
+    >>> bool(np.isclose(run.ratio[-1], np.exp(0.5), rtol=1e-8)), round(float(run.distance[0]), 12)
+    (True, 0.01)
     """
 
     times: np.ndarray
@@ -205,9 +244,19 @@ def stability_ratios(
     -------
     StabilityRun
 
+    Raises
+    ------
+    ValueError
+        If `Y0` does not have the shape of `X0` or defines the same measure, `p` is not 1 or 2 (2
+        with `conditional`), `dt` is not positive or `weights` are not probability weights.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     Examples
     --------
+    >>> import numpy as np
     >>> from token_dynamics.attention import Softmax
+    >>> from token_dynamics.meanfield import stability_ratios
     >>> X = np.linspace(-1, 1, 5)[:, None]
     >>> run = stability_ratios(Softmax([[0.0]], [[1.0]]), X, X + 0.01, [0.0, 1.0])
     >>> run.ratio.round(6)  # A = 0: every token moves by v * mean, a rigid shift e^t

@@ -50,6 +50,19 @@ class FieldConstants:
         :math:`L_\mu(R)`: :math:`|\Gamma_{\mu,t}(x) - \Gamma_{\nu,t}(x)| \le L_\mu W_1(\mu,\nu)`
         for queries and measures in the ball (for masked attention: in :math:`W_{1,\lambda}`,
         with the sink mass dividing the softmax constant).
+
+    Examples
+    --------
+    Returned by :func:`field_constants`; for softmax with :math:`A = I/2`, :math:`V = 2I`
+    on the unit ball, :math:`b = \lVert V\rVert = 2`, :math:`L_x = \lVert V\rVert\kappa R^2 = 1`
+    and :math:`L_\mu = \lVert V\rVert(1 + 2\kappa R^2)e^{2\kappa R^2} = 4e`:
+
+    >>> import numpy as np
+    >>> from token_dynamics.attention import Softmax
+    >>> from token_dynamics.meanfield import field_constants
+    >>> c = field_constants(Softmax(0.5 * np.eye(2), 2.0 * np.eye(2)), 1.0)
+    >>> c.growth, c.lipschitz_x, bool(np.isclose(c.lipschitz_measure, 4 * np.e))
+    (2.0, 1.0, True)
     """
 
     growth: float
@@ -154,6 +167,7 @@ def field_constants(
     --------
     >>> import numpy as np
     >>> from token_dynamics.attention import Sigmoid
+    >>> from token_dynamics.meanfield import field_constants
     >>> c = field_constants(Sigmoid(np.eye(2), 2 * np.eye(2)), 1.0)
     >>> c.growth, c.lipschitz_x, c.lipschitz_measure
     (2.0, 0.5, 2.5)
@@ -244,10 +258,19 @@ def gronwall_bound(
         ``log_constant`` is ``inf`` once the integrand overflows float64 (the bound is then
         void, not wrong).
 
+    Raises
+    ------
+    ValueError
+        If `times` are negative or decreasing, `R0` is negative, `sink_mass` is missing for
+        ``Causal`` or `hardy_p` is given where it does not apply (see :func:`field_constants`).
+    TypeError
+        If `field` is not a variant for which the book states the estimates.
+
     Examples
     --------
     >>> import numpy as np
     >>> from token_dynamics.attention import Softmax
+    >>> from token_dynamics.meanfield import gronwall_bound
     >>> b = gronwall_bound(Softmax(np.zeros((1, 1)), np.eye(1)), [0.0, 1.0], 1.0)
     >>> b.radius.round(4), b.log_constant.round(6)  # A = 0: only L_mu = ||V|| = 1
     (array([1.    , 2.7183]), array([0., 1.]))
@@ -337,10 +360,19 @@ def measured_constants(
     -------
     FieldConstants
 
+    Raises
+    ------
+    ValueError
+        If the arrays do not match, `other_queries` equals `queries` in some row, or `X` and `Y`
+        define the same measure.
+    TypeError
+        If an array argument is not real, or `field` is not a variant with stated estimates.
+
     Examples
     --------
     >>> import numpy as np
     >>> from token_dynamics.attention import Softmax
+    >>> from token_dynamics.meanfield import measured_constants
     >>> X = np.array([[1.0], [-1.0]])
     >>> m = measured_constants(Softmax([[0.0]], [[2.0]]), X, X + 0.5, [[0.0]], [[1.0]])
     >>> m.growth, m.lipschitz_x, m.lipschitz_measure  # A = 0: Gamma = 2 mean, rigid shift

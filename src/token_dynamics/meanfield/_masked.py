@@ -41,6 +41,16 @@ class MaskedCloud:
     weights : ndarray, shape (N,)
     n_sink : int
         Number of sink tokens (at position 0, first rows).
+
+    Examples
+    --------
+    Returned by :func:`causal_cloud`; without a sink, token :math:`i` sits at
+    :math:`(i-1)/n` with weight :math:`1/n`:
+
+    >>> from token_dynamics.meanfield import causal_cloud
+    >>> c = causal_cloud([[3.0], [1.0], [2.0], [0.0]])
+    >>> c.tokens[:, 0], c.weights, c.n_sink
+    (array([0.  , 0.25, 0.5 , 0.75]), array([0.25, 0.25, 0.25, 0.25]), 0)
     """
 
     tokens: np.ndarray
@@ -73,8 +83,17 @@ def causal_cloud(X: ArrayLike, *, sink: Any = None, sink_mass: float = 0.0) -> M
     -------
     MaskedCloud
 
+    Raises
+    ------
+    ValueError
+        If `X` is not an ``(n, d)`` array of finite reals, `sink` does not match it, or `sink_mass`
+        is given without `sink` or outside ``(0, 1)``.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     Examples
     --------
+    >>> from token_dynamics.meanfield import causal_cloud
     >>> c = causal_cloud([[1.0], [2.0]], sink=[[0.0]], sink_mass=0.5)
     >>> c.tokens
     array([[0. , 0. ],
@@ -115,8 +134,17 @@ def first_token_solution(x0: ArrayLike, V: Any, times: ArrayLike) -> np.ndarray:
     -------
     ndarray, shape (T, d)
 
+    Raises
+    ------
+    ValueError
+        If `V` is not ``(d, d)`` for ``d = len(x0)`` or `times` are negative or decreasing.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.meanfield import first_token_solution
     >>> first_token_solution([1.0, 0.0], [[0.0, -1.0], [1.0, 0.0]], [np.pi]).round(12)
     array([[-1.,  0.]])
     """
@@ -138,6 +166,22 @@ class Sensitivity:
         :math:`\\max_i |\\Gamma_\\mu(s_i,x_i) - \\Gamma_\\nu(s_i,x_i)| / W_{2,\\lambda}`.
     mean_ratio : float
         :math:`(\\sum_i w_i|\\Gamma_\\mu - \\Gamma_\\nu|^2(s_i,x_i))^{1/2} / W_{2,\\lambda}`.
+
+    Examples
+    --------
+    Returned by :func:`conditional_sensitivity` and :func:`first_token_sensitivity`. Moving
+    the first of ``n`` tokens by :math:`\\delta` costs :math:`W_{2,\\lambda} =
+    \\delta/\\sqrt n` but moves its own velocity by :math:`\\delta` (it attends only to
+    itself), so without a sink the sup ratio is :math:`\\sqrt n`:
+
+    >>> import numpy as np
+    >>> from token_dynamics.attention import Causal
+    >>> from token_dynamics.meanfield import first_token_sensitivity
+    >>> field = Causal([[0.0]], [[1.0]])
+    >>> [first_token_sensitivity(field, np.zeros((n, 1))).sup_ratio for n in (4, 16)]
+    [2.0, 4.0]
+    >>> first_token_sensitivity(field, np.zeros((4, 1))).distance
+    0.05
     """
 
     distance: float
@@ -165,9 +209,18 @@ def conditional_sensitivity(
     -------
     Sensitivity
 
+    Raises
+    ------
+    ValueError
+        If `Z_perturbed` does not match or equals `Z`, or `weights` are not probability weights.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     Examples
     --------
+    >>> import numpy as np
     >>> from token_dynamics.attention import Causal
+    >>> from token_dynamics.meanfield import causal_cloud, conditional_sensitivity
     >>> cloud = causal_cloud(np.zeros((4, 1)))
     >>> moved = cloud.tokens.copy()
     >>> moved[0, 1] = 0.1  # move the first token, which sees only itself
@@ -214,8 +267,17 @@ def first_token_sensitivity(
     -------
     Sensitivity
 
+    Raises
+    ------
+    ValueError
+        If `delta` is not positive, or `sink`, `sink_mass` are invalid (see :func:`causal_cloud`).
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.meanfield import first_token_sensitivity
     >>> from token_dynamics.attention import Causal
     >>> field = Causal([[0.0]], [[1.0]])
     >>> round(first_token_sensitivity(field, np.zeros((16, 1))).sup_ratio, 6)  # sqrt(16)

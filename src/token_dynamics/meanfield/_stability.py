@@ -36,6 +36,19 @@ class StabilityCheck:
         masked attention).
     p : int
         Order of the distance.
+
+    Examples
+    --------
+    Returned by :func:`stability_check`; ``holds`` compares the measured ratio with the
+    bound at every time, ``looseness`` counts the decades between them at the last:
+
+    >>> import numpy as np
+    >>> from token_dynamics.attention import Softmax
+    >>> from token_dynamics.meanfield import stability_check
+    >>> X = np.linspace(-1, 1, 5)[:, None]
+    >>> check = stability_check(Softmax([[-0.5]], [[0.5]]), X, X + 0.01, [0.0, 0.5], dt=0.05)
+    >>> check.R0, check.p, check.holds, bool(check.looseness > 0)
+    (1.01, 2, True, True)
     """
 
     run: StabilityRun
@@ -113,6 +126,7 @@ def stability_check(
     --------
     >>> import numpy as np
     >>> from token_dynamics.attention import Sigmoid
+    >>> from token_dynamics.meanfield import stability_check
     >>> X = np.linspace(-1, 1, 6)[:, None]
     >>> check = stability_check(Sigmoid([[0.5]], [[0.5]]), X, X + 0.01, [0.0, 0.5, 1.0])
     >>> check.holds
