@@ -81,7 +81,7 @@ def _split_role(content: str) -> tuple[str | None, str]:
     return None, content
 
 
-def _directives(text: str):
+def directives(text: str):
     """Yield (start, end, name, argument, options, body) of each top-level directive."""
     lines = text.splitlines(keepends=True)
     offsets = [0]
@@ -141,7 +141,7 @@ class _Converter:
     def markdown(self, text: str) -> str:
         text = _TARGET.sub("", text)
         out, last = [], 0
-        for start, end, name, arg, options, body in _directives(text):
+        for start, end, name, arg, options, body in directives(text):
             out.append(self.roles(text[last:start]))
             out.append(self.directive(name, arg, options, self.markdown(body)) + "\n")
             last = end
