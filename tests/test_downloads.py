@@ -23,7 +23,7 @@ from nbclient import NotebookClient
 ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / "_build" / "html"
 sys.path.insert(0, str(ROOT / "tools"))
-from notebook_code import CELL_TIMEOUT_S, notebooks  # noqa: E402
+from notebook_code import CELL_TIMEOUT_S, notebooks, stderr_outputs  # noqa: E402
 from plain_notebook import raw_myst  # noqa: E402
 
 #: The book's tool chain: nothing a downloaded notebook may need.
@@ -113,12 +113,7 @@ def test_download_runs_without_the_book(path, tmp_path):
         resources={"metadata": {"path": str(run)}},
     )
     client.execute(env=env)
-    stderr = [
-        (i, out["text"][:300])
-        for i, cell in enumerate(notebook.cells)
-        for out in cell.get("outputs", [])
-        if out.get("output_type") == "stream" and out.get("name") == "stderr"
-    ]
+    stderr = stderr_outputs(notebook)
     assert not stderr, f"cells writing to stderr (cell index, text): {stderr}"
     # the glued values are displayed under their cells, by name, since no book shows them
     glued = [
