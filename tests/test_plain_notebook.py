@@ -108,6 +108,18 @@ def test_the_input_is_not_modified(notebook):
     assert repr(notebook) == before
 
 
+def test_glued_values_kept_out_of_the_notebook(notebook):
+    """myst-nb writes the notebook without its hidden glue outputs, and them to a file."""
+    glued = {
+        "clusters": {"text/plain": "3"},
+        "rate": {"text/plain": "0.123456"},
+        "fig": {"image/png": "iVBORw0KGgo="},
+    }
+    notebook["cells"][0]["outputs"] = notebook["cells"][0]["outputs"][3:]
+    plain = plain_notebook.plain_notebook(notebook, resolve, repository="", glued=glued)
+    assert "sit in 3 cluster(s), the rate is 0.123," in plain["cells"][2]["source"]
+
+
 def test_a_missing_glued_value_is_an_error(notebook):
     notebook["cells"][0]["outputs"] = []
     with pytest.raises(KeyError, match="no glued value named 'clusters'"):

@@ -9,7 +9,8 @@ them as plain Markdown, as QuantEcon's downloads do:
 - an exercise or a statement becomes a bold heading with its number and title; a proof starts
   with *Proof.*; a solution is folded in ``<details>`` under "Solution to Exercise 3.2";
 - ``{glue:text}`` becomes the glued value (formatted as the role asks), ``{glue:figure}`` the
-  glued image (a cell attachment) with its caption; the hidden glue outputs are dropped;
+  glued image (a cell attachment) with its caption; hidden glue outputs left in the cells are
+  dropped;
 - a cross-reference becomes the text the book shows for it ("Theorem 3.2", a section's title,
   "Castin et al. (2025)"), as given by ``resolve(role, target, text)``;
 - a first cell installs the library when ``import token_dynamics`` fails (Colab, a plain
@@ -182,7 +183,9 @@ class _Converter:
         )
 
 
-def plain_notebook(notebook: dict, resolve: Resolver, *, repository: str) -> dict:
+def plain_notebook(
+    notebook: dict, resolve: Resolver, *, repository: str, glued: dict[str, dict] | None = None
+) -> dict:
     """`notebook` (nbformat 4 JSON, executed) with its MyST markup as plain Markdown and an
     install cell first. Not in place.
 
@@ -196,6 +199,10 @@ def plain_notebook(notebook: dict, resolve: Resolver, *, repository: str) -> dic
     repository : str
         The repository's URL, from which the install cell installs the library (with pip's
         ``git+`` scheme); empty: the install cell installs ``token-dynamics`` by name.
+    glued : dict, optional
+        Glued values (name -> MIME bundle) besides those in the notebook's outputs: myst-nb
+        takes the hidden ones out of the notebook it writes, and keeps them in
+        ``<page>.glue.json``.
 
     Raises
     ------
@@ -205,7 +212,7 @@ def plain_notebook(notebook: dict, resolve: Resolver, *, repository: str) -> dic
         If a Markdown cell holds a directive with no plain Markdown form here.
     """
     notebook = copy.deepcopy(notebook)
-    converter = _Converter(resolve, glue_values(notebook))
+    converter = _Converter(resolve, {**(glued or {}), **glue_values(notebook)})
     for cell in notebook["cells"]:
         if cell["cell_type"] == "markdown":
             converter.attachments = {}

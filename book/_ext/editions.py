@@ -5,8 +5,9 @@
   ``{only} student`` and hides it from them with ``{only} not student``.
 - **Downloads are plain notebooks.** Each executed notebook offered for download
   (``_sources/**/*.ipynb``) is rewritten by ``tools/plain_notebook.py``: its MyST markup as plain
-  Markdown (numbers and titles of cross-references read from this build, glued values in the
-  text, solutions folded) and a first cell that installs the library when it is missing.
+  Markdown (numbers and titles of cross-references read from this build, glued values from
+  myst-nb's ``<page>.glue.json`` in the text, solutions folded) and a first cell that
+  installs the library when it is missing.
 """
 
 from __future__ import annotations
@@ -115,7 +116,17 @@ def _plain_downloads(app, exception):
     for path in sources.rglob("*.ipynb"):
         docname = path.relative_to(sources).with_suffix("").as_posix()
         notebook = json.loads(path.read_text(encoding="utf-8"))
-        plain = converter.plain_notebook(notebook, resolver(app, docname), repository=repository)
+        # myst-nb keeps the hidden glued values out of the notebook, in <page>.glue.json
+        glue_file = Path(app.config.nb_output_folder) / f"{docname}.glue.json"
+        glued = {}
+        if glue_file.exists():
+            glued = {
+                name: output["data"]
+                for name, output in json.loads(glue_file.read_text(encoding="utf-8")).items()
+            }
+        plain = converter.plain_notebook(
+            notebook, resolver(app, docname), repository=repository, glued=glued
+        )
         path.write_text(json.dumps(plain, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
