@@ -111,13 +111,15 @@ def _plain_downloads(app, exception):
     sources = Path(app.outdir) / "_sources"
     if not sources.is_dir():  # the student edition publishes no sources
         return
+    from myst_nb.sphinx_ext import OUTPUT_FOLDER  # where myst-nb writes executed notebooks
+
     converter = _converter()
     repository = app.config.html_theme_options.get("repository_url", "")
     for path in sources.rglob("*.ipynb"):
         docname = path.relative_to(sources).with_suffix("").as_posix()
         notebook = json.loads(path.read_text(encoding="utf-8"))
         # myst-nb keeps the hidden glued values out of the notebook, in <page>.glue.json
-        glue_file = Path(app.config.nb_output_folder) / f"{docname}.glue.json"
+        glue_file = Path(app.outdir).parent / OUTPUT_FOLDER / f"{docname}.glue.json"
         glued = {}
         if glue_file.exists():
             glued = {
