@@ -135,3 +135,9 @@ def test_an_unknown_directive_is_an_error(notebook):
 def test_raw_myst_finds_markup():
     found = plain_notebook.raw_myst("(a)=\nSee {ref}`a`.\n```{note}\nx\n```\n")
     assert found == ["{ref}`a`", "```{note}", "(a)="]
+
+
+def test_a_title_keeps_its_own_punctuation(notebook):
+    notebook["cells"][1]["source"] = "```{exercise} Why?\n:label: ex-one\n\nSay why.\n```\n"
+    plain = plain_notebook.plain_notebook(notebook, resolve, repository="")
+    assert plain["cells"][2]["source"].startswith("**Exercise 3.1: Why?**\n\nSay why.")

@@ -115,6 +115,11 @@ def directives(text: str):
         i = j + 1
 
 
+def _sentence(heading: str) -> str:
+    """`heading` ending with a full stop, unless it ends with its own punctuation."""
+    return heading if heading.endswith((".", "?", "!")) else heading + "."
+
+
 class _Converter:
     def __init__(self, resolve: Resolver, glued: dict[str, dict]):
         self.resolve = resolve
@@ -154,7 +159,7 @@ class _Converter:
         if name == "exercise":
             heading = self.resolve("numref", options["label"], None) if "label" in options else ""
             heading = heading or "Exercise"
-            return f"**{heading}{f': {arg}' if arg else ''}.**\n\n{body}\n"
+            return f"**{_sentence(heading + (f': {arg}' if arg else ''))}**\n\n{body}\n"
         if name == "solution":
             exercise = self.resolve("numref", arg, None)
             summary = f"Solution to {exercise}"
@@ -164,7 +169,7 @@ class _Converter:
         if name.startswith("prf:"):
             label = options.get("label")
             heading = self.resolve("prf:ref", label, None) if label else name[4:].capitalize()
-            return f"**{heading}{f' ({arg})' if arg else ''}.** {body}\n"
+            return f"**{_sentence(heading + (f' ({arg})' if arg else ''))}** {body}\n"
         if name == "glue:figure":
             if arg not in self.glued:
                 raise KeyError(f"no glued figure named {arg!r} in the notebook")
