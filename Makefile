@@ -73,7 +73,7 @@ build: env
 ## site (in `make test`, after `build`): no solution in the student edition; every downloadable
 ## notebook runs in a kernel where Jupyter Book, Sphinx and myst-nb cannot be imported
 site: env
-	$(BIN)/pytest -n $(JOBS) $(SITE_TESTS)
+	$(BIN)/pytest -n $(JOBS) -rP $(SITE_TESTS)  # -rP: the leak test prints its counts
 
 browser: env chromium
 	CHROMIUM=$(CHROMIUM) $(BIN)/pytest tests/browser
