@@ -141,3 +141,24 @@ def test_a_title_keeps_its_own_punctuation(notebook):
     notebook["cells"][1]["source"] = "```{exercise} Why?\n:label: ex-one\n\nSay why.\n```\n"
     plain = plain_notebook.plain_notebook(notebook, resolve, repository="")
     assert plain["cells"][2]["source"].startswith("**Exercise 3.1: Why?**\n\nSay why.")
+
+
+def test_gated_exercise_and_solution(notebook):
+    cells = [
+        "```{exercise-start} Run it\n:label: ex-one\n```\n\nRun the cell below.",
+        "```{exercise-end}\n```",
+        "```{solution-start} ex-one\n:class: dropdown\n```",
+        "```{solution-end}\n```",
+    ]
+    notebook["cells"][1:] = [
+        {"cell_type": "markdown", "id": f"m{i}", "metadata": {}, "source": text}
+        for i, text in enumerate(cells)
+    ]
+    plain = plain_notebook.plain_notebook(notebook, resolve, repository="")
+    texts = [cell["source"] for cell in plain["cells"][2:]]
+    assert texts == [
+        "**Exercise 3.1: Run it.**\n\nRun the cell below.",
+        "",
+        "**Solution to Exercise 3.1.**",
+        "",
+    ]

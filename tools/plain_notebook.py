@@ -7,7 +7,9 @@ written in MyST for Jupyter Book: directives (``{exercise}``, ``{solution}``, ``
 them as plain Markdown, as QuantEcon's downloads do:
 
 - an exercise or a statement becomes a bold heading with its number and title; a proof starts
-  with *Proof.*; a solution is folded in ``<details>`` under "Solution to Exercise 3.2";
+  with *Proof.*; a solution is folded in ``<details>`` under "Solution to Exercise 3.2" (a
+  gated one, whose code cells lie between ``{solution-start}`` and ``{solution-end}``, gets
+  that heading unfolded: Markdown cannot fold other cells);
 - ``{glue:text}`` becomes the glued value (formatted as the role asks), ``{glue:figure}`` the
   glued image (a cell attachment) with its caption; hidden glue outputs left in the cells are
   dropped;
@@ -152,7 +154,7 @@ class _Converter:
             out.append(self.directive(name, arg, options, self.markdown(body)) + "\n")
             last = end
         out.append(self.roles(text[last:]))
-        return "".join(out).strip("\n")
+        return re.sub(r"\n{3,}", "\n\n", "".join(out)).strip("\n")
 
     def directive(self, name: str, arg: str, options: dict, body: str) -> str:
         arg = self.roles(arg)
@@ -164,6 +166,16 @@ class _Converter:
             exercise = self.resolve("numref", arg, None)
             summary = f"Solution to {exercise}"
             return f"<details>\n<summary>{summary}</summary>\n\n{body}\n\n</details>\n"
+        if name == "exercise-start":  # a gated exercise: its cells follow, up to exercise-end
+            return self.directive("exercise", arg, options, "")
+        if name == "solution-start":  # a gated solution: its cells (code too) are not folded
+            return f"**Solution to {self.resolve('numref', arg, None)}.**\n"
+        if name in ("exercise-end", "solution-end"):
+            return ""
+        if name == "dropdown":
+            return f"<details>\n<summary>{arg}</summary>\n\n{body}\n\n</details>\n"
+        if name in ("code-block", "code"):
+            return f"```{arg}\n{body}\n```\n"
         if name == "prf:proof":
             return f"*Proof.* {body} $\\square$\n"
         if name.startswith("prf:"):
