@@ -37,11 +37,10 @@ def glue(name: str, variable: Any, display: bool = True) -> None:
     --------
     Outside a notebook (no IPython display), the value is printed with its name:
 
-    >>> import sys
-    >>> sys.modules["myst_nb"] = None  # as in an environment without Jupyter Book
-    >>> glue("answer", 42, display=False)
+    >>> from unittest import mock
+    >>> with mock.patch.dict("sys.modules", {"myst_nb": None}):  # as without Jupyter Book
+    ...     glue("answer", 42, display=False)
     answer: 42
-    >>> del sys.modules["myst_nb"]
     """
     if not isinstance(name, str):
         raise TypeError(f"`name` must be a string (the glue key), got {type(name).__name__}")
