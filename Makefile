@@ -13,11 +13,12 @@ JOBS ?= 2
 
 BUILD_FLAGS := -W -n --keep-going
 PDF_NAME := token-dynamics$(if $(filter student,$(EDITION)),-student).pdf
+SITE_HTML := $(if $(filter student,$(EDITION)),_build/student/html,_build/html)
 ifneq ($(filter-out full student,$(EDITION)),)
 $(error EDITION must be `full` or `student`, not `$(EDITION)`)
 endif
 
-.PHONY: book pdf test test-fullsize env lint unit build browser pdf-check chromium poppler bench clean
+.PHONY: book pdf test test-fullsize env lint unit build site browser pdf-check chromium poppler bench clean
 
 ## env: the pinned environment in .venv (re-installed when a requirements file changes)
 env: $(STAMP)
@@ -27,25 +28,27 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet -r requirements.txt -r requirements-dev.txt
 	touch $(STAMP)
 
-## book: build the site into _build/html (EDITION=student drops solutions). A notebook is
-## re-executed only when its code or the library (src/token_dynamics) changed: jupyter-cache in
-## a folder named after the library's fingerprint (tools/book_config.py).
+## book: build the site into _build/html, or with EDITION=student the student edition (every
+## solution removed, nothing that leads to one) into _build/student/html: both can be served
+## together from _build/. A notebook is re-executed only when its code or the library
+## (src/token_dynamics) changed: jupyter-cache in a folder named after the library's fingerprint,
+## shared by the editions (tools/book_config.py).
 book: env
-	rm -rf _build/html  # no page of an earlier build (or edition) survives
 	mkdir -p _build
-	$(BIN)/python tools/book_config.py --edition $(EDITION) > _build/book_options
-	$(BIN)/jupyter-book build . $(BUILD_FLAGS) $$(cat _build/book_options)
+	$(BIN)/python tools/book_config.py --edition $(EDITION) > _build/book_options_$(EDITION)
+	$(BIN)/jupyter-book build . $(BUILD_FLAGS) $$(cat _build/book_options_$(EDITION))
 	$(BIN)/python tools/book_config.py --edition $(EDITION) --built
-	@echo "The book is built: open $(CURDIR)/_build/html/index.html"
 
 ## pdf: the whole book as one PDF, printed by Chromium from the site of `make book`:
-## _build/pdf/token-dynamics.pdf (EDITION=student: token-dynamics-student.pdf, no solution)
+## _build/pdf/token-dynamics.pdf (EDITION=student: token-dynamics-student.pdf, from
+## _build/student/html, no solution)
 pdf: book chromium poppler
-	$(BIN)/python tools/book_pdf.py --html _build/html --out _build/pdf/$(PDF_NAME)
+	$(BIN)/python tools/book_pdf.py --html $(SITE_HTML) --out _build/pdf/$(PDF_NAME)
 
-## test: lint, unit tests and doctests, every notebook in a fresh kernel, a clean book build,
-## browser checks, the PDF printed from that build
-test: env chromium poppler lint unit build browser pdf-check
+## test: lint, unit tests and doctests, every notebook in a fresh kernel, a clean build of both
+## editions, the student edition's leak test and the downloads run outside the book, browser
+## checks, the PDF printed from the full build
+test: env chromium poppler lint unit build site browser pdf-check
 
 lint: env
 	$(BIN)/ruff check src tests tools book/_ext benchmarks
@@ -55,17 +58,32 @@ lint: env
 	$(BIN)/python tools/notebook_code.py _build/notebook_code
 	$(BIN)/ruff check --extend-ignore E402,E501,E703,B018 _build/notebook_code
 
+# the site tests need the built editions: `make site` runs them after `make build`
+SITE_TESTS := tests/test_student_edition.py tests/test_downloads.py
+
 unit: env
-	$(BIN)/pytest -n $(JOBS) --ignore=tests/browser --ignore=tests/test_pdf.py tests src
+	$(BIN)/pytest -n $(JOBS) --ignore=tests/browser --ignore=tests/test_pdf.py $(addprefix --ignore=,$(SITE_TESTS)) tests src
 
 ## test-fullsize: the papers' experiments at full size (minutes each; not part of `make test`)
 test-fullsize: env
 	$(BIN)/pytest -m fullsize tests
 
-## build (CI, in `make test`): every notebook executed from clean, no cache
+## build (CI, in `make test`): both editions, every page re-read; every notebook executed from
+## clean by the full edition's build (a fresh cache), whose executions the student edition reuses
 build: env
-	rm -rf _build/html _build/.doctrees _build/jupyter_execute _build/.book_state
-	$(BIN)/jupyter-book build . $(BUILD_FLAGS) --all
+	rm -rf _build/html _build/.doctrees _build/jupyter_execute _build/.book_state _build/student
+	mkdir -p _build
+	$(BIN)/python tools/book_config.py --ci --edition full > _build/book_options_full
+	$(BIN)/jupyter-book build . $(BUILD_FLAGS) $$(cat _build/book_options_full)
+	$(BIN)/python tools/book_config.py --edition full --built
+	$(BIN)/python tools/book_config.py --ci --edition student > _build/book_options_student
+	$(BIN)/jupyter-book build . $(BUILD_FLAGS) $$(cat _build/book_options_student)
+	$(BIN)/python tools/book_config.py --edition student --built
+
+## site (in `make test`, after `build`): no solution in the student edition; every downloadable
+## notebook runs in a kernel where Jupyter Book, Sphinx and myst-nb cannot be imported
+site: env
+	$(BIN)/pytest -n $(JOBS) -rP $(SITE_TESTS)  # -rP: the leak test prints its counts
 
 browser: env chromium
 	CHROMIUM=$(CHROMIUM) $(BIN)/pytest tests/browser

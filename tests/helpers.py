@@ -139,6 +139,8 @@ def make_book(tmp_path: Path, overrides: dict[str, str]) -> Path:
     shutil.copytree(ROOT / "book" / "_ext", tmp_path / "book" / "_ext")
     shutil.copy(ROOT / "book" / "references.bib", tmp_path / "book" / "references.bib")
     shutil.copytree(ROOT / "_assets", tmp_path / "_assets")
+    (tmp_path / "tools").mkdir()  # the converter of the downloadable notebooks
+    shutil.copy(ROOT / "tools" / "plain_notebook.py", tmp_path / "tools" / "plain_notebook.py")
     files = {
         "_toc.yml": TOC,
         "book/intro.md": INTRO,

@@ -122,3 +122,32 @@ def test_make_book_cache_follows_the_library(tmp_path, monkeypatch):
     before = book_config.library_fingerprint(library)
     (library / "b.py").rename(library / "c.py")  # a rename changes the fingerprint too
     assert book_config.library_fingerprint(library) != before
+
+
+def test_student_edition_builds_beside_the_full_one(tmp_path, monkeypatch):
+    """`make book EDITION=student`: built under _build/student (Jupyter Book's --path-output),
+    then the site moved to _build/student/html and the executed notebooks (whose Markdown
+    holds every solution) deleted; the full edition's _build/html is left alone."""
+    book_config = load_tool("book_config")
+    build_dir = tmp_path / "_build"
+    monkeypatch.setattr(book_config, "BUILD", build_dir)
+    monkeypatch.setattr(book_config, "CACHES", build_dir / ".jupyter_cache")
+    monkeypatch.setattr(book_config, "STATE", build_dir / ".book_state")
+    (build_dir / "html").mkdir(parents=True)
+    (build_dir / "html" / "index.html").write_text("full", encoding="utf-8")
+
+    options = book_config.main(["--edition", "student"]).split()
+    assert options[options.index("--path-output") + 1] == str(build_dir / "student")
+    built = build_dir / "student" / "_build"  # what jupyter-book writes there
+    (built / "html").mkdir(parents=True)
+    (built / "html" / "index.html").write_text("student", encoding="utf-8")
+    (built / "jupyter_execute").mkdir()
+    (built / "jupyter_execute" / "nb.ipynb").write_text("{}", encoding="utf-8")
+    (build_dir / ".jupyter_cache" / f"lib-{book_config.library_fingerprint()}").mkdir(parents=True)
+    book_config.main(["--edition", "student", "--built"])
+
+    assert (build_dir / "student" / "html" / "index.html").read_text() == "student"
+    assert not (built / "jupyter_execute").exists()
+    assert (build_dir / "html" / "index.html").read_text() == "full"
+    assert "--all" not in book_config.main(["--edition", "student"]).split()
+    assert not (build_dir / "student" / "html").exists(), "a rebuild starts from no site"

@@ -8,7 +8,7 @@ import pytest
 from .helpers import ROOT
 
 sys.path.insert(0, str(ROOT / "tools"))
-from notebook_code import execute, notebooks
+from notebook_code import execute, notebooks, stderr_outputs
 
 NOTEBOOKS = notebooks()
 
@@ -19,12 +19,7 @@ def test_notebook_executes(path):
     nb = execute(path)  # the build's timeout per cell; raises CellExecutionError on a failing cell
     # nothing on stderr: a warning printed in a cell is published in the book (with the local
     # path of the library in it)
-    stderr = [
-        (i, out["text"][:300])
-        for i, cell in enumerate(nb.cells)
-        for out in cell.get("outputs", [])
-        if out.get("output_type") == "stream" and out.get("name") == "stderr"
-    ]
+    stderr = stderr_outputs(nb)
     assert not stderr, f"cells writing to stderr (cell index, text): {stderr}"
 
 

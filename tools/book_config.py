@@ -2,19 +2,26 @@
 
 Usage (what ``make book`` runs)::
 
-    python tools/book_config.py [--edition full|student] > _build/book_options
-    jupyter-book build . -W -n --keep-going $(cat _build/book_options)
+    python tools/book_config.py [--edition full|student] > _build/book_options_full
+    jupyter-book build . -W -n --keep-going $(cat _build/book_options_full)
     python tools/book_config.py [--edition ...] --built   # after a successful build only
 
 jupyter-cache (``execute_notebooks: cache``) re-executes a notebook only when its code cells
 change; it does not know that the notebooks import ``token_dynamics``. The cache therefore
 lives in a folder named after a fingerprint of ``src/token_dynamics/`` (every file's path and
 bytes): an edit of the library starts a new, empty cache (every notebook re-executes) and
-removes the old one. ``--all`` is added when the library or the edition changed since the last
+removes the old one. ``--all`` is added when the library changed since the edition's last
 successful build (recorded by ``--built``), so that Sphinx re-reads the pages whose stored
-outputs came from another library or edition.
+outputs came from another library. Both editions share the cache: a student build after a full
+one executes nothing.
 
-CI (``make test``) does not use this: its ``build`` step executes every notebook from clean.
+The editions are built side by side, so that one server can serve both: the full one into
+``_build/html``, the student one into ``_build/student/html`` (Jupyter Book builds it under
+``_build/student/_build/``; ``--built`` moves the site up and deletes the executed notebooks it
+left there, whose Markdown holds every solution).
+
+``--ci`` (``make build``, in ``make test``): a fresh cache that the full edition's build fills
+(every notebook executed from clean) and the student edition's build then reuses, and ``--all``.
 """
 
 from __future__ import annotations
@@ -33,6 +40,8 @@ LIBRARY = ROOT / "src" / "token_dynamics"
 BUILD = ROOT / "_build"
 CACHES = BUILD / ".jupyter_cache"
 STATE = BUILD / ".book_state"
+#: The student edition's own folder (Jupyter Book's --path-output), beside the full edition's.
+STUDENT = "student"
 
 
 def library_fingerprint(library: Path | None = None) -> str:
@@ -68,22 +77,53 @@ def edition_config(edition: str) -> dict:
     return anchored(yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8")))
 
 
+def site(edition: str) -> Path:
+    """The folder of the edition's built site."""
+    return BUILD / "html" if edition == "full" else BUILD / STUDENT / "html"
+
+
+def _state(edition: str) -> Path:
+    return STATE if edition == "full" else BUILD / STUDENT / ".book_state"
+
+
+def finish(edition: str, fingerprint: str) -> None:
+    """After a successful build: record it; move the student site up to its folder and delete
+    the executed notebooks of the student build."""
+    if edition == "student":
+        built = BUILD / STUDENT / "_build"
+        shutil.rmtree(site(edition), ignore_errors=True)
+        (built / "html").rename(site(edition))
+        shutil.rmtree(built / "jupyter_execute", ignore_errors=True)
+    _state(edition).write_text(fingerprint + "\n", encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> str:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--edition", choices=("full", "student"), default="full")
     parser.add_argument("--built", action="store_true", help="record a successful build")
+    parser.add_argument("--ci", action="store_true", help="a fresh cache, every page re-read")
     args = parser.parse_args(argv)
 
     fingerprint = library_fingerprint()
-    state = f"{args.edition} {fingerprint}"
     if args.built:
-        STATE.write_text(state + "\n", encoding="utf-8")
-        return ""
-    cache = CACHES / f"lib-{fingerprint}"
-    fresh = not cache.exists()
-    for old in CACHES.glob("lib-*"):
-        if old != cache:
-            shutil.rmtree(old)
+        finish(args.edition, fingerprint)
+        return f"The {args.edition} edition is built: open {site(args.edition) / 'index.html'}"
+    if args.ci:
+        cache = CACHES / "ci"
+        if args.edition == "full":  # every notebook executed from clean
+            shutil.rmtree(cache, ignore_errors=True)
+        fresh = True
+    else:
+        cache = CACHES / f"lib-{fingerprint}"
+        fresh = not cache.exists()
+        for old in CACHES.glob("lib-*"):
+            if old != cache:
+                shutil.rmtree(old)
+    stale = [site(args.edition)]  # no page of an earlier build survives
+    if args.edition == "student":
+        stale.append(BUILD / STUDENT / "_build" / "html")
+    for old in stale:
+        shutil.rmtree(old, ignore_errors=True)
     config = edition_config(args.edition)
     config["execute"]["execute_notebooks"] = "cache"
     config["execute"]["cache"] = str(cache)
@@ -91,9 +131,12 @@ def main(argv: list[str] | None = None) -> str:
     path = BUILD / f"_config_{args.edition}.yml"
     path.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
 
-    previous = STATE.read_text(encoding="utf-8").strip() if STATE.exists() else ""
+    state = _state(args.edition)
+    previous = state.read_text(encoding="utf-8").strip() if state.exists() else ""
     options = ["--config", str(path)]
-    if previous != state or fresh:
+    if args.edition == "student":
+        options += ["--path-output", str(BUILD / STUDENT)]
+    if previous != fingerprint or fresh:
         options.append("--all")
     return " ".join(options)
 

@@ -43,6 +43,17 @@ def execute(path: Path, *, timeout: float = CELL_TIMEOUT_S):
     ).execute()
 
 
+def stderr_outputs(nb) -> list[tuple[int, str]]:
+    """(cell index, first 300 characters) of every output an executed notebook wrote to
+    stderr: a warning printed in a cell would be published with the page."""
+    return [
+        (i, out["text"][:300])
+        for i, cell in enumerate(nb.cells)
+        for out in cell.get("outputs", [])
+        if out.get("output_type") == "stream" and out.get("name") == "stderr"
+    ]
+
+
 def main(out: Path) -> None:
     for path in notebooks():
         nb = jupytext.read(path)
