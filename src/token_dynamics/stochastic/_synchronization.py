@@ -5,7 +5,7 @@ Everything here is a function of the noise kernel :math:`\kappa` of the paper's 
 (:func:`token_dynamics.stochastic.kappa`), of the inverse temperature :math:`\beta` of the
 energy, and of the tokens:
 
-- :func:`synchronization_energy` -- :math:`\mathcal E_\beta(\mu) = \frac12\iint(e^\beta -
+- :func:`synchronization_energy` -- :math:`\mathcal S_\beta(\mu) = \frac12\iint(e^\beta -
   e^{\beta\langle x, y\rangle})\,d\mu\,d\mu`, zero exactly at a Dirac mass;
 - :func:`noise_exponents`, :func:`relu_noise_exponents`, :func:`noise_exponent_table` --
   :math:`\kappa(1)`, :math:`\kappa'(1)`, the top Lyapunov exponent :math:`\lambda_1` and the
@@ -13,7 +13,7 @@ energy, and of the tokens:
 - :func:`lemma_4_1_terms`, :func:`dissipation_function`, :func:`dissipation_rate` -- the
   functions :math:`G_0, G_1, G, F` of Lemma 4.1 and the rate :math:`\bar\lambda'`;
 - :func:`noise_energy_drift`, :func:`energy_derivative` -- the Itô drift of
-  :math:`\mathcal E_\beta` under the noise (terms (II)+(III)+(IV) of §4) and its derivative along
+  :math:`\mathcal S_\beta` under the noise (terms (II)+(III)+(IV) of §4) and its derivative along
   a deterministic velocity (term (I));
 - :func:`energy_decay_rate`, :func:`separation_exponent` -- Monte-Carlo estimators of the decay
   rate of Theorem 1.4 and of the top Lyapunov exponent.
@@ -113,14 +113,16 @@ def synchronization_energy(
 
     .. math::
 
-        \mathcal E_\beta(\mu) = \frac12 \iint \big(e^\beta - e^{\beta\langle x, y\rangle}\big)
+        \mathcal S_\beta(\mu) = \frac12 \iint \big(e^\beta - e^{\beta\langle x, y\rangle}\big)
         \, d\mu(x)\, d\mu(y)
         = \frac{e^\beta}2 \sum_{i,j} w_i w_j \big(1 - e^{-\beta(1 - \langle x_i, x_j\rangle)}\big).
 
-    It is nonnegative on the sphere and vanishes exactly at a Dirac mass. It is *not* the
-    interaction energy :func:`token_dynamics.diagnostics.interaction_energy`
-    (:math:`\frac1{2\beta}\iint e^{\beta\langle x,y\rangle}`, which attention increases): the
-    two are related by :math:`\mathcal E_\beta = e^\beta/2 - \beta\,E_\beta`. Computed with
+    The paper writes it :math:`\mathcal E_\beta` (eq. (1.5)); this library and the book write
+    :math:`\mathcal S_\beta`, to keep it apart from the interaction energy
+    :math:`E_\beta = \frac1{2\beta}\iint e^{\beta\langle x,y\rangle}`
+    (:func:`token_dynamics.diagnostics.interaction_energy`), which attention increases. It is
+    nonnegative on the sphere and vanishes exactly at a Dirac mass; the two are related by
+    :math:`\mathcal S_\beta = e^\beta/2 - \beta\,E_\beta`. Computed with
     ``expm1`` of ``beta |x_i - x_j|^2 / 2``, without cancellation for nearby tokens.
 
     Parameters
@@ -132,7 +134,7 @@ def synchronization_energy(
     weights : array_like, shape (n,), optional
         Weights of the tokens (uniform by default).
     scaled : bool
-        Return :math:`e^{-\beta}\mathcal E_\beta`, finite for every ``beta``.
+        Return :math:`e^{-\beta}\mathcal S_\beta`, finite for every ``beta``.
 
     Returns
     -------
@@ -174,11 +176,11 @@ def synchronization_energy(
 
 
 def energy_derivative(X: Any, velocity: Any, beta: float, weights: Any = None) -> float:
-    r"""Time derivative of :math:`\mathcal E_\beta(\mu)` when the tokens move with ``velocity``,
+    r"""Time derivative of :math:`\mathcal S_\beta(\mu)` when the tokens move with ``velocity``,
 
     .. math::
 
-        \frac{d}{dt}\mathcal E_\beta = -\beta \sum_{i,j} w_i w_j\, e^{\beta\langle x_i, x_j\rangle}
+        \frac{d}{dt}\mathcal S_\beta = -\beta \sum_{i,j} w_i w_j\, e^{\beta\langle x_i, x_j\rangle}
         \langle v_i, x_j\rangle .
 
     With ``velocity = P_x Attn(mu, x)`` this is the term (I) of the proof of Agazzi et al.
@@ -713,7 +715,7 @@ def noise_energy_drift(
     sigma_W: float = 0.0,
     weights: Any = None,
 ) -> float:
-    r"""Itô drift of :math:`\mathcal E_\beta(\mu^N_t)` due to the common noise, at the tokens ``X``,
+    r"""Itô drift of :math:`\mathcal S_\beta(\mu^N_t)` due to the common noise, at the tokens ``X``,
 
     .. math::
 
@@ -721,8 +723,8 @@ def noise_energy_drift(
         = -\frac12 \sum_{i,j} w_i w_j\, \beta e^{\beta u_{ij}} G(u_{ij}),
         \qquad u_{ij} = \langle x_i, x_j\rangle,
 
-    so that, with the noise alone, :math:`\frac{d}{dt}\mathbb E\,\mathcal E_\beta(\mu^N_t)` is the
-    mean of this quantity. Lemma 4.1 bounds it by :math:`\bar\lambda'\,\mathcal E_\beta`.
+    so that, with the noise alone, :math:`\frac{d}{dt}\mathbb E\,\mathcal S_\beta(\mu^N_t)` is the
+    mean of this quantity. Lemma 4.1 bounds it by :math:`\bar\lambda'\,\mathcal S_\beta`.
 
     Parameters
     ----------
@@ -761,7 +763,7 @@ def noise_energy_drift(
 
 
 def energy_decay_rate(times: Any, energies: Any) -> MCEstimate:
-    r"""Exponential rate of the mean energy :math:`\mathbb E\,\mathcal E_\beta(\mu_t)` over paths.
+    r"""Exponential rate of the mean energy :math:`\mathbb E\,\mathcal S_\beta(\mu_t)` over paths.
 
     The slope of the least-squares line through :math:`(t_k, \log \bar E_k)`, where
     :math:`\bar E_k` is the mean over paths at time :math:`t_k`. Its standard error is the delta
