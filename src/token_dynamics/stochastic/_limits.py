@@ -193,6 +193,15 @@ class DeepLimitError:
         :math:`\max_\ell\frac1N\sum_i|X^{i,m}_\ell - X^{i,\infty}_\ell|^2`, the width part
         of the error alone (against the infinite-width system of the same depth on the same
         noise); zero where ``m`` is ``None``, NaN-free, and all zeros if ``None`` is not a width.
+
+    Examples
+    --------
+    >>> from token_dynamics.stochastic import MLPNoise, StochasticTransformer
+    >>> model = StochasticTransformer(MLPNoise("relu", width=None))
+    >>> err = deep_limit_error(model, np.eye(3), T=1.0, depths=[2, 4], L_ref=8, widths=[8, None],
+    ...                        n_paths=3, rng=0)
+    >>> err.grid.shape, bool(np.all(err.sup >= err.grid))
+    ((3, 2, 2), True)
     """
 
     depths: np.ndarray
@@ -340,6 +349,22 @@ def chaos_rate(N: Any, d: int) -> np.ndarray:
 
     .. math:: r_d(N) = N^{-1/2}\ (d < 4),\qquad N^{-1/2}\log(1 + N)\ (d = 4),\qquad
               N^{-2/d}\ (d > 4).
+
+    Parameters
+    ----------
+    N : array_like
+        Token numbers, at least 1.
+    d : int
+        Ambient dimension, at least 2.
+
+    Returns
+    -------
+    ndarray
+        Same shape as `N`.
+
+    References
+    ----------
+    Agazzi et al., arXiv:2604.26898, 2026, Proposition 1.2 and Proposition 3.1.
 
     Examples
     --------

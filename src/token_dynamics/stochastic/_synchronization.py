@@ -79,7 +79,13 @@ LOG_FLOAT_MAX = float(np.log(np.finfo(np.float64).max))
 
 
 class AssumptionError(ValueError):
-    """A hypothesis of Agazzi et al. (2026), Theorem 1.4 (Assumption 1) does not hold."""
+    """A hypothesis of Agazzi et al. (2026), Theorem 1.4 (Assumption 1) does not hold.
+
+    Examples
+    --------
+    >>> issubclass(AssumptionError, ValueError)
+    True
+    """
 
 
 # -- the energy ---------------------------------------------------------------------------------
@@ -301,6 +307,12 @@ class NoiseExponents:
         \frac{d-1}2\kappa(1)` (Remark 1.5).
     lambda_bar : float
         :math:`\bar\lambda = (d-1)\kappa'(1) - (d-3)\kappa(1)` (Assumption 1).
+
+    Examples
+    --------
+    >>> row = noise_exponents("tanh", d=4)
+    >>> row.odd, row.assumption_1
+    (True, False)
     """
 
     activation: str
@@ -465,6 +477,19 @@ def check_assumption_1(
     Assumption 1: the MLP field is almost surely not odd and
     :math:`\bar\lambda = (d-1)\kappa'(1) - (d-3)\kappa(1) < 0` (which forces :math:`d > 3`).
 
+    Parameters
+    ----------
+    activation : str
+        One of :data:`token_dynamics.stochastic.ACTIVATIONS`.
+    d : int
+        Dimension of the tokens, at least 2.
+    sigma_U, sigma_W : float
+        Standard deviations of the inner and outer biases.
+
+    Returns
+    -------
+    NoiseExponents
+
     Raises
     ------
     AssumptionError
@@ -513,6 +538,12 @@ class Lemma41Terms:
         :math:`(1-u^2)(\kappa(1) - u\kappa(u))`: half the variance rate of :math:`u`.
     G : ndarray, shape (k,)
         :math:`G_0 + \beta G_1`.
+
+    Examples
+    --------
+    >>> t = lemma_4_1_terms([-1.0, 1.0], "sigmoid", d=5, beta=1.0)
+    >>> bool(np.all(t.G1 >= 0)), bool(np.allclose(t.G, t.G0 + t.G1))
+    (True, True)
     """
 
     u: np.ndarray
@@ -954,6 +985,12 @@ class SynchronizationRun:
         Tokens at the saved layers (one path).
     energy : ndarray, shape (K,)
         :math:`\mathcal S_\beta` of the tokens at the saved layers.
+
+    Examples
+    --------
+    >>> run = synchronization_experiment(None, 3, n_tokens=4, L=5, rng=0)
+    >>> run.cosines().shape, run.energy.shape
+    ((6, 6), (6,))
     """
 
     activation: str | None
