@@ -50,8 +50,12 @@ def test_kernel_matches_monte_carlo_of_the_paper_variables(activation, d, sigma)
         sample = s(u * X + v * Y + sigma * b) * s(u * X - v * Y + sigma * b) + sigma**2
         se = sample.std() / np.sqrt(n)
         k = sto.kappa(t, activation, d=d, sigma_U=sigma, sigma_W=sigma)
-        # 4 SE: three comparisons per case, fifteen cases
+        # 4 SE: four comparisons per case, fifteen cases
         assert abs(float(k) - sample.mean()) < 4 * se
+    # Lemma 4.2: kappa'(1) = (1/d) E[s'(X / sqrt(d) + s_U b)^2], sampled directly
+    sample = DSIGMA[activation](X / np.sqrt(d) + sigma * b) ** 2 / d
+    dk = sto.kappa_prime(1.0, activation, d=d, sigma_U=sigma, sigma_W=sigma)
+    assert abs(float(dk) - sample.mean()) < 4 * sample.std() / np.sqrt(n)
 
 
 @pytest.mark.statement("sto-prop-kernel")

@@ -479,12 +479,8 @@ def check_assumption_1(
 
     Parameters
     ----------
-    activation : str
-        One of :data:`token_dynamics.stochastic.ACTIVATIONS`.
-    d : int
-        Dimension of the tokens, at least 2.
-    sigma_U, sigma_W : float
-        Standard deviations of the inner and outer biases.
+    activation, d, sigma_U, sigma_W
+        As in :func:`noise_exponents`.
 
     Returns
     -------
