@@ -47,7 +47,7 @@ JITTER = 1e-10
 
 @dataclass(frozen=True, eq=False)
 class MLPNoise:
-    r"""The random MLP of one layer, drawn afresh at every layer (the paper's only reading).
+    r"""The random MLP of one layer, drawn afresh at every layer (Agazzi et al. 2026, §1.1).
 
     .. math:: G(y) = \tfrac1{\sqrt m}\,W\sigma\big(\tfrac1{\sqrt d}Uy + b_U\big) + b_W,
 
