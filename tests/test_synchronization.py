@@ -1,8 +1,8 @@
 """Tests of the synchronization energy, the noise exponents and the rates of Agazzi et al. (2026).
 
-Oracles: the paper's printed Table 1, the closed forms of its Proposition 1.5, the identities of
-Remark 1.5 and Lemma 4.1 (exact up to rounding), and simulations of the limit SDE and of the
-discrete model, compared with Monte-Carlo error bars.
+Checked against the paper's printed Table 1, the closed forms of its Proposition 1.5, the
+identities of Remark 1.5 and Lemma 4.1 (exact up to rounding), and simulations of the limit SDE
+and of the discrete model, compared with Monte-Carlo error bars.
 """
 
 import numpy as np

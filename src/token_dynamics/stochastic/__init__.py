@@ -10,9 +10,18 @@ afresh at every layer (chapters "Stochastic scaling limits" and "Synchronization
   noise on the sphere and its derivative (Remark 1.1, Lemma 4.2);
 - :class:`MLPNoise`, :class:`StochasticTransformer`, :func:`simulate` -- the discrete model;
 - :func:`simulate_sde` -- the limit SDE (Itô, common noise);
-- :class:`MCEstimate`, :class:`ConvergenceStudy` -- Monte-Carlo results.
+- :class:`MCEstimate`, :class:`ConvergenceStudy` -- Monte-Carlo results;
+- :func:`synchronization_energy`, :func:`noise_exponents`, :func:`dissipation_rate`,
+  :func:`energy_decay_rate` -- the energy, the exponents of the noise, the rate of Theorem 1.4
+  and its Monte-Carlo estimate (chapter "Synchronization by noise").
 """
 
+from ._dissipation import *  # noqa: F403
+from ._dissipation import __all__ as _dissipation_all
+from ._energy import *  # noqa: F403
+from ._energy import __all__ as _energy_all
+from ._exponents import *  # noqa: F403
+from ._exponents import __all__ as _exponents_all
 from ._kernels import *  # noqa: F403
 from ._kernels import __all__ as _kernels_all
 from ._limits import *  # noqa: F403
@@ -24,4 +33,13 @@ from ._sde import __all__ as _sde_all
 from ._synchronization import *  # noqa: F403
 from ._synchronization import __all__ as _synchronization_all
 
-__all__ = [*_kernels_all, *_model_all, *_sde_all, *_limits_all, *_synchronization_all]
+__all__ = [
+    *_kernels_all,
+    *_model_all,
+    *_sde_all,
+    *_limits_all,
+    *_energy_all,
+    *_exponents_all,
+    *_dissipation_all,
+    *_synchronization_all,
+]

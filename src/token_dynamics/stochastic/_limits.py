@@ -13,11 +13,15 @@ from .._validation import as_rng, check_int, check_positive
 from ..diagnostics import fit_power_law
 from ..sampling import uniform_sphere
 from ._model import (
+    StochasticTransformer,
+    _as_initial,
+    _attention_drift,
     _attention_step,
     _common_args,
     _draw_weights,
     _gaussian_field,
     _kernel_matrix,
+    _mlp,
     _noise_step,
     _normalise,
     _progress,
@@ -32,6 +36,7 @@ __all__ = [
     "chaos_rate",
     "deep_limit_error",
     "layer_norm_remainder",
+    "layer_remainder",
     "mc_estimate",
     "propagation_of_chaos",
 ]
@@ -188,6 +193,15 @@ class DeepLimitError:
         :math:`\max_\ell\frac1N\sum_i|X^{i,m}_\ell - X^{i,\infty}_\ell|^2`, the width part
         of the error alone (against the infinite-width system of the same depth on the same
         noise); zero where ``m`` is ``None``, NaN-free, and all zeros if ``None`` is not a width.
+
+    Examples
+    --------
+    >>> from token_dynamics.stochastic import MLPNoise, StochasticTransformer
+    >>> model = StochasticTransformer(MLPNoise("relu", width=None))
+    >>> err = deep_limit_error(model, np.eye(3), T=1.0, depths=[2, 4], L_ref=8, widths=[8, None],
+    ...                        n_paths=3, rng=0)
+    >>> err.grid.shape, bool(np.all(err.sup >= err.grid))
+    ((3, 2, 2), True)
     """
 
     depths: np.ndarray
@@ -335,6 +349,22 @@ def chaos_rate(N: Any, d: int) -> np.ndarray:
 
     .. math:: r_d(N) = N^{-1/2}\ (d < 4),\qquad N^{-1/2}\log(1 + N)\ (d = 4),\qquad
               N^{-2/d}\ (d > 4).
+
+    Parameters
+    ----------
+    N : array_like
+        Token numbers, at least 1.
+    d : int
+        Ambient dimension, at least 2.
+
+    Returns
+    -------
+    ndarray
+        Same shape as `N`.
+
+    References
+    ----------
+    Agazzi et al., arXiv:2604.26898, 2026, Proposition 1.2 and Proposition 3.1.
 
     Examples
     --------
@@ -498,3 +528,80 @@ def layer_norm_remainder(v: Any, w: Any, scales: Any, *, order: int = 2) -> Conv
         remainders.append(np.linalg.norm(exact - approx))
     rem = np.array(remainders)
     return ConvergenceStudy(scales, rem, np.zeros_like(rem), fit_power_law(scales, rem).slope)
+
+
+def layer_remainder(model, X: Any, steps: Any, *, n_draws: int = 100, rng: Any = None):
+    r"""Remainder of one layer of the model (1.1) after its Euler-Maruyama part.
+
+    With :math:`\Delta t` a step, :math:`Y = \mathrm{LN}(x + \Delta t\,\mathrm{Attn})`, one
+    draw :math:`G` of the layer's MLP and :math:`g = G(x)`,
+
+    .. math:: \mathrm{LN}\big(Y + \sqrt{\Delta t}\,G(Y)\big) = x + \Delta t\,P_x\mathrm{Attn}
+              + \sqrt{\Delta t}\,P_xg - \tfrac{\Delta t}2|P_xg|^2x
+              - \Delta t\,\langle x, g\rangle P_xg + \mathcal R
+
+    (Agazzi et al. 2026, Lemma 2.6), and :math:`\mathbb E|\mathcal R|^2 = O(\Delta t^3)`
+    (Lemma 2.7). Returns the mean over the tokens of :math:`|\mathcal R|^2` for each step,
+    averaged over `n_draws` draws of the MLP (each draw kept for every step), whose log-log
+    slope against the step is 3.
+
+    Parameters
+    ----------
+    model : StochasticTransformer
+        Attention and MLP, of finite width.
+    X : (n, d) array_like
+        Tokens on the unit sphere.
+    steps : sequence of float
+        Positive steps :math:`\Delta t = T / L`, at least two.
+    n_draws : int
+        Independent draws of the MLP, at least 2 (standard errors).
+    rng : Generator, int or None
+
+    Returns
+    -------
+    ConvergenceStudy
+        ``values`` are the steps.
+
+    References
+    ----------
+    Agazzi et al., arXiv:2604.26898, 2026, Lemma 2.6 and Lemma 2.7.
+
+    Examples
+    --------
+    >>> from token_dynamics.stochastic import MLPNoise, StochasticTransformer
+    >>> model = StochasticTransformer(MLPNoise("tanh", width=16, sigma_U=0.1, sigma_W=0.1))
+    >>> study = layer_remainder(model, np.eye(3), [1e-3, 1e-4], n_draws=4, rng=0)
+    >>> round(study.slope)
+    3
+    """
+    steps = np.atleast_1d(np.asarray(steps, dtype=np.float64))
+    if steps.ndim != 1 or steps.size < 2 or not np.all(np.isfinite(steps) & (steps > 0)):
+        raise ValueError(f"`steps` must hold at least two positive steps; got {steps!r}.")
+    if not isinstance(model, StochasticTransformer):
+        raise TypeError(f"`model` must be a StochasticTransformer; got {type(model).__name__}.")
+    n_draws = check_int(n_draws, "n_draws", minimum=2)
+    if model.noise.width is None:
+        raise ValueError(
+            "`model.noise.width` must be a finite width: the remainder is that of one drawn MLP, "
+            "evaluated at x and at Y with the same weights."
+        )
+    rng = as_rng(rng)
+    X = _as_initial(X, n_draws)
+    d = X.shape[-1]
+    A, V = model.matrices(d)
+    off = model.attention_off(d)
+    Ys = [_attention_step(X, h, A, V, off, f"step {h:g} (attention)") for h in steps]
+    noise = model.noise
+    weights = _draw_weights(noise, n_draws, d, rng)
+    GX = _mlp(noise.activation, X, *weights)
+    GY = [_mlp(noise.activation, Y, *weights) for Y in Ys]
+    drift = np.zeros_like(X) if off else _project(X, _attention_drift(X, A, V))
+    Pg = _project(X, GX)
+    along = np.einsum("...d,...d->...", X, GX)[..., None]
+    tangent2 = np.einsum("...d,...d->...", Pg, Pg)[..., None]
+    errors = []
+    for h, Y, gY in zip(steps, Ys, GY, strict=True):
+        exact = _noise_step(Y, h, gY, f"step {h:g} (MLP)")
+        euler = X + h * drift + np.sqrt(h) * Pg - 0.5 * h * tangent2 * X - h * along * Pg
+        errors.append(np.mean(np.sum((exact - euler) ** 2, axis=-1), axis=-1))
+    return _study(steps, np.stack(errors, axis=1))

@@ -47,7 +47,7 @@ JITTER = 1e-10
 
 @dataclass(frozen=True, eq=False)
 class MLPNoise:
-    r"""The random MLP of one layer, drawn afresh at every layer (the paper's only reading).
+    r"""The random MLP of one layer, drawn afresh at every layer (Agazzi et al. 2026, §1.1).
 
     .. math:: G(y) = \tfrac1{\sqrt m}\,W\sigma\big(\tfrac1{\sqrt d}Uy + b_U\big) + b_W,
 
@@ -286,6 +286,13 @@ class StochasticResult:
     status : str
         ``"completed"``.
     message : str
+
+    Examples
+    --------
+    >>> model = StochasticTransformer(MLPNoise("relu", width=4))
+    >>> res = simulate(model, np.eye(2), T=1.0, L=4, n_paths=3, rng=0, save_every=2)
+    >>> res.times.tolist(), res.X.shape, res.status
+    ([0.0, 0.5, 1.0], (3, 3, 2, 2), 'completed')
     """
 
     times: np.ndarray

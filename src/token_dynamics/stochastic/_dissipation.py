@@ -1,0 +1,304 @@
+r"""Lemma 4.1 of Agazzi et al. (2026): the functions G and F and the rate of Theorem 1.4
+(private module).
+
+- :func:`lemma_4_1_terms`, :func:`dissipation_function`, :func:`dissipation_rate` -- the
+  functions :math:`G_0, G_1, G, F` of Lemma 4.1 and the rate :math:`\bar\lambda'`;
+- :func:`noise_energy_drift` -- the Itô drift of :math:`\mathcal S_\beta` under the noise
+  (terms (II)+(III)+(IV) of §4).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import optimize
+
+from .._validation import as_sphere_tokens, as_weights
+from ._energy import _beta, _half_gaps
+from ._exponents import NoiseExponents, check_assumption_1, noise_exponents
+from ._kernels import _interpolant
+
+__all__ = [
+    "Lemma41Terms",
+    "dissipation_function",
+    "dissipation_rate",
+    "lemma_4_1_terms",
+    "noise_energy_drift",
+]
+
+#: Grid points on [-1, 1] for the infimum of Lemma 4.1's F; the grid minimum is refined by a
+#: bounded scalar search, so the grid only has to land in the right basin.
+DISSIPATION_GRID = 801
+#: Below this distance to u = 1, F is replaced by the secant between F(1 - TAYLOR_GAP) and its
+#: limit F(1) = -lambda_bar: G(u) vanishes at 1 and a kernel accurate to 1e-10 leaves an error
+#: 1e-10 d / (1 - u) in G(u) / (1 - u). Over the gap F moves by O(TAYLOR_GAP) for smooth
+#: activations and O(TAYLOR_GAP^(1/2)) for ReLU (kappa'' is unbounded at 1).
+TAYLOR_GAP = 1e-3
+
+
+@dataclass(frozen=True)
+class Lemma41Terms:
+    r"""The functions of Agazzi et al. (2026), Lemma 4.1, on a grid of inner products.
+
+    Attributes
+    ----------
+    u : ndarray, shape (k,)
+    G0 : ndarray, shape (k,)
+        :math:`\kappa(u)(d-2+u^2) - \kappa(1)(d-1)u`: the drift of :math:`u = \langle X, Y\rangle`
+        for two tokens moved by the noise.
+    G1 : ndarray, shape (k,)
+        :math:`(1-u^2)(\kappa(1) - u\kappa(u))`: half the variance rate of :math:`u`.
+    G : ndarray, shape (k,)
+        :math:`G_0 + \beta G_1`.
+
+    Examples
+    --------
+    >>> t = lemma_4_1_terms([-1.0, 1.0], "sigmoid", d=5, beta=1.0)
+    >>> bool(np.all(t.G1 >= 0)), bool(np.allclose(t.G, t.G0 + t.G1))
+    (True, True)
+    """
+
+    u: np.ndarray
+    G0: np.ndarray
+    G1: np.ndarray
+    G: np.ndarray
+
+
+def _inner_products(u: Any) -> np.ndarray:
+    arr = np.atleast_1d(np.asarray(u, dtype=np.float64))
+    if arr.ndim != 1 or not np.all(np.isfinite(arr)) or np.any(np.abs(arr) > 1):
+        raise ValueError("`u` must be a finite 1-D array of inner products in [-1, 1].")
+    return arr
+
+
+def _noise(activation: str, d: Any, sigma_U: Any, sigma_W: Any):
+    """The exponents of one noise and a fast callable ``u -> kappa(u)`` (accurate to ~1e-12)."""
+    row = noise_exponents(activation, d=d, sigma_U=sigma_U, sigma_W=sigma_W)
+    return row, _interpolant(activation, row.d, row.sigma_U, row.sigma_W)
+
+
+def _terms(u: np.ndarray, row: NoiseExponents, k, beta: float) -> Lemma41Terms:
+    ku = np.asarray(k(u), dtype=np.float64)
+    G0 = ku * (row.d - 2 + u**2) - row.kappa_1 * (row.d - 1) * u
+    G1 = (1 - u**2) * (row.kappa_1 - u * ku)
+    return Lemma41Terms(u, G0, G1, G0 + beta * G1)
+
+
+def _F(u: np.ndarray, row: NoiseExponents, k, beta: float) -> np.ndarray:
+    """Lemma 4.1's F, with its secant to the limit at 1 within TAYLOR_GAP of the diagonal."""
+    far = u < 1 - TAYLOR_GAP
+    out = np.empty_like(u)
+    out[far] = beta * _terms(u[far], row, k, beta).G / np.expm1(beta * (1 - u[far]))
+    if not np.all(far):
+        u0 = np.array([1 - TAYLOR_GAP])
+        F0 = float(beta * _terms(u0, row, k, beta).G[0] / np.expm1(beta * TAYLOR_GAP))
+        slope = (-row.lambda_bar - F0) / TAYLOR_GAP
+        out[~far] = -row.lambda_bar + slope * (u[~far] - 1)
+    return out
+
+
+def lemma_4_1_terms(
+    u: Any,
+    activation: str,
+    *,
+    d: int,
+    beta: float,
+    sigma_U: float = 0.0,
+    sigma_W: float = 0.0,
+) -> Lemma41Terms:
+    r"""The functions :math:`G_0`, :math:`G_1` and :math:`G = G_0 + \beta G_1` of Lemma 4.1,
+
+    .. math::
+
+        G_0(u) = \kappa(u)(d-2+u^2) - \kappa(1)(d-1)u, \qquad
+        G_1(u) = (1-u^2)\big(\kappa(1) - u\kappa(u)\big).
+
+    Parameters
+    ----------
+    u : array_like, shape (k,)
+        Inner products in ``[-1, 1]``.
+    activation : str
+    d : int
+    beta : float
+    sigma_U, sigma_W : float
+
+    Returns
+    -------
+    Lemma41Terms
+
+    References
+    ----------
+    Agazzi et al., arXiv:2604.26898, Lemma 4.1.
+
+    Examples
+    --------
+    >>> t = lemma_4_1_terms([1.0], "relu", d=5, beta=1.0)
+    >>> abs(float(t.G[0])) < 1e-12          # G vanishes on the diagonal
+    True
+    """
+    u = _inner_products(u)
+    beta = _beta(beta)
+    row, k = _noise(activation, d, sigma_U, sigma_W)
+    return _terms(u, row, k, beta)
+
+
+def dissipation_function(
+    u: Any,
+    activation: str,
+    *,
+    d: int,
+    beta: float,
+    sigma_U: float = 0.0,
+    sigma_W: float = 0.0,
+) -> np.ndarray:
+    r"""The function :math:`F` of Agazzi et al. (2026), Lemma 4.1, continuous on :math:`[-1, 1]`,
+
+    .. math::
+
+        F(u) = \frac{\beta e^{\beta u} G(u)}{e^\beta - e^{\beta u}}
+             = \frac{\beta\, G(u)}{\operatorname{expm1}(\beta(1-u))}, \qquad
+        F(1) = \lim_{u\to1} F(u) = -\bar\lambda .
+
+    The limit follows from :math:`G(1) = 0` and :math:`G'(1) = G_0'(1) = \bar\lambda`
+    (:math:`G_1` vanishes to second order at 1). Within ``TAYLOR_GAP`` of 1, where the quotient
+    loses digits, :math:`F` is replaced by its secant between :math:`1 - \text{TAYLOR\_GAP}`
+    and :math:`1`.
+
+    Parameters
+    ----------
+    u : array_like, shape (k,)
+    activation : str
+    d : int
+    beta : float
+    sigma_U, sigma_W : float
+
+    Returns
+    -------
+    ndarray, shape (k,)
+
+    References
+    ----------
+    Agazzi et al., arXiv:2604.26898, Lemma 4.1.
+
+    Examples
+    --------
+    >>> F = dissipation_function([1.0], "relu", d=64, beta=1.0, sigma_U=0.1, sigma_W=0.1)
+    >>> float(F[0])                            # -lambda_bar
+    0.899375
+    """
+    u = _inner_products(u)
+    beta = _beta(beta)
+    row, k = _noise(activation, d, sigma_U, sigma_W)
+    return _F(u, row, k, beta)
+
+
+def dissipation_rate(
+    activation: str,
+    *,
+    d: int,
+    beta: float,
+    sigma_U: float = 0.0,
+    sigma_W: float = 0.0,
+    strict: bool = True,
+) -> float:
+    r"""The rate :math:`\bar\lambda' = -\inf_{[-1,1]} F` of Agazzi et al. (2026), Lemma 4.1.
+
+    Under Assumption 1 it is negative and, since :math:`F(1) = -\bar\lambda`, it satisfies
+    :math:`\bar\lambda \le \bar\lambda' < 0`; it bounds the noise terms of the Itô formula,
+    :math:`-\frac12\beta e^{\beta u}G(u) \le \bar\lambda'\,\frac12(e^\beta - e^{\beta u})`.
+    The infimum is taken on a grid of ``DISSIPATION_GRID`` points, refined by a bounded search.
+
+    Parameters
+    ----------
+    activation : str
+    d : int
+    beta : float
+    sigma_U, sigma_W : float
+    strict : bool
+        Raise :class:`AssumptionError` when Assumption 1 fails (the lemma's hypothesis). With
+        ``False`` the number :math:`-\inf F` is returned anyway (it is then not negative).
+
+    Returns
+    -------
+    float
+
+    References
+    ----------
+    Agazzi et al., arXiv:2604.26898, Lemma 4.1 and Theorem 1.4.
+
+    Examples
+    --------
+    >>> rate = dissipation_rate("relu", d=64, beta=1.0, sigma_U=0.1, sigma_W=0.1)
+    >>> bool(-0.899375 <= rate < 0)
+    True
+    """
+    if strict:
+        check_assumption_1(activation, d=d, sigma_U=sigma_U, sigma_W=sigma_W)
+    beta = _beta(beta)
+    row, k = _noise(activation, d, sigma_U, sigma_W)
+    grid = np.linspace(-1.0, 1.0, DISSIPATION_GRID)
+    F = _F(grid, row, k, beta)
+    i = int(np.argmin(F))
+    lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, grid.size - 1)]
+    res = optimize.minimize_scalar(
+        lambda s: float(_F(np.array([s]), row, k, beta)[0]),
+        bounds=(lo, hi),
+        method="bounded",
+        options={"xatol": 1e-10},
+    )
+    return -float(min(F[i], res.fun))
+
+
+def noise_energy_drift(
+    X: Any,
+    activation: str,
+    *,
+    beta: float,
+    sigma_U: float = 0.0,
+    sigma_W: float = 0.0,
+    weights: Any = None,
+) -> float:
+    r"""Itô drift of :math:`\mathcal S_\beta(\mu^N_t)` due to the common noise, at the tokens ``X``,
+
+    .. math::
+
+        \text{(II)} + \text{(III)} + \text{(IV)}
+        = -\frac12 \sum_{i,j} w_i w_j\, \beta e^{\beta u_{ij}} G(u_{ij}),
+        \qquad u_{ij} = \langle x_i, x_j\rangle,
+
+    so that, with the noise alone, :math:`\frac{d}{dt}\mathbb E\,\mathcal S_\beta(\mu^N_t)` is the
+    mean of this quantity. Lemma 4.1 bounds it by :math:`\bar\lambda'\,\mathcal S_\beta`.
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+        Tokens on the unit sphere.
+    activation : str
+    beta : float
+    sigma_U, sigma_W : float
+    weights : array_like, shape (n,), optional
+
+    Returns
+    -------
+    float
+
+    References
+    ----------
+    Agazzi et al., arXiv:2604.26898, §4 (proof of Theorem 1.4).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[1.0, 0, 0, 0, 0], [0, 1.0, 0, 0, 0]])
+    >>> noise_energy_drift(X, "relu", beta=1.0) < 0      # ReLU noise brings them closer
+    True
+    """
+    X = as_sphere_tokens(X)
+    w = as_weights(weights, X.shape[0])
+    beta = _beta(beta)
+    u = np.clip(1 - _half_gaps(X), -1.0, 1.0)
+    row, k = _noise(activation, X.shape[1], sigma_U, sigma_W)
+    G = _terms(u.ravel(), row, k, beta).G.reshape(u.shape)
+    return float(-0.5 * beta * np.einsum("ij,ij,i,j->", np.exp(beta * u), G, w, w))

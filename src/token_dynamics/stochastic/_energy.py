@@ -1,0 +1,216 @@
+r"""The energy of Agazzi et al. (2026) that a common noise dissipates (private module).
+
+- :func:`synchronization_energy` -- :math:`\mathcal S_\beta(\mu) = \frac12\iint(e^\beta -
+  e^{\beta\langle x, y\rangle})\,d\mu\,d\mu`, zero exactly at a Dirac mass;
+- :func:`energy_derivative`, :func:`attention_forcing` -- its derivative along a deterministic
+  velocity (term (I) of the proof of Theorem 1.4) and the ratio of Assumption 2 along attention.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import geometry
+from .._validation import as_sphere_tokens, as_weights, check_positive
+
+__all__ = ["attention_forcing", "energy_derivative", "synchronization_energy"]
+
+#: log of the largest float64: e^beta overflows beyond it.
+LOG_FLOAT_MAX = float(np.log(np.finfo(np.float64).max))
+
+
+def _sphere_stack(X: Any, name: str = "X") -> np.ndarray:
+    """Tokens of shape ``(..., n, d)`` on the unit sphere, as a fresh float64 array."""
+    arr = np.asarray(X, dtype=np.float64) if not isinstance(X, np.ndarray) else X
+    if arr.ndim < 2:
+        raise ValueError(
+            f"`{name}` must have shape (..., n, d) with one token per row; got shape {arr.shape}."
+        )
+    flat = as_sphere_tokens(arr.reshape(-1, arr.shape[-1]), name)
+    return flat.reshape(arr.shape)
+
+
+def _half_gaps(X: np.ndarray) -> np.ndarray:
+    r"""``1 - <x_i, x_j>`` as ``|x_i - x_j|^2 / 2``, exact near the diagonal; shape (..., n, n)."""
+    diff = X[..., :, None, :] - X[..., None, :, :]
+    return 0.5 * np.einsum("...ijk,...ijk->...ij", diff, diff)
+
+
+def _beta(beta: Any) -> float:
+    return check_positive(beta, "beta")
+
+
+def synchronization_energy(
+    X: Any, beta: float, weights: Any = None, *, scaled: bool = False
+) -> np.ndarray:
+    r"""The energy of Agazzi et al. (2026) that a common noise dissipates,
+
+    .. math::
+
+        \mathcal S_\beta(\mu) = \frac12 \iint \big(e^\beta - e^{\beta\langle x, y\rangle}\big)
+        \, d\mu(x)\, d\mu(y)
+        = \frac{e^\beta}2 \sum_{i,j} w_i w_j \big(1 - e^{-\beta(1 - \langle x_i, x_j\rangle)}\big).
+
+    The paper writes it :math:`\mathcal E_\beta` (eq. (1.5)); this library and the book write
+    :math:`\mathcal S_\beta`, to keep it apart from the interaction energy
+    :math:`E_\beta = \frac1{2\beta}\iint e^{\beta\langle x,y\rangle}`
+    (:func:`token_dynamics.diagnostics.interaction_energy`), which attention increases. It is
+    nonnegative on the sphere and vanishes exactly at a Dirac mass; the two are related by
+    :math:`\mathcal S_\beta = e^\beta/2 - \beta\,E_\beta`. Computed with
+    ``expm1`` of ``beta |x_i - x_j|^2 / 2``, without cancellation for nearby tokens.
+
+    Parameters
+    ----------
+    X : array_like, shape (..., n, d)
+        Tokens on the unit sphere; leading axes (paths, times) are kept.
+    beta : float
+        Positive inverse temperature.
+    weights : array_like, shape (n,), optional
+        Weights of the tokens (uniform by default).
+    scaled : bool
+        Return :math:`e^{-\beta}\mathcal S_\beta`, finite for every ``beta``.
+
+    Returns
+    -------
+    ndarray, shape (...)
+        A 0-d array for one cloud.
+
+    Raises
+    ------
+    FloatingPointError
+        If :math:`e^\beta` overflows (``beta`` above about 709) and ``scaled`` is false.
+
+    References
+    ----------
+    A. Agazzi, G. Bruno, E. Mosig García, S. Saviozzi, M. Romito, *Stochastic scaling limits and
+    synchronization by noise in deep transformer models*, arXiv:2604.26898, 2026, eq. (1.5).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[1.0, 0.0], [0.0, 1.0]])
+    >>> round(float(synchronization_energy(X, 1.0)), 12)       # (e - 1) / 4
+    0.429570457115
+    >>> float(synchronization_energy(X[:1], 1.0))   # a Dirac mass
+    0.0
+    """
+    X = _sphere_stack(X)
+    beta = _beta(beta)
+    w = as_weights(weights, X.shape[-2])
+    pairs = -np.expm1(-beta * _half_gaps(X))
+    value = 0.5 * np.einsum("...ij,i,j->...", pairs, w, w)
+    if scaled:
+        return value
+    if beta > LOG_FLOAT_MAX:
+        raise FloatingPointError(
+            f"e^beta overflows float64 at `beta` = {beta:g}; pass `scaled=True` for "
+            "e^-beta times the energy."
+        )
+    return np.exp(beta) * value
+
+
+def energy_derivative(X: Any, velocity: Any, beta: float, weights: Any = None) -> float:
+    r"""Time derivative of :math:`\mathcal S_\beta(\mu)` when the tokens move with ``velocity``,
+
+    .. math::
+
+        \frac{d}{dt}\mathcal S_\beta = -\beta \sum_{i,j} w_i w_j\, e^{\beta\langle x_i, x_j\rangle}
+        \langle v_i, x_j\rangle .
+
+    With ``velocity = P_x Attn(mu, x)`` this is the term (I) of the proof of Agazzi et al.
+    (2026), Theorem 1.4, and its sign for :math:`Q^\top K = \beta I`, :math:`V = I` is their
+    Remark 1.6 (:math:`\varepsilon = 0` in Assumption 2).
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+        Tokens on the unit sphere.
+    velocity : array_like, shape (n, d)
+        Velocity of each token, tangent to the sphere (a radial part would change the norms,
+        and the formula would then differentiate the first expression of the energy off the
+        sphere).
+    beta : float
+    weights : array_like, shape (n,), optional
+
+    Returns
+    -------
+    float
+
+    References
+    ----------
+    Agazzi et al., arXiv:2604.26898, §4 (term (I)) and Remark 1.6.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[1.0, 0.0], [0.0, 1.0]])
+    >>> V = np.array([[0.0, 1.0], [1.0, 0.0]])   # both tokens turn towards each other
+    >>> energy_derivative(X, V, 1.0) < 0
+    True
+    """
+    X = as_sphere_tokens(X)
+    v = np.array(velocity, dtype=np.float64)
+    if v.shape != X.shape or not np.all(np.isfinite(v)):
+        raise ValueError(
+            f"`velocity` must be finite with the shape {X.shape} of `X`; got shape {v.shape}."
+        )
+    beta = _beta(beta)
+    w = as_weights(weights, X.shape[0])
+    if beta > LOG_FLOAT_MAX:
+        raise FloatingPointError(f"e^beta overflows float64 at `beta` = {beta:g}; lower `beta`.")
+    kernel = np.exp(-beta * _half_gaps(X))  # e^{beta (u - 1)}
+    return float(-beta * np.exp(beta) * np.einsum("ij,ij,i,j->", kernel, v @ X.T, w, w))
+
+
+def attention_forcing(
+    X: Any, beta: float, *, Q: Any = None, K: Any = None, V: Any = None, weights: Any = None
+) -> float:
+    r"""The ratio :math:`\frac{d}{dt}\mathcal S_\beta / \mathcal S_\beta` along the noiseless
+    attention flow of the model (1.1), at the tokens ``X``.
+
+    The flow is :math:`\dot x_i = P_{x_i}\mathrm{Attn}(\mu, x_i)` with weights
+    :math:`\mathrm{softmax}_j\langle Qx_i, Kx_j\rangle` and values :math:`Vx_j` (no
+    temperature). Assumption 2 of Agazzi et al. (2026) asks for an :math:`\varepsilon` above
+    this ratio at every cloud; by their Remark 1.6 it is :math:`\le 0` for
+    :math:`Q^\top K = \beta I`, :math:`V = I`.
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+        Tokens on the unit sphere, not all equal (else the energy vanishes).
+    beta : float
+        Inverse temperature of the energy.
+    Q, K, V : array_like, shape (d, d), optional
+        ``None`` is the identity.
+    weights : array_like, shape (n,), optional
+
+    Returns
+    -------
+    float
+
+    References
+    ----------
+    Agazzi et al., arXiv:2604.26898, Assumption 2 and Remark 1.6.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.eye(3)
+    >>> attention_forcing(X, 1.0) <= 0                  # Q = K = V = I, beta = 1
+    True
+    >>> attention_forcing(X, 1.0, V=-np.eye(3)) > 0     # repulsive values
+    True
+    """
+    from ..attention import Softmax
+
+    X = as_sphere_tokens(X)
+    d = X.shape[1]
+    Q, K, V = (np.eye(d) if M is None else M for M in (Q, K, V))
+    field = Softmax(np.asarray(K, dtype=np.float64).T @ np.asarray(Q, dtype=np.float64), V)
+    v = geometry.project_tangent(X, field.velocity(X, weights=weights))
+    energy = float(synchronization_energy(X, beta, weights))
+    if energy == 0:
+        raise ValueError("`X` is a single point (zero energy); the ratio is undefined there.")
+    return energy_derivative(X, v, beta, weights) / energy
