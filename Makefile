@@ -16,7 +16,7 @@ ifneq ($(filter-out full student,$(EDITION)),)
 $(error EDITION must be `full` or `student`, not `$(EDITION)`)
 endif
 
-.PHONY: book test test-fullsize env lint unit build browser chromium bench clean
+.PHONY: book test test-fullsize env lint unit build browser chromium bench clean coursework
 
 ## env: the pinned environment in .venv (re-installed when a requirements file changes)
 env: $(STAMP)
@@ -64,6 +64,12 @@ browser: env chromium
 
 chromium:
 	@test -x $(CHROMIUM) || { apt-get update -q && apt-get install -y -q chromium; }
+
+## coursework: from the instructor notebooks coursework/ps*.md, the student notebooks, the answer
+## key and the otter-grader autograder bundles in _build/coursework/ (coursework/README.md)
+coursework: env
+	rm -rf _build/coursework
+	$(BIN)/python coursework/build.py _build/coursework
 
 ## bench: the speed and memory benchmarks (ratios against references measured in the same run);
 ## against torch and JAX too when they are installed (`$(BIN)/pip install -e '.[bench]'`)

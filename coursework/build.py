@@ -95,7 +95,8 @@ def build(
             try:
                 dist = _assign(name, Path(tmp))
             except subprocess.CalledProcessError as err:
-                raise RuntimeError(f"otter assign failed on {name}:\n{err.stdout}{err.stderr}")
+                message = f"otter assign failed on {name}:\n{err.stdout}{err.stderr}"
+                raise RuntimeError(message) from None
             shutil.copy(dist / "student" / f"{name}.ipynb", out / "student" / f"{name}.ipynb")
             (bundle,) = (dist / "autograder").glob(f"{name}-autograder_*.zip")
             shutil.copy(bundle, out / "autograder" / f"{name}.zip")
