@@ -4,6 +4,7 @@ Usage::
 
     python coursework/build.py [OUT]        # default OUT: _build/coursework
     python coursework/build.py --grade ps1_tokens SUBMISSION.ipynb [OUT]
+    python coursework/build.py --time-notebooks [SUBSTRING ...]
 
 Each problem set ``coursework/ps*.md`` is one instructor notebook (jupytext MyST) in
 otter-grader's format: it holds the problems, their solutions and their tests. ``otter assign``
@@ -16,10 +17,15 @@ turns it into
 
 ``otter assign`` runs every test against the solutions while it builds, so a build that
 finishes has checked that the instructor solutions pass.
+
+``--time-notebooks`` executes the book's notebooks one at a time in fresh kernels (those whose
+path contains one of the substrings, or all) and records their wall times in
+``coursework/notebook_times.csv``, from which the instructor's guide shows its time estimates.
 """
 
 from __future__ import annotations
 
+import csv
 import json
 import shutil
 import subprocess
@@ -37,6 +43,7 @@ SOURCES = ROOT / "coursework"
 DEFAULT_OUT = ROOT / "_build" / "coursework"
 #: Seconds a cell of the answer key may run (the book's cell timeout, _config.yml).
 CELL_TIMEOUT_S = 90
+TIMES_FILE = SOURCES / "notebook_times.csv"
 
 
 @dataclass(frozen=True)
@@ -149,7 +156,36 @@ def grade(name: str, submission: Path, out: Path = DEFAULT_OUT) -> Score:
     )
 
 
+def time_notebooks(selection: list[str] | None = None, path: Path = TIMES_FILE) -> dict:
+    """Execute the selected book notebooks and record their wall times (seconds) in `path`;
+    earlier times of notebooks not selected are kept."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from notebooks import notebooks, time_notebook
+
+    times = {}
+    if path.exists():
+        with path.open(encoding="utf-8") as f:
+            times = {row["notebook"]: float(row["seconds"]) for row in csv.DictReader(f)}
+    for nb in notebooks():
+        docname = nb.relative_to(ROOT).with_suffix("").as_posix()
+        if selection and not any(s in docname for s in selection):
+            continue
+        seconds, status = time_notebook(nb)
+        if status != "ok":
+            raise RuntimeError(f"{docname} failed: {status}")
+        times[docname] = round(seconds, 1)
+        print(f"{docname}: {seconds:.1f} s", flush=True)
+    with path.open("w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["notebook", "seconds"])
+        writer.writerows(sorted(times.items()))
+    return times
+
+
 def main(argv: list[str]) -> None:
+    if argv[:1] == ["--time-notebooks"]:
+        time_notebooks(argv[1:])
+        return
     if argv[:1] == ["--grade"]:
         name, submission, *rest = argv[1:]
         score = grade(name, Path(submission), Path(rest[0]) if rest else DEFAULT_OUT)

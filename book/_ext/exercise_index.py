@@ -19,7 +19,15 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from traceability import ROOT, chapters, page_title, toc_pages
+from traceability import (
+    ROOT,
+    chapters,
+    rebuild_every_time,
+    table,
+    toc_pages,
+    with_maths,
+    xref,
+)
 
 KINDS = ("proof", "derivation", "computation")
 DIFFICULTIES = ("easy", "medium", "hard")
@@ -78,23 +86,7 @@ def collect(root: Path = ROOT) -> list[Exercise]:
 
 def setup(app):
     from docutils import nodes
-    from sphinx import addnodes
     from sphinx.util.docutils import SphinxDirective
-
-    def numref(label: str):
-        ref = addnodes.pending_xref(
-            "", refdomain="std", reftype="numref", reftarget=label, refexplicit=False
-        )
-        ref += nodes.inline(text=label)
-        return ref
-
-    def with_maths(text: str) -> list[nodes.Node]:
-        # titles may hold inline maths ($...$): typeset it rather than show dollars
-        return [
-            nodes.math(text=piece) if i % 2 else nodes.Text(piece)
-            for i, piece in enumerate(text.split("$"))
-            if piece
-        ]
 
     class ExerciseIndex(SphinxDirective):
         """Render the exercise index: one rubric and one table per chapter."""
@@ -109,52 +101,20 @@ def setup(app):
             for exercise in exercises:
                 by_chapter.setdefault(exercise.chapter, []).append(exercise)
             for chapter, rows in by_chapter.items():
-                rubric = nodes.rubric()
-                ref = addnodes.pending_xref(
-                    "", refdomain="std", reftype="doc", reftarget="/" + chapter, refexplicit=True
-                )
-                ref += nodes.inline(text=page_title(chapter))
-                rubric += ref
-                out += [rubric, self._table(rows)]
+                out.append(nodes.rubric("", "", xref("std", "doc", "/" + chapter)))
+                cells = [
+                    [
+                        xref("std", "numref", e.label),
+                        nodes.paragraph("", "", *with_maths(e.title)),
+                        e.kind or "?",
+                        e.difficulty or "?",
+                    ]
+                    for e in rows
+                ]
+                headers = ["Exercise", "Title", "Kind", "Difficulty"]
+                out.append(table(headers, cells, (20, 50, 15, 15), "exercise-index"))
             return out
 
-        def _table(self, rows: list[Exercise]):
-            table = nodes.table(classes=["exercise-index"])
-            group = nodes.tgroup(cols=4)
-            table += group
-            for width in (20, 50, 15, 15):
-                group += nodes.colspec(colwidth=width)
-            head = nodes.thead()
-            group += head
-            head += self._row(
-                [nodes.paragraph(text=h) for h in ("Exercise", "Title", "Kind", "Difficulty")]
-            )
-            body = nodes.tbody()
-            group += body
-            for e in rows:
-                body += self._row(
-                    [
-                        nodes.paragraph("", "", numref(e.label)),
-                        nodes.paragraph("", "", *with_maths(e.title)),
-                        nodes.paragraph(text=e.kind or "?"),
-                        nodes.paragraph(text=e.difficulty or "?"),
-                    ]
-                )
-            return table
-
-        @staticmethod
-        def _row(cells):
-            row = nodes.row()
-            for cell in cells:
-                entry = nodes.entry()
-                entry += cell
-                row += entry
-            return row
-
-    def always_outdated(app, env, added, changed, removed):
-        # the index depends on every page: rebuild it every time
-        return [doc for doc in env.found_docs if doc.endswith("/exercises")]
-
     app.add_directive("exercise-index", ExerciseIndex)
-    app.connect("env-get-outdated", always_outdated)
+    rebuild_every_time(app, "/exercises")
     return {"parallel_read_safe": True, "parallel_write_safe": True}
