@@ -116,7 +116,7 @@ def _euler_order(answer, *, field, X0):
     return abs(_number(answer) - measured) < 0.25
 
 
-CLUSTER_BETAS = (1.0, 4.0, 16.0, 64.0)
+CLUSTER_BETAS = (1.0, 4.0, 16.0, 64.0)  # the exercise's inverse temperatures
 
 
 def _cluster_counts(answer, *, X0):
@@ -186,7 +186,7 @@ def _swapped_order(answer, *, tokens):
     return bool(np.allclose((w_contents, w_conditional), expected, rtol=1e-6, atol=1e-9))
 
 
-NEAR_BLOWUP_TIMES = (0.3, 1.0)
+NEAR_BLOWUP_TIMES = (0.3, 1.0)  # the exercise's two depths, far from and near t* = 1.25
 
 
 @cache
@@ -244,6 +244,8 @@ def _repulsive_assumption(answer):
     return bool(answer) == bool(_repulsive_forcing() <= 0)
 
 
+#: The check of each computational exercise of the book, by the exercise's label: the form of
+#: its answer, the inputs it needs from the notebook, and how it judges an answer.
 CHECKS: dict[str, ExerciseCheck] = {
     "tok-ex-layernorm": ExerciseCheck(
         "the order of the projected Euler method (a number)", ("field", "X0"), _euler_order, "0.25"
