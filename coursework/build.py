@@ -119,6 +119,8 @@ def build(
                 resources={"metadata": {"path": str(key.parent)}},
             ).execute()
             nbformat.write(notebook, key)
+            # the log otter's checks write beside the notebook they run in
+            (key.parent / ".OTTER_LOG").unlink(missing_ok=True)
     return out
 
 
