@@ -18,7 +18,8 @@ ifneq ($(filter-out full student,$(EDITION)),)
 $(error EDITION must be `full` or `student`, not `$(EDITION)`)
 endif
 
-.PHONY: book pdf test test-fullsize env lint unit build site browser pdf-check chromium poppler bench clean
+.PHONY: book pdf test test-fullsize env lint unit build site browser pdf-check chromium poppler bench clean \
+	coursework
 
 ## env: the pinned environment in .venv (re-installed when a requirements file changes)
 env: $(STAMP)
@@ -51,8 +52,8 @@ pdf: book chromium poppler
 test: env chromium poppler lint unit build site browser pdf-check
 
 lint: env
-	$(BIN)/ruff check src tests tools book/_ext benchmarks
-	$(BIN)/ruff format --check src tests tools book/_ext benchmarks
+	$(BIN)/ruff check src tests tools book/_ext benchmarks coursework
+	$(BIN)/ruff format --check src tests tools book/_ext benchmarks coursework
 	$(BIN)/mypy  # src/, at the setting of [tool.mypy] in pyproject.toml
 	rm -rf _build/notebook_code
 	$(BIN)/python tools/notebook_code.py _build/notebook_code
@@ -99,6 +100,12 @@ pdf-check: env chromium poppler
 poppler:
 	@command -v pdfunite >/dev/null && command -v pdftotext >/dev/null || \
 		{ apt-get update -q && apt-get install -y -q poppler-utils; }
+
+## coursework: from the instructor notebooks coursework/ps*.md, the student notebooks, the answer
+## key and the otter-grader autograder bundles in _build/coursework/ (coursework/README.md)
+coursework: env
+	rm -rf _build/coursework
+	$(BIN)/python coursework/build.py _build/coursework
 
 ## bench: the speed and memory benchmarks (ratios against references measured in the same run);
 ## against torch and JAX too when they are installed (`$(BIN)/pip install -e '.[bench]'`)

@@ -196,17 +196,78 @@ def collect() -> list[Statement]:
     return sorted(statements.values(), key=reading_order)
 
 
-def setup(app):
+# Node builders shared by the book's generated pages (this one, the exercise index, the
+# instructor's guide).
+
+
+def xref(domain: str, reftype: str, target: str, text: str | None = None):
+    """A cross-reference node, resolved by Sphinx like the role ``{domain:reftype}`target```."""
     from docutils import nodes
     from sphinx import addnodes
-    from sphinx.util.docutils import SphinxDirective
 
-    def xref(domain: str, reftype: str, target: str, text: str | None = None):
-        ref = addnodes.pending_xref(
-            "", refdomain=domain, reftype=reftype, reftarget=target, refexplicit=text is not None
-        )
-        ref += nodes.inline(text=text or target)
-        return ref
+    ref = addnodes.pending_xref(
+        "", refdomain=domain, reftype=reftype, reftarget=target, refexplicit=text is not None
+    )
+    ref += nodes.inline(text=text or target)
+    return ref
+
+
+def with_maths(text: str) -> list:
+    """Text nodes of a title, its inline maths (``$...$``) typeset rather than shown in dollars."""
+    from docutils import nodes
+
+    return [
+        nodes.math(text=piece) if i % 2 else nodes.Text(piece)
+        for i, piece in enumerate(text.split("$"))
+        if piece
+    ]
+
+
+def table(headers: list[str], rows: list[list], widths: tuple[int, ...], css_class: str):
+    """A docutils table; a cell is a string, a text node or any node (wrapped in a paragraph
+    unless it is a block already)."""
+    from docutils import nodes
+
+    def row(cells):
+        out = nodes.row()
+        for cell in cells:
+            if isinstance(cell, str):
+                cell = nodes.paragraph(text=cell)
+            elif isinstance(cell, nodes.Text | nodes.Inline):
+                cell = nodes.paragraph("", "", cell)
+            entry = nodes.entry()
+            entry += cell
+            out += entry
+        return out
+
+    node = nodes.table(classes=[css_class])
+    group = nodes.tgroup(cols=len(widths))
+    node += group
+    for width in widths:
+        group += nodes.colspec(colwidth=width)
+    head = nodes.thead()
+    group += head
+    head += row(headers)
+    body = nodes.tbody()
+    group += body
+    for cells in rows:
+        body += row(cells)
+    return node
+
+
+def rebuild_every_time(app, page: str) -> None:
+    """Mark the page whose docname ends with `page` outdated at every build: a generated page
+    depends on every other page (and on tests/), which Sphinx cannot know."""
+
+    def outdated(app, env, added, changed, removed):
+        return [doc for doc in env.found_docs if doc.endswith(page)]
+
+    app.connect("env-get-outdated", outdated)
+
+
+def setup(app):
+    from docutils import nodes
+    from sphinx.util.docutils import SphinxDirective
 
     class StatementChecks(SphinxDirective):
         """Render the statement -> checks tables: one fold per chapter, one table per page."""
@@ -248,25 +309,8 @@ def setup(app):
             return nodes.list_item("", nodes.paragraph("", "", text))
 
         def _table(self, statements):
-            table = nodes.table(classes=["statement-checks"])
-            group = nodes.tgroup(cols=3)
-            table += group
-            for width in (35, 45, 20):
-                group += nodes.colspec(colwidth=width)
-            head = nodes.thead()
-            group += head
-            head += self._row([nodes.Text(h) for h in ("Statement", "Tests", "Shown in")])
-            body = nodes.tbody()
-            group += body
+            rows = []
             for stmt in statements:
-                # the reference already reads "Proposition 3": the title follows it alone;
-                # titles may hold inline maths ($...$): typeset it rather than show dollars
-                pieces = (stmt.title or "").split("$")
-                title = [
-                    nodes.math(text=piece) if i % 2 else nodes.Text(piece)
-                    for i, piece in enumerate(pieces)
-                    if piece
-                ]
                 tests = nodes.bullet_list()
                 for test in stmt.tests:
                     tests += self._test_item(stmt, test)
@@ -277,27 +321,13 @@ def setup(app):
                     if i:
                         shown += nodes.Text(", ")
                     shown += xref("std", "doc", "/" + doc)
+                # the reference already reads "Proposition 3": the title follows it alone
                 statement = nodes.paragraph("", "", xref("prf", "ref", stmt.label))
                 statement += nodes.Text(" ")
-                statement += nodes.emphasis("", "", *title)
-                body += self._row([statement, tests, shown])
-            return table
-
-        @staticmethod
-        def _row(cells):
-            row = nodes.row()
-            for cell in cells:
-                if isinstance(cell, nodes.Text):
-                    cell = nodes.paragraph("", "", cell)
-                entry = nodes.entry()
-                entry += cell
-                row += entry
-            return row
-
-    def always_outdated(app, env, added, changed, removed):
-        # the table depends on every page and on tests/: rebuild it every time
-        return [doc for doc in env.found_docs if doc.endswith("checks")]
+                statement += nodes.emphasis("", "", *with_maths(stmt.title or ""))
+                rows.append([statement, tests, shown])
+            return table(["Statement", "Tests", "Shown in"], rows, (35, 45, 20), "statement-checks")
 
     app.add_directive("statement-checks", StatementChecks)
-    app.connect("env-get-outdated", always_outdated)
+    rebuild_every_time(app, "checks")
     return {"parallel_read_safe": True, "parallel_write_safe": True}

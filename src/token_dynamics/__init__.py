@@ -27,7 +27,8 @@ Modules
 ``attention`` (every variant as a velocity field), ``geometry`` (the sphere), ``integrators``
 (``integrate`` and ``Trajectory``), ``sampling``, ``diagnostics``, ``wasserstein`` (the only
 module that calls POT), ``meanfield``, ``gaussian``, ``gradient_flow``, ``stochastic``,
-``interpolation``; ``plotting`` and ``widgets`` are leaves, not imported here.
+``interpolation``; ``plotting`` and ``widgets`` are leaves, not imported here, and so is
+``exercises`` (the check-your-answer cells of the book's computational exercises).
 
 Examples
 --------

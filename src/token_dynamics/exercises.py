@@ -1,0 +1,340 @@
+r"""Check-your-answer for the computational exercises of the book.
+
+Each computational exercise of the book is followed by a cell that calls :func:`check_answer`
+with the reader's answer. The expected answer is computed here, from the library, at the time of
+the check (nothing is stored), and compared within a tolerance that says why it is that size;
+the verdict says whether the answer is right, never what the right answer is.
+
+Examples
+--------
+>>> from token_dynamics.exercises import check_answer
+>>> check_answer("sync-ex-tanh-bias", ...)
+Not answered yet: replace `...` by the smallest bias sigma_W (a number, two digits).
+>>> check_answer("sync-ex-tanh-bias", 10.0)
+Not yet: 10 is not right. Expected: the smallest bias sigma_W (a number, two digits), within 0.01.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import numpy as np
+from scipy.optimize import brentq
+from scipy.special import ndtri
+
+from . import diagnostics, stochastic, wasserstein
+from .attention import Softmax
+from .gaussian import moment_matched_cloud, solve_moments
+from .gradient_flow import circle_metastability, energy_rate
+from .integrators import integrate
+from .meanfield import softmax_gaussian_1d
+from .sampling import uniform_sphere
+
+__all__ = ["CHECKS", "AnswerCheck", "ExerciseCheck", "check_answer", "exercise_labels"]
+
+
+@dataclass(frozen=True)
+class AnswerCheck:
+    """The verdict on one answer; it shows as its message.
+
+    Attributes
+    ----------
+    exercise : str
+        The label of the exercise.
+    status : str
+        ``"correct"``, ``"incorrect"`` or ``"unanswered"`` (the answer is still ``...``).
+    message : str
+        What the reader sees: the verdict, and what was expected in form (never in value).
+    """
+
+    exercise: str
+    status: str
+    message: str
+
+    @property
+    def correct(self) -> bool:
+        return self.status == "correct"
+
+    def __repr__(self) -> str:
+        return self.message
+
+
+@dataclass(frozen=True)
+class ExerciseCheck:
+    """How one exercise is checked.
+
+    Attributes
+    ----------
+    expects : str
+        The form of the answer, as the reader is told it.
+    inputs : tuple of str
+        The keyword arguments :func:`check_answer` needs besides the answer (the exercise's
+        data, from its notebook).
+    judge : callable
+        ``judge(answer, **inputs) -> bool``: whether the answer is right; raises ``TypeError``
+        or ``ValueError`` on an answer of the wrong form.
+    tolerance : str
+        The tolerance, as the reader is told it ("" when the answer must be exact).
+    """
+
+    expects: str
+    inputs: tuple[str, ...]
+    judge: Callable[..., bool]
+    tolerance: str = ""
+
+
+def _number(answer: Any) -> float:
+    if isinstance(answer, bool) or not np.isscalar(answer) or not np.isreal(answer):
+        raise TypeError(f"`answer` must be a real number, not {answer!r}")
+    return float(answer)
+
+
+def _pair(answer: Any) -> tuple[float, float]:
+    values = np.asarray(answer, dtype=float) if not isinstance(answer, str) else None
+    if values is None or values.shape != (2,):
+        raise TypeError(f"`answer` must be a pair of numbers, not {answer!r}")
+    return float(values[0]), float(values[1])
+
+
+# -- Part I: tokens ---------------------------------------------------------------------------
+EULER_LAYERS = (50, 100, 200, 400)  # the exercise's numbers of layers on [0, 2]
+
+
+def _euler_order(answer, *, field, X0):
+    errors_ = [
+        np.abs(
+            integrate(field, X0, [0, 2], method="euler", dt=2 / L, geometry="sphere").final
+            - integrate(field, X0, [0, 2], dt=0.01, geometry="sphere").final
+        ).max()
+        for L in EULER_LAYERS
+    ]
+    measured = -diagnostics.fit_power_law(EULER_LAYERS, errors_).slope
+    # the integer order or a fitted slope: a fit over three halvings is within O(h) of it
+    return abs(_number(answer) - measured) < 0.25
+
+
+CLUSTER_BETAS = (1.0, 4.0, 16.0, 64.0)  # the exercise's inverse temperatures
+
+
+def _cluster_counts(answer, *, X0):
+    if not isinstance(answer, Mapping) or {float(b) for b in answer} != set(CLUSTER_BETAS):
+        raise TypeError(f"`answer` must be a dict with the keys {CLUSTER_BETAS}, not {answer!r}")
+    I2 = np.eye(2)
+    return all(
+        int(count)
+        == diagnostics.cluster_count(
+            integrate(Softmax(I2, I2, beta=b), X0, [0, 20], dt=0.05, geometry="sphere").final,
+            1e-3,
+        )
+        for b, count in answer.items()
+    )
+
+
+# -- Part II: the Transformer PDE -------------------------------------------------------------
+def _indefinite_sign(answer):
+    sign = _number(answer)
+    if sign not in (-1.0, 1.0):
+        raise ValueError(f"`answer` must be +1 (increases) or -1 (decreases), not {answer!r}")
+    rng = np.random.default_rng(0)
+    # a cloud spread along the first axis, as the exercise asks
+    X = np.column_stack([rng.standard_normal(20), 0.01 * rng.standard_normal(20)])
+    A, V = np.eye(2), np.diag([1.0, -1.0])
+    return sign == np.sign(energy_rate(X, Softmax(A, V).velocity(X), A))
+
+
+@cache
+def _last_merge_time(n: int, beta: float, t_max: float) -> float:
+    run = circle_metastability(n, beta, t_max, n_times=300, rng=1)
+    return float(run.times[np.nonzero(np.diff(run.cluster_counts))[0][-1] + 1])
+
+
+def _late_merges(answer, *, n, t_max):
+    if answer not in ("earlier", "later"):
+        raise ValueError(f'`answer` must be "earlier" or "later", not {answer!r}')
+    earlier = _last_merge_time(n, 9.0, t_max) < _last_merge_time(n, 16.0, t_max)
+    return answer == ("earlier" if earlier else "later")
+
+
+def _quantile_distances(answer, *, m0, s0, v, a, T):
+    w0, wT = _pair(answer)
+    n = 1000
+    x = (m0 + np.sqrt(s0) * ndtri((np.arange(1, n + 1) - 0.5) / n))[:, None]
+    exact = softmax_gaussian_1d([0.0, T], m0, s0, v, a)
+    final = integrate(Softmax([[a]], [[v]]), x, [0.0, T], dt=0.01).final
+    expected = (
+        wasserstein.w2_gaussian_1d(x[:, 0], m0, s0),
+        wasserstein.w2_gaussian_1d(
+            final[:, 0], float(exact.means[-1, 0]), float(exact.covariances[-1, 0, 0])
+        ),
+    )
+    # 2%: the reader's own RK4 step moves the second distance by a relative dt^4
+    return bool(np.allclose((w0, wT), expected, rtol=0.02, atol=0))
+
+
+def _swapped_order(answer, *, tokens):
+    w_contents, w_conditional = _pair(answer)
+    swapped = tokens.copy()
+    swapped[[0, 1], 1:] = tokens[[1, 0], 1:]
+    expected = (
+        wasserstein.wasserstein2(tokens[:, 1:], swapped[:, 1:]),
+        wasserstein.conditional_w2(tokens, swapped),
+    )
+    # both are exact computations (a linear program, a closed form): rounding only
+    return bool(np.allclose((w_contents, w_conditional), expected, rtol=1e-6, atol=1e-9))
+
+
+NEAR_BLOWUP_TIMES = (0.3, 1.0)  # the exercise's two depths, far from and near t* = 1.25
+
+
+@cache
+def _near_blowup_ratios() -> tuple[float, ...]:
+    I2 = np.eye(2)
+    field = Softmax(I2, I2)
+
+    def error(t1, seed):
+        X = moment_matched_cloud(1000, np.zeros(2), 0.4 * I2, rng=seed)
+        ode = solve_moments(field, np.zeros(2), 0.4 * I2, [0, t1])
+        final = integrate(field, X, [0, t1], dt=0.02).final
+        return max(
+            np.abs(diagnostics.empirical_mean(final) - ode.means[-1]).max(),
+            np.abs(diagnostics.empirical_covariance(final) - ode.covariances[-1]).max(),
+        )
+
+    late, early = NEAR_BLOWUP_TIMES[1], NEAR_BLOWUP_TIMES[0]
+    return tuple(error(late, seed) / error(early, seed) for seed in (1, 2, 3))
+
+
+def _near_blowup_ratio(answer):
+    ratio = _number(answer)
+    # the ratio of two sampling errors varies from cloud to cloud (from 75 to 184 over seven
+    # clouds): the answer must lie between a third of the smallest and three times the
+    # largest over three clouds
+    ratios = _near_blowup_ratios()
+    return min(ratios) / 3 <= ratio <= 3 * max(ratios)
+
+
+# -- Part III: noise --------------------------------------------------------------------------
+@cache
+def _tanh_bias_threshold() -> float:
+    return brentq(
+        lambda s: stochastic.noise_exponents("tanh", d=4, sigma_W=s).lambda_bar, 1e-6, 5.0
+    )
+
+
+def _tanh_bias(answer):
+    # "to two digits"
+    return abs(_number(answer) - _tanh_bias_threshold()) < 0.01
+
+
+@cache
+def _repulsive_forcing() -> float:
+    """The largest d/dt S_beta / S_beta of repulsive attention (V = -I, d = 5) on 50 clouds."""
+    rng = np.random.default_rng(0)
+    clouds = [uniform_sphere(16, 5, rng=rng) for _ in range(50)]
+    return max(stochastic.attention_forcing(X, 1.0, V=-np.eye(5)) for X in clouds)
+
+
+def _repulsive_assumption(answer):
+    if not isinstance(answer, bool | np.bool_):
+        raise TypeError(f"`answer` must be True or False, not {answer!r}")
+    # Assumption 2 with epsilon = 0 asks d/dt S_beta <= 0 along attention at every cloud
+    return bool(answer) == bool(_repulsive_forcing() <= 0)
+
+
+#: The check of each computational exercise of the book, by the exercise's label: the form of
+#: its answer, the inputs it needs from the notebook, and how it judges an answer.
+CHECKS: dict[str, ExerciseCheck] = {
+    "tok-ex-layernorm": ExerciseCheck(
+        "the order of the projected Euler method (a number)", ("field", "X0"), _euler_order, "0.25"
+    ),
+    "tok-ex-clusters": ExerciseCheck(
+        "a dict {beta: number of clusters} for beta = 1, 4, 16, 64", ("X0",), _cluster_counts
+    ),
+    "gf-ex-indefinite": ExerciseCheck(
+        "the sign of the energy's first change for a cloud along the first axis (+1 or -1)",
+        (),
+        _indefinite_sign,
+    ),
+    "gf-ex-beta": ExerciseCheck(
+        'when the late merges come at beta = 9 ("earlier" or "later")', ("n", "t_max"), _late_merges
+    ),
+    "mf-ex-quantiles": ExerciseCheck(
+        "the pair (W2 at time 0, W2 at time T) of the quantile tokens",
+        ("m0", "s0", "v", "a", "T"),
+        _quantile_distances,
+        "a relative 2%",
+    ),
+    "mf-ex-order": ExerciseCheck(
+        "the pair (W2 of the contents, conditional W2) of the swapped tokens",
+        ("tokens",),
+        _swapped_order,
+        "a relative 1e-6",
+    ),
+    "gauss-ex-particles-near-blowup": ExerciseCheck(
+        "the moment error at t = 1.0 divided by the one at t = 0.3 (a number)",
+        (),
+        _near_blowup_ratio,
+        "a factor 3, the spread of the ratio between clouds",
+    ),
+    "sync-ex-tanh-bias": ExerciseCheck(
+        "the smallest bias sigma_W (a number, two digits)", (), _tanh_bias, "0.01"
+    ),
+    "sync-ex-repulsive": ExerciseCheck(
+        "whether Assumption 2 holds with epsilon = 0 (True or False)", (), _repulsive_assumption
+    ),
+}
+
+
+def exercise_labels() -> list[str]:
+    """The labels of the exercises :func:`check_answer` knows, sorted."""
+    return sorted(CHECKS)
+
+
+def check_answer(exercise: str, answer: Any, **inputs: Any) -> AnswerCheck:
+    """Say whether `answer` answers the computational exercise `exercise`, without the answer.
+
+    Parameters
+    ----------
+    exercise : str
+        The exercise's label (``"tok-ex-clusters"``, ...: :func:`exercise_labels`).
+    answer : object
+        The reader's answer, in the form the exercise asks (``CHECKS[exercise].expects``);
+        ``...`` (Ellipsis) means not answered yet.
+    **inputs
+        The exercise's data from its notebook (``CHECKS[exercise].inputs``).
+
+    Returns
+    -------
+    AnswerCheck
+        Its ``status`` is ``"correct"``, ``"incorrect"`` or ``"unanswered"``; it shows as its
+        message.
+
+    Raises
+    ------
+    ValueError
+        For an unknown exercise or missing inputs.
+    TypeError
+        For an answer of the wrong form.
+    """
+    if exercise not in CHECKS:
+        raise ValueError(f"`exercise` must be one of {exercise_labels()}, not {exercise!r}")
+    check = CHECKS[exercise]
+    missing = [name for name in check.inputs if name not in inputs]
+    extra = sorted(set(inputs) - set(check.inputs))
+    if missing or extra:
+        raise ValueError(
+            f"`inputs` of {exercise!r} must be exactly {list(check.inputs)}: "
+            f"missing {missing}, unexpected {extra}"
+        )
+    if answer is Ellipsis:
+        message = f"Not answered yet: replace `...` by {check.expects}."
+        return AnswerCheck(exercise, "unanswered", message)
+    if check.judge(answer, **inputs):
+        return AnswerCheck(exercise, "correct", "Correct.")
+    within = f", within {check.tolerance}" if check.tolerance else ""
+    shown = f"{answer:g}" if isinstance(answer, float) else repr(answer)
+    message = f"Not yet: {shown} is not right. Expected: {check.expects}{within}."
+    return AnswerCheck(exercise, "incorrect", message)
