@@ -38,6 +38,7 @@ def glue(name: str, variable: Any, display: bool = True) -> None:
     Outside a notebook (no IPython display), the value is printed with its name:
 
     >>> from unittest import mock
+    >>> from token_dynamics.book import glue
     >>> with mock.patch.dict("sys.modules", {"myst_nb": None}):  # as without Jupyter Book
     ...     glue("answer", 42, display=False)
     answer: 42

@@ -48,6 +48,15 @@ class AnswerCheck:
         ``"correct"``, ``"incorrect"`` or ``"unanswered"`` (the answer is still ``...``).
     message : str
         What the reader sees: the verdict, and what was expected in form (never in value).
+
+    Examples
+    --------
+    :func:`check_answer` returns one; an answer left as ``...`` is not judged:
+
+    >>> from token_dynamics.exercises import check_answer
+    >>> verdict = check_answer("gauss-ex-particles-near-blowup", ...)
+    >>> verdict.status, verdict.correct
+    ('unanswered', False)
     """
 
     exercise: str
@@ -78,6 +87,12 @@ class ExerciseCheck:
         or ``ValueError`` on an answer of the wrong form.
     tolerance : str
         The tolerance, as the reader is told it ("" when the answer must be exact).
+
+    Examples
+    --------
+    >>> from token_dynamics.exercises import CHECKS
+    >>> CHECKS["tok-ex-clusters"].inputs
+    ('X0',)
     """
 
     expects: str
@@ -89,7 +104,7 @@ class ExerciseCheck:
 def _number(answer: Any) -> float:
     if isinstance(answer, bool) or not np.isscalar(answer) or not np.isreal(answer):
         raise TypeError(f"`answer` must be a real number, not {answer!r}")
-    return float(answer)
+    return float(np.real(answer))
 
 
 def _pair(answer: Any) -> tuple[float, float]:
@@ -163,7 +178,7 @@ def _quantile_distances(answer, *, m0, s0, v, a, T):
     n = 1000
     x = (m0 + np.sqrt(s0) * ndtri((np.arange(1, n + 1) - 0.5) / n))[:, None]
     exact = softmax_gaussian_1d([0.0, T], m0, s0, v, a)
-    final = integrate(Softmax([[a]], [[v]]), x, [0.0, T], dt=0.01).final
+    final = integrate(Softmax(np.array([[a]]), np.array([[v]])), x, [0.0, T], dt=0.01).final
     expected = (
         wasserstein.w2_gaussian_1d(x[:, 0], m0, s0),
         wasserstein.w2_gaussian_1d(
@@ -289,7 +304,19 @@ CHECKS: dict[str, ExerciseCheck] = {
 
 
 def exercise_labels() -> list[str]:
-    """The labels of the exercises :func:`check_answer` knows, sorted."""
+    """The labels of the exercises :func:`check_answer` knows, sorted.
+
+    Returns
+    -------
+    list of str
+        The labels (``"tok-ex-clusters"``, ...), as in the book's exercise directives.
+
+    Examples
+    --------
+    >>> from token_dynamics.exercises import exercise_labels
+    >>> "tok-ex-clusters" in exercise_labels()
+    True
+    """
     return sorted(CHECKS)
 
 
@@ -318,6 +345,13 @@ def check_answer(exercise: str, answer: Any, **inputs: Any) -> AnswerCheck:
         For an unknown exercise or missing inputs.
     TypeError
         For an answer of the wrong form.
+
+    Examples
+    --------
+    >>> from token_dynamics.exercises import check_answer
+    >>> check_answer("gauss-ex-particles-near-blowup", ...)
+    Not answered yet: replace `...` by the moment error at t = 1.0 divided by the one at
+    t = 0.3 (a number).
     """
     if exercise not in CHECKS:
         raise ValueError(f"`exercise` must be one of {exercise_labels()}, not {exercise!r}")
