@@ -31,11 +31,11 @@ __all__ = ["attention_explorer", "draw_variant", "figure_sliders"]
 MAX_STATIC_FRAMES = 64
 
 #: Values of a slider in the static view when none are given: enough to see the trend.
-STATIC_STEPS = 7
+STATIC_STEPS = 6
 
-#: Resolution of the static frames, in dots per inch: twice the 72 of the screen's CSS inch
-#: at the figure sizes used, so that they stay sharp on a high-density screen.
-STATIC_DPI = 100.0
+#: Resolution of the static frames, in CSS pixels per inch of the figure (a 4-inch figure is
+#: shown 320 pixels wide); each frame holds twice as many pixels, for a high-density screen.
+STATIC_DPI = 80.0
 
 _PLAYER_JS = """(function () {
   var root = document.getElementById("%(id)s");
@@ -56,10 +56,12 @@ _PLAYER_JS = """(function () {
 })();"""
 
 
-def _png_uri(fig: Any, dpi: float) -> str:
-    png = io.BytesIO()
-    fig.savefig(png, format="png", dpi=dpi)
-    return "data:image/png;base64," + base64.b64encode(png.getvalue()).decode("ascii")
+def _png_uri(fig: Any) -> tuple[str, int]:
+    """A frame as a data URI of the book's compressed 2x PNG, and its width in CSS pixels."""
+    from .plotting import figure_png
+
+    png, width, _ = figure_png(fig, dpi=STATIC_DPI)
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii"), width
 
 
 def _static_view(
@@ -93,10 +95,11 @@ def _static_view(
         )
     frames = []
     for combo in itertools.product(*(values for _, values, *_ in controls)):
-        fig = Figure(figsize=figsize, layout="constrained")
+        fig = Figure(figsize=figsize)
         ax = fig.add_subplot(projection=projection)
         draw(ax, *combo)
-        frames.append(_png_uri(fig, STATIC_DPI))
+        uri, width = _png_uri(fig)
+        frames.append(uri)
     strides = [int(np.prod(sizes[i + 1 :])) for i in range(len(sizes))]
     labels = [list(map(str, lab)) for _, _, lab, _, _ in controls]
     uid = "td-explorer-" + hashlib.sha1("".join(frames).encode()).hexdigest()[:12]
@@ -123,7 +126,7 @@ def _static_view(
             )
     first = sum(s * c[3] for s, c in zip(strides, controls, strict=True))
     alt = "Precomputed frame for " + ", ".join(c[0] for c in controls)
-    parts.append(f'<img alt="{html_lib.escape(alt)}" src="{frames[first]}">')
+    parts.append(f'<img alt="{html_lib.escape(alt)}" width="{width}" src="{frames[first]}">')
     script = _PLAYER_JS % {
         "id": uid,
         "frames": json.dumps(frames),
@@ -295,8 +298,8 @@ def attention_explorer(
     >>> box.menu.value = "hardmax"
     >>> box.trajectory.states.shape
     (2, 2, 2)
-    >>> box.static_html.count("data:image/png")  # 7 values of beta, 2 variants, 1 shown
-    15
+    >>> box.static_html.count("data:image/png")  # 6 values of beta, 2 variants, 1 shown
+    13
     """
     widgets = _ipywidgets()
     from matplotlib.figure import Figure
@@ -411,8 +414,8 @@ def figure_sliders(
     >>> box.sliders["a"].value = 0.8
     >>> calls[0], calls[-1]  # the first drawing, then the one the slider asked for
     (0.5, 0.8)
-    >>> calls[1:-1]  # in between, the static view: 7 values from 0 to 1
-    [0.0, 0.167, 0.333, 0.5, 0.667, 0.833, 1.0]
+    >>> calls[1:-1]  # in between, the static view: 6 values from 0 to 1
+    [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
     """
     widgets = _ipywidgets()
     from matplotlib.figure import Figure

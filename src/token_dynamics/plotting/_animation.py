@@ -6,6 +6,7 @@ figure; :func:`animate_layers` plays the token sets through the layers of a netw
 
 from __future__ import annotations
 
+import base64
 import itertools
 import re
 from collections.abc import Sequence
@@ -15,6 +16,7 @@ import numpy as np
 
 from .._validation import check_int, check_positive
 from ._clouds import _check_dim, _colour, _states, plot_sphere
+from ._style import compress_png
 
 __all__ = [
     "MAX_ANIMATION_BYTES",
@@ -62,6 +64,17 @@ def _self_contained(html: str) -> str:
     for cls, glyph in _ICONS.items():
         html = html.replace(f'<i class="{cls}"></i>', glyph)
     return html
+
+
+def _compress_frames(html: str) -> str:
+    """Re-encode every embedded PNG frame with the book's palette (:func:`compress_png`)."""
+
+    def one(match: re.Match) -> str:
+        data = re.sub(r"[\\\s]", "", match.group(1))  # matplotlib breaks lines with "\\"
+        png = compress_png(base64.b64decode(data))
+        return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+    return re.sub(r"data:image/png;base64,([A-Za-z0-9+/=\\\s]+)", one, html)
 
 
 class AnimationHTML(str):
@@ -185,7 +198,7 @@ def animate(
 
             anim = FuncAnimation(fig, update, frames=len(frames), interval=interval, blit=False)
             with mpl.rc_context({"animation.embed_limit": 4 * max_bytes / 2**20}):
-                return _self_contained(anim.to_jshtml(default_mode="once"))
+                return _compress_frames(_self_contained(anim.to_jshtml(default_mode="once")))
         finally:
             plt.close(fig)
 
