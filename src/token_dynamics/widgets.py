@@ -31,7 +31,7 @@ __all__ = ["attention_explorer", "draw_variant", "figure_sliders"]
 MAX_STATIC_FRAMES = 64
 
 #: Values of a slider in the static view when none are given: enough to see the trend.
-STATIC_STEPS = 6
+STATIC_STEPS = 5
 
 #: Resolution of the static frames, in CSS pixels per inch of the figure (a 4-inch figure is
 #: shown 320 pixels wide); each frame holds twice as many pixels, for a high-density screen.
@@ -298,8 +298,8 @@ def attention_explorer(
     >>> box.menu.value = "hardmax"
     >>> box.trajectory.states.shape
     (2, 2, 2)
-    >>> box.static_html.count("data:image/png")  # 6 values of beta, 2 variants, 1 shown
-    13
+    >>> box.static_html.count("data:image/png")  # 5 values of beta, 2 variants, 1 shown
+    11
     """
     widgets = _ipywidgets()
     from matplotlib.figure import Figure
@@ -414,8 +414,8 @@ def figure_sliders(
     >>> box.sliders["a"].value = 0.8
     >>> calls[0], calls[-1]  # the first drawing, then the one the slider asked for
     (0.5, 0.8)
-    >>> calls[1:-1]  # in between, the static view: 6 values from 0 to 1
-    [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
+    >>> calls[1:-1]  # in between, the static view: 5 values from 0 to 1
+    [0.0, 0.25, 0.5, 0.75, 1.0]
     """
     widgets = _ipywidgets()
     from matplotlib.figure import Figure
