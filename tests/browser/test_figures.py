@@ -18,8 +18,8 @@ EXPLORER_PAGES = ["book/tokens/particles", "book/gaussian/cone"]
 MIN_WIDTH_PX = 280
 
 #: [src, has figure, caption text, alt, rendered width, natural width] of each content image
-#: outside explorers, animations and the API's code.
-IMAGES_JS = """() => Array.from(document.querySelectorAll("main img"))
+#: (notebook outputs and figures) outside explorers and animations.
+IMAGES_JS = """() => Array.from(document.querySelectorAll("main .cell_output img, main figure img"))
   .filter(img => !img.closest(".td-explorer, .animation, .sig"))
   .map(img => {
     const fig = img.closest("figure");

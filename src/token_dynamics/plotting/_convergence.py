@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from matplotlib.ticker import NullFormatter
+from matplotlib.ticker import LogFormatterSciNotation, LogLocator, NullFormatter
 
 from ._curves import BAND_SE
 
@@ -18,6 +18,17 @@ __all__ = ["LOG_FLOOR", "plot_limit_grid", "plot_loglog", "plot_tikhonov"]
 #: Where a value that is exactly zero is drawn on a log axis: below the double-precision
 #: round-off (2.2e-16 relative), so that "exact" reads as such and stays on the plot.
 LOG_FLOOR = 1e-17
+
+
+def _log_ticks(axis: Any, span: float) -> None:
+    """Tick labels of a log axis that never collide: labels at 1, 2 and 5 times the powers of
+    ten over less than two decades (where powers of ten alone are too few), powers of ten
+    alone over more."""
+    if span < 100:
+        axis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))
+        axis.set_minor_formatter(LogFormatterSciNotation(labelOnlyBase=False))
+    else:
+        axis.set_minor_formatter(NullFormatter())
 
 
 def _fit_slope(x: np.ndarray, y: np.ndarray) -> float:
@@ -135,8 +146,7 @@ def plot_loglog(
     ax.set_xscale("log")
     ax.set_yscale("log")
     for axis, v in ((ax.xaxis, x), (ax.yaxis, y)):
-        if v.max() >= 10 * v.min():  # a labelled decade: minor labels would crowd it
-            axis.set_minor_formatter(NullFormatter())
+        _log_ticks(axis, v.max() / v.min())
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if any(not a.get_label().startswith("_") for a in ax.get_lines()) or label or marks:

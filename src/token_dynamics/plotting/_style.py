@@ -118,6 +118,10 @@ def use_house_style() -> None:
         return
     shell = get_ipython()
     if getattr(shell, "kernel", None) is not None:  # a notebook: 2x compressed PNG
+        import matplotlib.pyplot as plt
         from matplotlib.figure import Figure
 
+        # pyplot loads its backend at the first figure, and the inline backend then registers
+        # its own PNG formatter: load it now, so that ours comes after and stays
+        plt.switch_backend(mpl.get_backend())
         shell.display_formatter.formatters["image/png"].for_type(Figure, _notebook_png)
