@@ -45,11 +45,11 @@ NOISE_ROW = NS(
 
 #: name -> (draw(ax) -> artist, projection). One entry per public drawing helper.
 DRAWINGS = {
-    "plot_tokens": (lambda ax: plotting.plot_tokens(X2, ax=ax), None),
+    "plot_tokens": (lambda ax: plotting.plot_tokens(ax, X2), None),
     "plot_sphere": (lambda ax: plotting.plot_sphere(ax, d=2), None),
-    "plot_trajectories": (lambda ax: plotting.plot_trajectories(TRAJ, ax=ax), None),
+    "plot_trajectories": (lambda ax: plotting.plot_trajectories(ax, TRAJ), None),
     "plot_velocity_field": (
-        lambda ax: plotting.plot_velocity_field(Softmax(np.eye(2), np.eye(2)), X2, ax=ax),
+        lambda ax: plotting.plot_velocity_field(ax, Softmax(np.eye(2), np.eye(2)), X2),
         None,
     ),
     "plot_token_sets": (
@@ -138,7 +138,7 @@ DRAWINGS = {
     ),
     "plot_attention_matrix": (
         lambda ax: plotting.plot_attention_matrix(
-            Softmax(np.eye(2), np.eye(2)).attention_matrix(X2), ax=ax
+            ax, Softmax(np.eye(2), np.eye(2)).attention_matrix(X2)
         ),
         None,
     ),

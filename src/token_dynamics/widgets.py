@@ -241,7 +241,7 @@ def draw_variant(
     ax.clear()
     if geometry == "sphere":
         plot_sphere(ax, d=X0.shape[1])
-    plot_trajectories(traj, ax=ax)
+    plot_trajectories(ax, traj)
     ax.set_title(f"{variant}, beta = {beta:.3g}, t = {traj.times[-1]:.3g}")
     return traj
 

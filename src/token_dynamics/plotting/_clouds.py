@@ -33,13 +33,9 @@ __all__ = [
 
 
 def _axes(ax: Any, d: int) -> Any:
-    if ax is not None:
-        if d == 3 and getattr(ax, "name", "") != "3d":
-            raise ValueError("`ax` must be a 3D axes (projection='3d') to draw tokens in d = 3.")
-        return ax
-    import matplotlib.pyplot as plt
-
-    return plt.figure().add_subplot(projection="3d") if d == 3 else plt.gca()
+    if d == 3 and getattr(ax, "name", "") != "3d":
+        raise ValueError("`ax` must be a 3D axes (projection='3d') to draw tokens in d = 3.")
+    return ax
 
 
 def _label_coordinates(ax: Any, d: int = 2) -> None:
@@ -68,16 +64,14 @@ def _states(trajectory: Any) -> np.ndarray:
     return arr
 
 
-def plot_tokens(
-    X: Any, *, ax: Any = None, weights: Any = None, size: float = 20.0, **kwargs: Any
-) -> Any:
+def plot_tokens(ax: Any, X: Any, *, weights: Any = None, size: float = 20.0, **kwargs: Any) -> Any:
     """Scatter plot of a token cloud in 2D or 3D.
 
     Parameters
     ----------
+    ax : matplotlib Axes
+        A 3D axes for ``d = 3``.
     X : array_like, shape (n, 2) or (n, 3)
-    ax : matplotlib Axes, optional
-        A 3D axes for ``d = 3``; the current (or a new 3D) axes if ``None``.
     weights : array_like, shape (n,), optional
         Marker areas proportional to ``n * weights`` (a weighted measure).
     size : float
@@ -98,7 +92,7 @@ def plot_tokens(
     --------
     >>> import matplotlib.pyplot as plt
     >>> fig, ax = plt.subplots()
-    >>> art = plot_tokens([[0.0, 1.0], [1.0, 0.0]], ax=ax)
+    >>> art = plot_tokens(ax, [[0.0, 1.0], [1.0, 0.0]])
     >>> art.get_offsets().shape
     (2, 2)
     >>> plt.close(fig)
@@ -157,9 +151,9 @@ def plot_sphere(ax: Any, *, d: int = 2, color: str = "0.8", **kwargs: Any) -> An
 
 
 def plot_trajectories(
+    ax: Any,
     trajectory: Any,
     *,
-    ax: Any = None,
     color: Any = "C0",
     alpha: float = 0.6,
     show_start: bool = True,
@@ -170,9 +164,10 @@ def plot_trajectories(
 
     Parameters
     ----------
+    ax : matplotlib Axes
+        A 3D axes for ``d = 3``.
     trajectory : Trajectory or array_like, shape (T, n, d)
         ``d`` = 2 or 3.
-    ax : matplotlib Axes, optional
     color : color
     alpha : float
     show_start, show_end : bool
@@ -192,7 +187,7 @@ def plot_trajectories(
     >>> import numpy as np, matplotlib.pyplot as plt
     >>> fig, ax = plt.subplots()
     >>> states = np.linspace(0, 1, 5)[:, None, None] * np.ones((5, 3, 2))
-    >>> len(plot_trajectories(states, ax=ax).get_segments())
+    >>> len(plot_trajectories(ax, states).get_segments())
     3
     >>> plt.close(fig)
     """
@@ -219,10 +214,10 @@ def plot_trajectories(
 
 
 def plot_velocity_field(
+    ax: Any,
     field: Any,
     X: Any,
     *,
-    ax: Any = None,
     t: float = 0.0,
     weights: Any = None,
     grid: int = 15,
@@ -233,11 +228,11 @@ def plot_velocity_field(
 
     Parameters
     ----------
+    ax : matplotlib Axes
     field : AttentionField
         Any object with ``velocity_at(Y, X, t, weights=...)``.
     X : array_like, shape (n, 2)
         Tokens defining :math:`\mu`.
-    ax : matplotlib Axes, optional
     t : float
     weights : array_like, shape (n,), optional
     grid : int
@@ -260,7 +255,7 @@ def plot_velocity_field(
     >>> import numpy as np, matplotlib.pyplot as plt
     >>> from token_dynamics.attention import Softmax
     >>> fig, ax = plt.subplots()
-    >>> q = plot_velocity_field(Softmax(np.eye(2), -np.eye(2)), np.eye(2), ax=ax, grid=4)
+    >>> q = plot_velocity_field(ax, Softmax(np.eye(2), -np.eye(2)), np.eye(2), grid=4)
     >>> q.U.shape
     (16,)
     >>> plt.close(fig)
@@ -275,10 +270,6 @@ def plot_velocity_field(
     gx, gy = np.meshgrid(np.linspace(x0, x1, grid), np.linspace(y0, y1, grid))
     Y = np.column_stack([gx.ravel(), gy.ravel()])
     U = field.velocity_at(Y, X, t, weights=weights)
-    if ax is None:
-        import matplotlib.pyplot as plt
-
-        ax = plt.gca()
     _label_coordinates(ax)
     return ax.quiver(Y[:, 0], Y[:, 1], U[:, 0], U[:, 1], **kwargs)
 

@@ -20,15 +20,15 @@ __all__ = [
 
 
 def plot_attention_matrix(
-    P: Any, *, ax: Any = None, cmap: str = "viridis", colorbar: bool = True, **kwargs: Any
+    ax: Any, P: Any, *, cmap: str = "viridis", colorbar: bool = True, **kwargs: Any
 ) -> Any:
     """Image of an attention matrix, query ``i`` down the rows and key ``j`` across.
 
     Parameters
     ----------
+    ax : matplotlib Axes
     P : array_like, shape (n, m)
         E.g. ``field.attention_matrix(X)``.
-    ax : matplotlib Axes, optional
     cmap : str
     colorbar : bool
         Add a colour bar next to the axes.
@@ -47,15 +47,11 @@ def plot_attention_matrix(
     --------
     >>> import numpy as np, matplotlib.pyplot as plt
     >>> fig, ax = plt.subplots()
-    >>> plot_attention_matrix(np.eye(3) / 1.0, ax=ax).get_array().shape
+    >>> plot_attention_matrix(ax, np.eye(3) / 1.0).get_array().shape
     (3, 3)
     >>> plt.close(fig)
     """
     P = as_matrix(P, "P")
-    if ax is None:
-        import matplotlib.pyplot as plt
-
-        ax = plt.gca()
     image = ax.imshow(P, cmap=cmap, interpolation="nearest", **kwargs)
     ax.set_xlabel("key $j$")
     ax.set_ylabel("query $i$")
