@@ -541,4 +541,3 @@ def test_validation_errors():
         gf.bures_wasserstein_velocity(lambda m, S: 0.0, [0.0], [[0.0]])
     with pytest.raises(ValueError, match="`A` must be a symmetric"):
         gf.sinkhorn_gaussian_cost([0.0, 0.0], np.eye(2), [[0.0, 1.0], [0.0, 0.0]])
-
