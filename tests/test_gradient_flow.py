@@ -1,6 +1,5 @@
 """Tests of token_dynamics.gradient_flow against closed forms, finite differences and POT."""
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 from hypothesis import given
@@ -541,21 +540,3 @@ def test_validation_errors():
         gf.bures_wasserstein_velocity(lambda m, S: 0.0, [0.0], [[0.0]])
     with pytest.raises(ValueError, match="`A` must be a symmetric"):
         gf.sinkhorn_gaussian_cost([0.0, 0.0], np.eye(2), [[0.0, 1.0], [0.0, 0.0]])
-
-
-def test_plotting_helpers_draw():
-    from token_dynamics import plotting
-
-    res = gf.circle_metastability(6, 3.0, 10.0, n_times=10, rng=0)
-    fig, axes = plt.subplots(1, 5)
-    assert plotting.plot_energy_staircase(axes[0], res)
-    assert plotting.plot_energy_curves(axes[1], res.times, {"a": res.energies})
-    assert plotting.plot_circle_snapshots(axes[2], res.states, [0, -1], labels=["0", "T"])
-    s = np.linspace(-1, 1, 5)
-    assert plotting.plot_translation_profile(axes[3], s, -(s**2), second_derivative=-2.0)
-    assert plotting.plot_flow_quantities(axes[4], s, {"x": np.exp(s)}, logy=True)
-    fig2, ax = plt.subplots()
-    assert plotting.plot_energy_landscape(ax, s, s, np.add.outer(s, s)) is not None
-    assert plotting.plot_step_convergence(ax, [1e-1, 1e-2], [1e-2, 1e-4], order=2)
-    plt.close(fig)
-    plt.close(fig2)

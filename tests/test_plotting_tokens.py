@@ -45,18 +45,18 @@ def n_frames(html):
 
 def test_plot_tokens_2d_and_3d(ax, ax3d):
     X = np.random.default_rng(0).standard_normal((6, 2))
-    art = plot_tokens(X, ax=ax, color="k")
+    art = plot_tokens(ax, X, color="k")
     np.testing.assert_array_equal(art.get_offsets(), X)
     w = np.array([0.5, 0.1, 0.1, 0.1, 0.1, 0.1])
-    sizes = plot_tokens(X, ax=ax, weights=w, size=10.0).get_sizes()
+    sizes = plot_tokens(ax, X, weights=w, size=10.0).get_sizes()
     np.testing.assert_allclose(sizes, 10.0 * 6 * w, rtol=1e-14)
     Y = uniform_sphere(5, 3, rng=1)
-    art3 = plot_tokens(Y, ax=ax3d)
+    art3 = plot_tokens(ax3d, Y)
     np.testing.assert_allclose(np.column_stack(art3._offsets3d), Y, rtol=1e-14)
     with pytest.raises(ValueError, match="`ax`"):
-        plot_tokens(Y, ax=ax)
+        plot_tokens(ax, Y)
     with pytest.raises(ValueError, match="`X`"):
-        plot_tokens(np.ones((3, 4)), ax=ax)
+        plot_tokens(ax, np.ones((3, 4)))
 
 
 def test_plot_sphere(ax, ax3d):
@@ -70,38 +70,38 @@ def test_plot_sphere(ax, ax3d):
 def test_plot_trajectories(ax, ax3d):
     X0 = uniform_sphere(4, 2, rng=2)
     traj = integrate(Softmax(np.eye(2), np.eye(2)), X0, np.linspace(0, 1, 6), geometry="sphere")
-    lines = plot_trajectories(traj, ax=ax)
+    lines = plot_trajectories(ax, traj)
     segments = lines.get_segments()
     assert len(segments) == 4
     for i, seg in enumerate(segments):
         np.testing.assert_array_equal(seg, traj.states[:, i])
     Y0 = uniform_sphere(3, 3, rng=3)
     states = integrate(Softmax(np.eye(3), np.eye(3)), Y0, [0.0, 0.5, 1.0]).states
-    lines = plot_trajectories(states, ax=ax3d)
+    lines = plot_trajectories(ax3d, states)
     ax3d.figure.canvas.draw()  # 3D segments are projected at draw time
     assert len(lines.get_segments()) == 3
     with pytest.raises(ValueError, match="`trajectory`"):
-        plot_trajectories(np.ones((3, 2)), ax=ax)
+        plot_trajectories(ax, np.ones((3, 2)))
 
 
 def test_plot_attention_matrix(ax):
     P = Softmax(np.eye(2), np.eye(2)).attention_matrix(np.random.default_rng(4).random((5, 2)))
-    image = plot_attention_matrix(P, ax=ax)
+    image = plot_attention_matrix(ax, P)
     np.testing.assert_array_equal(image.get_array(), P)
     assert len(ax.figure.axes) == 2  # the colour bar
     with pytest.raises(ValueError, match="`P`"):
-        plot_attention_matrix(np.ones(3), ax=ax)
+        plot_attention_matrix(ax, np.ones(3))
 
 
 def test_plot_velocity_field(ax):
     X = np.random.default_rng(5).standard_normal((7, 2))
     field = Softmax(np.eye(2), -np.eye(2))
-    q = plot_velocity_field(field, X, ax=ax, grid=5, extent=(-1, 1, -2, 2))
+    q = plot_velocity_field(ax, field, X, grid=5, extent=(-1, 1, -2, 2))
     grid = np.column_stack([q.X, q.Y])
     U = field.velocity_at(grid, X)
     np.testing.assert_allclose(np.column_stack([q.U, q.V]), U, rtol=1e-14)
     with pytest.raises(ValueError, match="`X`"):
-        plot_velocity_field(field, np.ones((3, 3)), ax=ax)
+        plot_velocity_field(ax, field, np.ones((3, 3)))
 
 
 def test_animate_is_self_contained_capped_and_closes_its_figure():

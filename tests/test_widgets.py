@@ -1,5 +1,7 @@
 """Tests of token_dynamics.widgets: built over the same pure functions, lazily imported."""
 
+import json
+import re
 import subprocess
 import sys
 
@@ -74,9 +76,12 @@ def test_figure_sliders_redraw_with_the_slider_values():
         seen.append((a, b))
         ax.plot([0, 1], [a, b])
 
-    box = figure_sliders(draw, a=(0.0, 1.0, 0.1, 0.2), b=(-1.0, 1.0, 0.5, 0.0))
+    box = figure_sliders(
+        draw, static={"a": [0.0, 1.0]}, a=(0.0, 1.0, 0.1, 0.2), b=(-1.0, 1.0, 0.5, 0.0)
+    )
     box.sliders["b"].value = 0.5
-    assert seen == [(0.2, 0.0), (0.2, 0.5)]
+    # the live drawing, the static view's two frames (b at its initial value), the new value
+    assert seen == [(0.2, 0.0), (0.0, 0.0), (1.0, 0.0), (0.2, 0.5)]
     assert len(box.figure.axes[0].lines) == 1  # the axes are cleared before each drawing
     assert [c.description for c in box.children[:2]] == ["a", "b"]
 
@@ -120,3 +125,62 @@ def test_maths_modules_never_import_widgets_or_matplotlib():
         "assert had or 'matplotlib' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def frames_of(html):
+    """The precomputed frames of a static view, in the order of its JavaScript array."""
+    return json.loads(re.search(r"var frames = (\[.*?\]), labels", html).group(1))
+
+
+def test_static_view_holds_one_frame_per_combination():
+    X0 = uniform_sphere(5, 2, rng=4)
+    box = attention_explorer(X0, times=[0.0, 1.0], variants=("softmax", "l2"), geometry="sphere")
+    html = box.static_html
+    frames = frames_of(html)
+    assert len(frames) == td_widgets.STATIC_STEPS * 2
+    # beta changes the picture: different values give different frames
+    assert len(set(frames)) == len(frames)
+    assert html.count('type="range"') == 1 and html.count("<option") == 2
+    assert "http" not in html.replace("http://www.w3.org", "")  # no outside request
+    bundle = box._repr_mimebundle_()
+    assert bundle["text/html"] == html
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+
+
+def test_static_view_of_sliders_keeps_the_others_fixed():
+    seen = []
+    box = figure_sliders(
+        lambda ax, a, b: seen.append((a, b)) or ax.plot([0, 1], [a, b]),
+        static={"b": [-1.0, 0.0, 1.0]},
+        a=(0.0, 1.0, 0.1, 0.3),
+        b=(-1.0, 1.0, 0.5, 0.0),
+    )
+    assert seen[1:] == [(0.3, -1.0), (0.3, 0.0), (0.3, 1.0)]
+    assert len(frames_of(box.static_html)) == 3
+    assert "a = 0.3" in box.static_html  # the view says which value is held fixed
+
+
+def test_static_view_reports_a_numerical_failure_in_its_frame():
+    # unnormalised attention overflows at large beta on these tokens (score ~ 100)
+    X0 = 10.0 * np.eye(2)
+    box = attention_explorer(
+        X0, times=[0.0, 0.1], variants=("unnormalised",), beta=0.01, beta_range=(0.01, 30.0)
+    )
+    assert len(frames_of(box.static_html)) == td_widgets.STATIC_STEPS
+    with pytest.raises(FloatingPointError, match="overflowed"):  # the live widget still raises
+        box.slider.value = 30.0
+
+
+@pytest.mark.parametrize(
+    ("static", "match"),
+    [
+        ({"c": [0.0]}, "`static`"),
+        ({}, "`static`"),
+        ({"a": np.linspace(0, 1, 9), "b": np.linspace(-1, 1, 9)}, "`static` gives 81"),
+    ],
+)
+def test_static_view_bad_values(static, match):
+    with pytest.raises(ValueError, match=match):
+        figure_sliders(
+            lambda ax, a, b: None, static=static, a=(0.0, 1.0, 0.1, 0.5), b=(-1, 1, 0.5, 0)
+        )

@@ -4,13 +4,18 @@ A leaf of the package: nothing else imports it, and it imports ipywidgets and ma
 when a builder is called. Each builder returns a widget whose callbacks call the same functions a
 notebook would call (``make_field``, ``integrate``, the plotting helpers), so what the widget
 shows is what the static figure next to it shows, at other parameter values.
+
+Each builder also precomputes a static view: the same figure drawn on a grid of parameter
+values, with HTML controls that switch between the frames. A live front end shows the widget;
+the book's static pages, which have no kernel, show the static view, which says what it is.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -20,6 +25,133 @@ from .attention import VARIANTS, make_field
 from .integrators import GEOMETRIES, METHODS, Trajectory, integrate
 
 __all__ = ["attention_explorer", "draw_variant", "figure_sliders"]
+
+#: Most frames a static view precomputes: each is a PNG of ~20-40 kB at the default size, and the
+#: site holds its explorers under a few MB (the site's size test caps the whole at 25 MB).
+MAX_STATIC_FRAMES = 64
+
+#: Values of a slider in the static view when none are given: enough to see the trend.
+STATIC_STEPS = 5
+
+#: Resolution of the static frames, in CSS pixels per inch of the figure (a 4-inch figure is
+#: shown 320 pixels wide); each frame holds twice as many pixels, for a high-density screen.
+STATIC_DPI = 80.0
+
+_PLAYER_JS = """(function () {
+  var root = document.getElementById("%(id)s");
+  var frames = %(frames)s, labels = %(labels)s, strides = %(strides)s;
+  var controls = root.querySelectorAll("[data-control]");
+  function show() {
+    var k = 0;
+    controls.forEach(function (c, i) {
+      var j = parseInt(c.value, 10);
+      k += strides[i] * j;
+      var out = root.querySelector("[data-value='" + i + "']");
+      if (out) { out.textContent = labels[i][j]; }
+    });
+    root.querySelector("img").src = frames[k];
+  }
+  controls.forEach(function (c) { c.addEventListener("input", show); });
+  show();
+})();"""
+
+
+def _png_uri(fig: Any) -> tuple[str, int]:
+    """A frame as a data URI of the book's compressed 2x PNG, and its width in CSS pixels."""
+    from .plotting import figure_png
+
+    png, width, _ = figure_png(fig, dpi=STATIC_DPI)
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii"), width
+
+
+def _static_view(
+    draw: Callable[..., Any],
+    controls: Sequence[tuple[str, Any, Sequence[str], int, str]],
+    *,
+    figsize: tuple[float, float],
+    projection: str | None = None,
+    note: str = "",
+) -> str:
+    """Self-contained HTML of precomputed frames with one control per parameter.
+
+    ``controls`` holds ``(name, values, labels, start, kind)`` with ``kind`` ``"range"`` (a
+    slider over the values) or ``"select"`` (a menu); ``draw(ax, *values)`` draws one frame on
+    fresh axes. Every combination of values is drawn once (row-major over ``controls``) and a
+    few lines of inline JavaScript show the frame the controls select: the page needs no kernel
+    and makes no outside request.
+    """
+    import html as html_lib
+    import itertools
+    import json
+
+    from matplotlib.figure import Figure
+
+    sizes = [len(values) for _, values, *_ in controls]
+    total = int(np.prod(sizes))
+    if total > MAX_STATIC_FRAMES:
+        raise ValueError(
+            f"The static view would draw {total} frames (more than {MAX_STATIC_FRAMES}); "
+            "give fewer values per control."
+        )
+    frames = []
+    for combo in itertools.product(*(values for _, values, *_ in controls)):
+        fig = Figure(figsize=figsize)
+        ax = fig.add_subplot(projection=projection)
+        draw(ax, *combo)
+        uri, width = _png_uri(fig)
+        frames.append(uri)
+    strides = [int(np.prod(sizes[i + 1 :])) for i in range(len(sizes))]
+    labels = [list(map(str, lab)) for _, _, lab, _, _ in controls]
+    uid = "td-explorer-" + hashlib.sha1("".join(frames).encode()).hexdigest()[:12]
+    parts = [f'<div class="td-explorer" id="{uid}">']
+    if note:
+        parts.append(f'<p class="td-explorer-note">{html_lib.escape(note)}</p>')
+    for i, (name, _, lab, start, kind) in enumerate(controls):
+        label = html_lib.escape(name)
+        if kind == "range":
+            parts.append(
+                f'<label>{label} <input type="range" data-control="{i}" min="0" '
+                f'max="{len(lab) - 1}" step="1" value="{start}" aria-label="{label}"> '
+                f'<output data-value="{i}">{html_lib.escape(lab[start])}</output></label>'
+            )
+        else:
+            options = "".join(
+                f'<option value="{j}"{" selected" if j == start else ""}>'
+                f"{html_lib.escape(text)}</option>"
+                for j, text in enumerate(lab)
+            )
+            parts.append(
+                f'<label>{label} <select data-control="{i}" aria-label="{label}">'
+                f"{options}</select></label>"
+            )
+    first = sum(s * c[3] for s, c in zip(strides, controls, strict=True))
+    alt = "Precomputed frame for " + ", ".join(c[0] for c in controls)
+    parts.append(f'<img alt="{html_lib.escape(alt)}" width="{width}" src="{frames[first]}">')
+    script = _PLAYER_JS % {
+        "id": uid,
+        "frames": json.dumps(frames),
+        "labels": json.dumps(labels),
+        "strides": json.dumps(strides),
+    }
+    parts.append(f"<script>{script}</script></div>")
+    return "\n".join(parts)
+
+
+def _with_static_view(box: Any, html: str) -> Any:
+    """Give the widget ``box`` a second representation, the static view ``html``.
+
+    A live front end (JupyterLab, Binder) shows the widget, which it ranks first; the book, whose
+    build ranks HTML above widgets (``_config.yml``), shows the static view, which responds
+    without a kernel.
+    """
+    live = box._repr_mimebundle_
+
+    def bundle(**kwargs: Any) -> dict[str, Any]:
+        return {**(live(**kwargs) or {}), "text/html": html}
+
+    box._repr_mimebundle_ = bundle
+    box.static_html = html
+    return box
 
 
 def _ipywidgets() -> Any:
@@ -110,7 +242,7 @@ def draw_variant(
     ax.clear()
     if geometry == "sphere":
         plot_sphere(ax, d=X0.shape[1])
-    plot_trajectories(traj, ax=ax)
+    plot_trajectories(ax, traj)
     ax.set_title(f"{variant}, beta = {beta:.3g}, t = {traj.times[-1]:.3g}")
     return traj
 
@@ -129,7 +261,10 @@ def attention_explorer(
     """A widget over the inverse temperature and the attention variant that redraws the cloud.
 
     A log-scale slider sets ``beta``, a drop-down menu the variant; each change calls
-    :func:`draw_variant` on one figure shown in an ``Output`` widget.
+    :func:`draw_variant` on one figure shown in an ``Output`` widget. The static view draws
+    every variant at ``STATIC_STEPS`` values of ``beta`` spread geometrically over
+    ``beta_range``; a frame whose computation fails numerically (a Sinkhorn iteration that
+    does not converge at a small temperature) says so in place of the picture.
 
     Parameters
     ----------
@@ -150,7 +285,8 @@ def attention_explorer(
     -------
     ipywidgets.VBox
         Children: the slider, the menu and the output. Its attributes ``figure``, ``slider``,
-        ``menu`` and ``trajectory`` (the last drawn) give access from code.
+        ``menu``, ``trajectory`` (the last drawn) and ``static_html`` (the static view, also
+        its ``text/html`` representation) give access from code.
 
     References
     ----------
@@ -164,6 +300,8 @@ def attention_explorer(
     >>> box.menu.value = "hardmax"
     >>> box.trajectory.states.shape
     (2, 2, 2)
+    >>> box.static_html.count("data:image/png")  # 5 values of beta, 2 variants, 1 shown
+    11
     """
     widgets = _ipywidgets()
     from matplotlib.figure import Figure
@@ -203,16 +341,54 @@ def attention_explorer(
     menu.observe(redraw, names="value")
     box.figure, box.slider, box.menu = fig, slider, menu
     redraw()
-    return box
+
+    def frame(ax: Any, b: float, variant: str) -> None:
+        try:
+            draw_variant(ax, X0, variant, b, times=times, geometry=geometry, method=method, dt=dt)
+        except FloatingPointError as exc:
+            ax.clear()
+            ax.set_axis_off()
+            ax.figure.text(  # figure text: the same call for 2D and 3D axes
+                0.5,
+                0.5,
+                f"{variant}, beta = {b:.3g}:\n{exc}",
+                ha="center",
+                va="center",
+                wrap=True,
+                fontsize="small",
+            )
+
+    grid = np.geomspace(lo, hi, STATIC_STEPS)
+    start = int(np.argmin(np.abs(np.log(grid / beta))))
+    html = _static_view(
+        frame,
+        [
+            ("beta", grid, [f"{b:.3g}" for b in grid], start, "range"),
+            ("variant", variants, variants, 0, "select"),
+        ],
+        figsize=(4.0, 4.0),
+        projection="3d" if X0.shape[1] == 3 else None,
+        note=(
+            f"Precomputed view ({STATIC_STEPS * len(variants)} frames): beta takes "
+            f"{STATIC_STEPS} values from {lo:g} to {hi:g}. In Jupyter the widget recomputes "
+            "for any value."
+        ),
+    )
+    return _with_static_view(box, html)
 
 
 def figure_sliders(
     draw: Callable[..., Any],
     *,
     figsize: tuple[float, float] = (4.0, 4.0),
+    static: Mapping[str, Any] | None = None,
     **ranges: tuple[float, float, float, float],
 ) -> Any:
     """Sliders over the keyword arguments of ``draw``, redrawing one figure on each change.
+
+    The static view draws ``draw`` at every combination of the values in ``static`` (by
+    default ``STATIC_STEPS`` values over each range), the other arguments at their initial
+    values, with one HTML slider per argument of ``static``.
 
     Parameters
     ----------
@@ -220,14 +396,18 @@ def figure_sliders(
         Draws on a cleared matplotlib Axes.
     figsize : (float, float)
         Size of the figure, in inches.
+    static : mapping name -> sequence of float, optional
+        Values of the static view, for some of the arguments; the number of combinations is
+        at most ``MAX_STATIC_FRAMES``.
     **ranges : (min, max, step, value)
         One float slider per keyword argument of ``draw``.
 
     Returns
     -------
     ipywidgets.VBox
-        Children: the sliders in the order given, then the output. Its attributes ``figure`` and
-        ``sliders`` (a dict by name) give access from code.
+        Children: the sliders in the order given, then the output. Its attributes ``figure``,
+        ``sliders`` (a dict by name) and ``static_html`` (the static view, also its
+        ``text/html`` representation) give access from code.
 
     Examples
     --------
@@ -235,8 +415,10 @@ def figure_sliders(
     >>> calls = []
     >>> box = figure_sliders(lambda ax, a: calls.append(a), a=(0.0, 1.0, 0.1, 0.5))
     >>> box.sliders["a"].value = 0.8
-    >>> calls
-    [0.5, 0.8]
+    >>> calls[0], calls[-1]  # the first drawing, then the one the slider asked for
+    (0.5, 0.8)
+    >>> calls[1:-1]  # in between, the static view: 5 values from 0 to 1
+    [0.0, 0.25, 0.5, 0.75, 1.0]
     """
     widgets = _ipywidgets()
     from matplotlib.figure import Figure
@@ -276,4 +458,42 @@ def figure_sliders(
         slider.observe(redraw, names="value")
     box.figure, box.sliders = fig, sliders
     redraw()
-    return box
+
+    if static is None:
+        static = {
+            name: np.linspace(spec[0], spec[1], STATIC_STEPS) for name, spec in ranges.items()
+        }
+    if not isinstance(static, Mapping) or not static or set(static) - set(ranges):
+        raise ValueError(
+            f"`static` must map some of the slider names {sorted(ranges)} to values; "
+            f"got {static!r}."
+        )
+    grids = {name: as_vector(values, f"static[{name!r}]") for name, values in static.items()}
+    fixed = {name: float(spec[3]) for name, spec in ranges.items() if name not in grids}
+
+    def frame(ax: Any, *values: float) -> None:
+        draw(ax, **fixed, **{k: float(v) for k, v in zip(grids, values, strict=True)})
+
+    controls = [
+        (
+            name,
+            grid,
+            [f"{v:.3g}" for v in grid],
+            int(np.argmin(np.abs(grid - ranges[name][3]))),
+            "range",
+        )
+        for name, grid in grids.items()
+    ]
+    n = int(np.prod([len(g) for g in grids.values()]))
+    if n > MAX_STATIC_FRAMES:
+        raise ValueError(
+            f"`static` gives {n} combinations of values, more than {MAX_STATIC_FRAMES}: give "
+            "fewer values, or name fewer sliders (the others keep their initial value)."
+        )
+    kept = "; ".join(f"{name} = {v:g}" for name, v in fixed.items())
+    note = (
+        f"Precomputed view ({n} frames)"
+        + (f", with {kept}" if kept else "")
+        + (". In Jupyter the widget recomputes for any value.")
+    )
+    return _with_static_view(box, _static_view(frame, controls, figsize=figsize, note=note))

@@ -1,0 +1,265 @@
+"""Animations as self-contained HTML (jshtml, frames embedded as PNG).
+
+:func:`animate` draws a token trajectory under a frame cap and a size cap and closes its
+figure; :func:`animate_layers` plays the token sets through the layers of a network.
+"""
+
+from __future__ import annotations
+
+import base64
+import itertools
+import re
+from collections.abc import Sequence
+from typing import Any, cast
+
+import numpy as np
+
+from .._validation import check_int, check_positive
+from ._clouds import _check_dim, _colour, _states, plot_sphere
+from ._style import compress_png
+
+__all__ = [
+    "MAX_ANIMATION_BYTES",
+    "MAX_ANIMATION_FRAMES",
+    "AnimationHTML",
+    "animate",
+    "animate_layers",
+    "layer_frames",
+]
+
+
+#: Default frame cap of :func:`animate`: 60 frames play 5 s at 12 fps, enough to see a cloud
+#: cluster, and keep a page light.
+MAX_ANIMATION_FRAMES = 60
+
+
+#: Default size cap of :func:`animate` (bytes of HTML): 60 small PNG frames take ~1-2 MB; 5 MiB
+#: leaves room for 3D frames while keeping each book page well under the usual 10 MB budget.
+MAX_ANIMATION_BYTES = 5 * 2**20
+
+
+#: Matplotlib's jshtml player draws its buttons with Font Awesome from a CDN; these glyphs
+#: replace the icons so that the page makes no outside request.
+_ICONS = {
+    "fa fa-play fa-flip-horizontal": "\u25c0",  # play backwards
+    "fa fa-fast-backward": "\u23ee",
+    "fa fa-step-backward": "\u23f4|",
+    "fa fa-step-forward": "|\u23f5",
+    "fa fa-fast-forward": "\u23ed",
+    "fa fa-pause": "\u23f8",
+    "fa fa-minus": "\u2212",
+    "fa fa-plus": "+",
+    "fa fa-play": "\u25b6",
+}
+
+
+#: Size in bytes of matplotlib's jshtml player without frames (measured: ~16 kB), used to
+#: estimate how many frames fit under the size cap.
+_PLAYER_BYTES = 20_000
+
+
+def _self_contained(html: str) -> str:
+    """Drop the Font Awesome stylesheet of matplotlib's player and inline its icons."""
+    html = re.sub(r"<link[^>]*font-awesome[^>]*>", "", html)
+    for cls, glyph in _ICONS.items():
+        html = html.replace(f'<i class="{cls}"></i>', glyph)
+    return html
+
+
+def _compress_frames(html: str) -> str:
+    """Re-encode every embedded PNG frame with the book's palette (:func:`compress_png`)."""
+
+    def one(match: re.Match) -> str:
+        data = re.sub(r"[\\\s]", "", match.group(1))  # matplotlib breaks lines with "\\"
+        png = compress_png(base64.b64decode(data))
+        return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+    return re.sub(r"data:image/png;base64,([A-Za-z0-9+/=\\\s]+)", one, html)
+
+
+class AnimationHTML(str):
+    """HTML text of an animation that a notebook displays as such (``_repr_html_``).
+
+    Examples
+    --------
+    >>> AnimationHTML("<p>frame</p>")._repr_html_()
+    '<p>frame</p>'
+    """
+
+    def _repr_html_(self) -> str:
+        return str(self)
+
+
+def animate(
+    trajectory: Any,
+    *,
+    sphere: bool = False,
+    max_frames: int = MAX_ANIMATION_FRAMES,
+    max_bytes: int = MAX_ANIMATION_BYTES,
+    interval: int = 80,
+    dpi: float = 72.0,
+    figsize: tuple[float, float] = (4.0, 4.0),
+    color: Any = "C0",
+    title: str | None = None,
+    labels: Any = None,
+) -> AnimationHTML:
+    """Self-contained HTML animation (jshtml) of a token trajectory in 2D or 3D.
+
+    At most ``max_frames`` frames are drawn (evenly spaced, the last state included). If the
+    HTML exceeds ``max_bytes``, it is drawn again with the number of frames that fits (estimated
+    from the size per frame); if even two frames do not fit, ``ValueError`` asks for a lower
+    ``dpi`` or ``figsize``. The figure is closed before returning, so nothing else is displayed.
+    The player's icons are inlined as Unicode glyphs: the HTML makes no outside request.
+
+    Parameters
+    ----------
+    trajectory : Trajectory or array_like, shape (T, n, d)
+        ``d`` = 2 or 3.
+    sphere : bool
+        Draw the unit circle/sphere behind the tokens and fix the limits to it.
+    max_frames : int
+    max_bytes : int
+    interval : int
+        Milliseconds between frames.
+    dpi : float
+    figsize : (float, float)
+    color : color
+    title : str, optional
+        Title; ``{t}`` in it is replaced by the frame's time (its index for a bare array).
+    labels : sequence of str, shape (T,), optional
+        One title per state, e.g. ``"beta = 4"`` when the frames are the final clouds of a
+        parameter sweep (the static-site stand-in for a widget); overrides ``title``.
+
+    Returns
+    -------
+    AnimationHTML
+        A ``str`` of HTML (with ``_repr_html_``) that needs no external file or server.
+
+    References
+    ----------
+    B. Geshkovski, C. Letrouit, Y. Polyanskiy, P. Rigollet, arXiv:2312.10794, 2023.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> states = np.linspace(1, 0, 4)[:, None, None] * np.ones((4, 3, 2))
+    >>> html = animate(states, max_frames=3)
+    >>> "<script" in html and "http" not in html
+    True
+    """
+    import matplotlib as mpl
+    import matplotlib.pyplot as plt
+    from matplotlib.animation import FuncAnimation
+
+    states = _states(trajectory)
+    T, _, d = states.shape
+    _check_dim(d, "trajectory")
+    max_frames = check_int(max_frames, "max_frames", minimum=2)
+    max_bytes = check_int(max_bytes, "max_bytes")
+    interval = check_int(interval, "interval")
+    dpi = check_positive(dpi, "dpi")
+    times = getattr(trajectory, "times", None)
+    if labels is not None:
+        labels = [str(label) for label in labels]
+        if len(labels) != T:
+            raise ValueError(f"`labels` must hold one title per state ({T}); got {len(labels)}.")
+    if sphere:
+        lo, hi = np.full(d, -1.1), np.full(d, 1.1)
+    else:
+        lo, hi = states.min(axis=(0, 1)), states.max(axis=(0, 1))
+        pad = 0.05 * np.maximum(hi - lo, 1e-9)
+        lo, hi = lo - pad, hi + pad
+
+    def render(n_frames: int) -> str:
+        frames = np.unique(np.linspace(0, T - 1, min(n_frames, T)).round().astype(int))
+        fig = plt.figure(figsize=figsize, dpi=dpi)
+        try:
+            ax = fig.add_subplot(projection="3d" if d == 3 else None)
+            if sphere:
+                plot_sphere(ax, d=d)
+            for k, (a, b) in enumerate(zip(lo, hi, strict=True)):
+                getattr(ax, f"set_{'xyz'[k]}lim")(a, b)
+            if d == 2:
+                ax.set_aspect("equal")
+            scat = cast(Any, ax).scatter(*states[frames[0]].T, s=14, color=color)
+
+            def update(k: int) -> tuple[Any, ...]:
+                X = states[frames[k]]
+                if d == 2:
+                    scat.set_offsets(X)
+                else:
+                    cast(Any, scat)._offsets3d = (X[:, 0], X[:, 1], X[:, 2])
+                if labels is not None:
+                    ax.set_title(labels[frames[k]])
+                elif title is not None:
+                    t = times[frames[k]] if times is not None else frames[k]
+                    ax.set_title(title.replace("{t}", f"{t:.2f}"))
+                return (scat,)
+
+            anim = FuncAnimation(fig, update, frames=len(frames), interval=interval, blit=False)
+            with mpl.rc_context({"animation.embed_limit": 4 * max_bytes / 2**20}):
+                return _compress_frames(_self_contained(anim.to_jshtml(default_mode="once")))
+        finally:
+            plt.close(fig)
+
+    n_frames = min(max_frames, T)
+    while True:
+        html = render(n_frames)
+        size = len(html.encode())
+        if size <= max_bytes:
+            return AnimationHTML(html)
+        # the player's script is ~20 kB; the rest grows with the number of frames
+        per_frame = max(size - _PLAYER_BYTES, 1) / n_frames
+        fit = int((max_bytes - _PLAYER_BYTES) / per_frame)
+        if n_frames <= 2 or fit < 2:
+            raise ValueError(
+                f"The animation exceeds `max_bytes` = {max_bytes} bytes ({size} with {n_frames} "
+                "frames); lower `dpi` or `figsize`, or raise `max_bytes`."
+            )
+        n_frames = max(2, min(fit, n_frames - 1))
+
+
+def layer_frames(states: Sequence[Sequence[Any]], *, substeps: int = 3) -> np.ndarray:
+    """Stack the token sets of every layer into one array of frames, with ``substeps``
+    straight-line frames between consecutive layers (the layers themselves are jumps).
+
+    Parameters
+    ----------
+    states : list over layers of lists over sequences of arrays (n_j, d)
+        For instance ``transformer.layer_states(inputs)``.
+    substeps : int
+
+    Returns
+    -------
+    ndarray, shape (1 + (len(states) - 1) * substeps, sum(n_j), d)
+
+    Examples
+    --------
+    >>> layer_frames([[np.zeros((1, 2))], [np.ones((1, 2))]], substeps=2)[:, 0, 0].tolist()
+    [0.0, 0.5, 1.0]
+    """
+    substeps = check_int(substeps, "substeps")
+    stacked = np.array([np.vstack(s) for s in states])
+    frames = [stacked[0]]
+    for a, b in itertools.pairwise(stacked):
+        for k in range(1, substeps + 1):
+            frames.append(a + (b - a) * k / substeps)
+    return np.array(frames)
+
+
+def animate_layers(
+    transformer: Any, inputs: Sequence[Any], *, substeps: int = 2, **kwargs: Any
+) -> Any:
+    """Self-contained HTML animation of the token sets through every layer of a network.
+
+    Tokens keep the colour of their sequence. Extra keyword arguments go to
+    :func:`token_dynamics.plotting.animate` (``max_frames``, ``dpi``, ``figsize``, ``title``).
+
+    Returns
+    -------
+    AnimationHTML
+    """
+    states = transformer.layer_states(inputs)
+    colours = [_colour(j) for j, Z in enumerate(states[0]) for _ in range(Z.shape[0])]
+    frames = layer_frames([[Z[:, :2] for Z in s] for s in states], substeps=substeps)
+    return animate(frames, color=colours, **kwargs)

@@ -1,0 +1,229 @@
+"""Convergence on log-log axes (ax in, artist out): errors against a step, a number of
+tokens, a depth or a temperature, with the fitted slope and reference slopes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from matplotlib.ticker import LogFormatterSciNotation, LogLocator, NullFormatter
+
+from ._curves import BAND_SE
+
+__all__ = ["LOG_FLOOR", "plot_limit_grid", "plot_loglog", "plot_tikhonov"]
+
+
+#: Where a value that is exactly zero is drawn on a log axis: below the double-precision
+#: round-off (2.2e-16 relative), so that "exact" reads as such and stays on the plot.
+LOG_FLOOR = 1e-17
+
+
+def _log_ticks(axis: Any, span: float) -> None:
+    """Tick labels of a log axis that never collide: labels at 1, 2 and 5 times the powers of
+    ten over less than two decades (where powers of ten alone are too few), powers of ten
+    alone over more."""
+    if span < 100:
+        axis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))
+        axis.set_minor_formatter(LogFormatterSciNotation(labelOnlyBase=False))
+    else:
+        axis.set_minor_formatter(NullFormatter())
+
+
+def _fit_slope(x: np.ndarray, y: np.ndarray) -> float:
+    return float(np.polyfit(np.log(x), np.log(y), 1)[0])
+
+
+def plot_loglog(
+    ax: Any,
+    x: Any,
+    y: Any,
+    *,
+    xlabel: str,
+    ylabel: str,
+    label: str | None = None,
+    yerr: Any = None,
+    samples: Any = None,
+    fit: bool | float = False,
+    guides: Mapping[str, float] | None = None,
+    marks: Mapping[str, float] | None = None,
+    color: Any = None,
+    **style: Any,
+) -> list:
+    r"""Log-log plot of an error (or a count) ``y`` against ``x``, with its slope.
+
+    The one convergence plot of the book: errors against a step, a number of tokens, a depth, a
+    width or a temperature. A power law :math:`y = C x^p` is a line of slope :math:`p`.
+
+    Parameters
+    ----------
+    ax : matplotlib Axes
+    x, y : array_like, shape (k,)
+        Positive ``x``; values ``y <= 0`` (an exact result) are drawn at ``LOG_FLOOR``.
+    xlabel, ylabel : str
+        Axis labels, with the quantity and its unit (never a curve's name).
+    label : str, optional
+        Legend entry of the curve.
+    yerr : array_like, shape (k,), optional
+        Standard errors of ``y``: bars of +-``BAND_SE`` standard errors.
+    samples : array_like, shape (s, k), optional
+        The values behind ``y`` (one row per seed), drawn as faint dots.
+    fit : bool or float
+        ``True``: fit the slope by least squares on the logarithms and draw the line; a number:
+        draw the line of that (already fitted) slope through the least-squares intercept.
+    guides : mapping label -> slope, optional
+        Reference slopes, dotted, through the first point.
+    marks : mapping label -> float, optional
+        Vertical dashed lines at these values of ``x`` (a critical value).
+    color : color, optional
+        Of the curve and its fit; the next colour of the cycle by default.
+    **style
+        Passed to ``ax.plot`` for the curve (``marker``, ``linestyle``, ...).
+
+    Returns
+    -------
+    list of matplotlib artists
+        The curve first.
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> fig, ax = plt.subplots()
+    >>> h = np.array([0.1, 0.05, 0.025])
+    >>> arts = plot_loglog(ax, h, h**2, xlabel="step $h$", ylabel="error", fit=True,
+    ...                    guides={"slope 2": 2.0})
+    >>> arts[1].get_label()
+    'fit: slope 2.00'
+    >>> plt.close(fig)
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if x.ndim != 1 or y.shape != x.shape or not np.all(x > 0):
+        raise ValueError(
+            f"`x` and `y` must be 1-D arrays of one shape, `x` positive; got shapes {x.shape} "
+            f"and {y.shape}."
+        )
+    y = np.where(y > 0, y, LOG_FLOOR)
+    curve_style = {"marker": "o", "linestyle": "-"} | style
+    if "ls" in style:
+        curve_style.pop("linestyle")
+    if yerr is not None:
+        curve_style.setdefault("capsize", 3)
+        bars = ax.errorbar(
+            x,
+            y,
+            yerr=BAND_SE * np.asarray(yerr, dtype=float),
+            color=color,
+            label=label,
+            **curve_style,
+        )
+        artists, color = [bars], bars.lines[0].get_color()
+    else:
+        (line,) = ax.plot(x, y, color=color, label=label, **curve_style)
+        artists, color = [line], line.get_color()
+    if fit is not False:
+        slope = _fit_slope(x, y) if fit is True else float(fit)
+        intercept = np.mean(np.log(y) - slope * np.log(x))
+        artists += ax.plot(
+            x,
+            np.exp(intercept) * x**slope,
+            "-",
+            color=color,
+            alpha=0.6,
+            lw=2.5,
+            label=f"fit: slope {slope:.2f}",
+        )
+    if samples is not None:
+        for row in np.atleast_2d(np.asarray(samples, dtype=float)):
+            artists += ax.plot(x, row, ".", color=color, alpha=0.3)
+    for k, (name, slope) in enumerate((guides or {}).items()):
+        artists += ax.plot(
+            x, y[0] * (x / x[0]) ** slope, ":", color="0.3", dashes=(1 + k, 2), label=name
+        )
+    for name, value in (marks or {}).items():
+        artists.append(ax.axvline(value, color="0.4", ls="--", lw=1, label=name))
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    for axis, v in ((ax.xaxis, x), (ax.yaxis, y)):
+        _log_ticks(axis, v.max() / v.min())
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if any(not a.get_label().startswith("_") for a in ax.get_lines()) or label or marks:
+        ax.legend(fontsize="small")
+    return artists
+
+
+def plot_tikhonov(ax: Any, sweep: Any, *, authors_norm_sq: float | None = None) -> list:
+    """Minimal training loss against the weight decay ``eps`` (log-log), with the threshold
+    ``eps |theta*|^2`` and a slope-one reference line.
+
+    Parameters
+    ----------
+    ax : matplotlib Axes
+    sweep : TikhonovSweep
+    authors_norm_sq : float, optional
+        Also draw the threshold computed with this (the authors' code's) squared norm.
+
+    Returns
+    -------
+    list of matplotlib artists
+    """
+    eps, loss = np.asarray(sweep.eps), np.asarray(sweep.loss)
+    artists = list(ax.loglog(eps, loss, "o-", label="trained loss"))
+    artists += ax.loglog(
+        eps, sweep.threshold, "s--", label=r"threshold $\varepsilon\|\theta^*\|^2$"
+    )
+    if authors_norm_sq is not None:
+        artists += ax.loglog(
+            eps, eps * authors_norm_sq, "^:", color="C3", label="threshold of the authors' code"
+        )
+    ref = loss[0] * eps / eps[0]
+    artists += ax.loglog(eps, ref, ":", color="0.5", label="slope 1")
+    ax.set_xlabel(r"weight decay $\varepsilon$")
+    ax.set_ylabel("loss")
+    ax.legend()
+    return artists
+
+
+def plot_limit_grid(ax: Any, error: Any, *, grid_times: bool = False) -> list:
+    """Mean error of the discrete model against the SDE, one line per width, against ``L``.
+
+    Parameters
+    ----------
+    ax : matplotlib Axes
+    error : DeepLimitError
+        From :func:`token_dynamics.stochastic.deep_limit_error`.
+    grid_times : bool
+        Plot the error at layer times (``error.grid``) instead of the sup over all times.
+
+    Returns
+    -------
+    list of ErrorbarContainer
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> from token_dynamics.stochastic import DeepLimitError
+    >>> e = DeepLimitError(np.array([2.0, 4.0]), (None,), np.ones((3, 2, 1)),
+    ...                    np.ones((3, 2, 1)), np.zeros((3, 2, 1)))
+    >>> fig, ax = plt.subplots()
+    >>> bars = plot_limit_grid(ax, e)
+    >>> plt.close(fig)
+    """
+    values = error.grid if grid_times else error.sup
+    n = values.shape[0]
+    bars = []
+    for j, m in enumerate(error.widths):
+        mean = values[:, :, j].mean(axis=0)
+        se = values[:, :, j].std(axis=0, ddof=1) / np.sqrt(n)
+        label = "m = inf" if m is None else f"m = {m}"
+        bars.append(
+            ax.errorbar(error.depths, mean, yerr=BAND_SE * se, fmt="o-", capsize=3, label=label)
+        )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("depth $L$ (layers)")
+    ax.set_ylabel("sup error" if not grid_times else "error at layer times")
+    ax.legend(frameon=False)
+    return bars

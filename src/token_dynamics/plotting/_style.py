@@ -1,0 +1,127 @@
+"""The house style of the book's figures, set once when the plotting package is imported.
+
+Colours: the Okabe-Ito palette, told apart under the common colour-vision deficiencies and, by
+its spread of lightness, in greyscale; ordered so that the cycle's names keep their usual
+meaning (``C0`` blue, ``C1`` orange, ``C2`` green, ``C3`` red). Font sizes readable at the page
+width. Figures shown in a notebook are rendered at twice the screen resolution (``retina``), so
+that they stay sharp on a high-density screen, and stored with a palette of ``PNG_COLORS``
+colours, which keeps them small.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any, cast
+
+__all__ = ["OKABE_ITO", "PNG_COLORS", "STYLE", "compress_png", "figure_png", "use_house_style"]
+
+#: Okabe & Ito (2002), "Color Universal Design": blue, orange, bluish green, vermillion,
+#: reddish purple, sky blue, yellow, black.
+OKABE_ITO = (
+    "#0072B2",
+    "#E69F00",
+    "#009E73",
+    "#D55E00",
+    "#CC79A7",
+    "#56B4E9",
+    "#F0E442",
+    "#000000",
+)
+
+#: Matplotlib settings of the house style. 10 pt text and 9 pt ticks read at the page width of
+#: a 6-inch figure; legends without a frame cover less of the data.
+STYLE: dict[str, Any] = {
+    "font.size": 10.0,
+    "axes.titlesize": 10.0,
+    "axes.labelsize": 10.0,
+    "xtick.labelsize": 9.0,
+    "ytick.labelsize": 9.0,
+    "legend.fontsize": 8.5,
+    "legend.frameon": False,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "lines.linewidth": 1.6,
+    "savefig.dpi": 200.0,
+}
+
+
+#: Colours kept in the book's PNG images: the palette, its tints and the grey of antialiased edges
+#: fit in 128 with no visible change, and the file shrinks to about a third (measured on the
+#: book's line plots and token clouds).
+PNG_COLORS = 128
+
+
+def compress_png(png: bytes, *, colors: int = PNG_COLORS) -> bytes:
+    """Re-encode a PNG with a palette of at most ``colors`` colours (no dithering).
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> fig, ax = plt.subplots()
+    >>> _ = ax.plot([0, 1], [0, 1])
+    >>> png, width, height = figure_png(fig)
+    >>> png[:8] == b"\\x89PNG\\r\\n\\x1a\\n" and len(compress_png(png)) <= len(png)
+    True
+    >>> plt.close(fig)
+    """
+    from PIL import Image
+
+    image = Image.open(io.BytesIO(png)).convert("RGB")
+    image = image.quantize(colors, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+    out = io.BytesIO()
+    image.save(out, format="png", optimize=True)
+    return out.getvalue()
+
+
+def figure_png(fig: Any, *, scale: float = 2.0, dpi: float | None = None) -> tuple[bytes, int, int]:
+    """The figure as a compressed PNG with ``scale`` pixels per screen pixel.
+
+    Returns the PNG and the size at which to show it, in CSS pixels: drawn at ``scale`` times
+    ``dpi`` (default: the figure's), the image stays sharp on a high-density screen.
+    """
+    dpi = fig.dpi if dpi is None else dpi
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=scale * dpi, bbox_inches="tight")
+    png = compress_png(buffer.getvalue())
+    from PIL import Image
+
+    width, height = Image.open(io.BytesIO(png)).size
+    return png, round(width / scale), round(height / scale)
+
+
+def _notebook_png(fig: Any) -> Any:
+    """IPython's ``image/png`` of a figure: 2x pixels, shown at 1x (``retina``), compressed."""
+    if not fig.axes and not fig.lines:  # an empty figure shows nothing, as in matplotlib_inline
+        return None
+    png, width, height = figure_png(fig)
+    return png, {"width": width, "height": height}
+
+
+def use_house_style() -> None:
+    """Apply :data:`STYLE` and the Okabe-Ito colour cycle; in a notebook, render at 2x.
+
+    Examples
+    --------
+    >>> import matplotlib as mpl
+    >>> use_house_style()
+    >>> mpl.rcParams["axes.prop_cycle"].by_key()["color"][1]
+    '#E69F00'
+    """
+    import matplotlib as mpl
+    from cycler import cycler
+
+    mpl.rcParams.update(cast(Any, STYLE))  # rcParams' stubs list every key as a literal
+    mpl.rcParams["axes.prop_cycle"] = cycler(color=list(OKABE_ITO))
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython is in the pinned environment
+        return
+    shell = get_ipython()
+    if getattr(shell, "kernel", None) is not None:  # a notebook: 2x compressed PNG
+        import matplotlib.pyplot as plt
+        from matplotlib.figure import Figure
+
+        # pyplot loads its backend at the first figure, and the inline backend then registers
+        # its own PNG formatter: load it now, so that ours comes after and stays
+        plt.switch_backend(mpl.get_backend())
+        shell.display_formatter.formatters["image/png"].for_type(Figure, _notebook_png)

@@ -1,0 +1,321 @@
+"""Tests of the plotting package as a whole: every helper draws a readable figure.
+
+For each public helper, one small figure: the helper returns its artist, every axis that shows
+ticks carries a label, and no two tick labels of an axis overlap once the figure is drawn
+(matplotlib's own bounding boxes of the rendered text, so the check is exact to a pixel).
+"""
+
+import itertools
+from types import SimpleNamespace as NS
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+
+from token_dynamics import plotting
+from token_dynamics.attention import Softmax
+from token_dynamics.integrators import integrate
+from token_dynamics.sampling import uniform_sphere
+
+RNG = np.random.default_rng(0)
+X2 = uniform_sphere(12, 2, rng=1)
+TRAJ = integrate(Softmax(np.eye(2), np.eye(2)), X2, np.linspace(0, 2, 11), geometry="sphere")
+T = np.linspace(0.0, 3.0, 31)
+COV_PATH = NS(
+    times=T,
+    covariances=np.array([np.diag([1 + t, 1 / (1 + t)]) + 0.1 * t * np.eye(2)[::-1] for t in T]),
+    blew_up=False,
+    blowup_time=None,
+)
+PHASES = NS(
+    phases=[
+        NS(name=name, n_layers=k, sequences=[RNG.normal(size=(3, 2)) for _ in range(3)])
+        for k, name in enumerate(["input", "separated", "leaders", "collapsed", "interpolated"])
+    ]
+)
+NOISE_ROW = NS(
+    activation="relu",
+    d=3,
+    sigma_U=0.0,
+    kappa_1=1.0,
+    kappa_prime_1=0.5,
+    lambda_1=0.2,
+    lambda_bar=-0.1,
+)
+
+#: name -> (draw(ax) -> artist, projection). One entry per public drawing helper.
+DRAWINGS = {
+    "plot_tokens": (lambda ax: plotting.plot_tokens(ax, X2), None),
+    "plot_sphere": (lambda ax: plotting.plot_sphere(ax, d=2), None),
+    "plot_trajectories": (lambda ax: plotting.plot_trajectories(ax, TRAJ), None),
+    "plot_velocity_field": (
+        lambda ax: plotting.plot_velocity_field(ax, Softmax(np.eye(2), np.eye(2)), X2),
+        None,
+    ),
+    "plot_token_sets": (
+        lambda ax: plotting.plot_token_sets(ax, PHASES.phases[0].sequences, title="input"),
+        None,
+    ),
+    "plot_moves": (lambda ax: plotting.plot_moves(ax, X2, 0.5 * X2), None),
+    "plot_circle_snapshots": (
+        lambda ax: plotting.plot_circle_snapshots(ax, TRAJ.states, [0, -1], labels=["0", "T"]),
+        None,
+    ),
+    "plot_causal_paths": (
+        lambda ax: plotting.plot_causal_paths(
+            ax,
+            np.concatenate(
+                [np.ones((11, 12, 1)) * np.linspace(0, 1, 12)[:, None], TRAJ.states], axis=2
+            ),
+        ),
+        None,
+    ),
+    "plot_disk_trajectories": (
+        lambda ax: plotting.plot_disk_trajectories(ax, [COV_PATH]),
+        None,
+    ),
+    "plot_cone_trajectories": (
+        lambda ax: plotting.plot_cone_trajectories(ax, [COV_PATH]),
+        "3d",
+    ),
+    "plot_loglog": (
+        lambda ax: plotting.plot_loglog(
+            ax,
+            np.array([16, 32, 64, 128, 256, 512]),
+            np.array([16, 32, 64, 128, 256, 512]) ** -0.5,
+            yerr=np.full(6, 1e-3),
+            fit=True,
+            guides={"slope -1/2": -0.5},
+            marks={"critical n": 100.0},
+            xlabel="number of tokens $n$",
+            ylabel="error",
+            label="measured",
+        ),
+        None,
+    ),
+    "plot_loglog (less than a decade)": (
+        lambda ax: plotting.plot_loglog(
+            ax,
+            np.geomspace(1.6e-2, 1.3e-1, 4),
+            np.geomspace(2.5e-3, 1.7e-2, 4),
+            yerr=np.full(4, 1e-4),
+            fit=True,
+            xlabel="$1/L$ ($L$ layers)",
+            ylabel="error",
+        ),
+        None,
+    ),
+    "plot_tikhonov": (
+        lambda ax: plotting.plot_tikhonov(
+            ax,
+            NS(
+                eps=np.geomspace(1e-4, 1e-1, 5),
+                loss=np.geomspace(1e-5, 1e-2, 5),
+                threshold=np.geomspace(2e-5, 2e-2, 5),
+            ),
+        ),
+        None,
+    ),
+    "plot_limit_grid": (
+        lambda ax: plotting.plot_limit_grid(
+            ax,
+            NS(
+                sup=np.abs(RNG.normal(size=(4, 3, 2))) / np.array([4, 8, 16])[:, None],
+                grid=None,
+                widths=[8, None],
+                depths=np.array([4, 8, 16]),
+            ),
+        ),
+        None,
+    ),
+    "plot_covariance_ellipse": (
+        lambda ax: plotting.plot_covariance_ellipse(ax, [0, 0], [[1, 0.3], [0.3, 0.5]]),
+        None,
+    ),
+    "plot_gaussian_cloud": (
+        lambda ax: plotting.plot_gaussian_cloud(ax, RNG.normal(size=(50, 2)), [0, 0], np.eye(2)),
+        None,
+    ),
+    "plot_attention_matrix": (
+        lambda ax: plotting.plot_attention_matrix(
+            ax, Softmax(np.eye(2), np.eye(2)).attention_matrix(X2)
+        ),
+        None,
+    ),
+    "plot_cosine_matrix": (lambda ax: plotting.plot_cosine_matrix(ax, X2), None),
+    "plot_energy_landscape": (
+        lambda ax: plotting.plot_energy_landscape(
+            ax, np.linspace(-1, 1, 9), np.linspace(-1, 1, 9), np.add.outer(T[:9], T[:9])
+        ),
+        None,
+    ),
+    "plot_noise_exponent_table": (
+        lambda ax: plotting.plot_noise_exponent_table(ax, [NOISE_ROW]),
+        None,
+    ),
+    "plot_curves": (
+        lambda ax: plotting.plot_curves(
+            ax,
+            T,
+            {"E": np.exp(-T), "F": np.exp(-2 * T)},
+            xlabel="time $t$",
+            ylabel="energy",
+            logy=True,
+        ),
+        None,
+    ),
+    "plot_mc_estimate": (
+        lambda ax: plotting.plot_mc_estimate(
+            ax,
+            T,
+            NS(mean=np.exp(-T), stderr=0.01 * np.ones_like(T)),
+            predicted=np.exp(-T),
+            xlabel="depth $t$",
+            ylabel="mean",
+        ),
+        None,
+    ),
+    "plot_kernels": (lambda ax: plotting.plot_kernels(ax, d=3), None),
+    "plot_energy_decay": (
+        lambda ax: plotting.plot_energy_decay(
+            ax, T, np.exp(-T)[None] * (1 + 0.1 * RNG.random((5, 31))), rate=1.0
+        ),
+        None,
+    ),
+    "plot_angle_histogram": (lambda ax: plotting.plot_angle_histogram(ax, X2), None),
+    "plot_cosine_similarities": (
+        lambda ax: plotting.plot_cosine_similarities(ax, T, RNG.uniform(-1, 1, (31, 10))),
+        None,
+    ),
+    "plot_layer_energy": (
+        lambda ax: plotting.plot_layer_energy(ax, T, np.exp(-T)),
+        None,
+    ),
+    "plot_dissipation_function": (
+        lambda ax: plotting.plot_dissipation_function(
+            ax, np.linspace(-1, 1, 21), -(np.linspace(-1, 1, 21) ** 2), lambda_bar=1.0, rate=1.0
+        ),
+        None,
+    ),
+    "plot_energy_staircase": (
+        lambda ax: plotting.plot_energy_staircase(
+            ax, NS(times=T, energies=-np.log1p(T), cluster_counts=np.maximum(8 - T // 0.5, 1))
+        ),
+        None,
+    ),
+    "plot_translation_profile": (
+        lambda ax: plotting.plot_translation_profile(
+            ax, T - 1.5, -((T - 1.5) ** 2), second_derivative=-2.0
+        ),
+        None,
+    ),
+    "plot_stability_ratios": (
+        lambda ax: plotting.plot_stability_ratios(
+            ax,
+            {"run": NS(times=T, ratio=np.exp(0.1 * T))},
+            bound=NS(times=T, log_constant=T),
+        ),
+        None,
+    ),
+    "plot_sample_vs_gaussian": (
+        lambda ax: plotting.plot_sample_vs_gaussian(ax, RNG.normal(size=200), 0.0, 1.0),
+        None,
+    ),
+    "plot_growth": (
+        lambda ax: plotting.plot_growth(ax, [COV_PATH], ["run"], t_star=2.0),
+        None,
+    ),
+    "plot_rank_histogram": (
+        lambda ax: plotting.plot_rank_histogram(ax, NS(ranks=np.array([1, 1, 2]), d=3, bound=2)),
+        None,
+    ),
+    "plot_count_check": (
+        lambda ax: plotting.plot_count_check(ax, [3, 6, 9], [5, 11, 17], [5, 11, 17]),
+        None,
+    ),
+}
+
+
+def overlaps(labels, renderer):
+    """Pairs of visible, non-empty tick labels whose rendered boxes intersect."""
+    boxes = [
+        t.get_window_extent(renderer) for t in labels if t.get_visible() and t.get_text().strip()
+    ]
+    return [(a, b) for a, b in itertools.combinations(boxes, 2) if a.overlaps(b)]
+
+
+def test_every_drawing_helper_is_in_the_table():
+    drawing = {n for n in plotting.__all__ if n.startswith("plot_") and n != "plot_phases"}
+    assert drawing == {name.split(" ")[0] for name in DRAWINGS}
+
+
+@pytest.mark.parametrize("name", sorted(DRAWINGS))
+def test_helper_draws_a_labelled_figure_without_tick_overlap(name):
+    draw, projection = DRAWINGS[name]
+    fig = plt.figure(figsize=(4.0, 3.2))
+    try:
+        ax = fig.add_subplot(projection=projection)
+        assert draw(ax) is not None
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        for a in fig.axes:
+            if not a.axison or a.get_label() == "<colorbar>":
+                continue
+            axes = [a.xaxis, a.yaxis] + ([a.zaxis] if projection == "3d" else [])
+            for axis in axes:
+                ticks = axis.get_ticklabels(which="both")
+                shown = axis.get_visible() and any(
+                    t.get_visible() and t.get_text().strip() for t in ticks
+                )
+                if not shown:
+                    continue  # no tick labels (an image), nothing to name
+                assert axis.get_label_text().strip(), f"{name}: an axis without a label"
+                assert not overlaps(ticks, renderer), f"{name}: tick labels overlap"
+    finally:
+        plt.close(fig)
+
+
+def test_phases_panels_three_a_row():
+    fig, axes = plt.subplots(2, 3, figsize=(9, 6))
+    try:
+        out = plotting.plot_phases(axes.flat, PHASES)
+        assert len(out) == 5 and not axes.flat[-1].axison  # the sixth panel is switched off
+    finally:
+        plt.close(fig)
+
+
+def test_loglog_fit_recovers_the_power_law():
+    fig, ax = plt.subplots()
+    try:
+        x = np.geomspace(1e-3, 1e-1, 6)
+        arts = plotting.plot_loglog(ax, x, 3 * x**1.5, xlabel="h", ylabel="e", fit=True)
+        # exact power law: the least-squares slope is 1.5 up to round-off in the logs
+        assert arts[1].get_label() == "fit: slope 1.50"
+        np.testing.assert_allclose(arts[1].get_ydata(), 3 * x**1.5, rtol=1e-12)
+        # an exact zero is drawn at the floor, not dropped
+        (line, *_) = plotting.plot_loglog(ax, x, np.zeros(6), xlabel="h", ylabel="e")
+        np.testing.assert_array_equal(line.get_ydata(), plotting.LOG_FLOOR)
+        with pytest.raises(ValueError, match="`x` and `y`"):
+            plotting.plot_loglog(ax, -x, x, xlabel="h", ylabel="e")
+    finally:
+        plt.close(fig)
+
+
+def test_house_style_colours_survive_greyscale():
+    """The first four colours of the cycle have distinct lightness (greyscale print)."""
+    from matplotlib.colors import to_rgb
+
+    grey = [np.dot(to_rgb(c), [0.299, 0.587, 0.114]) for c in plotting.OKABE_ITO[:4]]
+    assert min(abs(a - b) for a, b in itertools.combinations(grey, 2)) > 0.04
+    assert plt.rcParams["axes.prop_cycle"].by_key()["color"] == list(plotting.OKABE_ITO)
+
+
+def test_the_overlap_check_sees_crowded_tick_labels():
+    """The check above can fail: forty long labels on a 4-inch axis do collide."""
+    fig, ax = plt.subplots(figsize=(4.0, 3.0))
+    try:
+        ax.set_xticks(range(40), [f"label {k}" for k in range(40)])
+        fig.canvas.draw()
+        assert overlaps(ax.xaxis.get_ticklabels(), fig.canvas.get_renderer())
+    finally:
+        plt.close(fig)
