@@ -24,9 +24,10 @@ limits of :func:`exp_limits` follow it).
 The plain softmax (``transform is softmax_transform``) has a dedicated path: each row's shift
 comes from O(n d) bounds (:func:`_softmax_shift`) and is folded into the score product, which
 saves the max and subtract passes over the slab (no shift at all when every score is within
-:data:`SHIFT_SLACK` of 0); rows whose bounds are loose get the exact maximum. Shifted scores are clamped at :data:`EXP_FLOOR` when they can reach it: ``np.exp`` of
-arguments whose result is subnormal or zero runs 5 to 150 times slower than of ordinary ones,
-and such terms are below ``e^-700`` of the row's largest term, far under round-off. Rows longer
+:data:`SHIFT_SLACK` of 0); rows whose bounds are loose get the exact maximum. Shifted scores
+are clamped at :data:`EXP_FLOOR` when they can reach it: ``np.exp`` of arguments whose result
+is subnormal or zero runs 5 to 150 times slower than of ordinary ones, and such terms are
+below ``e^-700`` of the row's largest term, far under round-off. Rows longer
 than a slab (n > 65536) are cut into key tiles too.
 """
 
