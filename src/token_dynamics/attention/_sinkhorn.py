@@ -328,6 +328,12 @@ def sinkhorn_plan(
     return SinkhornPlan(plan, converged, n_iter, err, f, g)
 
 
+def _weights64(w: np.ndarray) -> np.ndarray:
+    """float32 weights back in float64, summing to one again (their rounding undone)."""
+    w = w.astype(np.float64)
+    return w / w.sum()
+
+
 @dataclass(frozen=True, eq=False)
 class Sinkhorn(AttentionField):
     r"""Sinkhorn attention: the doubly stochastic (entropic optimal transport) attention.
@@ -346,7 +352,9 @@ class Sinkhorn(AttentionField):
 
     A plan that misses ``tol`` after ``max_iter`` iterations emits a
     :class:`SinkhornConvergenceWarning` (``strict=False``) or raises
-    :class:`SinkhornConvergenceError` (``strict=True``). Memory is :math:`O(n^2)`.
+    :class:`SinkhornConvergenceError` (``strict=True``). Memory is :math:`O(n^2)`. The plan is
+    solved in float64 whatever the ``dtype`` of a call (a marginal tolerance of 1e-9 is below
+    float32's resolution); a float32 call returns its result in float32.
 
     Parameters
     ----------
@@ -436,6 +444,9 @@ class Sinkhorn(AttentionField):
         return res
 
     def _velocity_at(self, Y, X, t, w):
+        if X.dtype != np.float64:  # the plan is solved in float64 (see the class docstring)
+            Y64, X64 = Y.astype(np.float64), X.astype(np.float64)
+            return self._velocity_at(Y64, X64, t, _weights64(w)).astype(X.dtype)
         d = X.shape[1]
         A = eval_parameter(self.A, "A", t, (d, d))
         V = eval_parameter(self.V, "V", t, (d, d))
@@ -446,6 +457,8 @@ class Sinkhorn(AttentionField):
         return K_.apply_rows(F, Xk, R, K_.softmax_transform, bias=res.g / self.eps, normalise=True)
 
     def _matrix(self, X, t, w):
+        if X.dtype != np.float64:
+            return self._matrix(X.astype(np.float64), t, _weights64(w)).astype(X.dtype)
         Xk, wk = positive_keys(X, w)
         d = X.shape[1]
         A = eval_parameter(self.A, "A", t, (d, d))
