@@ -523,7 +523,7 @@ def case_sinkhorn_pot(cfg: argparse.Namespace) -> None:
                         timed[k].append(time.perf_counter() - start)
                 med = {k: float(np.median(v)) for k, v in timed.items()}
                 best = min((k for k in med if k != "library"), key=med.get)
-                pairs = zip(timed["library"], timed[best], strict=True)
+                pairs = zip(timed["library"], timed[best], strict=False)
                 ratios = [lib / peer for lib, peer in pairs]
                 row(
                     f"{n}, {eps:g}, {kind}",
