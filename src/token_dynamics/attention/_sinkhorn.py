@@ -293,6 +293,12 @@ def sinkhorn_plan(
     few tens of iterations even at small :math:`\varepsilon`. Non-convergence is reported in
     the result, not raised.
 
+    Memory: two ``(n, m)`` float64 arrays, the scores (our copy, divided by
+    :math:`\varepsilon` in place) and the kernel, kept for the matrix-vector products and
+    scaled in place into the returned plan (one more while the kernel is rebuilt after an
+    absorption). The plan is returned dense, so streaming the kernel tile by tile would not
+    lower this peak; it would only recompute ``n m`` exponentials at every iteration.
+
     Parameters
     ----------
     S : array_like, shape (n, m)
