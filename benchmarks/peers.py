@@ -303,6 +303,9 @@ def case_mlp(peers, cfg) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--workloads", default="softmax,ode,mlp", help="comma-separated: softmax, ode, mlp"
+    )
     cfg = parser.parse_args(argv)
     cfg.peer_threads = int(os.environ["TOKEN_DYNAMICS_THREADS"])
     cfg.peer_sizes = (1024, 4096) if cfg.quick else (1024, 4096, 16384)
@@ -321,8 +324,9 @@ def main(argv: list[str] | None = None) -> None:
         threads.append(f"XLA_FLAGS '{os.environ['XLA_FLAGS']}'")
     print(f"peers: {', '.join(versions)}; threads: {', '.join(threads)}", flush=True)
     print(f"load average before: {', '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
-    for case in (case_softmax, case_ode, case_mlp):
-        case(peers, cfg)
+    workloads = {"softmax": case_softmax, "ode": case_ode, "mlp": case_mlp}
+    for name in cfg.workloads.split(","):
+        workloads[name](peers, cfg)
     print(f"\nload average after: {', '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
 
 

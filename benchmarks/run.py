@@ -762,7 +762,8 @@ def case_peers(cfg: argparse.Namespace) -> None:
     one = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
     env["XLA_FLAGS"] = one if cfg.peer_threads == 1 else env.get("XLA_FLAGS", "")
     args = [sys.executable, str(Path(__file__).parent / "peers.py")]
-    subprocess.run(args + (["--quick"] if cfg.quick else []), env=env, check=True)
+    args += ["--workloads", cfg.peer_workloads] + (["--quick"] if cfg.quick else [])
+    subprocess.run(args, env=env, check=True)
 
 
 VELOCITY = ("softmax", "l2", "sigmoid", "linear", "hardmax")
@@ -792,6 +793,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=None, help="repeats per timing")
     parser.add_argument(
         "--peer-threads", type=int, default=1, help="threads of every library in `peers` (1)"
+    )
+    parser.add_argument(
+        "--peer-workloads",
+        default="softmax,ode,mlp",
+        help="workloads of `peers`, comma-separated (softmax, ode, mlp)",
     )
     cfg = parser.parse_args(argv)
     if cfg.list:
