@@ -144,7 +144,7 @@ class AttentionField:
         weights : array_like, shape (n,), optional
             Weights of the tokens; uniform if ``None``.
         dtype : {None, "float64", "float32"}
-            As in :meth:`velocity` (``None`` follows ``X``).
+            As in ``velocity`` (``None`` follows ``X``).
 
         Returns
         -------
@@ -173,7 +173,7 @@ class AttentionField:
         t : float
         weights : array_like, shape (n,), optional
         dtype : {None, "float64", "float32"}
-            As in :meth:`velocity` (``None`` follows ``X``).
+            As in ``velocity`` (``None`` follows ``X``).
 
         Returns
         -------
