@@ -12,8 +12,8 @@ Every workload first checks that each peer's output equals the library's (float6
 relative: the same sums in another order; float32 to 1e-4: its rounding, 6e-8, over the
 softmax's sums and products), then times the implementations interleaved (library, torch,
 JAX, library, ...) so that a busy spell of the machine hits all alike, and prints the ratio
-library time / peer time (> 1: the library is slower). The library has no float32 path: its
-float64 time is divided by the peers' float32 time in the last columns.
+library time / peer time (> 1: the library is slower), float64 against float64 and the
+library's float32 path (``velocity`` of float32 tokens) against the peers' float32.
 """
 
 from __future__ import annotations
@@ -83,10 +83,16 @@ def interleaved(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str,
 
 def _spread(fns: dict[str, Callable[[], object]], repeats: int, rounds: int):
     """Per implementation: the median over ``rounds`` interleaved rounds, and the range of the
-    ratios to the library across rounds (the spread a reader should expect)."""
+    ratios to the library across rounds (the spread a reader should expect). A name ending in
+    ``32`` is a float32 implementation, compared with the library's float32 path
+    (``library32``) when it is timed."""
     per_round = [interleaved(fns, repeats) for _ in range(rounds)]
     med = {k: float(np.median([r[k] for r in per_round])) for k in fns}
-    ratios = {k: [r["library"] / r[k] for r in per_round] for k in fns}
+
+    def base(k: str) -> str:
+        return "library32" if k.endswith("32") and "library32" in fns else "library"
+
+    ratios = {k: [r[base(k)] / r[k] for r in per_round] for k in fns}
     return med, ratios
 
 
@@ -143,6 +149,7 @@ def case_softmax(peers, cfg) -> None:
         "library (float64)",
         *(f"{p} float64" for p in peers),
         *(f"ratio to {p} float64 (median, range)" for p in peers),
+        "library (float32)",
         *(f"ratio to {p} float32 (median, range)" for p in peers),
     )
     for d in (2, 16, 64):
@@ -153,12 +160,15 @@ def case_softmax(peers, cfg) -> None:
             V = rng.standard_normal((d, d)) / np.sqrt(d)
             field = att.Softmax(A, V)
             ref = field.velocity(X)
+            X32 = X.astype(np.float32)
+            check("library float32", field.velocity(X32), ref, RTOL32)
             f64 = softmax_peers(peers, X, A, V, np.float64)
             f32 = softmax_peers(peers, X, A, V, np.float32)
             for k in f64:
                 check(f"{k} float64", f64[k](), ref, RTOL64)
                 check(f"{k} float32", f32[k](), ref, RTOL32)
             fns = {"library": lambda f=field, X=X: f.velocity(X), **f64}
+            fns["library32"] = lambda f=field, X=X32: f.velocity(X)
             fns.update({f"{k}32": fn for k, fn in f32.items()})
             med, ratios = _spread(fns, cfg.peer_repeats, cfg.peer_rounds)
             run.row(
@@ -166,6 +176,7 @@ def case_softmax(peers, cfg) -> None:
                 f"{med['library'] * 1e3:.1f} ms",
                 *(f"{med[k] * 1e3:.1f} ms" if k in f64 else "-" for k in peers),
                 *(_ratio_cell(ratios[k]) if k in f64 else "-" for k in peers),
+                f"{med['library32'] * 1e3:.1f} ms",
                 *(_ratio_cell(ratios[f"{k}32"]) if k in f32 else "-" for k in peers),
             )
 
@@ -292,6 +303,9 @@ def case_mlp(peers, cfg) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--workloads", default="softmax,ode,mlp", help="comma-separated: softmax, ode, mlp"
+    )
     cfg = parser.parse_args(argv)
     cfg.peer_threads = int(os.environ["TOKEN_DYNAMICS_THREADS"])
     cfg.peer_sizes = (1024, 4096) if cfg.quick else (1024, 4096, 16384)
@@ -310,8 +324,9 @@ def main(argv: list[str] | None = None) -> None:
         threads.append(f"XLA_FLAGS '{os.environ['XLA_FLAGS']}'")
     print(f"peers: {', '.join(versions)}; threads: {', '.join(threads)}", flush=True)
     print(f"load average before: {', '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
-    for case in (case_softmax, case_ode, case_mlp):
-        case(peers, cfg)
+    workloads = {"softmax": case_softmax, "ode": case_ode, "mlp": case_mlp}
+    for name in cfg.workloads.split(","):
+        workloads[name](peers, cfg)
     print(f"\nload average after: {', '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
 
 

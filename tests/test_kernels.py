@@ -12,6 +12,7 @@ Threaded and serial evaluations cut the rows into the same slabs, so they agree 
 lives in `benchmarks/`.
 """
 
+import itertools
 from concurrent.futures import Future
 
 import numpy as np
@@ -118,7 +119,7 @@ def test_softmax_paths_agree_with_dense(monkeypatch, threaded, block, beta, far,
     A = np.array([[1.0, 0.4], [-0.3, 0.8]])
     V = rng.standard_normal((d, d))
     F = beta * X @ A.T
-    L, exact, clamp = K_._softmax_shift(F, X, None)
+    L, exact, clamp, _ = K_._softmax_shift(F, X, None)
     if path == "folded shift":
         assert not exact.any() and not clamp.any()
     elif path == "clamped":
@@ -232,20 +233,75 @@ def test_bad_threads_setting_is_named(monkeypatch, value):
         K_._threads_from_env(2)
 
 
-def test_wide_products_run_on_the_calling_thread(monkeypatch):
-    """Slabs with more than POOL_MAX_INNER inner columns stay off the pool (OpenBLAS threads
-    their products); skinny ones (d = 2) go to it."""
+def test_wide_products_share_tiles_or_run_on_the_calling_thread(monkeypatch):
+    """Whole-row slabs with more than POOL_MAX_INNER inner columns stay off the pool (the
+    Unnormalised kernel); the softmax and sigmoid kernels cut wide products into tiles that
+    BLAS runs serially, and share those out to the pool at every d."""
     calls = []
     monkeypatch.setattr(K_, "_executor", lambda workers: calls.append(workers) or _Inline())
     monkeypatch.setattr(K_, "THREADS", 2)
     monkeypatch.setattr(K_, "PARALLEL_MIN_ELEMENTS", 0)
     rng = np.random.default_rng(10)
-    for d, pooled in [(K_.POOL_MAX_INNER, False), (2, True)]:
+    for d, field, pooled in [
+        (K_.POOL_MAX_INNER + 1, Unnormalised, False),
+        (2, Unnormalised, True),
+        (16, Softmax, True),
+        (16, Sigmoid, True),
+    ]:
         calls.clear()
-        X = rng.standard_normal((300, d))
-        v = Softmax(np.eye(d), np.eye(d)).velocity(X)
-        assert_rounded(v, dense_softmax_velocity(X, np.eye(d), np.eye(d), 1.0))
-        assert bool(calls) is pooled
+        X = rng.standard_normal((300, d)) / np.sqrt(d)
+        field(np.eye(d), np.eye(d)).velocity(X)
+        assert bool(calls) is pooled, (d, field)
+    X = rng.standard_normal((300, 16)) / 4
+    assert_rounded(
+        Softmax(np.eye(16), np.eye(16)).velocity(X),
+        dense_softmax_velocity(X, np.eye(16), np.eye(16), 1.0),
+    )
+
+
+@pytest.mark.parametrize("n_rows", [1, 300, 16384, 100_000])
+@pytest.mark.parametrize("n_cols", [1, 257, 16384, 100_000])
+@pytest.mark.parametrize("inner", [3, 4, 5, 18, 66, 1000])
+def test_tiles_cover_the_scores_once_with_serial_products(n_rows, n_cols, inner):
+    """Row blocks and key tiles partition the score matrix; wide tiles keep each product under
+    SERIAL_BLAS_MACS multiply-adds and every tile within BLOCK_ELEMENTS entries (bounded
+    memory per worker)."""
+    rows, cols = K_.tiles(n_rows, n_cols, inner)
+    for parts, total in ((rows, n_rows), (cols, n_cols)):
+        assert parts[0].start == 0 and parts[-1].stop == total
+        assert all(p.stop == q.start for p, q in itertools.pairwise(parts))
+        assert all(p.stop > p.start for p in parts)
+    entries = (rows[0].stop - rows[0].start) * (cols[0].stop - cols[0].start)
+    assert entries <= max(K_.BLOCK_ELEMENTS, n_cols if n_cols <= K_.BLOCK_ELEMENTS else 0)
+    if inner > K_.POOL_MAX_INNER:
+        assert entries * inner <= max(K_.SERIAL_BLAS_MACS, inner)
+
+
+@pytest.mark.parametrize(("beta", "far"), [(1.0, 1.0), (250.0, 1.0), (400.0, 1.0), (1.0, 30.0)])
+def test_wide_tiles_agree_with_dense_on_every_path(monkeypatch, threaded, beta, far):
+    """d = 16 in many small tiles (several key tiles per row block, shared out to the pool):
+    unshifted, folded, clamped, exact and mixed rows of the softmax, and the sigmoid, against
+    the dense formulas. Same round-off argument as above, with d = 16 products per score."""
+    monkeypatch.setattr(K_, "SERIAL_BLAS_MACS", 18 * 23 * 29)  # 23 x 29 tiles at inner = 18
+    rng = np.random.default_rng(13)
+    n, d = 301, 16
+    X = rng.standard_normal((n, d)) / 4
+    X[:5] *= far
+    A = np.eye(d) + 0.3 * rng.standard_normal((d, d)) / 4
+    V = rng.standard_normal((d, d))
+    F = beta * X @ A.T
+    _, exact, clamp, unshifted = K_._softmax_shift(F, X, None)
+    assert unshifted == (beta == 1.0 and far == 1.0)
+    if beta == 250.0:
+        assert clamp.any() and not exact.all()
+    elif beta == 400.0:
+        assert exact.mean() > 0.5
+    elif far > 1.0:
+        assert exact.any() and not exact.all()
+    assert_rounded(Softmax(A, V, beta).velocity(X), dense_softmax_velocity(X, A, V, beta))
+    S = X @ A.T @ X.T
+    ref = (expit(beta * S - 1.0) / n) @ X @ V.T
+    assert_rounded(Sigmoid(beta * A, V, b=-1.0).velocity(X), ref)
 
 
 class _Inline:

@@ -23,6 +23,7 @@ import numpy as np
 __all__ = [
     "MATRIX_RTOL",
     "as_covariance",
+    "as_dtype",
     "as_matrix",
     "as_parameter",
     "as_real_array",
@@ -342,3 +343,28 @@ def progress_bar(progress: Any, total: float, desc: str) -> Any:
             "`progress=True` needs tqdm: pip install 'token-dynamics[progress]'."
         ) from exc
     return tqdm(total=total, desc=desc, leave=False)
+
+
+#: Floating dtypes the kernels, the integrators and the stochastic simulator compute in.
+DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
+
+
+def as_dtype(dtype: Any, name: str = "dtype", *, like: Any = None) -> np.dtype:
+    """Return the computing dtype: float64 or float32 (``"float64"``, ``np.float32``, ...).
+
+    ``None`` gives float32 when ``like`` is a float32 array (a computation keeps the precision
+    of its input) and float64 otherwise.
+    """
+    if dtype is None:
+        is32 = isinstance(like, np.ndarray) and like.dtype == np.float32
+        return DTYPES[1] if is32 else DTYPES[0]
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        dt = None
+    if dt not in DTYPES:
+        raise ValueError(
+            f"`{name}` must be float64 or float32 (np.float64, np.float32 or their names); "
+            f"got {dtype!r}."
+        )
+    return dt

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from .._typing import ArrayLike
-from .._validation import as_matrix, as_square, as_tokens, as_weights, check_real
+from .._validation import as_dtype, as_matrix, as_square, as_tokens, as_weights, check_real
 
 #: A matrix parameter: a constant array or a function of time returning one.
 Parameter = np.ndarray | Callable[[float], Any]
@@ -30,17 +30,21 @@ def init_parameter(P: Any, name: str, *, square: bool = True) -> Parameter:
 
 
 def eval_parameter(
-    P: Parameter, name: str, t: float, shape: tuple[int | None, int | None]
+    P: Parameter,
+    name: str,
+    t: float,
+    shape: tuple[int | None, int | None],
+    dtype: Any = np.float64,
 ) -> np.ndarray:
-    """Value of a parameter at time ``t``, checked against ``shape``."""
+    """Value of a parameter at time ``t``, checked against ``shape``, in ``dtype``."""
     if callable(P):
-        return as_matrix(P(t), f"{name}(t={t:g})", shape=shape)
+        return as_matrix(P(t), f"{name}(t={t:g})", shape=shape).astype(dtype, copy=False)
     if any(want is not None and got != want for got, want in zip(P.shape, shape, strict=True)):
         want_str = "(" + ", ".join("k" if s is None else str(s) for s in shape) + ")"
         raise ValueError(
             f"`{name}` must have shape {want_str} to act on the tokens; got {P.shape}."
         )
-    return P
+    return P.astype(dtype, copy=False)
 
 
 def known_dim(*params: tuple[Parameter, int]) -> int | None:
@@ -84,8 +88,17 @@ class AttentionField:
     def _tokens(self, X: ArrayLike, name: str = "X") -> np.ndarray:
         return as_tokens(X, name, d=self._dim())
 
+    def _inputs(
+        self, X: ArrayLike, t: float, weights: ArrayLike | None, dtype: Any
+    ) -> tuple[np.ndarray, float, np.ndarray]:
+        """Tokens, time and weights validated, in the computing dtype."""
+        dt = as_dtype(dtype, like=X)
+        X = self._tokens(X).astype(dt, copy=False)
+        w = as_weights(weights, X.shape[0]).astype(dt, copy=False)
+        return X, check_time(t), w
+
     def velocity(
-        self, X: ArrayLike, t: float = 0.0, *, weights: ArrayLike | None = None
+        self, X: ArrayLike, t: float = 0.0, *, weights: ArrayLike | None = None, dtype: Any = None
     ) -> np.ndarray:
         r"""Velocity :math:`\Gamma_\mu(x_i)` of every token.
 
@@ -97,6 +110,11 @@ class AttentionField:
             Time (depth), used by time-dependent parameters.
         weights : array_like, shape (n,), optional
             Probability weights of the tokens in :math:`\mu`; uniform if ``None``.
+        dtype : {None, "float64", "float32"}
+            Precision of the computation and of the result. ``None``: float32 when ``X`` is a
+            float32 array, float64 otherwise. In float32 the velocity agrees with the float64
+            one to a relative error of a few hundred float32 round-offs (tested; see
+            ``tests/test_float32.py``) and takes about half the time.
 
         Returns
         -------
@@ -111,13 +129,17 @@ class AttentionField:
         array([[0.75, 0.25],
                [0.75, 0.25]])
         """
-        X = self._tokens(X)
-        t = check_time(t)
-        w = as_weights(weights, X.shape[0])
+        X, t, w = self._inputs(X, t, weights, dtype)
         return self._velocity_at(X, X, t, w)
 
     def velocity_at(
-        self, Y: ArrayLike, X: ArrayLike, t: float = 0.0, *, weights: ArrayLike | None = None
+        self,
+        Y: ArrayLike,
+        X: ArrayLike,
+        t: float = 0.0,
+        *,
+        weights: ArrayLike | None = None,
+        dtype: Any = None,
     ) -> np.ndarray:
         r"""Field :math:`\Gamma_\mu(y)` of the measure of the tokens ``X`` at query points ``Y``.
 
@@ -131,6 +153,8 @@ class AttentionField:
             Time.
         weights : array_like, shape (n,), optional
             Weights of the tokens; uniform if ``None``.
+        dtype : {None, "float64", "float32"}
+            As in ``velocity`` (``None`` follows ``X``).
 
         Returns
         -------
@@ -144,14 +168,12 @@ class AttentionField:
         >>> Softmax(np.zeros((2, 2)), np.eye(2)).velocity_at([[5.0, 5.0]], X)
         array([[0.5, 0.5]])
         """
-        X = self._tokens(X)
-        Y = as_tokens(Y, "Y", d=X.shape[1])
-        t = check_time(t)
-        w = as_weights(weights, X.shape[0])
+        X, t, w = self._inputs(X, t, weights, dtype)
+        Y = as_tokens(Y, "Y", d=X.shape[1]).astype(X.dtype, copy=False)
         return self._velocity_at(Y, X, t, w)
 
     def attention_matrix(
-        self, X: ArrayLike, t: float = 0.0, *, weights: ArrayLike | None = None
+        self, X: ArrayLike, t: float = 0.0, *, weights: ArrayLike | None = None, dtype: Any = None
     ) -> np.ndarray:
         """Attention matrix ``P`` of shape ``(n, n)`` with ``velocity = P @ X @ V(t).T``.
 
@@ -160,6 +182,8 @@ class AttentionField:
         X : array_like, shape (n, d)
         t : float
         weights : array_like, shape (n,), optional
+        dtype : {None, "float64", "float32"}
+            As in ``velocity`` (``None`` follows ``X``).
 
         Returns
         -------
@@ -173,13 +197,12 @@ class AttentionField:
         array([[1., 0.],
                [0., 1.]])
         """
-        X = self._tokens(X)
-        t = check_time(t)
-        w = as_weights(weights, X.shape[0])
+        X, t, w = self._inputs(X, t, weights, dtype)
         return self._matrix(X, t, w)
 
     def __call__(self, t: float, X: ArrayLike) -> np.ndarray:
-        """Right-hand side ``f(t, X) = velocity(X, t)`` of the token ODE (uniform weights).
+        """Right-hand side ``f(t, X) = velocity(X, t)`` of the token ODE (uniform weights), in
+        float32 when ``X`` is a float32 array.
 
         Examples
         --------

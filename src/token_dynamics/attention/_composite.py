@@ -80,16 +80,16 @@ class MultiHead(AttentionField):
 
     def _velocity_at(self, Y, X, t, w):
         d = X.shape[1]
-        out = np.zeros((Y.shape[0], d))
+        out = np.zeros((Y.shape[0], d), dtype=X.dtype)
         for h, head in enumerate(self.heads):
             v = head._velocity_at(Y, X, t, w)
             if self.W is not None:
-                v = v @ eval_parameter(self.W[h], f"W[{h}]", t, (d, d)).T
+                v = v @ eval_parameter(self.W[h], f"W[{h}]", t, (d, d), X.dtype).T
             out += v
         return out
 
     def attention_matrix(
-        self, X: ArrayLike, t: float = 0.0, *, weights: ArrayLike | None = None
+        self, X: ArrayLike, t: float = 0.0, *, weights: ArrayLike | None = None, dtype: Any = None
     ) -> np.ndarray:
         """Not defined for several heads: use :meth:`attention_matrices`.
 
@@ -239,8 +239,8 @@ class Causal(AttentionField):
 
     def _prepare(self, Y, X, t, w):
         d = X.shape[1] - 1
-        A = eval_parameter(self.A, "A", t, (d, d))
-        V = eval_parameter(self.V, "V", t, (d, d))
+        A = eval_parameter(self.A, "A", t, (d, d), X.dtype)
+        V = eval_parameter(self.V, "V", t, (d, d), X.dtype)
         Xk, wk = positive_keys(X, w)
         if self.sink and not np.any(Xk[:, 0] == 0):
             raise ValueError(

@@ -5,34 +5,40 @@ Every attention variant whose weights are a function of a score matrix goes thro
 matrix is never formed at once, only slabs of at most :data:`BLOCK_ELEMENTS` entries, so memory
 stays bounded whatever the number of tokens.
 
-Speed. For the small ``d`` of the book a velocity is bound by its ``n^2`` exponentials. Each slab
-is one small matrix product into a reused buffer, ``np.exp`` in place and one product with the
-value columns, all in cache. When the products are skinny (at most :data:`POOL_MAX_INNER` inner
-columns, ``d <= 3``) BLAS runs them on the calling thread and the slabs are shared out to a pool
-of :data:`THREADS` threads (numpy's ufuncs release the GIL); wider products run slab after slab
-on the calling thread and OpenBLAS threads each of them. Which rows form a slab depends on
-neither, so threaded and serial evaluations give the same numbers. Slab products go through
-``np.dot``, which releases the GIL around its BLAS call: with ``np.matmul`` two workers doing
-only these small products ran at 0.7x the speed of one (measured), and the softmax velocity at
-n = 16384 took 0.37-0.41 s on two threads against 0.30-0.33 s with ``np.dot``.
+Speed. A velocity costs ``n^2`` exponentials and two products of ``n^2 d`` multiply-adds. The
+softmax and sigmoid kernels cut the score matrix into tiles (:func:`tiles`): for ``d <= 3``,
+slabs of whole rows, whose time is in ``np.exp``; for wider ``d``, square-ish tiles of rows and
+keys whose two products stay under :data:`SERIAL_BLAS_MACS` multiply-adds, so that BLAS runs
+them on the calling thread at close to its rate (16-row slabs of whole rows ran those products
+at a third of it), with the sums of a row block accumulated over its key tiles in a fixed order.
+Each tile is one small matrix product into a reused buffer, ``np.exp`` in place and one product
+with the value columns, all in cache, and the tiles are shared out to a pool of
+:data:`THREADS` threads (numpy's ufuncs and ``np.dot`` release the GIL). Which rows and keys
+form a tile depends on neither, so threaded and serial evaluations give the same numbers. Slab
+products go through ``np.dot``, which releases the GIL around its BLAS call: with ``np.matmul``
+two workers doing only these small products ran at 0.7x the speed of one (measured), and the
+softmax velocity at n = 16384 took 0.37-0.41 s on two threads against 0.30-0.33 s with
+``np.dot``. The kernels work in the dtype of their arrays, float64 or float32 (the exponent
+limits of :func:`exp_limits` follow it).
 
 The plain softmax (``transform is softmax_transform``) has a dedicated path: each row's shift
 comes from O(n d) bounds (:func:`_softmax_shift`) and is folded into the score product, which
-saves the max and subtract passes over the slab; rows whose bounds are loose get the exact
-maximum. Shifted scores are clamped at :data:`EXP_FLOOR` when they can reach it: ``np.exp`` of
-arguments whose result is subnormal or zero runs 5 to 150 times slower than of ordinary ones,
-and such terms are below ``e^-700`` of the row's largest term, far under round-off. Rows longer
-than a slab (n > 65536) are cut into key tiles whose sums are accumulated.
+saves the max and subtract passes over the slab (no shift at all when every score is within
+:data:`SHIFT_SLACK` of 0); rows whose bounds are loose get the exact maximum. Shifted scores
+are clamped at :data:`EXP_FLOOR` when they can reach it: ``np.exp`` of arguments whose result
+is subnormal or zero runs 5 to 150 times slower than of ordinary ones, and such terms are
+below ``e^-700`` of the row's largest term, far under round-off. Rows longer
+than a slab (n > 65536) are cut into key tiles too.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import cast
 
 import numpy as np
 from scipy.special import expit
@@ -68,16 +74,20 @@ def _threads_from_env(default: int) -> int:
 #: kernel on the calling thread); the module attribute can also be changed at run time.
 THREADS = _threads_from_env(min(_usable_cores(), 2))
 
-#: Widest slab products (inner columns: ``d`` plus one or two) shared out to the pool of threads.
-#: Up to this width a slab of BLOCK_ELEMENTS entries has products of at most 2**18 multiply-adds,
-#: which OpenBLAS runs on the calling thread, and the time is in ``np.exp``, which the threads
-#: share. Wider products run on the calling thread in whole slabs and OpenBLAS threads them
-#: itself: from two of our workers at once its threads collide (a d = 16 velocity at n = 1024
-#: took 50x longer on two workers than on one), and slabs cut to stay under its threading size
-#: were 3 rows thin at n = 4096, d = 16. Measured (softmax velocity, wall time, 2-core machine):
-#: d = 8, n = 8192: 0.25 -> 0.14 s; d = 16, n = 4096: 0.10 -> 0.063 s; d = 64, n = 2048:
-#: 0.23 -> 0.033 s; at d = 3 and 4 the two ways are within 5 %.
-POOL_MAX_INNER = 4
+#: Largest product (multiply-adds) that OpenBLAS runs on the calling thread: above it OpenBLAS
+#: threads the product itself (its threshold, 4 * 65536). Kernels cut the score matrix into
+#: tiles whose products stay under it (:func:`tiles`) and share the tiles out to their own pool
+#: of threads, which also runs ``np.exp``: OpenBLAS's threads, called from two of our workers
+#: at once, collide (a d = 16 velocity at n = 1024 took 50x longer on two workers than on one),
+#: and on a loaded machine even one caller's threaded products ran 10-50x slower than serial
+#: ones (measured: 128 x 512 tiles at d = 16, n = 4096, load average 12 on two cores).
+SERIAL_BLAS_MACS = 2**18
+
+#: Widest products (inner columns: ``d`` plus one or two) of a whole slab of BLOCK_ELEMENTS
+#: entries that stay under SERIAL_BLAS_MACS. Kernels that need whole rows per slab (hardmax,
+#: the generic transforms, the dense matrices) share their slabs out to the pool only up to
+#: this width; wider slabs run one after the other on the calling thread.
+POOL_MAX_INNER = SERIAL_BLAS_MACS // BLOCK_ELEMENTS
 
 #: Rows per tile when a row of scores is longer than a slab (more than BLOCK_ELEMENTS keys,
 #: n > 65536): the keys are then cut into tiles too, each tile's products stay small, and the
@@ -92,19 +102,33 @@ PARALLEL_MIN_ELEMENTS = 2**18
 #: enough to even out a noisy machine, few enough that dispatch stays negligible.
 TASKS_PER_THREAD = 4
 
-#: Lowest shifted score passed to ``np.exp`` on the softmax velocity path. ``exp(-700)`` is a
-#: normal double (1e-304); below about -708 results turn subnormal and numpy's exp falls back to
-#: a slow path (measured: 150x slower at -745, 5x for -inf). A term clamped here was already
-#: below ``e^-700`` times the row's largest term, so the result moves by less than
+#: Lowest shifted score passed to ``np.exp`` on the softmax velocity path in float64.
+#: ``exp(-700)`` is a normal double (1e-304); below about -708 results turn subnormal and numpy's
+#: exp falls back to a slow path (measured: 150x slower at -745, 5x for -inf). A term clamped here
+#: was already below ``e^-700`` times the row's largest term, so the result moves by less than
 #: ``n e^-700``, relative: far below round-off for any n.
 EXP_FLOOR = -700.0
 
 #: Largest gap allowed between the Cauchy-Schwarz bound on a row's scores and its shift ``L_i``
-#: (the best score over the probe keys) on the softmax velocity path: the exponentials are then
-#: at most ``e^300`` (1e130), so a sum of ``n`` of them times the value columns stays finite for
-#: any realistic ``n`` and values, and the largest term is at least 1 (no underflow). Rows with
-#: looser bounds (very large scores) get their exact maximum instead.
+#: (the best score over the probe keys) on the softmax velocity path in float64: the
+#: exponentials are then at most ``e^300`` (1e130), so a sum of ``n`` of them times the value
+#: columns stays finite for any realistic ``n`` and values, and the largest term is at least 1
+#: (no underflow). Rows with looser bounds (very large scores) get their exact maximum instead.
 SHIFT_SLACK = 300.0
+
+#: The same two limits in float32, whose exp overflows above 88.7 and turns subnormal below
+#: -87.3: a clamped term is below ``e^-80`` (2e-35) of the row's largest, far under float32's
+#: round-off (6e-8); exponentials up to ``e^40`` (2e17) leave a factor of 1e21 for the sums of
+#: ``n`` terms times the values before overflow.
+EXP_FLOOR_32, SHIFT_SLACK_32 = -80.0, 40.0
+
+
+def exp_limits(dtype: np.dtype) -> tuple[float, float]:
+    """``(floor, slack)`` of the softmax path for ``dtype`` (float64 or float32)."""
+    if np.dtype(dtype) == np.float32:
+        return EXP_FLOOR_32, SHIFT_SLACK_32
+    return EXP_FLOOR, SHIFT_SLACK
+
 
 #: Number of evenly spaced probe keys (besides the extreme ones) that give each row's shift;
 #: their products cost ``n * PROBE_KEYS * d`` flops, negligible next to the ``n^2`` exponentials.
@@ -141,14 +165,24 @@ def _executor(workers: int) -> ThreadPoolExecutor:
         return _pool
 
 
-def _run(task: Callable[[list], None], blocks: list, n_elements: int, inner: int) -> None:
-    """Run ``task`` over groups of blocks: on the pool when the problem is large enough and its
-    products have at most :data:`POOL_MAX_INNER` inner columns, else on the calling thread.
+def _run(
+    task: Callable[[list], None],
+    blocks: list,
+    n_elements: int,
+    inner: int,
+    *,
+    tile_entries: int | None = None,
+) -> None:
+    """Run ``task`` over groups of blocks: on the pool when the problem is large enough and
+    the products of a block (``tile_entries`` score entries, :data:`BLOCK_ELEMENTS` by
+    default, times ``inner`` columns) stay under :data:`SERIAL_BLAS_MACS`, else on the calling
+    thread.
 
     Exceptions propagate from the earliest group that raised (the serial order).
     """
     workers = min(int(THREADS), len(blocks))
-    if workers <= 1 or n_elements < PARALLEL_MIN_ELEMENTS or inner > POOL_MAX_INNER:
+    entries = BLOCK_ELEMENTS if tile_entries is None else tile_entries
+    if workers <= 1 or n_elements < PARALLEL_MIN_ELEMENTS or inner * entries > SERIAL_BLAS_MACS:
         task(blocks)
         return
     n_tasks = min(len(blocks), workers * TASKS_PER_THREAD)
@@ -169,21 +203,25 @@ def scores(F: np.ndarray, G: np.ndarray, rows: slice, bias: np.ndarray | None) -
 
 def _softmax_shift(
     F: np.ndarray, G: np.ndarray, bias: np.ndarray | None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
     """Per-row shifts for the softmax path, from O(n d) bounds on each row's scores.
 
     Returns ``L`` (the best score over a few probe keys, a lower bound on the row's maximum),
-    ``exact`` (rows whose bounds are too loose to use ``L``: they get the exact maximum) and
-    ``clamp`` (rows where a shifted score may fall below :data:`EXP_FLOOR`).
+    ``exact`` (rows whose bounds are too loose to use ``L``: they get the exact maximum),
+    ``clamp`` (rows where a shifted score may fall below the exp floor of the dtype,
+    :func:`exp_limits`) and ``unshifted`` (every score lies within the slack of 0 and above the
+    floor: no shift is needed at all).
     """
+    floor, slack = exp_limits(F.dtype)
     b_hi = b_lo = 0.0
     if bias is not None:
         b_hi, b_lo = float(bias.max()), float(bias.min())
-    g_norm = float(np.sqrt(np.einsum("ij,ij->i", G, G).max()))
-    f_norm = np.sqrt(np.einsum("ij,ij->i", F, F))
+    g_sq = np.einsum("ij,ij->i", G, G)
+    g_norm = float(np.sqrt(g_sq.max()))
+    f_norm = np.sqrt(np.einsum("ij,ij->i", F, F).astype(np.float64))
     # probe keys: the extreme keys along each coordinate, the longest key, the key of largest
     # bias and an even sample; the best of them is within a few |f| |g| of the true maximum
-    probes = [G.argmax(axis=0), G.argmin(axis=0), [np.einsum("ij,ij->i", G, G).argmax()]]
+    probes = [G.argmax(axis=0), G.argmin(axis=0), [g_sq.argmax()]]
     if bias is not None:
         probes.append([bias.argmax()])
     probes.append(np.linspace(0, G.shape[0] - 1, min(G.shape[0], PROBE_KEYS)).astype(int))
@@ -194,9 +232,10 @@ def _softmax_shift(
             np.maximum(L, F @ G[j] + (0.0 if bias is None else bias[j]), out=L)
         upper = f_norm * g_norm + b_hi  # Cauchy-Schwarz: no score of the row is above it
         lower = -f_norm * g_norm + b_lo  # ... nor below this one
-        exact = ~(upper - L <= SHIFT_SLACK)  # also catches inf and nan
-        clamp = ~(lower - L >= EXP_FLOOR)
-    return np.where(exact, 0.0, L), exact, clamp
+        exact = ~(upper - L <= slack)  # also catches inf and nan
+        clamp = ~(lower - L >= floor)
+        unshifted = bool(np.all((upper <= slack) & (L >= -slack) & (lower >= floor)))
+    return np.where(exact, 0.0, L), exact, clamp, unshifted
 
 
 def apply_rows(
@@ -211,17 +250,21 @@ def apply_rows(
     """Return ``kernel @ R`` row block by row block, with ``kernel = transform(F @ G.T + bias)``.
 
     With ``normalise=True`` the last column of ``R`` holds the key weights and the result is
-    the first columns divided by the last one (a row-stochastic average).
+    the first columns divided by the last one (a row-stochastic average). The arrays share one
+    floating dtype (float64 or float32), which the result has too.
 
-    With ``transform=softmax_transform`` the row shift is folded into the score product: rows
-    are shifted by ``L_i``, the best score over a few probe keys, when the Cauchy-Schwarz bound
-    says that no score of the row exceeds ``L_i + SHIFT_SLACK`` (the exponentials then neither
-    overflow nor lose the row's largest term, and the shift cancels in the normalisation);
-    the other rows get the exact maximum, as :func:`softmax_transform` does. (Without
-    ``normalise`` each row carries a positive factor of its shift, as with any shift.)
+    With ``transform=softmax_transform`` the slabs are tiles of rows and keys whose sums are
+    accumulated over the key tiles (:func:`tiles`), and the row shift is folded into the score
+    product: rows are shifted by ``L_i``, the best score over a few probe keys, when the
+    Cauchy-Schwarz bound says that no score of the row exceeds ``L_i + SHIFT_SLACK`` (the
+    exponentials then neither overflow nor lose the row's largest term, and the shift cancels
+    in the normalisation); the other rows are shifted by their exact maximum, found in a first
+    pass over their tiles. When no shift is needed at all (every score within
+    ``SHIFT_SLACK`` of 0) none is applied. (Without ``normalise`` each row carries a positive
+    factor of its shift, as with any shift.)
     """
     n_rows, n_cols = F.shape[0], G.shape[0]
-    out = np.empty((n_rows, R.shape[1]))
+    out = np.empty((n_rows, R.shape[1]), dtype=F.dtype)
     RT = np.ascontiguousarray(R.T)
     if transform is not softmax_transform:
         GT = np.ascontiguousarray(G.T)
@@ -232,7 +275,7 @@ def apply_rows(
                 if bias is not None:
                     S += bias
                 E, log_scale = transform(S, rows)
-                block = np.dot(RT, E.T).T  # see the note in the softmax task
+                block = np.dot(RT, E.T).T  # see the note in _accumulate
                 if log_scale is not None:
                     with np.errstate(over="ignore", invalid="ignore"):
                         block = block * np.exp(log_scale)[:, None]
@@ -246,64 +289,103 @@ def apply_rows(
     return out
 
 
+def tiles(n_rows: int, n_cols: int, inner: int) -> tuple[list[slice], list[slice]]:
+    """Row blocks and key tiles of the score matrix for products of ``inner`` columns.
+
+    Skinny products (``inner * BLOCK_ELEMENTS`` at most :data:`SERIAL_BLAS_MACS`, ``d <= 3``):
+    slabs of whole rows of at most :data:`BLOCK_ELEMENTS` entries, or :data:`WIDE_ROWS` rows
+    cut into key tiles when a row is longer than that. Wider products: square-ish tiles of
+    ``SERIAL_BLAS_MACS // inner`` entries, so that both products of a tile (scores, then the
+    weighted sum of the values) have at most :data:`SERIAL_BLAS_MACS` multiply-adds: BLAS runs
+    them on the calling thread, and the tiles can be shared out to the pool. The tiles depend
+    on the shapes only, never on the threads.
+    """
+    if inner * BLOCK_ELEMENTS <= SERIAL_BLAS_MACS:
+        if n_cols <= BLOCK_ELEMENTS:
+            step, keys = max(1, BLOCK_ELEMENTS // max(n_cols, 1)), max(n_cols, 1)
+        else:
+            step, keys = WIDE_ROWS, max(1, BLOCK_ELEMENTS // WIDE_ROWS)
+    else:
+        entries = max(1, SERIAL_BLAS_MACS // inner)
+        keys = min(max(n_cols, 1), max(1, math.isqrt(entries)))
+        step = max(1, entries // keys)
+    rows = [slice(i, min(i + step, n_rows)) for i in range(0, n_rows, step)]
+    cols = [slice(j, min(j + keys, n_cols)) for j in range(0, max(n_cols, 1), keys)]
+    return rows, cols
+
+
+def _accumulate(
+    F: np.ndarray,
+    GT: np.ndarray,
+    RT: np.ndarray,
+    out: np.ndarray,
+    elementwise: Callable[[np.ndarray, slice], None],
+) -> None:
+    """``out = T(F @ GT) @ RT.T`` tile by tile, ``T`` an elementwise map applied in place by
+    ``elementwise(S, rows)``; each row block's sums run over the key tiles in order."""
+    n_rows, n_cols = F.shape[0], GT.shape[1]
+    inner = max(F.shape[1], RT.shape[0])
+    blocks, col_tiles = tiles(n_rows, n_cols, inner)
+    # contiguous key tiles (np.dot copies a strided operand at every call). The orientation of
+    # the second product follows the tile: for a slab of a few whole rows BLAS runs R^T E^T
+    # faster than E R (measured at n = 16384, d = 2: 15 against 31 us per slab), for a
+    # square-ish tile E R (d = 16: 9 against 17 us; d = 64: 9 against 12 us).
+    square = inner * BLOCK_ELEMENTS > SERIAL_BLAS_MACS
+    G_tiles = [np.ascontiguousarray(GT[:, cols]) for cols in col_tiles]
+    R_tiles = [np.ascontiguousarray(RT[:, cols].T if square else RT[:, cols]) for cols in col_tiles]
+    entries = (blocks[0].stop - blocks[0].start) * G_tiles[0].shape[1] if blocks else 0
+
+    def task(group: list[slice]) -> None:
+        buf = np.empty(entries, dtype=F.dtype)
+        for rows in group:
+            b, Fr, block = rows.stop - rows.start, F[rows], out[rows]
+            for k, (Gt, Rt) in enumerate(zip(G_tiles, R_tiles, strict=True)):
+                S = buf[: b * Gt.shape[1]].reshape(b, -1)
+                np.dot(Fr, Gt, out=S)
+                elementwise(S, rows)
+                part = np.dot(S, Rt) if square else np.dot(Rt, S.T).T
+                if k == 0:
+                    block[...] = part
+                else:
+                    block += part
+
+    _run(task, blocks, n_rows * n_cols, inner, tile_entries=entries)
+
+
 def _softmax_rows(F, G, RT, bias, out) -> None:
     """``out = exp(F G^T + bias - shift) R`` (rows scaled by any positive factor), in tiles."""
     n_rows, n_cols = F.shape[0], G.shape[0]
-    L, exact, clamp = _softmax_shift(F, G, bias)
-    any_exact, any_clamp = bool(exact.any()), bool(clamp.any())
-    # scores minus shift in one product: [F, -L, 1] @ [G, 1, bias]^T
-    F = np.column_stack([F, -L] + ([] if bias is None else [np.ones(n_rows)]))
-    GT = np.ascontiguousarray(
-        np.column_stack([G, np.ones(n_cols)] + ([] if bias is None else [bias])).T
-    )
-    wide = n_cols > BLOCK_ELEMENTS
-    if wide:  # rows longer than a slab: tiles of WIDE_ROWS rows x part of the keys
-        blocks = [slice(i, min(i + WIDE_ROWS, n_rows)) for i in range(0, n_rows, WIDE_ROWS)]
-        step = max(1, BLOCK_ELEMENTS // WIDE_ROWS)
-        col_tiles = [slice(j, min(j + step, n_cols)) for j in range(0, n_cols, step)]
-    else:
-        blocks = list(row_blocks(n_rows, n_cols))
-        col_tiles = [slice(0, n_cols)]
-    # contiguous key tiles (np.dot copies a strided operand at every call)
-    G_tiles = [np.ascontiguousarray(GT[:, cols]) for cols in col_tiles]
-    R_tiles = [np.ascontiguousarray(RT[:, cols]) for cols in col_tiles]
-
-    def task(blocks: list[slice]) -> None:
-        if not blocks:
-            return
-        b0 = blocks[0].stop - blocks[0].start
-        buf = np.empty(b0 * G_tiles[0].shape[1])
+    floor, _ = exp_limits(F.dtype)
+    L, exact, clamp, unshifted = _softmax_shift(F, G, bias)
+    one = np.ones(n_cols, dtype=F.dtype)
+    f_cols, g_cols = [F], [G]
+    if not unshifted:  # scores minus shift in one product: [F, -L] @ [G, 1]^T
+        f_cols.append(-L.astype(F.dtype))
+        g_cols.append(one)
+    if bias is not None:  # ... plus the bias: [F, 1] @ [G, bias]^T
+        f_cols.append(np.ones(n_rows, dtype=F.dtype))
+        g_cols.append(bias.astype(F.dtype, copy=False))
+    Fs = np.column_stack(f_cols) if len(f_cols) > 1 else F
+    GT = np.ascontiguousarray(np.column_stack(g_cols).T)
+    if exact.any():  # the exact maximum of these rows, with their shift column at 0
+        rows_e = np.flatnonzero(exact)
+        Fe = Fs[rows_e]
+        m = np.full(rows_e.size, -np.inf, dtype=F.dtype)
+        blocks, col_tiles = tiles(rows_e.size, n_cols, Fs.shape[1])
         for rows in blocks:
-            b, Fr = rows.stop - rows.start, F[rows]
-            need_exact = any_exact and bool(exact[rows].any())
-            need_clamp = any_clamp and bool(clamp[rows].any())
-            shift = None
-            if need_exact and wide:  # exact row maxima first, tile by tile
-                shift = np.full((b, 1), -np.inf)
-                for Gt in G_tiles:
-                    S = buf[: b * Gt.shape[1]].reshape(b, -1)
-                    np.dot(Fr, Gt, out=S)
-                    np.maximum(shift, S.max(axis=1, keepdims=True), out=shift)
-            acc = np.zeros((RT.shape[0], b)) if wide else None
-            for Gt, Rt in zip(G_tiles, R_tiles, strict=True):
-                S = buf[: b * Gt.shape[1]].reshape(b, -1)
-                np.dot(Fr, Gt, out=S)
-                if need_exact:
-                    S -= S.max(axis=1, keepdims=True) if shift is None else shift
-                    np.maximum(S, EXP_FLOOR, out=S)
-                elif need_clamp:
-                    np.maximum(S, EXP_FLOOR, out=S)
-                np.exp(S, out=S)
-                # (R^T E^T)^T: BLAS runs this orientation faster than E @ R for the few
-                # columns of R (measured at n = 16384: 0.07 s against 0.10 s of CPU time)
-                if wide:
-                    acc += np.dot(Rt, S.T)
-                else:
-                    out[rows] = np.dot(Rt, S.T).T
-            if wide:
-                out[rows] = cast(np.ndarray, acc).T  # allocated when `wide`
+            for cols in col_tiles:
+                np.maximum(m[rows], np.dot(Fe[rows], GT[:, cols]).max(axis=1), out=m[rows])
+        Fs[rows_e, F.shape[1]] = -m
+        clamp = clamp.copy()
+        clamp[rows_e] = True  # their lowest scores are not bounded against the maximum
+    any_clamp = bool(clamp.any())
 
-    _run(task, blocks, n_rows * n_cols, max(F.shape[1], RT.shape[0]))
+    def elementwise(S: np.ndarray, rows: slice) -> None:
+        if any_clamp and clamp[rows].any():
+            np.maximum(S, floor, out=S)
+        np.exp(S, out=S)
+
+    _accumulate(Fs, GT, RT, out, elementwise)
 
 
 def matrix_rows(
@@ -316,7 +398,7 @@ def matrix_rows(
     normalise: bool,
 ) -> np.ndarray:
     """Dense matrix ``w_j kernel_ij`` (rows normalised when asked), row block by row block."""
-    out = np.empty((F.shape[0], G.shape[0]))
+    out = np.empty((F.shape[0], G.shape[0]), dtype=F.dtype)
 
     def task(blocks: list[slice]) -> None:
         for rows in blocks:
@@ -397,13 +479,20 @@ def exp_transform(S: np.ndarray, rows: slice) -> tuple[np.ndarray, np.ndarray]:
 
 #: Exponent above which :func:`sigmoid_transform` hands a slab to ``scipy.special.expit``:
 #: ``exp(-x)`` of a score ``x < -700`` would overflow to inf (a sigmoid below 1e-304, which
-#: expit still resolves into subnormals).
-SIGMOID_EXP_MAX = 700.0
+#: expit still resolves into subnormals). In float32, 80 (exp overflows above 88.7).
+SIGMOID_EXP_MAX, SIGMOID_EXP_MAX_32 = 700.0, 80.0
 
 #: Lowest ``-x`` passed to ``exp`` by :func:`sigmoid_transform`: for ``x >= 37`` the sigmoid is
 #: exactly 1.0 in float64 (``e^-37 < 2^-53``), so clamping at -40 changes nothing and keeps exp
-#: off its slow subnormal path.
-SIGMOID_EXP_MIN = -40.0
+#: off its slow subnormal path. In float32 the same holds from ``x >= 17.3`` (``e^-x < 2^-25``):
+#: -20.
+SIGMOID_EXP_MIN, SIGMOID_EXP_MIN_32 = -40.0, -20.0
+
+
+def _sigmoid_limits(dtype: np.dtype) -> tuple[float, float]:
+    if np.dtype(dtype) == np.float32:
+        return SIGMOID_EXP_MAX_32, SIGMOID_EXP_MIN_32
+    return SIGMOID_EXP_MAX, SIGMOID_EXP_MIN
 
 
 def sigmoid_transform(S: np.ndarray, b: float = 0.0) -> np.ndarray:
@@ -411,9 +500,9 @@ def sigmoid_transform(S: np.ndarray, b: float = 0.0) -> np.ndarray:
 
     numpy's vectorised exp makes this 3-4x faster than ``scipy.special.expit`` (measured, CPU
     time at n = 16384) with the same values to a few ulps; a slab with a score below ``-700``
-    goes to expit, which keeps the subnormal tail.
+    (``-80`` in float32) goes to expit, which keeps the subnormal tail.
     """
-    np.subtract(-b, S, out=S)  # -x
+    np.subtract(S.dtype.type(-b), S, out=S)  # -x
     return _logistic_of_negated(S, checked=True)
 
 
@@ -422,16 +511,17 @@ def _logistic_of_negated(N: np.ndarray, *, checked: bool) -> np.ndarray:
     do not exclude it) a slab reaching above :data:`SIGMOID_EXP_MAX` goes to expit and the rest
     is clamped at :data:`SIGMOID_EXP_MIN`, off exp's slow subnormal path."""
     if checked:
-        if float(N.max()) > SIGMOID_EXP_MAX:
+        hi, lo = _sigmoid_limits(N.dtype)
+        if float(N.max()) > hi:
             return expit(np.negative(N, out=N), out=N)
-        np.maximum(N, SIGMOID_EXP_MIN, out=N)
+        np.maximum(N, lo, out=N)
     np.exp(N, out=N)
     N += 1.0
     return np.reciprocal(N, out=N)
 
 
 def sigmoid_rows(F: np.ndarray, G: np.ndarray, R: np.ndarray, b: float) -> np.ndarray:
-    """``sigmoid(F G^T + b) @ R``, row block by row block.
+    """``sigmoid(F G^T + b) @ R``, tile by tile (:func:`tiles`).
 
     The sign and the bias ride in the score product, ``[-F, -b] @ [G, 1]^T = -(s + b)``, which
     goes straight to ``exp``; the overflow check and the clamp of :func:`sigmoid_transform` run
@@ -439,22 +529,22 @@ def sigmoid_rows(F: np.ndarray, G: np.ndarray, R: np.ndarray, b: float) -> np.nd
     (measured at n = 16384, d = 2: 2.9 -> 2.3 ns of CPU time per score).
     """
     n_rows, n_cols = F.shape[0], G.shape[0]
-    Fn = np.column_stack([-F, np.full(n_rows, -b)])
-    GT = np.ascontiguousarray(np.column_stack([G, np.ones(n_cols)]).T)
+    dt = F.dtype
+    Fn = np.column_stack([-F, np.full(n_rows, -b, dtype=dt)])
+    GT = np.ascontiguousarray(np.column_stack([G, np.ones(n_cols, dtype=dt)]).T)
     RT = np.ascontiguousarray(R.T)
+    hi, _ = _sigmoid_limits(dt)
+    floor, _ = exp_limits(dt)
     with np.errstate(over="ignore", invalid="ignore"):
         reach = np.sqrt(np.einsum("ij,ij->i", F, F)) * np.sqrt(np.einsum("ij,ij->i", G, G).max())
-        loose = ~((reach - b <= SIGMOID_EXP_MAX) & (-reach - b >= EXP_FLOOR))  # nan is loose
+        loose = ~((reach - b <= hi) & (-reach - b >= floor))  # nan is loose
     any_loose = bool(loose.any())
-    out = np.empty((n_rows, R.shape[1]))
+    out = np.empty((n_rows, R.shape[1]), dtype=dt)
 
-    def task(blocks: list[slice]) -> None:
-        for rows in blocks:
-            N = np.dot(Fn[rows], GT)
-            _logistic_of_negated(N, checked=any_loose and bool(loose[rows].any()))
-            out[rows] = np.dot(RT, N.T).T
+    def elementwise(N: np.ndarray, rows: slice) -> None:
+        _logistic_of_negated(N, checked=any_loose and bool(loose[rows].any()))
 
-    _run(task, list(row_blocks(n_rows, n_cols)), n_rows * n_cols, max(Fn.shape[1], R.shape[1]))
+    _accumulate(Fn, GT, RT, out, elementwise)
     return out
 
 
@@ -477,7 +567,7 @@ def hardmax_rows(F: np.ndarray, G: np.ndarray, R: np.ndarray, tol: float) -> np.
     n_rows, n_cols = F.shape[0], G.shape[0]
     GT = np.ascontiguousarray(G.T)
     RT = np.ascontiguousarray(R.T)
-    out = np.empty((n_rows, R.shape[1]))
+    out = np.empty((n_rows, R.shape[1]), dtype=F.dtype)
 
     def task(blocks: list[slice]) -> None:
         for rows in blocks:

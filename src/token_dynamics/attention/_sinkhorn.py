@@ -99,9 +99,37 @@ def _log(w: np.ndarray) -> np.ndarray:
 SYMMETRY_RTOL = 1e-12
 
 
+#: Side of the square tiles in which a matrix is compared with, or averaged with, its transpose:
+#: two 256 x 256 float64 tiles (1 MiB) stay in cache, where a whole transposed pass over a large
+#: matrix reads memory with a stride (measured 6 s for the whole-matrix check at n = 4096 under
+#: load, against tens of milliseconds by tiles).
+TRANSPOSE_TILE = 256
+
+
+def _tile_pairs(n: int):
+    ts = [slice(i, min(i + TRANSPOSE_TILE, n)) for i in range(0, n, TRANSPOSE_TILE)]
+    return [(r, c) for i, r in enumerate(ts) for c in ts[i:]]
+
+
 def _is_symmetric(S: np.ndarray) -> bool:
-    scale = max(1.0, float(np.abs(S).max()))
-    return bool(np.all(np.abs(S - S.T) <= SYMMETRY_RTOL * scale))
+    """Whether ``S`` equals its transpose to :data:`SYMMETRY_RTOL`, tile by tile (a
+    non-symmetric matrix usually stops at its first tile)."""
+    if S.shape[0] != S.shape[1]:
+        return False
+    tol = SYMMETRY_RTOL * max(1.0, float(np.abs(S).max()))
+    for r, c in _tile_pairs(S.shape[0]):
+        if not np.all(np.abs(S[r, c] - S[c, r].T) <= tol):
+            return False
+    return True
+
+
+def _symmetrize(M: np.ndarray) -> np.ndarray:
+    """``(M + M^T) / 2`` in place, tile by tile; returns ``M``."""
+    for r, c in _tile_pairs(M.shape[0]):
+        T = (M[r, c] + M[c, r].T) / 2
+        M[r, c] = T
+        M[c, r] = T.T
+    return M
 
 
 def _alternating_iterations(K, log_a, log_b, tol, max_iter):
@@ -152,7 +180,7 @@ def _absorbed_kernel(K, u, v, log_a, log_b):
     """``a_i b_j e^{K_ij + u_i + v_j}``: the plan at potentials ``(u, v)``, exponents clamped at
     ``EXP_FLOOR`` (a normal double; entries below it are far under any marginal tolerance and
     exp would otherwise take its slow subnormal path)."""
-    E = K + (u + log_a)[:, None]
+    E = np.add(K, (u + log_a)[:, None])
     E += (v + log_b)[None, :]
     np.maximum(E, K_.EXP_FLOOR, out=E)
     return np.exp(E, out=E)
@@ -168,33 +196,37 @@ def _alternating_scaling(K, log_a, log_b, tol, max_iter):
 
     Same iterates as :func:`_alternating_iterations` (exact row update, stop on the column
     error), at the cost of two matrix-vector products per iteration, as plain scaling; the
-    potentials absorb the scalings whenever these leave ``e^(+-ABSORB_LOG)``. Falls back to the
-    log-sum-exp iterations if a scaling turns non-finite (scores spread over ~700 eps).
+    potentials absorb the scalings whenever these leave ``e^(+-ABSORB_LOG)``. The kernel is
+    first built at ``u = -max_j K_ij`` (every row keeps a term of 1: no row underflows) and the
+    first row update is a product with it. Falls back to the log-sum-exp iterations if a
+    scaling turns non-finite (scores spread over ~700 eps). Returns the potentials, the
+    iteration count, the convergence flag and the plan (``None`` after a fallback).
     """
     a, b = np.exp(log_a), np.exp(log_b)
-    v = np.zeros(K.shape[1])
-    u = -logsumexp(K + log_b[None, :], axis=1)
-    P = _absorbed_kernel(K, u, v, log_a, log_b)  # rows sum to a
-    alpha, beta = np.ones(K.shape[0]), np.ones(K.shape[1])
+    u, v = -K.max(axis=1), np.zeros(K.shape[1])
+    P = _absorbed_kernel(K, u, v, log_a, log_b)
+    beta = np.ones(K.shape[1])
+    alpha = a / (P @ beta)  # the exact row update: rows of the plan sum to a
     n_iter = 0
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
         while True:
-            c = P.T @ alpha  # column sums of the plan, divided by beta
-            if float(np.sum(np.abs(beta * c - b))) <= tol:
-                return u + np.log(alpha), v + np.log(beta), n_iter, True
-            if n_iter >= max_iter:
-                return u + np.log(alpha), v + np.log(beta), n_iter, False
-            np.divide(b, c, out=beta)
-            np.divide(a, P @ beta, out=alpha)
-            n_iter += 1
             if _out_of_range(alpha) or _out_of_range(beta):
                 if not (np.all(np.isfinite(alpha)) and np.all(np.isfinite(beta))):
-                    return _alternating_iterations(K, log_a, log_b, tol, max_iter)
+                    return (*_alternating_iterations(K, log_a, log_b, tol, max_iter), None)
                 if not (np.all(alpha > 0) and np.all(beta > 0)):
-                    return _alternating_iterations(K, log_a, log_b, tol, max_iter)
+                    return (*_alternating_iterations(K, log_a, log_b, tol, max_iter), None)
                 u, v = u + np.log(alpha), v + np.log(beta)
                 P = _absorbed_kernel(K, u, v, log_a, log_b)
                 alpha, beta = np.ones_like(alpha), np.ones_like(beta)
+            c = P.T @ alpha  # column sums of the plan, divided by beta
+            if float(np.sum(np.abs(beta * c - b))) <= tol or n_iter >= max_iter:
+                converged = float(np.sum(np.abs(beta * c - b))) <= tol
+                P *= alpha[:, None]
+                P *= beta[None, :]
+                return u + np.log(alpha), v + np.log(beta), n_iter, converged, P
+            np.divide(b, c, out=beta)
+            np.divide(a, P @ beta, out=alpha)
+            n_iter += 1
 
 
 def _symmetric_scaling(K, log_a, tol, max_iter):
@@ -202,38 +234,34 @@ def _symmetric_scaling(K, log_a, tol, max_iter):
 
     With ``P = a_i a_j e^{K_ij + u_i + u_j}`` and the plan ``diag(alpha) P diag(alpha)``, the
     averaged update ``w <- (w + T(w)) / 2`` of the potential ``w = u + log(alpha)`` reads
-    ``alpha <- sqrt(alpha * a / (P alpha))``: one matrix-vector product per iteration.
+    ``alpha <- sqrt(alpha * a / (P alpha))``: one matrix-vector product per iteration. The
+    kernel is first built at ``u_i = -max_j K_ij / 2``, so that no entry exceeds ``a_i a_j``
+    (``K_ij <= (m_i + m_j) / 2``). Returns the potential, the iteration count, the convergence
+    flag and the plan (``None`` after a fallback).
     """
     a = np.exp(log_a)
-    # the first iteration from u = 0 in the log domain (T(0) ~ -max_j K_ij: no overflow)
-    T = -logsumexp(K + log_a[None, :], axis=1)
-    if float(np.sum(np.abs(a * np.expm1(-T)))) <= tol:
-        return np.zeros_like(T), 0, True
-    if max_iter < 1:
-        return np.zeros_like(T), 0, False
-    u = T / 2
-    n_iter = 1
-    P = _absorbed_kernel(K, u, u, log_a, log_a)
-    P = (P + P.T) / 2  # exactly symmetric (the two sums of the exponent round differently)
+    u = -K.max(axis=1) / 2
+    P = _absorbed_kernel(K, u, u, log_a, log_a)  # symmetric up to the rounding of the sums
     alpha = np.ones(K.shape[0])
+    n_iter = 0
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
         while True:
+            if _out_of_range(alpha):
+                if not (np.all(np.isfinite(alpha)) and np.all(alpha > 0)):
+                    return (*_symmetric_iterations(K, log_a, tol, max_iter), None)
+                u = u + np.log(alpha)
+                P = _absorbed_kernel(K, u, u, log_a, log_a)
+                alpha = np.ones_like(alpha)
             r = P @ alpha  # row sums of the plan, divided by alpha
-            if float(np.sum(np.abs(alpha * r - a))) <= tol:
-                return u + np.log(alpha), n_iter, True
-            if n_iter >= max_iter:
-                return u + np.log(alpha), n_iter, False
+            if float(np.sum(np.abs(alpha * r - a))) <= tol or n_iter >= max_iter:
+                converged = float(np.sum(np.abs(alpha * r - a))) <= tol
+                P *= alpha[:, None]
+                P *= alpha[None, :]
+                return u + np.log(alpha), n_iter, converged, _symmetrize(P)  # exactly
             alpha *= a
             alpha /= r
             np.sqrt(alpha, out=alpha)
             n_iter += 1
-            if _out_of_range(alpha):
-                if not (np.all(np.isfinite(alpha)) and np.all(alpha > 0)):
-                    return _symmetric_iterations(K, log_a, tol, max_iter)
-                u = u + np.log(alpha)
-                P = _absorbed_kernel(K, u, u, log_a, log_a)
-                P = (P + P.T) / 2  # exactly symmetric, as the log-domain updates keep it
-                alpha = np.ones_like(alpha)
 
 
 def sinkhorn_plan(
@@ -266,6 +294,12 @@ def sinkhorn_plan(
     :math:`g = f` is used instead: the plan is then exactly symmetric, and convergence takes a
     few tens of iterations even at small :math:`\varepsilon`. Non-convergence is reported in
     the result, not raised.
+
+    Memory: two ``(n, m)`` float64 arrays, the scores (our copy, divided by
+    :math:`\varepsilon` in place) and the kernel, kept for the matrix-vector products and
+    scaled in place into the returned plan (one more while the kernel is rebuilt after an
+    absorption). The plan is returned dense, so streaming the kernel tile by tile would not
+    lower this peak; it would only recompute ``n m`` exponentials at every iteration.
 
     Parameters
     ----------
@@ -319,24 +353,35 @@ def sinkhorn_plan(
     symmetric = n == m and np.array_equal(a, b) and _is_symmetric(S)
     # the scaling iterations need positive weights (a zero weight is a -inf potential)
     scaling = bool(np.all(a > 0) and np.all(b > 0))
-    solve = _alternating_scaling if scaling else _alternating_iterations
-    solve_symmetric = _symmetric_scaling if scaling else _symmetric_iterations
+    K = np.divide(S, eps, out=S)  # S is our own validated copy
+    plan = None
     if symmetric:
-        K = (S + S.T) / (2 * eps)
-        u, n_iter, converged = solve_symmetric(K, log_a, tol, max_iter)
+        K = _symmetrize(K)
+        if scaling:
+            u, n_iter, converged, plan = _symmetric_scaling(K, log_a, tol, max_iter)
+        else:
+            u, n_iter, converged = _symmetric_iterations(K, log_a, tol, max_iter)
         v = u
+    elif scaling:
+        u, v, n_iter, converged, plan = _alternating_scaling(K, log_a, log_b, tol, max_iter)
     else:
-        K = S / eps
-        u, v, n_iter, converged = solve(K, log_a, log_b, tol, max_iter)
-    with np.errstate(under="ignore"):
-        plan = np.exp(K + (u + log_a)[:, None] + (v + log_b)[None, :])
-    if symmetric:
-        plan = (plan + plan.T) / 2  # equal already, up to the rounding of the sums
+        u, v, n_iter, converged = _alternating_iterations(K, log_a, log_b, tol, max_iter)
+    if plan is None:  # after the log-sum-exp iterations
+        with np.errstate(under="ignore"):
+            plan = np.exp(K + (u + log_a)[:, None] + (v + log_b)[None, :])
+        if symmetric:
+            plan = _symmetrize(plan)  # equal already, up to the rounding of the sums
     err = max(
         float(np.sum(np.abs(plan.sum(axis=1) - a))), float(np.sum(np.abs(plan.sum(axis=0) - b)))
     )
     f, g = eps * u, eps * v
     return SinkhornPlan(plan, converged, n_iter, err, f, g)
+
+
+def _weights64(w: np.ndarray) -> np.ndarray:
+    """float32 weights back in float64, summing to one again (their rounding undone)."""
+    w = w.astype(np.float64)
+    return w / w.sum()
 
 
 @dataclass(frozen=True, eq=False)
@@ -357,7 +402,9 @@ class Sinkhorn(AttentionField):
 
     A plan that misses ``tol`` after ``max_iter`` iterations emits a
     :class:`SinkhornConvergenceWarning` (``strict=False``) or raises
-    :class:`SinkhornConvergenceError` (``strict=True``). Memory is :math:`O(n^2)`.
+    :class:`SinkhornConvergenceError` (``strict=True``). Memory is :math:`O(n^2)`. The plan is
+    solved in float64 whatever the ``dtype`` of a call (a marginal tolerance of 1e-9 is below
+    float32's resolution); a float32 call returns its result in float32.
 
     Parameters
     ----------
@@ -451,6 +498,9 @@ class Sinkhorn(AttentionField):
         return res
 
     def _velocity_at(self, Y, X, t, w):
+        if X.dtype != np.float64:  # the plan is solved in float64 (see the class docstring)
+            Y64, X64 = Y.astype(np.float64), X.astype(np.float64)
+            return self._velocity_at(Y64, X64, t, _weights64(w)).astype(X.dtype)
         d = X.shape[1]
         A = eval_parameter(self.A, "A", t, (d, d))
         V = eval_parameter(self.V, "V", t, (d, d))
@@ -461,6 +511,8 @@ class Sinkhorn(AttentionField):
         return K_.apply_rows(F, Xk, R, K_.softmax_transform, bias=res.g / self.eps, normalise=True)
 
     def _matrix(self, X, t, w):
+        if X.dtype != np.float64:
+            return self._matrix(X.astype(np.float64), t, _weights64(w)).astype(X.dtype)
         Xk, wk = positive_keys(X, w)
         d = X.shape[1]
         A = eval_parameter(self.A, "A", t, (d, d))

@@ -52,8 +52,11 @@ class _Bilinear(AttentionField):
     def _dim(self) -> int | None:
         return known_dim((self.A, 0), (self.V, 0))
 
-    def _params(self, t: float, d: int) -> tuple[np.ndarray, np.ndarray]:
-        return eval_parameter(self.A, "A", t, (d, d)), eval_parameter(self.V, "V", t, (d, d))
+    def _params(self, t: float, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        d, dt = X.shape[1], X.dtype
+        return eval_parameter(self.A, "A", t, (d, d), dt), eval_parameter(
+            self.V, "V", t, (d, d), dt
+        )
 
     @classmethod
     def from_qk(cls, Q: Any, K: Any, V: Any, *args: Any, **kwargs: Any) -> Any:
@@ -121,13 +124,13 @@ class Softmax(_Bilinear):
         object.__setattr__(self, "beta", check_real(self.beta, "beta"))
 
     def _velocity_at(self, Y, X, t, w):
-        A, V = self._params(t, X.shape[1])
+        A, V = self._params(t, X)
         Xk, wk = positive_keys(X, w)
         R = np.column_stack([wk[:, None] * (Xk @ V.T), wk])
         return K_.apply_rows(self.beta * (Y @ A.T), Xk, R, K_.softmax_transform, normalise=True)
 
     def _matrix(self, X, t, w):
-        A, _ = self._params(t, X.shape[1])
+        A, _ = self._params(t, X)
         Xk, wk = positive_keys(X, w)
         P = K_.matrix_rows(self.beta * (X @ A.T), Xk, wk, K_.softmax_transform, normalise=True)
         return scatter_columns(P, w)
@@ -173,14 +176,14 @@ class Unnormalised(_Bilinear):
         object.__setattr__(self, "beta", check_real(self.beta, "beta"))
 
     def _velocity_at(self, Y, X, t, w):
-        A, V = self._params(t, X.shape[1])
+        A, V = self._params(t, X)
         Xk, wk = positive_keys(X, w)
         R = wk[:, None] * (Xk @ V.T)
         out = K_.apply_rows(self.beta * (Y @ A.T), Xk, R, K_.exp_transform, normalise=False)
         return _overflow_check(out, "Unnormalised attention")
 
     def _matrix(self, X, t, w):
-        A, _ = self._params(t, X.shape[1])
+        A, _ = self._params(t, X)
         Xk, wk = positive_keys(X, w)
         P = K_.matrix_rows(self.beta * (X @ A.T), Xk, wk, K_.exp_transform, normalise=False)
         return scatter_columns(_overflow_check(P, "Unnormalised attention"), w)
@@ -233,14 +236,14 @@ class Hardmax(_Bilinear):
         return S, None
 
     def _velocity_at(self, Y, X, t, w):
-        A, V = self._params(t, X.shape[1])
+        A, V = self._params(t, X)
         Xk, wk = positive_keys(X, w)
         R = np.column_stack([wk[:, None] * (Xk @ V.T), wk])
         sums = K_.hardmax_rows(Y @ A.T, Xk, R, self.tol)
         return sums[:, :-1] / sums[:, -1:]
 
     def _matrix(self, X, t, w):
-        A, _ = self._params(t, X.shape[1])
+        A, _ = self._params(t, X)
         Xk, wk = positive_keys(X, w)
         return scatter_columns(K_.matrix_rows(X @ A.T, Xk, wk, self._transform, normalise=True), w)
 
@@ -285,12 +288,12 @@ class Sigmoid(_Bilinear):
         return K_.sigmoid_transform(S, self.b), None
 
     def _velocity_at(self, Y, X, t, w):
-        A, V = self._params(t, X.shape[1])
+        A, V = self._params(t, X)
         Xk, wk = positive_keys(X, w)
         return K_.sigmoid_rows(Y @ A.T, Xk, wk[:, None] * (Xk @ V.T), self.b)
 
     def _matrix(self, X, t, w):
-        A, _ = self._params(t, X.shape[1])
+        A, _ = self._params(t, X)
         Xk, wk = positive_keys(X, w)
         return scatter_columns(K_.matrix_rows(X @ A.T, Xk, wk, self._transform, normalise=False), w)
 
@@ -326,12 +329,12 @@ class Linear(_Bilinear):
     """
 
     def _velocity_at(self, Y, X, t, w):
-        A, V = self._params(t, X.shape[1])
+        A, V = self._params(t, X)
         M2 = X.T @ (w[:, None] * X)
         return Y @ A.T @ M2 @ V.T
 
     def _matrix(self, X, t, w):
-        A, _ = self._params(t, X.shape[1])
+        A, _ = self._params(t, X)
         return (X @ A.T @ X.T) * w
 
 
@@ -386,13 +389,13 @@ class L2(AttentionField):
 
     def _parts(self, Y, X, t):
         d = X.shape[1]
-        Qb = eval_parameter(self.Qbar, "Qbar", t, (None, d))
-        Kb = eval_parameter(self.Kbar, "Kbar", t, (Qb.shape[0], d))
+        Qb = eval_parameter(self.Qbar, "Qbar", t, (None, d), X.dtype)
+        Kb = eval_parameter(self.Kbar, "Kbar", t, (Qb.shape[0], d), X.dtype)
         G = X @ Kb.T
         return (2.0 / self.s) * (Y @ Qb.T), G, -np.einsum("ij,ij->i", G, G) / self.s
 
     def _velocity_at(self, Y, X, t, w):
-        V = eval_parameter(self.V, "V", t, (X.shape[1], X.shape[1]))
+        V = eval_parameter(self.V, "V", t, (X.shape[1], X.shape[1]), X.dtype)
         Xk, wk = positive_keys(X, w)
         F, G, bias = self._parts(Y, Xk, t)
         R = np.column_stack([wk[:, None] * (Xk @ V.T), wk])
