@@ -15,7 +15,7 @@ import numpy as np
 from scipy.spatial.distance import cdist
 from scipy.special import logsumexp
 
-from ._linalg import row_blocks
+from ._linalg import power_of_two_scale, row_blocks
 from ._validation import as_matrix, as_real_array, as_tokens, as_vector, as_weights, check_positive
 
 __all__ = [
@@ -90,9 +90,19 @@ def empirical_covariance(X: Any, weights: Any = None) -> np.ndarray:
     """
     X = as_tokens(X)
     w = as_weights(weights, X.shape[0])
-    Xc = X - w @ X
+    # computed on X / c, c the power of two above max |x_ij| (exact, no overflow in the
+    # products), then scaled by c^2
+    c = float(power_of_two_scale(X))
+    Xc = X / c - w @ (X / c)
     C = Xc.T @ (w[:, None] * Xc)
-    return (C + C.T) / 2
+    with np.errstate(over="ignore"):
+        C = c * (c * (C + C.T) / 2)
+    if not np.all(np.isfinite(C)):
+        raise FloatingPointError(
+            f"the covariance of `X` overflows float64 (entries up to {c:.3g}, squared); "
+            "rescale `X`."
+        )
+    return C
 
 
 def diameter(X: Any) -> float:
@@ -119,9 +129,15 @@ def diameter(X: Any) -> float:
     5.0
     """
     X = as_tokens(X)
+    # distances of X / c, c the power of two above max |x_ij| (exact, no overflow in cdist)
+    c = float(power_of_two_scale(X))
     best = 0.0
     for rows in row_blocks(X.shape[0], X.shape[0]):
-        best = max(best, float(cdist(X[rows], X).max()))
+        best = max(best, float(cdist(X[rows] / c, X / c).max()))
+    with np.errstate(over="ignore"):
+        best *= c
+    if not np.isfinite(best):
+        raise FloatingPointError("the diameter of `X` overflows float64; rescale `X`.")
     return best
 
 

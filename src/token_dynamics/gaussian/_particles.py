@@ -44,7 +44,8 @@ def moment_matched_cloud(n: int, mean: Any, cov: Any, *, rng: Any = None) -> np.
     """Sample ``n`` Gaussian tokens, then map them affinely so that their empirical mean and
     covariance (normalised by ``n``) equal ``mean`` and ``cov`` exactly.
 
-    Returns an ``(n, d)`` array. Matching removes the O(n^-1/2) error of the first two
+    Returns an ``(n, d)`` array; ``n`` must exceed ``d`` (a centred cloud of ``n`` points spans
+    at most ``n - 1`` directions, so it can be whitened only when ``n >= d + 1``). Matching removes the O(n^-1/2) error of the first two
     moments at ``t = 0``; what remains is the sample's non-Gaussianity, also O(n^-1/2).
 
     Examples
@@ -56,6 +57,11 @@ def moment_matched_cloud(n: int, mean: Any, cov: Any, *, rng: Any = None) -> np.
     n = check_int(n, "n", minimum=2)
     m = as_vector(mean, "mean")
     S = as_covariance(cov, "cov", d=m.shape[0])
+    if n <= m.shape[0]:
+        raise ValueError(
+            f"`n` = {n} tokens cannot match a covariance in d = {m.shape[0]} dimensions: a centred "
+            f"cloud of n points spans at most n - 1 directions. Pass n >= {m.shape[0] + 1}."
+        )
     gen = as_rng(rng)
     Z = gen.standard_normal((n, m.shape[0]))
     Z -= Z.mean(axis=0)
