@@ -175,6 +175,7 @@ BY_NAME: dict[str, Callable[[], Any]] = {
     "heads": lambda: (_field(), td.Softmax(np.eye(D), np.eye(D))),
 }
 
+
 def _causal_tokens(seed: int = 0) -> np.ndarray:
     """Tokens with their position in column 0, as the masked fields read them."""
     return np.column_stack([np.linspace(0.2, 1.0, N), _tokens(seed=seed)])
@@ -222,7 +223,11 @@ OVERRIDES: dict[str, dict[str, Callable[[], Any]]] = {
         "covs": lambda: np.stack([np.eye(D), np.array(_COV)]),
         "weights": lambda: np.array([0.4, 0.6]),
     },
-    "sinkhorn_plan": {"eps": lambda: 0.5, "a": lambda: np.full(2, 0.5), "b": lambda: np.full(2, 0.5)},
+    "sinkhorn_plan": {
+        "eps": lambda: 0.5,
+        "a": lambda: np.full(2, 0.5),
+        "b": lambda: np.full(2, 0.5),
+    },
     "ray_blowup_time": {"u": lambda: np.array([1.0, 0.0])},
     "ray_covariance": {"u": lambda: np.array([1.0, 0.0]), "times": lambda: np.linspace(0, 0.2, 3)},
     "softmax_gaussian_1d": {"mean0": lambda: 0.1},
@@ -552,8 +557,11 @@ CORRUPTIONS: dict[str, Callable[[Any], Any]] = {
     "true": _scalar(True),
     "none": _kind((int, float, str, np.ndarray, list), None),
     "fraction": _kind((int,), 2.5),
-    "numpy int": lambda v: np.int64(v) if isinstance(v, int) and not isinstance(v, bool) else
-    (_ for _ in ()).throw(Inapplicable),
+    "numpy int": lambda v: (
+        np.int64(v)
+        if isinstance(v, int) and not isinstance(v, bool)
+        else (_ for _ in ()).throw(Inapplicable)
+    ),
     # flags and names
     "flag as int": _kind((bool,), 1),
     "flag as string": _kind((bool,), "yes"),
@@ -606,9 +614,7 @@ def _finite(value: Any, depth: int = 0) -> bool:
     if isinstance(value, dict):
         return all(_finite(v, depth + 1) for v in value.values())
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return all(
-            _finite(getattr(value, f.name), depth + 1) for f in dataclasses.fields(value)
-        )
+        return all(_finite(getattr(value, f.name), depth + 1) for f in dataclasses.fields(value))
     return True
 
 
@@ -668,7 +674,7 @@ def run_case(name: str, func: Callable, param: str | None, corruption: str | Non
             outcome = f"{type(exc).__module__}.{type(exc).__name__}: {exc}"
     except Warning as exc:
         outcome = f"{type(exc).__name__} escaped: {exc}"
-    except Exception as exc:  # noqa: BLE001 - any other exception is a defect to report
+    except Exception as exc:
         outcome = f"{type(exc).__name__}: {exc}"
     else:
         if _failed_status(result):

@@ -17,8 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.fuzz_api import CLEAN, all_cases, public_callables, run_case  # noqa: E402
-
+from tests.fuzz_api import CLEAN, all_cases, public_callables, run_case
 
 KNOWN = Path(__file__).resolve().parents[1] / "tests" / "fuzz_known_defects.txt"
 HEADER = (

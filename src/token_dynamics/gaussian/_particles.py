@@ -45,8 +45,9 @@ def moment_matched_cloud(n: int, mean: Any, cov: Any, *, rng: Any = None) -> np.
     covariance (normalised by ``n``) equal ``mean`` and ``cov`` exactly.
 
     Returns an ``(n, d)`` array; ``n`` must exceed ``d`` (a centred cloud of ``n`` points spans
-    at most ``n - 1`` directions, so it can be whitened only when ``n >= d + 1``). Matching removes the O(n^-1/2) error of the first two
-    moments at ``t = 0``; what remains is the sample's non-Gaussianity, also O(n^-1/2).
+    at most ``n - 1`` directions, so it can be whitened only when ``n >= d + 1``). Matching
+    removes the O(n^-1/2) error of the first two moments at ``t = 0``; what remains is the
+    sample's non-Gaussianity, also O(n^-1/2).
 
     Examples
     --------
