@@ -22,19 +22,20 @@ BLOCK_ELEMENTS = 2**16
 
 
 def power_of_two_scale(X: np.ndarray, axis: int | None = None) -> np.ndarray:
-    """The power of two just above ``max |X|`` (along `axis`, kept as a length-1 axis), or 1.
+    """The power of two at or just below ``max |X|`` (along `axis`, kept as a length-1 axis).
 
-    Dividing by it is exact (no rounding) and brings the entries into ``[-1, 1]``, so that
+    Dividing by it is exact (no rounding) and brings the entries into ``(-2, 2)``, so that
     squares and inner products of the rescaled array neither overflow nor underflow; a
     homogeneous formula then restores the scale at the end. All-zero slices get 1.
 
     Examples
     --------
     >>> power_of_two_scale(np.array([3.0, -5.0]))
-    array(8.)
+    array(4.)
     """
     peak = np.max(np.abs(X), axis=axis, keepdims=axis is not None)
-    return np.where(peak > 0, np.ldexp(1.0, np.frexp(peak)[1]), 1.0)
+    # peak = mantissa * 2^e with mantissa in [1/2, 1): 2^(e-1) <= peak, always representable
+    return np.where(peak > 0, np.ldexp(1.0, np.frexp(peak)[1] - 1), 1.0)
 
 
 def _eig_psd(S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -90,7 +90,7 @@ def empirical_covariance(X: Any, weights: Any = None) -> np.ndarray:
     """
     X = as_tokens(X)
     w = as_weights(weights, X.shape[0])
-    # computed on X / c, c the power of two above max |x_ij| (exact, no overflow in the
+    # computed on X / c, c the power of two at max |x_ij| (exact, no overflow in the
     # products), then scaled by c^2
     c = float(power_of_two_scale(X))
     Xc = X / c - w @ (X / c)
@@ -129,7 +129,7 @@ def diameter(X: Any) -> float:
     5.0
     """
     X = as_tokens(X)
-    # distances of X / c, c the power of two above max |x_ij| (exact, no overflow in cdist)
+    # distances of X / c, c the power of two at max |x_ij| (exact, no overflow in cdist)
     c = float(power_of_two_scale(X))
     best = 0.0
     for rows in row_blocks(X.shape[0], X.shape[0]):
