@@ -253,7 +253,8 @@ OVERRIDES: dict[str, dict[str, Callable[[], Any]]] = {
         "functional": lambda: lambda m, S: float(np.trace(S) + m @ m),
     },
     "circle_metastability": {"t_max": lambda: 1.0, "n_times": lambda: 5},
-    "as_sequences": {"sequences": lambda: _dataset()[0]},
+    # `name` is the name the messages give the sequences: the argument's own name here
+    "as_sequences": {"sequences": lambda: _dataset()[0], "name": lambda: "sequences"},
     "relative_hausdorff_errors": {"outputs": lambda: _dataset()[1]},
     "overlapping_dataset": {"n_sequences": lambda: 2, "d": lambda: 2},
     "paper_block_count": {"m": lambda: np.array([2, 3])},
