@@ -51,6 +51,9 @@ GEOMETRIES = ("euclidean", "sphere")
 #: Relative slack in ``ceil(interval / dt)``: an interval that is a whole number of steps up to
 #: rounding (0.1 / 0.01 = 10.000000000000002) gets that number of steps, not one more.
 DT_SLACK = 1e-9
+#: Most steps a run may ask for through `dt` (fixed steps, or the maximal step of an adaptive
+#: method): 10^7 steps of even a 2-token field take minutes; a smaller `dt` is a mistake.
+MAX_STEPS = 10**7
 
 
 @dataclass(frozen=True, eq=False)
@@ -210,15 +213,22 @@ def integrate(
     times = as_times(times)
     if dt is not None:
         dt = check_positive(dt, "dt")
+        with np.errstate(over="ignore"):
+            n_steps = (times[-1] - times[0]) / dt
+        if n_steps > MAX_STEPS:
+            raise ValueError(
+                f"`dt` = {dt:g} asks for about {n_steps:.3g} steps over [{times[0]:g}, "
+                f"{times[-1]:g}], more than {MAX_STEPS:.0e}; pass a larger `dt` or shorter "
+                "`times`."
+            )
     rtol = check_positive(rtol, "rtol")
     atol = check_positive(atol, "atol")
     check_bool(progress, "progress")
     sphere = geometry == "sphere"
     if sphere:
-        norms = np.linalg.norm(X0, axis=1)
-        if np.any(norms == 0):
+        if np.any(np.all(X0 == 0, axis=1)):
             raise ValueError("`X0` has a zero row, which has no point on the sphere.")
-        X0 = X0 / norms[:, None]
+        X0 = _normalize_rows(X0)
 
     def rhs(t: float, X: np.ndarray, project: bool) -> np.ndarray:
         # Every evaluation checks its input and its output: a stage of RK4 or of solve_ivp
