@@ -620,8 +620,11 @@ def _finite(value: Any, depth: int = 0) -> bool:
 
 
 def _failed_status(value: Any) -> bool:
+    """A result that reports its own failure: a status other than completed, or a flag
+    (``finite``, ``converged``) that is False."""
     status = getattr(value, "status", None)
-    return isinstance(status, str) and status not in ("completed", "success")
+    flags = [getattr(value, name, None) for name in ("finite", "converged")]
+    return (isinstance(status, str) and status != "completed") or any(f is False for f in flags)
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -17,7 +17,15 @@ import numpy as np
 
 from .. import attention
 from .._linalg import psd_sqrt
-from .._validation import as_covariance, as_matrix, as_parameter, as_vector, check_positive
+from .._validation import (
+    as_covariance,
+    as_matrix,
+    as_parameter,
+    as_square,
+    as_vector,
+    check_positive,
+    float_guard,
+)
 
 __all__ = [
     "MOMENT_EQUATIONS",
@@ -215,6 +223,7 @@ class L2Moments(MomentEquations):
         return V @ R[:, 0], V @ R[:, 1:]
 
 
+@float_guard("the whitened Sinkhorn coupling", "rescale `B`")
 def sinkhorn_whitened_coupling(B: np.ndarray) -> np.ndarray:
     r"""Cross-covariance :math:`\tilde C = 2\tilde B(I + (I + 4\tilde B^\top\tilde B)^{1/2})^{-1}`.
 
@@ -243,7 +252,7 @@ def sinkhorn_whitened_coupling(B: np.ndarray) -> np.ndarray:
     """
     # On the singular values b of B = U diag(b) W^T the formula is f(b) = 2b / (1 + sqrt(1 + 4b^2)),
     # C = U diag(f(b)) W^T; hypot keeps sqrt(1 + 4 b^2) finite for any representable B.
-    U, b, Wt = np.linalg.svd(B)
+    U, b, Wt = np.linalg.svd(as_square(B, "B"))
     return (U * (2.0 * b / (1.0 + np.hypot(1.0, 2.0 * b)))) @ Wt
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from .._linalg import psd_sqrt
-from .._validation import as_covariance, as_rng, as_times, as_vector, check_int
+from .._validation import as_covariance, as_rng, as_times, as_vector, check_int, float_guard
 from ._path import GaussianPath
 
 __all__ = ["ParticleMoments", "moment_matched_cloud", "particle_moments"]
@@ -40,6 +40,7 @@ class ParticleMoments(GaussianPath):
     n: int
 
 
+@float_guard("the moment-matched cloud", "rescale `mean` or `cov`")
 def moment_matched_cloud(n: int, mean: Any, cov: Any, *, rng: Any = None) -> np.ndarray:
     """Sample ``n`` Gaussian tokens, then map them affinely so that their empirical mean and
     covariance (normalised by ``n``) equal ``mean`` and ``cov`` exactly.
@@ -71,6 +72,7 @@ def moment_matched_cloud(n: int, mean: Any, cov: Any, *, rng: Any = None) -> np.
     return m + Z @ psd_sqrt(S)
 
 
+@float_guard("the particle moments", "rescale `mean0`, `cov0`, `times` or `dt`")
 def particle_moments(
     field: Any,
     mean0: Any,

@@ -31,6 +31,7 @@ from .._validation import (
     as_vector,
     check_bool,
     check_positive,
+    float_guard,
     progress_bar,
 )
 from ..integrators import IVP_METHODS
@@ -298,6 +299,7 @@ def solve_moments(
     return GaussianPath(times_out, means, covs, status, message, blowup)
 
 
+@float_guard("the cone coordinates", "rescale `covariances`")
 def cone_coordinates(covariances: Any) -> np.ndarray:
     r"""Coordinates ``(a - b, 2c, a + b)`` of 2x2 covariances in the PSD cone.
 

@@ -15,6 +15,7 @@ from .._validation import (
     as_tokens,
     as_vector,
     as_weights,
+    float_guard,
 )
 
 __all__ = [
@@ -76,6 +77,7 @@ def _exp_sum(S: np.ndarray, w: np.ndarray, values: np.ndarray, quantity: str) ->
     return out
 
 
+@float_guard("the particle energy", "rescale `X` or `A`")
 def particle_energy(X: Any, A: Any, *, weights: Any = None) -> float:
     r"""Interaction energy :math:`\frac12\sum_{ij} w_i w_j e^{\langle A x_i, x_j\rangle}`.
 
@@ -198,6 +200,7 @@ def energy_gradient(X: Any, A: Any, points: Any = None, *, weights: Any = None) 
     return 0.5 * (_exp_sum(S1, w, X @ A, quantity) + _exp_sum(S2, w, X @ A.T, quantity))
 
 
+@float_guard("the energy rate", "rescale `X`, `velocity` or `A`")
 def energy_rate(X: Any, velocity: Any, A: Any, *, weights: Any = None) -> float:
     r"""Time derivative of :math:`\mathcal E_A` when token :math:`x_i` moves with :math:`v_i`.
 
@@ -228,6 +231,7 @@ def energy_rate(X: Any, velocity: Any, A: Any, *, weights: Any = None) -> float:
     return float(np.einsum("i,ik,ik->", w, energy_gradient(X, A, weights=w), v))
 
 
+@float_guard("the energy along the trajectory", "rescale `states` or `A`")
 def energy_along(states: Any, A: Any, *, weights: Any = None) -> np.ndarray:
     """Energy :func:`particle_energy` at each state of a trajectory.
 
@@ -252,6 +256,7 @@ def energy_along(states: Any, A: Any, *, weights: Any = None) -> np.ndarray:
     return np.array([particle_energy(X, A, weights=weights) for X in arr])
 
 
+@float_guard("the monotonicity sign", "rescale `A` or `V`")
 def monotonicity_sign(A: Any, V: Any) -> int:
     r"""Predicted sign of :math:`d\mathcal E/dt` for softmax and unnormalised attention.
 

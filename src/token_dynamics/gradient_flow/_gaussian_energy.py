@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from .._linalg import psd_sqrt
-from .._validation import as_covariance, as_real_array, as_square, as_vector
+from .._validation import as_covariance, as_real_array, as_square, as_vector, float_guard
 from ..diagnostics import LOG_FLOAT_MAX
 
 __all__ = [
@@ -149,6 +149,9 @@ def gaussian_energy_along(means: Any, covariances: Any, A: Any) -> np.ndarray:
     return np.array([gaussian_energy(a, S, A).value for a, S in zip(m, C, strict=True)])
 
 
+@float_guard(
+    "the second variation of the Gaussian energy", "rescale `mean`, `cov`, `A` or `direction`"
+)
 def gaussian_translation_second_variation(mean: Any, cov: Any, A: Any, direction: Any) -> float:
     r""":math:`\frac{d^2}{ds^2}\mathcal E(\mathcal N(\alpha + sb, \Sigma))` at :math:`s = 0`.
 
@@ -174,6 +177,8 @@ def gaussian_translation_second_variation(mean: Any, cov: Any, A: Any, direction
     S = as_covariance(cov, "cov", d=d)
     E = gaussian_energy(alpha, S, A)
     if not E.finite or not np.isfinite(E.value):
-        raise ValueError(f"the energy of this Gaussian is not a finite float: {E.reason}")
+        raise ValueError(
+            f"the energy of the Gaussian (`mean`, `cov`) with `A` is not a finite float: {E.reason}"
+        )
     _, H, _ = _gaussian_quadratic(S, A)
     return float(E.value * ((2 * b @ H @ alpha) ** 2 + 2 * b @ H @ b))

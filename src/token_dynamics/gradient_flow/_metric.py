@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import MATRIX_RTOL, as_square, as_symmetric, as_tokens, as_weights
+from .._validation import MATRIX_RTOL, as_square, as_symmetric, as_tokens, as_weights, float_guard
 from ._energy import SYMMETRIC_A, _measure_args, energy_gradient, energy_rate
 
 __all__ = [
@@ -60,6 +60,7 @@ class TwistedMetric:
     metric: np.ndarray
 
 
+@float_guard("the twisted metric", "rescale `A` or `V`")
 def twisted_metric(A: Any, V: Any) -> TwistedMetric:
     r"""The matrix :math:`P = VA^{-1}` and the twisted ground metric :math:`(\pm P)^{-1}`.
 
@@ -115,6 +116,7 @@ def twisted_metric(A: Any, V: Any) -> TwistedMetric:
     return TwistedMetric(P, sign, np.linalg.inv(sign * P))
 
 
+@float_guard("the twisted Wasserstein distance", "rescale `X`, `Y`, `A` or `V`")
 def twisted_wasserstein(
     X: Any, Y: Any, A: Any, V: Any, *, weights_x: Any = None, weights_y: Any = None
 ) -> float:
@@ -155,6 +157,7 @@ def twisted_wasserstein(
     return _wasserstein2(X, Y, wx, wy, tm.metric)
 
 
+@float_guard("the softmax metric density", "rescale `X`, `A` or `points`")
 def softmax_metric_density(
     X: Any, A: Any, points: Any = None, *, weights: Any = None
 ) -> np.ndarray:
@@ -207,6 +210,7 @@ class GradientFlowCheck:
     sign: int
 
 
+@float_guard("the gradient-flow check", "rescale `X`, `A` or `V`")
 def gradient_flow_check(
     X: Any, A: Any, V: Any, *, kind: str = "unnormalised", weights: Any = None
 ) -> GradientFlowCheck:

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from .._linalg import psd_sqrt
-from .._validation import as_covariance, as_symmetric, as_vector, check_positive
+from .._validation import as_covariance, as_symmetric, as_vector, check_positive, float_guard
 from ._energy import SYMMETRIC_A
 
 __all__ = [
@@ -50,6 +50,7 @@ def _sinkhorn_moment_rhs(mean, cov, A, V, eps):
     return SinkhornMoments(A, V, eps=eps).rhs(0.0, mean, cov)
 
 
+@float_guard("the Sinkhorn Gaussian cost", "rescale `mean`, `cov`, `A` or `eps`")
 def sinkhorn_gaussian_cost(mean: Any, cov: Any, A: Any, *, eps: float = 1.0) -> float:
     r"""Entropic self-transport cost :math:`\mathrm{OT}_\varepsilon(\mu,\mu)` of a Gaussian.
 
@@ -171,6 +172,7 @@ class BuresWassersteinCheck:
     error: float
 
 
+@float_guard("the Bures-Wasserstein check", "rescale `mean`, `cov`, `A`, `eps` or `h`")
 def sinkhorn_bures_wasserstein_check(
     mean: Any, cov: Any, A: Any, *, eps: float = 1.0, h: float = FD_STEP
 ) -> BuresWassersteinCheck:
