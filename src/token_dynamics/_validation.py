@@ -44,6 +44,7 @@ __all__ = [
     "check_int",
     "check_positive",
     "check_real",
+    "check_rtol",
     "float_guard",
     "progress_bar",
 ]
@@ -235,7 +236,7 @@ def as_symmetric(M: Any, name: str, *, d: int | None = None, what: str = "symmet
             f"`{name}` must be {what}; max |{name} - {name}^T| = {gap:.3g}. "
             f"Pass ({name} + {name}.T) / 2 if the antisymmetric part is rounding."
         )
-    return 0.5 * (S + S.T)
+    return 0.5 * S + 0.5 * S.T  # halves first: no overflow near the largest float
 
 
 def as_covariance(cov: Any, name: str = "cov", *, d: int | None = None) -> np.ndarray:
@@ -310,6 +311,22 @@ def check_real(value: Any, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, Real) or not np.isfinite(value):
         raise ValueError(f"`{name}` must be a finite real number; got {value!r}.")
     return float(value)
+
+
+#: Smallest relative tolerance an adaptive solver can honour: SciPy's ``solve_ivp`` raises any
+#: ``rtol`` below 100 machine epsilons to that value, with a warning.
+MIN_RTOL = 100 * np.finfo(np.float64).eps
+
+
+def check_rtol(value: Any) -> float:
+    """Return the relative tolerance `rtol` after checking it is at least :data:`MIN_RTOL`."""
+    rtol = check_positive(value, "rtol")
+    if rtol < MIN_RTOL:
+        raise ValueError(
+            f"`rtol` = {rtol:g} is below {MIN_RTOL:.3g} (100 machine epsilons), which an adaptive "
+            f"solver cannot honour; pass rtol >= {MIN_RTOL:.3g}."
+        )
+    return rtol
 
 
 def check_int(value: Any, name: str, *, minimum: int = 1) -> int:

@@ -16,7 +16,15 @@ from scipy.spatial.distance import cdist
 from scipy.special import logsumexp
 
 from ._linalg import power_of_two_scale, row_blocks
-from ._validation import as_matrix, as_real_array, as_tokens, as_vector, as_weights, check_positive
+from ._validation import (
+    as_matrix,
+    as_real_array,
+    as_tokens,
+    as_vector,
+    as_weights,
+    check_positive,
+    float_guard,
+)
 
 __all__ = [
     "PowerLawFit",
@@ -141,6 +149,7 @@ def diameter(X: Any) -> float:
     return best
 
 
+@float_guard("the smallest inner product", "rescale `X`")
 def min_inner_product(X: Any) -> float:
     r"""Smallest pairwise inner product :math:`\min_{i,j}\langle x_i, x_j\rangle`.
 
@@ -168,6 +177,7 @@ def min_inner_product(X: Any) -> float:
     return min(float((X[rows] @ X.T).min()) for rows in row_blocks(X.shape[0], X.shape[0]))
 
 
+@float_guard("the interaction energy", "scale `X`, `A` or `beta` down")
 def interaction_energy(X: Any, beta: float = 1.0, weights: Any = None, *, A: Any = None) -> float:
     r"""Interaction energy of the tokens' measure,
 

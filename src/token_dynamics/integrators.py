@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from ._validation import as_times, as_tokens, check_bool, check_positive, progress_bar
+from ._validation import as_times, as_tokens, check_bool, check_positive, check_rtol, progress_bar
 from .geometry import _normalize_rows, _project_rows
 
 __all__ = ["GEOMETRIES", "IVP_METHODS", "METHODS", "Trajectory", "integrate"]
@@ -221,7 +221,7 @@ def integrate(
                 f"{times[-1]:g}], more than {MAX_STEPS:.0e}; pass a larger `dt` or shorter "
                 "`times`."
             )
-    rtol = check_positive(rtol, "rtol")
+    rtol = check_rtol(rtol)
     atol = check_positive(atol, "atol")
     check_bool(progress, "progress")
     sphere = geometry == "sphere"
@@ -236,7 +236,12 @@ def integrate(
         # and a non-finite field would make solve_ivp shrink its step forever.
         if not np.all(np.isfinite(X)):
             raise _blow_up(t, name)
-        V = np.asarray(field(t, X), dtype=np.float64)
+        try:
+            V = np.asarray(field(t, X), dtype=np.float64)
+        except (ValueError, TypeError) as exc:
+            raise type(exc)(
+                f"`field` refused the state built from `X0` (shape {X.shape}) at t = {t:g}: {exc}"
+            ) from exc
         if V.shape != X.shape:
             raise ValueError(f"`field` must return an array of shape {X.shape}; got {V.shape}.")
         if not np.all(np.isfinite(V)):

@@ -457,13 +457,18 @@ def moment_equations(field: Any) -> MomentEquations:
     >>> type(moment_equations(Softmax([[1.0]], [[1.0]]))).__name__
     'SoftmaxMoments'
     """
+    return _moment_equations(field, "field")
+
+
+def _moment_equations(field: Any, name: str) -> MomentEquations:
+    """:func:`moment_equations`, with the argument named `name` in errors."""
     if isinstance(field, MomentEquations):
         return field
     mro = type(field).__mro__
     for cls in mro:
         if cls in NOT_GAUSSIAN_PRESERVING:
             raise ValueError(
-                f"`field` is {cls.__name__} attention, which does not preserve Gaussian "
+                f"`{name}` is {cls.__name__} attention, which does not preserve Gaussian "
                 f"measures: {NOT_GAUSSIAN_PRESERVING[cls]}. It has no moment ODE; estimate its "
                 "moments from particles with particle_moments()."
             )
@@ -471,7 +476,7 @@ def moment_equations(field: Any) -> MomentEquations:
         if cls in MOMENT_EQUATIONS:
             return MOMENT_EQUATIONS[cls](field)
     raise ValueError(
-        f"`field` must be a Gaussian-preserving attention field (Softmax, L2, Sinkhorn, Linear, "
+        f"`{name}` must be a Gaussian-preserving attention field (Softmax, L2, Sinkhorn, Linear, "
         f"MultiHead) or a MomentEquations; got {type(field).__name__}."
     )
 

@@ -122,6 +122,7 @@ def particle_energy(X: Any, A: Any, *, weights: Any = None) -> float:
     return interaction_energy(X, beta=1.0, weights=weights, A=A)
 
 
+@float_guard("the first variation", "scale `A`, `X` or `points` down")
 def first_variation(X: Any, A: Any, points: Any = None, *, weights: Any = None) -> np.ndarray:
     r"""First variation :math:`\frac{\delta\mathcal E}{\delta\mu}` evaluated at ``points``.
 
@@ -161,6 +162,7 @@ def first_variation(X: Any, A: Any, points: Any = None, *, weights: Any = None) 
     return 0.5 * _exp_sum(S1, w, one, quantity) + 0.5 * _exp_sum(S2, w, one, quantity)
 
 
+@float_guard("the energy gradient", "scale `A`, `X` or `points` down")
 def energy_gradient(X: Any, A: Any, points: Any = None, *, weights: Any = None) -> np.ndarray:
     r"""Gradient :math:`\nabla_y\frac{\delta\mathcal E}{\delta\mu}(y)` at ``points``.
 
@@ -287,6 +289,7 @@ def monotonicity_sign(A: Any, V: Any) -> int:
     return 0
 
 
+@float_guard("the second variation", "scale `A`, `X` or `direction` down")
 def translation_second_variation(X: Any, A: Any, direction: Any, *, weights: Any = None) -> float:
     r"""Exact :math:`\frac{d^2}{ds^2}\mathcal E_A\big((x\mapsto x + sb)_\#\mu\big)` at :math:`s=0`.
 

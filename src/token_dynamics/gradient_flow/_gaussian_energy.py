@@ -57,6 +57,7 @@ def _gaussian_quadratic(cov: np.ndarray, A: np.ndarray):
     return logdet, 0.5 * (H + H.T), sigma
 
 
+@float_guard("the Gaussian energy", "rescale `mean`, `cov` or `A`")
 def gaussian_energy(mean: Any, cov: Any, A: Any) -> GaussianEnergy:
     r"""Closed-form interaction energy of :math:`\mathcal N(\alpha, \Sigma)`.
 
@@ -118,6 +119,7 @@ def gaussian_energy(mean: Any, cov: Any, A: Any) -> GaussianEnergy:
     return GaussianEnergy(float(np.exp(log_value)), log_value, True, "")
 
 
+@float_guard("the Gaussian energy", "rescale `means`, `covariances` or `A`")
 def gaussian_energy_along(means: Any, covariances: Any, A: Any) -> np.ndarray:
     """Closed-form energy :func:`gaussian_energy` along a path of Gaussians.
 

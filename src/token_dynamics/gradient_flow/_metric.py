@@ -99,8 +99,9 @@ def twisted_metric(A: Any, V: Any) -> TwistedMetric:
     scale = max(1.0, float(np.abs(P).max()))
     if np.abs(P - P.T).max() > 1e3 * MATRIX_RTOL * scale * np.linalg.cond(A):
         raise TwistedMetricError(
-            "P = V A^-1 is not symmetric (A V != V^T A): unnormalised attention is not a gradient "
-            "flow for a twisted W2 metric; choose V = P A with P symmetric definite."
+            "P = V A^-1 of `V` and `A` is not symmetric (A V != V^T A): unnormalised attention "
+            "is not a gradient flow for a twisted W2 metric; choose `V` = P A with P symmetric "
+            "definite."
         )
     P = 0.5 * (P + P.T)
     lam = np.linalg.eigvalsh(P)
@@ -110,8 +111,9 @@ def twisted_metric(A: Any, V: Any) -> TwistedMetric:
         sign = -1
     else:
         raise TwistedMetricError(
-            f"P = V A^-1 is indefinite (eigenvalues from {lam.min():.3g} to {lam.max():.3g}): "
-            "(x - y)^T P^-1 (x - y) is not a cost; choose V = P A with P definite."
+            f"P = V A^-1 of `V` and `A` is indefinite (eigenvalues from {lam.min():.3g} to "
+            f"{lam.max():.3g}): (x - y)^T P^-1 (x - y) is not a cost; choose `V` = P A with P "
+            "definite."
         )
     return TwistedMetric(P, sign, np.linalg.inv(sign * P))
 

@@ -130,6 +130,11 @@ def bures_wasserstein_velocity(
     (array([-1., -0.]), array([[-4., -0.],
            [-0., -4.]]))
     """
+    if not callable(functional):
+        raise TypeError(
+            "`functional` must be a callable (mean, cov) -> float; got "
+            f"{type(functional).__name__}."
+        )
     alpha = as_vector(mean, "mean")
     d = alpha.shape[0]
     S = as_covariance(cov, "cov", d=d)
