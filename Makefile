@@ -16,7 +16,7 @@ ifneq ($(filter-out full student,$(EDITION)),)
 $(error EDITION must be `full` or `student`, not `$(EDITION)`)
 endif
 
-.PHONY: book test test-fullsize env lint unit build browser chromium bench clean
+.PHONY: book test test-fullsize fuzz env lint unit build browser chromium bench clean
 
 ## env: the pinned environment in .venv (re-installed when a requirements file changes)
 env: $(STAMP)
@@ -53,6 +53,12 @@ unit: env
 ## test-fullsize: the papers' experiments at full size (minutes each; not part of `make test`)
 test-fullsize: env
 	$(BIN)/pytest -m fullsize tests
+
+## fuzz: the long, randomised fuzz profile of the public API (tests/test_fuzz.py; minutes), then
+## the sweep of every named case once with the fraction that ends cleanly (tools/fuzz_report.py)
+fuzz: env
+	TOKEN_DYNAMICS_FUZZ=long $(BIN)/pytest -n $(JOBS) tests/test_fuzz.py
+	PYTHONPATH=src $(BIN)/python tools/fuzz_report.py --show 0
 
 ## build (CI, in `make test`): every notebook executed from clean, no cache
 build: env

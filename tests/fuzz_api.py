@@ -622,11 +622,16 @@ def _finite(value: Any, depth: int = 0) -> bool:
 
 
 def _failed_status(value: Any) -> bool:
-    """A result that reports its own failure: a status other than completed, or a flag
-    (``finite``, ``converged``) that is False."""
+    """A result that reports its own failure: a status other than completed, a flag
+    (``finite``, ``converged``) that is False, or a ``reason`` why its value is inf."""
     status = getattr(value, "status", None)
     flags = [getattr(value, name, None) for name in ("finite", "converged")]
-    return (isinstance(status, str) and status != "completed") or any(f is False for f in flags)
+    reason = getattr(value, "reason", "")  # GaussianEnergy: why its value is inf
+    return (
+        (isinstance(status, str) and status != "completed")
+        or any(f is False for f in flags)
+        or (isinstance(reason, str) and bool(reason))
+    )
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -654,6 +659,8 @@ INFINITE_BY_DESIGN = {
     "stability_constant": "log_constant is inf once its integrand overflows: a void bound",
     "softmax_deviation_bound": "inf where a hardmax margin is lost: a void bound",
     "gaussian_energy_along": "inf where the Gaussian energy is infinite",
+    "gronwall_bound": "log_constant is inf once its integrand overflows: a void bound",
+    "stability_check": "its Gronwall bound is void (inf) once the constant overflows",
 }
 
 
@@ -673,12 +680,20 @@ def _no_nan(value: Any, depth: int = 0) -> bool:
 CLEAN = ("finite", "failure status", "named error", "FloatingPointError")
 
 
-def run_case(name: str, func: Callable, param: str | None, corruption: str | None) -> str:
+def spoil(value: Any, corruption: str | float) -> Any:
+    """Apply a named corruption, or scale `value` by a number (a drawn magnitude)."""
+    if isinstance(corruption, str):
+        return CORRUPTIONS[corruption](value)
+    return _scaled(corruption)(value)
+
+
+def run_case(name: str, func: Callable, param: str | None, corruption: str | float | None) -> str:
     """Call `func` with one argument spoiled and say how it ended (one of :data:`CLEAN` or a
-    description of the defect)."""
+    description of the defect). `corruption` is a key of :data:`CORRUPTIONS` or a factor that
+    scales a float argument."""
     kwargs, _ = valid_arguments(name, func)
     if param is not None:
-        kwargs[param] = CORRUPTIONS[corruption](kwargs[param])
+        kwargs[param] = spoil(kwargs[param], corruption)
     before = copy.deepcopy(kwargs)
     params = set() if _is_exception(func) else set(inspect.signature(func).parameters)
     args = ("a message",) if _is_exception(func) else ()
@@ -722,6 +737,12 @@ def run_case(name: str, func: Callable, param: str | None, corruption: str | Non
     if not all(_same(before[k], kwargs[k]) for k in kwargs):
         outcome = "an input was modified in place"
     return outcome
+
+
+def scalable(name: str, func: Callable) -> list[str]:
+    """The arguments of `func` that a drawn factor can scale (float arrays and numbers)."""
+    kwargs, spoilable = valid_arguments(name, func)
+    return [p for p in spoilable if "huge" in corruptions(kwargs[p])]
 
 
 def all_cases(name: str, func: Callable) -> list[tuple[str | None, str | None]]:

@@ -347,14 +347,22 @@ def sinkhorn_scalar_variance(times: Any, v: float, a: float, var0: float, eps: f
     for k, tk in enumerate(t):
         target = F0 + v / a * tk
         lo, hi = sig0, sig0
-        while _sinkhorn_F(lo, a_abs) > target:
+        while _sinkhorn_F(lo, a_abs) > target and lo > 0:
             lo /= 2.0
-        while _sinkhorn_F(hi, a_abs) < target:
+        while _sinkhorn_F(hi, a_abs) < target and np.isfinite(hi):
             hi *= 2.0
         if lo == hi:
             out[k] = sig0
             continue
-        out[k] = brentq(
-            lambda x, c=target: _sinkhorn_F(x, a_abs) - c, lo, hi, xtol=1e-300, rtol=1e-15
-        )
+        try:
+            if lo == 0 or not np.isfinite(hi):
+                raise RuntimeError("the variance leaves the float64 range")
+            out[k] = brentq(
+                lambda x, c=target: _sinkhorn_F(x, a_abs) - c, lo, hi, xtol=1e-300, rtol=1e-15
+            )
+        except RuntimeError as exc:
+            raise FloatingPointError(
+                f"the Sinkhorn variance at t = {tk:g} is not a float64 ({exc}); shorten `times` "
+                "or lower |`v`|."
+            ) from None
     return e * out

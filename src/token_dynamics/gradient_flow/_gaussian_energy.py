@@ -148,6 +148,8 @@ def gaussian_energy_along(means: Any, covariances: Any, A: Any) -> np.ndarray:
             f"`means` must have shape (T, d) and `covariances` (T, d, d); got {m.shape} and "
             f"{C.shape}."
         )
+    for k, S in enumerate(C):
+        as_covariance(S, f"covariances[{k}]")
     return np.array([gaussian_energy(a, S, A).value for a, S in zip(m, C, strict=True)])
 
 

@@ -93,6 +93,7 @@ def sinkhorn_gaussian_cost(mean: Any, cov: Any, A: Any, *, eps: float = 1.0) -> 
     return float(-np.trace(A @ C) - alpha @ A @ alpha - 0.5 * eps * np.sum(np.log1p(-(c**2))))
 
 
+@float_guard("the Bures-Wasserstein velocity", "rescale `mean` or `cov`")
 def bures_wasserstein_velocity(
     functional: Callable[[np.ndarray, np.ndarray], float],
     mean: Any,
