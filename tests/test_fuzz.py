@@ -31,20 +31,16 @@ from hypothesis import strategies as st
 
 from .fuzz_api import CLEAN, all_cases, public_callables, run_case, scalable, valid_arguments
 
-settings.register_profile(
-    "quick",
-    derandomize=True,
-    deadline=None,
-    max_examples=25,
-    suppress_health_check=list(HealthCheck),
-)
-settings.register_profile(
-    "long",
-    derandomize=False,
-    deadline=None,
-    max_examples=2000,
-    suppress_health_check=list(HealthCheck),
-)
+#: The profiles: name -> (derandomize, cases per callable).
+PROFILES = {"quick": (True, 25), "long": (False, 2000)}
+for _name, (_derandomize, _examples) in PROFILES.items():
+    settings.register_profile(
+        _name,
+        derandomize=_derandomize,
+        deadline=None,
+        max_examples=_examples,
+        suppress_health_check=list(HealthCheck),
+    )
 PROFILE = settings.get_profile(os.environ.get("TOKEN_DYNAMICS_FUZZ", "quick"))
 
 CALLABLES = public_callables()
