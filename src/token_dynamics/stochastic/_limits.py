@@ -9,10 +9,11 @@ from typing import Any
 import numpy as np
 
 from .. import wasserstein
-from .._validation import as_rng, check_int, check_positive
+from .._validation import as_rng, check_instance, check_int, check_positive
 from ..diagnostics import fit_power_law
 from ..sampling import uniform_sphere
 from ._model import (
+    StochasticTransformer,
     _attention_step,
     _common_args,
     _draw_weights,
@@ -216,6 +217,11 @@ class DeepLimitError:
         return _study(x, self.width_gap[:, i, js])
 
 
+def _check_model(model: Any) -> None:
+    fix = "Build one with StochasticTransformer(MLPNoise(...), Q, K, V)."
+    check_instance(model, StochasticTransformer, "model", fix)
+
+
 def deep_limit_error(
     model,
     X0: Any,
@@ -274,6 +280,7 @@ def deep_limit_error(
     >>> err.sup.shape
     (3, 2, 1)
     """
+    _check_model(model)
     widths = (model.noise.width,) if widths is None else tuple(widths)
     for m in widths:
         if m is not None:
@@ -408,6 +415,7 @@ def propagation_of_chaos(
     >>> study.values.tolist()
     [4.0, 8.0]
     """
+    _check_model(model)
     d = check_int(d, "d", minimum=2)
     N_ref = check_int(N_ref, "N_ref", minimum=2)
     sizes = [check_int(n, "sizes", minimum=1) for n in np.atleast_1d(sizes).tolist()]

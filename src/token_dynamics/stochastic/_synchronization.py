@@ -28,7 +28,14 @@ import numpy as np
 from scipy import optimize
 
 from .. import geometry
-from .._validation import as_rng, as_sphere_tokens, as_weights, check_int, check_positive
+from .._validation import (
+    as_rng,
+    as_sphere_tokens,
+    as_square,
+    as_weights,
+    check_int,
+    check_positive,
+)
 from ._kernels import _interpolant, kappa, kappa_prime
 from ._limits import MCEstimate, mc_estimate
 from ._model import MLPNoise, StochasticTransformer, simulate
@@ -269,8 +276,11 @@ def attention_forcing(
 
     X = as_sphere_tokens(X)
     d = X.shape[1]
-    Q, K, V = (np.eye(d) if M is None else M for M in (Q, K, V))
-    field = Softmax(np.asarray(K, dtype=np.float64).T @ np.asarray(Q, dtype=np.float64), V)
+    Q, K, V = (
+        np.eye(d) if M is None else as_square(M, name, d=d)
+        for M, name in ((Q, "Q"), (K, "K"), (V, "V"))
+    )
+    field = Softmax(K.T @ Q, V)
     v = geometry.project_tangent(X, field.velocity(X, weights=weights))
     energy = float(synchronization_energy(X, beta, weights))
     if energy == 0:
