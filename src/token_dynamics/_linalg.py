@@ -41,7 +41,7 @@ def power_of_two_scale(X: np.ndarray, axis: int | None = None) -> np.ndarray:
 def _eig_psd(S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Eigenvalues (rounding below zero clipped to zero) and eigenvectors of ``(S + S^T) / 2``."""
     S = np.asarray(S, dtype=np.float64)
-    lam, U = np.linalg.eigh(0.5 * (S + S.T))
+    lam, U = np.linalg.eigh(0.5 * S + 0.5 * S.T)  # halves first: no overflow at 1e308
     return np.clip(lam, 0.0, None), U
 
 

@@ -125,6 +125,11 @@ def mean_field_errors(
     """
     ns = np.array([check_int(n, "ns") for n in np.atleast_1d(ns)])
     S0 = as_covariance(cov0, "cov0")
+    if not np.any(S0):
+        raise ValueError(
+            "`cov0` is zero: every sample is the mean, every error is 0 and no rate can be "
+            "fitted; pass a nonzero covariance."
+        )
     d = S0.shape[0]
     A = as_matrix(A, "A", shape=(d, d))
     m0 = np.zeros(d) if mean0 is None else as_vector(mean0, "mean0", size=d)
