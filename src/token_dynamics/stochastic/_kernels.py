@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from scipy import integrate, special
 
-from .._validation import check_int, check_positive
+from .._validation import as_real_array, check_int, check_positive
 
 __all__ = ["ACTIVATIONS", "kappa", "kappa_prime"]
 
@@ -136,7 +136,7 @@ def _pair_expectation(f, s2: float, c: np.ndarray) -> np.ndarray:
 
 
 def _check_t(t: Any) -> np.ndarray:
-    arr = np.array(t, dtype=np.float64)
+    arr = as_real_array(t, "t")
     if not np.all(np.isfinite(arr)) or np.any(np.abs(arr) > 1.0 + 1e-12):
         raise ValueError(
             "`t` must hold inner products of unit vectors, finite and in [-1, 1]; "

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from .. import wasserstein
-from .._validation import as_rng, check_instance, check_int, check_positive
+from .._validation import as_real_array, as_rng, check_instance, check_int, check_positive
 from ..diagnostics import fit_power_law
 from ..sampling import uniform_sphere
 from ._model import (
@@ -78,7 +78,7 @@ def mc_estimate(values: Any) -> MCEstimate:
     >>> float(est.mean), round(float(est.stderr), 4)
     (2.0, 0.5774)
     """
-    values = np.asarray(values, dtype=np.float64)
+    values = as_real_array(values, "values")
     if values.ndim == 0 or values.shape[0] < 2:
         raise ValueError("`values` needs at least two samples along its first axis.")
     return _estimate(values)
@@ -349,7 +349,7 @@ def chaos_rate(N: Any, d: int) -> np.ndarray:
     (0.1, 0.25)
     """
     d = check_int(d, "d", minimum=2)
-    N = np.asarray(N, dtype=np.float64)
+    N = as_real_array(N, "N")
     if np.any(N < 1):
         raise ValueError("`N` must hold token numbers, at least 1.")
     if d < 4:
@@ -490,9 +490,9 @@ def layer_norm_remainder(v: Any, w: Any, scales: Any, *, order: int = 2) -> Conv
     """
     if order not in (1, 2):
         raise ValueError(f"`order` must be 1 or 2; got {order!r}.")
-    v = _normalise(np.asarray(v, dtype=np.float64)[None], "v")[0]
-    w = np.asarray(w, dtype=np.float64)
-    scales = np.asarray(scales, dtype=np.float64)
+    v = _normalise(as_real_array(v, "v")[None], "v")[0]
+    w = as_real_array(w, "w")
+    scales = as_real_array(scales, "scales")
     if w.shape != v.shape or np.any(scales <= 0):
         raise ValueError("`w` must have the shape of `v`, and `scales` must be positive.")
     rem = []

@@ -21,7 +21,14 @@ import numpy as np
 from scipy import special
 
 from .. import attention as _attention
-from .._validation import as_matrix, as_rng, as_sphere_tokens, check_int, check_positive
+from .._validation import (
+    as_matrix,
+    as_real_array,
+    as_rng,
+    as_sphere_tokens,
+    check_int,
+    check_positive,
+)
 from ._kernels import _check_activation, _interpolant, kappa, kappa_prime
 
 __all__ = ["MLPNoise", "StochasticResult", "StochasticTransformer", "simulate"]
@@ -347,7 +354,7 @@ def _noise_step(Y, h, G, what: str) -> np.ndarray:
 
 def _as_initial(X0: Any, paths: int) -> np.ndarray:
     """Initial tokens ``(n, d)`` (same for every path) or ``(paths, n, d)``, on the sphere."""
-    arr = np.array(X0, dtype=np.float64)
+    arr = as_real_array(X0, "X0")
     if arr.ndim == 3:
         if arr.shape[0] != paths:
             raise ValueError(

@@ -29,6 +29,7 @@ from scipy import optimize
 
 from .. import geometry
 from .._validation import (
+    as_real_array,
     as_rng,
     as_sphere_tokens,
     as_square,
@@ -220,7 +221,7 @@ def energy_derivative(X: Any, velocity: Any, beta: float, weights: Any = None) -
     True
     """
     X = as_sphere_tokens(X)
-    v = np.array(velocity, dtype=np.float64)
+    v = as_real_array(velocity, "velocity")
     if v.shape != X.shape or not np.all(np.isfinite(v)):
         raise ValueError(
             f"`velocity` must be finite with the shape {X.shape} of `X`; got shape {v.shape}."
@@ -530,7 +531,7 @@ class Lemma41Terms:
 
 
 def _inner_products(u: Any) -> np.ndarray:
-    arr = np.atleast_1d(np.asarray(u, dtype=np.float64))
+    arr = np.atleast_1d(as_real_array(u, "u"))
     if arr.ndim != 1 or not np.all(np.isfinite(arr)) or np.any(np.abs(arr) > 1):
         raise ValueError("`u` must be a finite 1-D array of inner products in [-1, 1].")
     return arr
@@ -803,8 +804,8 @@ def energy_decay_rate(times: Any, energies: Any) -> MCEstimate:
     >>> round(energy_decay_rate(t, E).mean, 12)
     -2.0
     """
-    t = np.asarray(times, dtype=np.float64)
-    E = np.asarray(energies, dtype=np.float64)
+    t = as_real_array(times, "times")
+    E = as_real_array(energies, "energies")
     if t.ndim != 1 or t.size < 2 or np.ptp(t) == 0:
         raise ValueError("`times` must be a 1-D array of at least two distinct times.")
     if E.ndim != 2 or E.shape[1] != t.size or E.shape[0] < 2:
@@ -853,8 +854,8 @@ def separation_exponent(times: Any, states: Any) -> MCEstimate:
     >>> round(float(separation_exponent([0.0, 1.0], S).mean), 6)
     -2.302585
     """
-    t = np.asarray(times, dtype=np.float64)
-    S = np.asarray(states, dtype=np.float64)
+    t = as_real_array(times, "times")
+    S = as_real_array(states, "states")
     if S.ndim != 4 or S.shape[2] != 2 or S.shape[1] != t.size or S.shape[0] < 2:
         raise ValueError(
             "`states` must have shape (paths, T, 2, d) with two tokens and at least two paths; "
