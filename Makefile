@@ -18,8 +18,8 @@ ifneq ($(filter-out full student,$(EDITION)),)
 $(error EDITION must be `full` or `student`, not `$(EDITION)`)
 endif
 
-.PHONY: book pdf test test-fullsize env lint unit build site browser pdf-check chromium poppler bench clean \
-	coursework
+.PHONY: book pdf test test-fullsize fuzz env lint unit build site browser pdf-check chromium poppler \
+	bench clean coursework
 
 ## env: the pinned environment in .venv (re-installed when a requirements file changes)
 env: $(STAMP)
@@ -68,6 +68,12 @@ unit: env
 ## test-fullsize: the papers' experiments at full size (minutes each; not part of `make test`)
 test-fullsize: env
 	$(BIN)/pytest -m fullsize tests
+
+## fuzz: the long, randomised fuzz profile of the public API (tests/test_fuzz.py; minutes), then
+## the sweep of every named case once with the fraction that ends cleanly (tools/fuzz_report.py)
+fuzz: env
+	TOKEN_DYNAMICS_FUZZ=long $(BIN)/pytest -n $(JOBS) tests/test_fuzz.py
+	PYTHONPATH=src $(BIN)/python tools/fuzz_report.py --show 0
 
 ## build (CI, in `make test`): both editions, every page re-read; every notebook executed from
 ## clean by the full edition's build (a fresh cache), whose executions the student edition reuses

@@ -512,3 +512,15 @@ def test_softmax_weights_is_the_fields_softmax():
     # scores of size 1e300 do not overflow: the largest logit of each row is subtracted first
     big = softmax_weights(np.array([[1e300, 1e300 - 1e285], [-1e300, 0.0]]))
     np.testing.assert_array_equal(big, [[1.0, 0.0], [0.0, 1.0]])
+
+
+def test_softmax_key_weight_below_the_exp_floor_gets_exact_attention():
+    """Issue 15, defect 10: a key of weight 1e-303 gets attention w e^s / sum (about 1e-303),
+    not the O(1) share of a clamped exponent; the log-weights enter before any floor."""
+    from token_dynamics.attention import softmax_weights
+
+    P = softmax_weights(np.array([[0.0, 0.0]]), log_weights=np.log([1e-303, 1.0]))
+    np.testing.assert_allclose(P, [[1e-303, 1.0]], rtol=1e-12)
+    P = softmax_weights(np.array([[700.0, 0.0]]), log_weights=np.log([1e-303, 1.0]))
+    r = np.exp(700.0 + np.log(1e-303))  # e^700 * 1e-303 against 1
+    np.testing.assert_allclose(P, [[r / (1 + r), 1 / (1 + r)]], rtol=1e-12)

@@ -123,3 +123,22 @@ def test_numerical_rank():
 def test_bad_inputs_raise_named_errors(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+@pytest.mark.parametrize("scale", [1e-100, 1e100, 1e150, 1e200])
+def test_diameter_and_covariance_are_overflow_safe(scale):
+    """Issue 15, defects 5 and 7: diameter and covariance scale as c and c^2, without overflow.
+
+    The rescaling is by a power of two (exact), so only the final product rounds: a few ulps.
+    """
+    X = np.array([[1.0, 0.0], [-1.0, 0.5], [0.25, 2.0]])
+    np.testing.assert_allclose(diameter(scale * X), scale * diameter(X), rtol=1e-15)
+    if scale <= 1e150:
+        np.testing.assert_allclose(
+            empirical_covariance(scale * X) / scale**2, empirical_covariance(X), rtol=1e-14
+        )
+    else:  # entries of order 1e400 have no float64 value
+        with pytest.raises(FloatingPointError, match="`X`"):
+            empirical_covariance(scale * X)
+    with pytest.raises(FloatingPointError, match="diameter"):
+        diameter([[-1e308, 0.0], [1e308, 0.0]])  # 2e308 > the largest float

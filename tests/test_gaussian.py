@@ -832,3 +832,12 @@ def test_one_gaussian_path_type():
         assert path.means.shape == (2, 1) and path.covariances.shape == (2, 1, 1)
     with pytest.raises(ValueError, match="`status` must be one of"):
         g.GaussianPath(np.zeros(1), np.zeros((1, 1)), np.zeros((1, 1, 1)), status="done")
+
+
+def test_moment_matched_cloud_needs_more_tokens_than_dimensions():
+    """Issue 15, defect 8: n <= d is refused by name (a centred cloud of n points spans n - 1
+    directions), and n = d + 1 is the smallest cloud that matches both moments exactly."""
+    with pytest.raises(ValueError, match=r"`n` = 3 .* Pass n >= 4"):
+        g.moment_matched_cloud(3, np.zeros(3), np.eye(3), rng=0)
+    X = g.moment_matched_cloud(4, np.zeros(3), np.eye(3), rng=0)
+    np.testing.assert_allclose(X.T @ X / 4, np.eye(3), atol=1e-13)  # exact up to rounding

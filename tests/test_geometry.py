@@ -59,3 +59,19 @@ def test_inputs_are_not_mutated():
 def test_bad_inputs_raise_named_errors(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+@pytest.mark.parametrize("scale", [1e-200, 1e-150, 1e150, 1e200])
+def test_normalize_and_project_are_scale_free(scale):
+    """Issue 15, defect 7: rows of norm 1e+-200 give the directions of the unscaled rows.
+
+    Both maps are invariant under x -> c x (and the projection is linear in v), so the answers
+    at any scale equal those at scale one up to a few ulps of the rescaling by a power of two.
+    """
+    X = np.array([[3.0, 4.0], [-1.0, 2.0], [0.5, -0.25]])
+    V = np.array([[1.0, 2.0], [0.0, -3.0], [2.0, 1.0]])
+    np.testing.assert_allclose(normalize(scale * X), normalize(X), rtol=1e-15)
+    np.testing.assert_allclose(project_tangent(scale * X, V), project_tangent(X, V), rtol=1e-14)
+    np.testing.assert_allclose(
+        project_tangent(X, scale * V) / scale, project_tangent(X, V), rtol=1e-14
+    )

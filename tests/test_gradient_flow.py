@@ -540,3 +540,23 @@ def test_validation_errors():
         gf.bures_wasserstein_velocity(lambda m, S: 0.0, [0.0], [[0.0]])
     with pytest.raises(ValueError, match="`A` must be a symmetric"):
         gf.sinkhorn_gaussian_cost([0.0, 0.0], np.eye(2), [[0.0, 1.0], [0.0, 0.0]])
+
+
+def test_first_variation_and_gradient_are_log_domain():
+    """Issue 15, defect 5: exponents beyond 709 (token norm 30) are summed in log domain.
+
+    With every exponent shifted by the same c (the tokens on a line, A = I, points at the
+    origin shifted along it), a finite answer is returned where e^{<Ay, x>} alone overflows;
+    where the answer itself exceeds float64 a FloatingPointError says so.
+    """
+    X = np.array([[1.0, 0.0], [-1.0, 0.0]])
+    y = np.array([[700.0, 0.0]])  # exponents 700 and -700: the sum e^700 / 2 is finite
+    np.testing.assert_allclose(
+        gf.first_variation(X, np.eye(2), y), [0.5 * (np.exp(700.0) + np.exp(-700.0))], rtol=1e-14
+    )
+    X30 = 30.0 * np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]])  # e^900 has no float value
+    for f in (gf.first_variation, gf.energy_gradient):
+        with pytest.raises(FloatingPointError, match="float64 range"):
+            f(X30, np.eye(2))
+    with pytest.raises(FloatingPointError, match="float64 range"):
+        gf.translation_second_variation(X30, np.eye(2), [1.0, 0.0])

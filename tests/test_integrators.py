@@ -224,3 +224,18 @@ def test_vocabulary_and_result_shape():
     assert a.method == "RK45" and a.status == b.status == "completed" and a.message
     with pytest.raises(ValueError, match="`ivp_method` is only read with method='solve_ivp'"):
         integrate(lambda t, X: -X, X0, [0.0, 1.0], method="rk4", ivp_method="RK45")
+
+
+def test_a_step_budget_refuses_a_dt_that_would_never_finish():
+    """Issue 15 (no hang): dt = 1e-200 on [0, 1] asks for 1e200 steps; it is refused by name
+    before any step, for fixed steps and as the maximal step of solve_ivp."""
+    for method in ("euler", "rk4", "solve_ivp"):
+        with pytest.raises(ValueError, match=r"`dt` = 1e-200 asks for about 1e\+200 steps"):
+            integrate(lambda t, X: -X, np.ones((1, 2)), [0.0, 1.0], method=method, dt=1e-200)
+
+
+def test_a_field_refusing_the_state_names_field_and_X0():
+    """A field built for d = 2 given tokens in d = 3 says which arguments disagree."""
+    field = Softmax(np.eye(2), np.eye(2))
+    with pytest.raises(ValueError, match=r"`field` refused the state built from `X0`"):
+        integrate(field, np.ones((3, 3)), [0.0, 1.0])

@@ -529,4 +529,4 @@ def test_training_progress_bar_changes_nothing(capsys):
     assert "train_tikhonov" in capsys.readouterr().err
     np.testing.assert_array_equal(shown.theta, quiet.theta)
     with pytest.raises(ValueError, match="`progress`"):
-        tikhonov_sweep(data, [1e-1], epochs=5, progress="yes")
+        tikhonov_sweep(data, [1e-1, 1e-2], epochs=5, progress="yes")

@@ -161,3 +161,34 @@ def test_row_blocks_tile_the_rows():
     blocks = list(row_blocks(10, BLOCK_ELEMENTS // 3))
     assert [b.stop - b.start for b in blocks] == [3, 3, 3, 1]
     assert list(row_blocks(4, 10 * BLOCK_ELEMENTS)) == [slice(i, i + 1) for i in range(4)]
+
+
+def test_float_guard_names_the_quantity_and_the_fix():
+    """numpy's overflow, division by zero and invalid values become one FloatingPointError that
+    names what was computed and the remedy; underflow to zero stays silent (it is harmless)."""
+    for bad in (lambda: np.exp(np.array([1e3])), lambda: np.array([1.0]) / 0.0):
+        with pytest.raises(FloatingPointError, match=r"^the energy leaves .* scale `X` down\.$"):
+            with v.float_guard("the energy", "scale `X` down"):
+                bad()
+    with v.float_guard("the energy", "scale `X` down"):
+        assert np.exp(np.array([-1e3]))[0] == 0.0
+
+    @v.float_guard("the energy", "scale `X` down")
+    def already_ours():
+        raise FloatingPointError("a message of the library")
+
+    with pytest.raises(FloatingPointError, match=r"^a message of the library$"):
+        already_ours()
+
+
+def test_check_instance_and_check_rtol():
+    with pytest.raises(TypeError, match=r"`field` must be a dict; got float\. Pass a dict\."):
+        v.check_instance(1.0, dict, "field", "Pass a dict.")
+    assert v.check_rtol(1e-10) == 1e-10
+    with pytest.raises(ValueError, match=r"`rtol` = 1e-16 is below"):
+        v.check_rtol(1e-16)  # below 100 eps, where solve_ivp would clamp it with a warning
+
+
+def test_as_symmetric_does_not_overflow_near_the_largest_float():
+    M = np.array([[1.7e308, 0.0], [0.0, 1.0]])
+    np.testing.assert_array_equal(v.as_symmetric(M, "M"), M)

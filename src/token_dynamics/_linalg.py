@@ -1,7 +1,8 @@
 """Linear algebra shared by every chapter (private module, the ground floor).
 
-One positive semidefinite square root and factor, and one row tiling of a large product:
-a chapter package uses these and never re-makes them.
+One positive semidefinite square root and factor, one row tiling of a large product and one
+exact rescaling (by a power of two) for overflow-safe formulas: a chapter package uses these
+and never re-makes them.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-__all__ = ["BLOCK_ELEMENTS", "psd_factor", "psd_sqrt", "row_blocks"]
+__all__ = ["BLOCK_ELEMENTS", "power_of_two_scale", "psd_factor", "psd_sqrt", "row_blocks"]
 
 #: Number of float64 entries in one slab of the score matrix (rows x keys): 2**16 entries are
 #: 512 KiB, so a slab and its product stay in a core's L2 cache. Measured on the 2-core machine
@@ -20,10 +21,27 @@ __all__ = ["BLOCK_ELEMENTS", "psd_factor", "psd_sqrt", "row_blocks"]
 BLOCK_ELEMENTS = 2**16
 
 
+def power_of_two_scale(X: np.ndarray, axis: int | None = None) -> np.ndarray:
+    """The power of two at or just below ``max |X|`` (along `axis`, kept as a length-1 axis).
+
+    Dividing by it is exact (no rounding) and brings the entries into ``(-2, 2)``, so that
+    squares and inner products of the rescaled array neither overflow nor underflow; a
+    homogeneous formula then restores the scale at the end. All-zero slices get 1.
+
+    Examples
+    --------
+    >>> power_of_two_scale(np.array([3.0, -5.0]))
+    array(4.)
+    """
+    peak = np.max(np.abs(X), axis=axis, keepdims=axis is not None)
+    # peak = mantissa * 2^e with mantissa in [1/2, 1): 2^(e-1) <= peak, always representable
+    return np.where(peak > 0, np.ldexp(1.0, np.frexp(peak)[1] - 1), 1.0)
+
+
 def _eig_psd(S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Eigenvalues (rounding below zero clipped to zero) and eigenvectors of ``(S + S^T) / 2``."""
     S = np.asarray(S, dtype=np.float64)
-    lam, U = np.linalg.eigh(0.5 * (S + S.T))
+    lam, U = np.linalg.eigh(0.5 * S + 0.5 * S.T)  # halves first: no overflow at 1e308
     return np.clip(lam, 0.0, None), U
 
 

@@ -8,13 +8,18 @@ converts, so callers may never mutate what the user passed in.
 One checker per kind of argument: real arrays (:func:`as_real_array`, :func:`as_vector`,
 :func:`as_matrix`, :func:`as_tokens`), times (:func:`as_times`), square, symmetric and
 covariance matrices with one tolerance policy (:data:`MATRIX_RTOL`), probability weights
-(:func:`as_weights`) and random generators (:func:`as_rng`). A chapter package uses these and
-never re-makes them.
+(:func:`as_weights`), objects of the library (:func:`check_instance`) and random generators
+(:func:`as_rng`). A chapter package uses these and never re-makes them.
+
+:func:`float_guard` is the numerical half of the failure policy: code run under it that would
+overflow, divide by zero or produce an invalid value raises ``FloatingPointError`` naming the
+quantity and the remedy, instead of returning NaN or inf with a ``RuntimeWarning``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from numbers import Integral, Real
 from typing import Any
 
@@ -36,9 +41,12 @@ __all__ = [
     "as_vector",
     "as_weights",
     "check_bool",
+    "check_instance",
     "check_int",
     "check_positive",
     "check_real",
+    "check_rtol",
+    "float_guard",
     "progress_bar",
 ]
 
@@ -229,7 +237,7 @@ def as_symmetric(M: Any, name: str, *, d: int | None = None, what: str = "symmet
             f"`{name}` must be {what}; max |{name} - {name}^T| = {gap:.3g}. "
             f"Pass ({name} + {name}.T) / 2 if the antisymmetric part is rounding."
         )
-    return 0.5 * (S + S.T)
+    return 0.5 * S + 0.5 * S.T  # halves first: no overflow near the largest float
 
 
 def as_covariance(cov: Any, name: str = "cov", *, d: int | None = None) -> np.ndarray:
@@ -306,6 +314,22 @@ def check_real(value: Any, name: str) -> float:
     return float(value)
 
 
+#: Smallest relative tolerance an adaptive solver can honour: SciPy's ``solve_ivp`` raises any
+#: ``rtol`` below 100 machine epsilons to that value, with a warning.
+MIN_RTOL = 100 * np.finfo(np.float64).eps
+
+
+def check_rtol(value: Any) -> float:
+    """Return the relative tolerance `rtol` after checking it is at least :data:`MIN_RTOL`."""
+    rtol = check_positive(value, "rtol")
+    if rtol < MIN_RTOL:
+        raise ValueError(
+            f"`rtol` = {rtol:g} is below {MIN_RTOL:.3g} (100 machine epsilons), which an adaptive "
+            f"solver cannot honour; pass rtol >= {MIN_RTOL:.3g}."
+        )
+    return rtol
+
+
 def check_int(value: Any, name: str, *, minimum: int = 1) -> int:
     """Return `value` as an int after checking it is an integer >= `minimum`."""
     if isinstance(value, bool) or not isinstance(value, Integral):
@@ -368,3 +392,40 @@ def as_dtype(dtype: Any, name: str = "dtype", *, like: Any = None) -> np.dtype:
             f"got {dtype!r}."
         )
     return dt
+
+
+def check_instance(value: Any, cls: type | tuple[type, ...], name: str, fix: str) -> Any:
+    """Return `value` after checking it is an instance of `cls` (a ``TypeError`` naming `name`
+    and saying how to build one, `fix`, otherwise)."""
+    if not isinstance(value, cls):
+        want = " or ".join(c.__name__ for c in (cls if isinstance(cls, tuple) else (cls,)))
+        raise TypeError(f"`{name}` must be a {want}; got {type(value).__name__}. {fix}")
+    return value
+
+
+@contextmanager
+def float_guard(quantity: str, fix: str) -> Iterator[None]:
+    """Run a computation with float64 overflow, division by zero and invalid values raised.
+
+    A ``FloatingPointError`` from numpy becomes one that names `quantity` (what was being
+    computed) and says what to do (`fix`); underflow to zero stays silent, as it is harmless.
+    Usable as a context manager or as a decorator.
+
+    Examples
+    --------
+    >>> with float_guard("the energy", "scale `X` down"):  # doctest: +ELLIPSIS
+    ...     np.exp(np.array([1000.0]))
+    Traceback (most recent call last):
+    ...
+    FloatingPointError: the energy leaves the float64 range (overflow); scale `X` down.
+    """
+    with np.errstate(over="raise", divide="raise", invalid="raise", under="ignore"):
+        try:
+            yield
+        except FloatingPointError as exc:
+            kind = str(exc).split(" encountered")[0]
+            if " encountered" not in str(exc):  # already ours: pass it on unchanged
+                raise
+            raise FloatingPointError(
+                f"{quantity} leaves the float64 range ({kind}); {fix}."
+            ) from None

@@ -15,9 +15,17 @@ import numpy as np
 from scipy.spatial.distance import cdist
 from scipy.special import logsumexp
 
-from ._linalg import row_blocks
+from ._linalg import power_of_two_scale, row_blocks
 from ._typing import ArrayLike
-from ._validation import as_matrix, as_real_array, as_tokens, as_vector, as_weights, check_positive
+from ._validation import (
+    as_matrix,
+    as_real_array,
+    as_tokens,
+    as_vector,
+    as_weights,
+    check_positive,
+    float_guard,
+)
 
 __all__ = [
     "PowerLawFit",
@@ -107,9 +115,19 @@ def empirical_covariance(X: ArrayLike, weights: ArrayLike | None = None) -> np.n
     """
     X = as_tokens(X)
     w = as_weights(weights, X.shape[0])
-    Xc = X - w @ X
+    # computed on X / c, c the power of two at max |x_ij| (exact, no overflow in the
+    # products), then scaled by c^2
+    c = float(power_of_two_scale(X))
+    Xc = X / c - w @ (X / c)
     C = Xc.T @ (w[:, None] * Xc)
-    return (C + C.T) / 2
+    with np.errstate(over="ignore"):
+        C = c * (c * (C + C.T) / 2)
+    if not np.all(np.isfinite(C)):
+        raise FloatingPointError(
+            f"the covariance of `X` overflows float64 (entries up to {c:.3g}, squared); "
+            "rescale `X`."
+        )
+    return C
 
 
 def diameter(X: ArrayLike) -> float:
@@ -144,12 +162,19 @@ def diameter(X: ArrayLike) -> float:
     5.0
     """
     X = as_tokens(X)
+    # distances of X / c, c the power of two at max |x_ij| (exact, no overflow in cdist)
+    c = float(power_of_two_scale(X))
     best = 0.0
     for rows in row_blocks(X.shape[0], X.shape[0]):
-        best = max(best, float(cdist(X[rows], X).max()))
+        best = max(best, float(cdist(X[rows] / c, X / c).max()))
+    with np.errstate(over="ignore"):
+        best *= c
+    if not np.isfinite(best):
+        raise FloatingPointError("the diameter of `X` overflows float64; rescale `X`.")
     return best
 
 
+@float_guard("the smallest inner product", "rescale `X`")
 def min_inner_product(X: ArrayLike) -> float:
     r"""Smallest pairwise inner product :math:`\min_{i,j}\langle x_i, x_j\rangle`.
 
@@ -185,6 +210,7 @@ def min_inner_product(X: ArrayLike) -> float:
     return min(float((X[rows] @ X.T).min()) for rows in row_blocks(X.shape[0], X.shape[0]))
 
 
+@float_guard("the interaction energy", "scale `X`, `A` or `beta` down")
 def interaction_energy(
     X: ArrayLike, beta: float = 1.0, weights: ArrayLike | None = None, *, A: Any = None
 ) -> float:

@@ -3,25 +3,47 @@ r"""Geometry of the token space: the unit sphere of layer normalisation.
 Layer normalisation keeps tokens on :math:`\mathbb S^{d-1}`. Its continuous counterpart projects
 each velocity on the tangent space, :math:`P_x = I - x x^\top`; a discrete layer renormalises
 after each residual step. Both act row by row on tokens ``X`` of shape ``(n, d)``.
+
+Both are invariant under rescaling a row, and compute on rows divided by a power of two near
+their largest entry:
+rows of norm 1e-200 or 1e200 give the same directions as rows of norm one, without overflow or
+division by zero.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ._linalg import power_of_two_scale
 from ._typing import ArrayLike
 from ._validation import as_tokens
 
 __all__ = ["normalize", "project_tangent"]
 
 
+def _rescaled_rows(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows divided exactly by a power of two near their largest entry, and those powers."""
+    scale = power_of_two_scale(X, axis=1)
+    return X / scale, scale
+
+
 def _normalize_rows(X: np.ndarray) -> np.ndarray:
-    return X / np.linalg.norm(X, axis=1, keepdims=True)
+    Xs, _ = _rescaled_rows(X)
+    return Xs / np.linalg.norm(Xs, axis=1, keepdims=True)
 
 
 def _project_rows(X: np.ndarray, dX: np.ndarray) -> np.ndarray:
-    coef = np.einsum("ij,ij->i", dX, X) / np.einsum("ij,ij->i", X, X)
-    return dX - coef[:, None] * X
+    Xs, _ = _rescaled_rows(X)
+    Vs, v_scale = _rescaled_rows(dX)
+    coef = np.einsum("ij,ij->i", Vs, Xs) / np.einsum("ij,ij->i", Xs, Xs)
+    with np.errstate(over="ignore"):
+        out = v_scale * (Vs - coef[:, None] * Xs)
+    if not np.all(np.isfinite(out)):
+        raise FloatingPointError(
+            "the tangent projection of `dX` overflows float64 (a row of `dX` is within a factor "
+            "of two of the largest float); rescale `dX`."
+        )
+    return out
 
 
 def normalize(X: ArrayLike) -> np.ndarray:
@@ -57,11 +79,11 @@ def normalize(X: ArrayLike) -> np.ndarray:
            [ 0. , -1. ]])
     """
     X = as_tokens(X)
-    norms = np.linalg.norm(X, axis=1)
-    if np.any(norms == 0):
-        i = int(np.argmin(norms))
+    zero = np.all(X == 0, axis=1)
+    if np.any(zero):
+        i = int(np.argmax(zero))
         raise ValueError(f"`X` row {i} is zero and has no direction; remove or perturb it.")
-    return X / norms[:, None]
+    return _normalize_rows(X)
 
 
 def project_tangent(X: ArrayLike, dX: ArrayLike) -> np.ndarray:
@@ -108,5 +130,7 @@ def project_tangent(X: ArrayLike, dX: ArrayLike) -> np.ndarray:
     if dX.shape != X.shape:
         raise ValueError(f"`dX` must have the shape of `X`, {X.shape}; got {dX.shape}.")
     if np.any(np.all(X == 0, axis=1)):
-        raise ValueError("`X` has a zero row, where the tangent space is undefined.")
+        raise ValueError(
+            "`X` has a zero row, where the tangent space is undefined; remove or perturb it."
+        )
     return _project_rows(X, dX)

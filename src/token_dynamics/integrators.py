@@ -43,6 +43,7 @@ from ._validation import (
     as_tokens,
     check_bool,
     check_positive,
+    check_rtol,
     progress_bar,
 )
 from .geometry import _normalize_rows, _project_rows
@@ -59,6 +60,9 @@ GEOMETRIES = ("euclidean", "sphere")
 #: Relative slack in ``ceil(interval / dt)``: an interval that is a whole number of steps up to
 #: rounding (0.1 / 0.01 = 10.000000000000002) gets that number of steps, not one more.
 DT_SLACK = 1e-9
+#: Most steps a run may ask for through `dt` (fixed steps, or the maximal step of an adaptive
+#: method): 10^7 steps of even a 2-token field take minutes; a smaller `dt` is a mistake.
+MAX_STEPS = 10**7
 
 
 @dataclass(frozen=True, eq=False)
@@ -229,15 +233,22 @@ def integrate(
     times = as_times(times)
     if dt is not None:
         dt = check_positive(dt, "dt")
-    rtol = check_positive(rtol, "rtol")
+        with np.errstate(over="ignore"):
+            n_steps = (times[-1] - times[0]) / dt
+        if n_steps > MAX_STEPS:
+            raise ValueError(
+                f"`dt` = {dt:g} asks for about {n_steps:.3g} steps over [{times[0]:g}, "
+                f"{times[-1]:g}], more than {MAX_STEPS:.0e}; pass a larger `dt` or shorter "
+                "`times`."
+            )
+    rtol = check_rtol(rtol)
     atol = check_positive(atol, "atol")
     check_bool(progress, "progress")
     sphere = geometry == "sphere"
     if sphere:
-        norms = np.linalg.norm(X0, axis=1)
-        if np.any(norms == 0):
+        if np.any(np.all(X0 == 0, axis=1)):
             raise ValueError("`X0` has a zero row, which has no point on the sphere.")
-        X0 = X0 / norms[:, None]
+        X0 = _normalize_rows(X0)
     ivp = method not in ("euler", "rk4")
     X0 = X0.astype(np.float64 if ivp else dtype, copy=False)
 
@@ -247,7 +258,12 @@ def integrate(
         # and a non-finite field would make solve_ivp shrink its step forever.
         if not np.all(np.isfinite(X)):
             raise _blow_up(t, name)
-        V = np.asarray(field(t, X), dtype=X.dtype)
+        try:
+            V = np.asarray(field(t, X), dtype=X.dtype)
+        except (ValueError, TypeError) as exc:
+            raise type(exc)(
+                f"`field` refused the state built from `X0` (shape {X.shape}) at t = {t:g}: {exc}"
+            ) from exc
         if V.shape != X.shape:
             raise ValueError(f"`field` must return an array of shape {X.shape}; got {V.shape}.")
         if not np.all(np.isfinite(V)):

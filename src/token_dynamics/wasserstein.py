@@ -45,6 +45,7 @@ from ._validation import (
     as_weights,
     check_positive,
     check_real,
+    float_guard,
     progress_bar,
 )
 
@@ -218,6 +219,7 @@ def _entropic_plan(a, b, C, reg, max_iter, progress):
     return P, n_iter, err
 
 
+@float_guard("the Wasserstein-2 distance", "rescale `X` or `Y`")
 def wasserstein2(
     X: Any,
     Y: Any,
@@ -353,6 +355,7 @@ def wasserstein2(
     return float(np.sqrt(max(float(np.sum(plan * C)), 0.0)))
 
 
+@float_guard("the Wasserstein-1 distance", "rescale `X` or `Y`")
 def wasserstein1(X: Any, Y: Any, *, weights_x: Any = None, weights_y: Any = None) -> float:
     r"""1-Wasserstein distance for the Euclidean ground cost (exact).
 
@@ -399,6 +402,7 @@ def _as_samples_1d(x: Any, name: str) -> np.ndarray:
     return as_vector(arr, name)
 
 
+@float_guard("the Wasserstein distance to the Gaussian", "rescale `x`, `mean` or `var`")
 def w2_gaussian_1d(x: Any, mean: float, var: float, *, weights: Any = None) -> float:
     r"""Exact :math:`W_2` from a 1-D discrete measure to the Gaussian :math:`\mathcal N(m, s)`.
 
@@ -460,6 +464,7 @@ def w2_gaussian_1d(x: Any, mean: float, var: float, *, weights: Any = None) -> f
     return float(np.sqrt(max(w2sq, 0.0)))
 
 
+@float_guard("the Bures-Wasserstein distance", "rescale `m1`, `S1`, `m2` or `S2`")
 def bures_wasserstein(m1: Any, S1: Any, m2: Any, S2: Any) -> float:
     r"""Closed-form :math:`W_2` between two Gaussians (the Bures-Wasserstein distance).
 
@@ -514,6 +519,7 @@ def _blocks(Z: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nd
     return pos, idx, mass
 
 
+@float_guard("the conditional Wasserstein distance", "rescale `X` or `Y`")
 def conditional_w2(X: Any, Y: Any, *, weights_x: Any = None, weights_y: Any = None) -> float:
     r"""Conditional distance :math:`W_{2,\lambda}` of two measures with a shared position marginal.
 

@@ -15,6 +15,7 @@ from .._validation import (
     as_vector,
     check_positive,
     check_real,
+    float_guard,
 )
 from ._path import GaussianPath
 
@@ -45,6 +46,7 @@ def _check_before(times: np.ndarray, t_star: float, what: str = "the solution") 
         )
 
 
+@float_guard("the scalar blow-up time", "rescale `v`, `a` or `var0`")
 def scalar_blowup_time(v: float, a: float, var0: float) -> float:
     r"""Blow-up time :math:`t^\star = 1/(2 v a s_0)` of the scalar softmax ODE.
 
@@ -79,6 +81,7 @@ def scalar_blowup_time(v: float, a: float, var0: float) -> float:
     return 1.0 / rate if rate > 0 else np.inf
 
 
+@float_guard("the 1-D softmax Gaussian", "rescale `times`, `mean0`, `var0`, `v`, `a` or `beta`")
 def softmax_gaussian_1d(
     times: Any, mean0: float, var0: float, v: float, a: float, *, beta: float = 1.0
 ) -> GaussianPath:
@@ -140,6 +143,7 @@ def softmax_gaussian_1d(
     )
 
 
+@float_guard("the centred softmax Gaussian", "rescale `times`, `cov0`, `A`, `v` or `beta`")
 def softmax_gaussian_centred(
     times: Any, cov0: Any, A: Any, v: float, *, beta: float = 1.0
 ) -> GaussianPath:
@@ -196,6 +200,7 @@ def _isotropic_rate(v: float, A: np.ndarray, cov0: np.ndarray) -> float:
     return float(np.max(v * lam))
 
 
+@float_guard("the isotropic blow-up time", "rescale `v`, `A` or `cov0`")
 def isotropic_blowup_time(v: float, A: Any, cov0: Any) -> float:
     r"""Blow-up time for ``V = v I``, the inverse of the largest :math:`v\lambda_i`.
 
@@ -235,6 +240,7 @@ def isotropic_blowup_time(v: float, A: Any, cov0: Any) -> float:
     return 1.0 / rate if rate > 0 else np.inf
 
 
+@float_guard("the isotropic covariance", "rescale `times`, `v`, `A` or `cov0`")
 def isotropic_covariance(times: Any, v: float, A: Any, cov0: Any) -> np.ndarray:
     r"""Covariance for softmax attention with ``V = v I`` (any mean):
 
@@ -290,6 +296,7 @@ def _isotropic_covariance(t: np.ndarray, v: float, A: np.ndarray, S0: np.ndarray
     return out
 
 
+@float_guard("the low-rank limit", "rescale `A`, `cov0` or `v`")
 def low_rank_limit(A: Any, cov0: Any, v: float = 1.0) -> np.ndarray:
     r"""Limit of the ``V = v I`` covariance when :math:`v(A + A^\top) \preceq 0`:
 
@@ -369,6 +376,7 @@ def _ray_rate(V: Any, A: Any, u: Any, eps: float) -> tuple[np.ndarray, float]:
     return u, 2.0 * lam * q * e
 
 
+@float_guard("the blow-up time on the ray", "rescale `V`, `A`, `u` or `eps`")
 def ray_blowup_time(V: Any, A: Any, u: Any, eps: float) -> float:
     r"""Blow-up time :math:`1/(2\lambda q \varepsilon)` of the ray started at
     :math:`\varepsilon uu^\top` (``inf`` if :math:`\lambda q \le 0`).
@@ -407,6 +415,7 @@ def ray_blowup_time(V: Any, A: Any, u: Any, eps: float) -> float:
     return 1.0 / rate if rate > 0 else np.inf
 
 
+@float_guard("the covariance on the ray", "rescale `times`, `V`, `A`, `u` or `eps`")
 def ray_covariance(times: Any, V: Any, A: Any, u: Any, eps: float) -> np.ndarray:
     r"""Softmax covariance started on a ray: if :math:`Vu = \lambda u`, :math:`|u| = 1` and
     :math:`q = u^\top A u`, then :math:`\Sigma_0 = \varepsilon uu^\top` stays on the ray,
@@ -457,6 +466,7 @@ def _sinkhorn_F(s: float, a_abs: float) -> float:
     return (np.arcsinh(u) - (np.sqrt(1.0 + u * u) + 1.0) / u) / (2.0 * a_abs)
 
 
+@float_guard("the Sinkhorn variance", "rescale `times`, `v`, `a`, `var0` or `eps`")
 def sinkhorn_scalar_variance(times: Any, v: float, a: float, var0: float, eps: float = 1.0):
     r"""Variance of the one-dimensional Sinkhorn dynamics, from its implicit solution.
 
@@ -506,14 +516,22 @@ def sinkhorn_scalar_variance(times: Any, v: float, a: float, var0: float, eps: f
     for k, tk in enumerate(t):
         target = F0 + v / a * tk
         lo, hi = sig0, sig0
-        while _sinkhorn_F(lo, a_abs) > target:
+        while _sinkhorn_F(lo, a_abs) > target and lo > 0:
             lo /= 2.0
-        while _sinkhorn_F(hi, a_abs) < target:
+        while _sinkhorn_F(hi, a_abs) < target and np.isfinite(hi):
             hi *= 2.0
         if lo == hi:
             out[k] = sig0
             continue
-        out[k] = brentq(
-            lambda x, c=target: _sinkhorn_F(x, a_abs) - c, lo, hi, xtol=1e-300, rtol=1e-15
-        )
+        try:
+            if lo == 0 or not np.isfinite(hi):
+                raise RuntimeError("the variance leaves the float64 range")
+            out[k] = brentq(
+                lambda x, c=target: _sinkhorn_F(x, a_abs) - c, lo, hi, xtol=1e-300, rtol=1e-15
+            )
+        except RuntimeError as exc:
+            raise FloatingPointError(
+                f"the Sinkhorn variance at t = {tk:g} is not a float64 ({exc}); shorten `times` "
+                "or lower |`v`|."
+            ) from None
     return e * out

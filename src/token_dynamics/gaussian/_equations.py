@@ -18,7 +18,15 @@ import numpy as np
 from .. import attention
 from .._linalg import psd_sqrt
 from .._typing import ArrayLike
-from .._validation import as_covariance, as_matrix, as_parameter, as_vector, check_positive
+from .._validation import (
+    as_covariance,
+    as_matrix,
+    as_parameter,
+    as_square,
+    as_vector,
+    check_positive,
+    float_guard,
+)
 
 __all__ = [
     "MOMENT_EQUATIONS",
@@ -245,6 +253,7 @@ class L2Moments(MomentEquations):
         return V @ R[:, 0], V @ R[:, 1:]
 
 
+@float_guard("the whitened Sinkhorn coupling", "rescale `B`")
 def sinkhorn_whitened_coupling(B: np.ndarray) -> np.ndarray:
     r"""Cross-covariance :math:`\tilde C = 2\tilde B(I + (I + 4\tilde B^\top\tilde B)^{1/2})^{-1}`.
 
@@ -275,7 +284,7 @@ def sinkhorn_whitened_coupling(B: np.ndarray) -> np.ndarray:
     """
     # On the singular values b of B = U diag(b) W^T the formula is f(b) = 2b / (1 + sqrt(1 + 4b^2)),
     # C = U diag(f(b)) W^T; hypot keeps sqrt(1 + 4 b^2) finite for any representable B.
-    U, b, Wt = np.linalg.svd(B)
+    U, b, Wt = np.linalg.svd(as_square(B, "B"))
     return (U * (2.0 * b / (1.0 + np.hypot(1.0, 2.0 * b)))) @ Wt
 
 
@@ -502,13 +511,18 @@ def moment_equations(field: Any) -> MomentEquations:
     >>> type(moment_equations(Softmax([[1.0]], [[1.0]]))).__name__
     'SoftmaxMoments'
     """
+    return _moment_equations(field, "field")
+
+
+def _moment_equations(field: Any, name: str) -> MomentEquations:
+    """:func:`moment_equations`, with the argument named `name` in errors."""
     if isinstance(field, MomentEquations):
         return field
     mro = type(field).__mro__
     for cls in mro:
         if cls in NOT_GAUSSIAN_PRESERVING:
             raise ValueError(
-                f"`field` is {cls.__name__} attention, which does not preserve Gaussian "
+                f"`{name}` is {cls.__name__} attention, which does not preserve Gaussian "
                 f"measures: {NOT_GAUSSIAN_PRESERVING[cls]}. It has no moment ODE; estimate its "
                 "moments from particles with particle_moments()."
             )
@@ -516,7 +530,7 @@ def moment_equations(field: Any) -> MomentEquations:
         if cls in MOMENT_EQUATIONS:
             return MOMENT_EQUATIONS[cls](field)
     raise ValueError(
-        f"`field` must be a Gaussian-preserving attention field (Softmax, L2, Sinkhorn, Linear, "
+        f"`{name}` must be a Gaussian-preserving attention field (Softmax, L2, Sinkhorn, Linear, "
         f"MultiHead) or a MomentEquations; got {type(field).__name__}."
     )
 

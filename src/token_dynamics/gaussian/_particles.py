@@ -9,7 +9,7 @@ import numpy as np
 
 from .._linalg import psd_sqrt
 from .._typing import ArrayLike, SeedLike
-from .._validation import as_covariance, as_rng, as_times, as_vector, check_int
+from .._validation import as_covariance, as_rng, as_times, as_vector, check_int, float_guard
 from ._path import GaussianPath
 
 __all__ = ["ParticleMoments", "moment_matched_cloud", "particle_moments"]
@@ -57,6 +57,7 @@ class ParticleMoments(GaussianPath):
     n: int
 
 
+@float_guard("the moment-matched cloud", "rescale `mean` or `cov`")
 def moment_matched_cloud(
     n: int, mean: ArrayLike, cov: ArrayLike, *, rng: SeedLike = None
 ) -> np.ndarray:
@@ -72,7 +73,8 @@ def moment_matched_cloud(
     Parameters
     ----------
     n : int
-        Number of tokens, at least 2 (and more than ``d`` for a full-rank sample).
+        Number of tokens, at least ``d + 1``: a centred cloud of ``n`` points spans at most
+        ``n - 1`` directions, so it can be whitened only when ``n >= d + 1``.
     mean : array_like, shape (d,)
         The mean :math:`m` the cloud must have.
     cov : array_like, shape (d, d)
@@ -88,7 +90,7 @@ def moment_matched_cloud(
     Raises
     ------
     ValueError
-        If `n` is below 2 or `cov` is not a ``(d, d)`` covariance.
+        If `n` is below ``d + 1`` or `cov` is not a ``(d, d)`` covariance.
 
     Examples
     --------
@@ -101,6 +103,11 @@ def moment_matched_cloud(
     n = check_int(n, "n", minimum=2)
     m = as_vector(mean, "mean")
     S = as_covariance(cov, "cov", d=m.shape[0])
+    if n <= m.shape[0]:
+        raise ValueError(
+            f"`n` = {n} tokens cannot match a covariance in d = {m.shape[0]} dimensions: a centred "
+            f"cloud of n points spans at most n - 1 directions. Pass n >= {m.shape[0] + 1}."
+        )
     gen = as_rng(rng)
     Z = gen.standard_normal((n, m.shape[0]))
     Z -= Z.mean(axis=0)
@@ -109,6 +116,7 @@ def moment_matched_cloud(
     return m + Z @ psd_sqrt(S)
 
 
+@float_guard("the particle moments", "rescale `mean0`, `cov0`, `times` or `dt`")
 def particle_moments(
     field: Any,
     mean0: ArrayLike,

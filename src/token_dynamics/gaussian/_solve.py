@@ -32,10 +32,12 @@ from .._validation import (
     as_vector,
     check_bool,
     check_positive,
+    check_rtol,
+    float_guard,
     progress_bar,
 )
 from ..integrators import IVP_METHODS
-from ._equations import moment_equations
+from ._equations import _moment_equations
 from ._path import GaussianPath
 
 __all__ = ["cone_coordinates", "solve_moments"]
@@ -141,12 +143,12 @@ def solve_moments(
     >>> sol.times
     array([0., 1.])
     """
-    eq = moment_equations(equations)
+    eq = _moment_equations(equations, "equations")
     alpha0 = as_vector(mean0, "mean0")
     d = alpha0.shape[0]
     Sigma0 = as_covariance(cov0, "cov0", d=d)
     t = as_times(times)
-    check_positive(rtol, "rtol")
+    check_rtol(rtol)
     check_positive(atol, "atol")
     check_bool(progress, "progress")
     if method != "solve_ivp" and method not in IVP_METHODS:
@@ -304,6 +306,7 @@ def solve_moments(
     return GaussianPath(times_out, means, covs, status, message, blowup)
 
 
+@float_guard("the cone coordinates", "rescale `covariances`")
 def cone_coordinates(covariances: ArrayLike) -> np.ndarray:
     r"""Coordinates ``(a - b, 2c, a + b)`` of 2x2 covariances in the PSD cone.
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -128,10 +129,14 @@ def circle_metastability(
     cluster_tol = check_positive(cluster_tol, "cluster_tol")
     theta0 = as_rng(rng).uniform(0.0, 2 * np.pi, n)
     times = np.concatenate([[0.0], np.geomspace(t_min, t_max, n_times)])
-    sol = solve_ivp(
-        _circle_rhs, (0.0, t_max), theta0, method="LSODA", t_eval=times, args=(beta,),
-        rtol=1e-8, atol=1e-10,
-    )  # fmt: skip
+    with warnings.catch_warnings(record=True) as caught:  # LSODA warns before it fails
+        warnings.simplefilter("always")
+        sol = solve_ivp(
+            _circle_rhs, (0.0, t_max), theta0, method="LSODA", t_eval=times, args=(beta,),
+            rtol=1e-8, atol=1e-10,
+        )  # fmt: skip
+    if caught and sol.status == 0:
+        sol.status, sol.message = -1, str(caught[0].message)
     if sol.status != 0:  # the library's failure policy: a numerical failure names time, method
         t_fail = float(sol.t[-1]) if sol.t.size else 0.0
         raise FloatingPointError(

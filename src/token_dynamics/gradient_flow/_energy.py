@@ -15,6 +15,7 @@ from .._validation import (
     as_tokens,
     as_vector,
     as_weights,
+    float_guard,
 )
 
 __all__ = [
@@ -44,9 +45,39 @@ def _measure_args(X: Any, A: Any, points: Any, weights: Any):
 
 def _kernels(X, A, Y):
     """K1[k, j] = e^{<A y_k, x_j>}, K2[k, j] = e^{<A x_j, y_k>}, as exponents."""
-    return Y @ A.T @ X.T, Y @ A @ X.T
+    with np.errstate(over="ignore", invalid="ignore"):
+        S1, S2 = Y @ A.T @ X.T, Y @ A @ X.T
+    _check_exponents(S1, S2)
+    return S1, S2
 
 
+def _check_exponents(*exponents: np.ndarray) -> None:
+    if not all(np.all(np.isfinite(S)) for S in exponents):
+        raise FloatingPointError(
+            "the exponents <A x_i, x_j> overflow float64, so e^<A x_i, x_j> has no float value; "
+            "scale `A` or the tokens `X` down."
+        )
+
+
+def _exp_sum(S: np.ndarray, w: np.ndarray, values: np.ndarray, quantity: str) -> np.ndarray:
+    """``sum_j w_j e^{S_kj} values_j`` for each row k, as e^{m_k} sum_j w_j e^{S_kj - m_k} ...
+
+    with m_k the row maximum: the sum is formed without overflow, and only a result beyond the
+    float64 range raises ``FloatingPointError`` (naming `quantity`).
+    """
+    m = S.max(axis=1, keepdims=True)
+    inner = (np.exp(S - m) * w) @ values
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = np.exp(m if inner.ndim == 2 else m[:, 0]) * inner
+    if not np.all(np.isfinite(out)):
+        raise FloatingPointError(
+            f"the {quantity} exceeds the float64 range (exponents up to {float(m.max()):.4g}); "
+            "scale `A` or the tokens `X` down."
+        )
+    return out
+
+
+@float_guard("the particle energy", "rescale `X` or `A`")
 def particle_energy(X: Any, A: Any, *, weights: Any = None) -> float:
     r"""Interaction energy :math:`\frac12\sum_{ij} w_i w_j e^{\langle A x_i, x_j\rangle}`.
 
@@ -93,6 +124,7 @@ def particle_energy(X: Any, A: Any, *, weights: Any = None) -> float:
     return interaction_energy(X, beta=1.0, weights=weights, A=A)
 
 
+@float_guard("the first variation", "scale `A`, `X` or `points` down")
 def first_variation(X: Any, A: Any, points: Any = None, *, weights: Any = None) -> np.ndarray:
     r"""First variation :math:`\frac{\delta\mathcal E}{\delta\mu}` evaluated at ``points``.
 
@@ -137,9 +169,12 @@ def first_variation(X: Any, A: Any, points: Any = None, *, weights: Any = None) 
     """
     X, A, Y, w = _measure_args(X, A, points, weights)
     S1, S2 = _kernels(X, A, Y)
-    return 0.5 * (np.exp(S1) + np.exp(S2)) @ w
+    one = np.ones(X.shape[0])
+    quantity = "first variation"
+    return 0.5 * _exp_sum(S1, w, one, quantity) + 0.5 * _exp_sum(S2, w, one, quantity)
 
 
+@float_guard("the energy gradient", "scale `A`, `X` or `points` down")
 def energy_gradient(X: Any, A: Any, points: Any = None, *, weights: Any = None) -> np.ndarray:
     r"""Gradient :math:`\nabla_y\frac{\delta\mathcal E}{\delta\mu}(y)` at ``points``.
 
@@ -185,9 +220,11 @@ def energy_gradient(X: Any, A: Any, points: Any = None, *, weights: Any = None) 
     """
     X, A, Y, w = _measure_args(X, A, points, weights)
     S1, S2 = _kernels(X, A, Y)
-    return 0.5 * ((np.exp(S1) * w) @ X @ A + (np.exp(S2) * w) @ X @ A.T)
+    quantity = "energy gradient"
+    return 0.5 * (_exp_sum(S1, w, X @ A, quantity) + _exp_sum(S2, w, X @ A.T, quantity))
 
 
+@float_guard("the energy rate", "rescale `X`, `velocity` or `A`")
 def energy_rate(X: Any, velocity: Any, A: Any, *, weights: Any = None) -> float:
     r"""Time derivative of :math:`\mathcal E_A` when token :math:`x_i` moves with :math:`v_i`.
 
@@ -228,6 +265,7 @@ def energy_rate(X: Any, velocity: Any, A: Any, *, weights: Any = None) -> float:
     return float(np.einsum("i,ik,ik->", w, energy_gradient(X, A, weights=w), v))
 
 
+@float_guard("the energy along the trajectory", "rescale `states` or `A`")
 def energy_along(states: Any, A: Any, *, weights: Any = None) -> np.ndarray:
     r"""Energy :func:`particle_energy` at each state of a trajectory.
 
@@ -264,6 +302,7 @@ def energy_along(states: Any, A: Any, *, weights: Any = None) -> np.ndarray:
     return np.array([particle_energy(X, A, weights=weights) for X in arr])
 
 
+@float_guard("the monotonicity sign", "rescale `A` or `V`")
 def monotonicity_sign(A: Any, V: Any) -> int:
     r"""Predicted sign of :math:`d\mathcal E/dt` for softmax and unnormalised attention.
 
@@ -310,6 +349,7 @@ def monotonicity_sign(A: Any, V: Any) -> int:
     return 0
 
 
+@float_guard("the second variation", "scale `A`, `X` or `direction` down")
 def translation_second_variation(X: Any, A: Any, direction: Any, *, weights: Any = None) -> float:
     r"""Exact :math:`\frac{d^2}{ds^2}\mathcal E_A\big((x\mapsto x + sb)_\#\mu\big)` at :math:`s=0`.
 
@@ -345,6 +385,17 @@ def translation_second_variation(X: Any, A: Any, direction: Any, *, weights: Any
     A = as_square(A, "A", d=d)
     b = as_vector(direction, "direction", size=d)
     w = as_weights(weights, n)
-    S = X @ A.T @ X.T
-    fp = (X @ A.T @ b)[:, None] + (X @ A @ b)[None, :]
-    return float(0.5 * w @ (np.exp(S) * (fp**2 + 2 * b @ A @ b)) @ w)
+    with np.errstate(over="ignore", invalid="ignore"):
+        S = X @ A.T @ X.T
+        fp = (X @ A.T @ b)[:, None] + (X @ A @ b)[None, :]
+        factor = fp**2 + 2 * b @ A @ b
+    _check_exponents(S, factor)
+    m = float(S.max())
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = np.exp(m) * float(0.5 * w @ (np.exp(S - m) * factor) @ w)
+    if not np.isfinite(out):
+        raise FloatingPointError(
+            f"the second variation exceeds the float64 range (exponents up to {m:.4g}); "
+            "scale `A`, `direction` or the tokens `X` down."
+        )
+    return float(out)

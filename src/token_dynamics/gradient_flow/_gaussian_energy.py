@@ -9,7 +9,7 @@ import numpy as np
 
 from .._linalg import psd_sqrt
 from .._typing import ArrayLike
-from .._validation import as_covariance, as_real_array, as_square, as_vector
+from .._validation import as_covariance, as_real_array, as_square, as_vector, float_guard
 from ..diagnostics import LOG_FLOAT_MAX
 
 __all__ = [
@@ -73,6 +73,7 @@ def _gaussian_quadratic(cov: np.ndarray, A: np.ndarray):
     return logdet, 0.5 * (H + H.T), sigma
 
 
+@float_guard("the Gaussian energy", "rescale `mean`, `cov` or `A`")
 def gaussian_energy(mean: ArrayLike, cov: ArrayLike, A: Any) -> GaussianEnergy:
     r"""Closed-form interaction energy of :math:`\mathcal N(\alpha, \Sigma)`.
 
@@ -144,6 +145,7 @@ def gaussian_energy(mean: ArrayLike, cov: ArrayLike, A: Any) -> GaussianEnergy:
     return GaussianEnergy(float(np.exp(log_value)), log_value, True, "")
 
 
+@float_guard("the Gaussian energy", "rescale `means`, `covariances` or `A`")
 def gaussian_energy_along(means: ArrayLike, covariances: ArrayLike, A: Any) -> np.ndarray:
     """Closed-form energy :func:`gaussian_energy` along a path of Gaussians.
 
@@ -181,9 +183,14 @@ def gaussian_energy_along(means: ArrayLike, covariances: ArrayLike, A: Any) -> n
             f"`means` must have shape (T, d) and `covariances` (T, d, d); got {m.shape} and "
             f"{C.shape}."
         )
+    for k, S in enumerate(C):
+        as_covariance(S, f"covariances[{k}]")
     return np.array([gaussian_energy(a, S, A).value for a, S in zip(m, C, strict=True)])
 
 
+@float_guard(
+    "the second variation of the Gaussian energy", "rescale `mean`, `cov`, `A` or `direction`"
+)
 def gaussian_translation_second_variation(
     mean: ArrayLike, cov: ArrayLike, A: Any, direction: Any
 ) -> float:
@@ -236,6 +243,8 @@ def gaussian_translation_second_variation(
     S = as_covariance(cov, "cov", d=d)
     E = gaussian_energy(alpha, S, A)
     if not E.finite or not np.isfinite(E.value):
-        raise ValueError(f"the energy of this Gaussian is not a finite float: {E.reason}")
+        raise ValueError(
+            f"the energy of the Gaussian (`mean`, `cov`) with `A` is not a finite float: {E.reason}"
+        )
     _, H, _ = _gaussian_quadratic(S, A)
     return float(E.value * ((2 * b @ H @ alpha) ** 2 + 2 * b @ H @ b))

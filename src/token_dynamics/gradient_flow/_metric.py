@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import MATRIX_RTOL, as_square, as_symmetric, as_tokens, as_weights
+from .._validation import MATRIX_RTOL, as_square, as_symmetric, as_tokens, as_weights, float_guard
 from ._energy import SYMMETRIC_A, _measure_args, energy_gradient, energy_rate
 
 __all__ = [
@@ -78,6 +78,7 @@ class TwistedMetric:
     metric: np.ndarray
 
 
+@float_guard("the twisted metric", "rescale `A` or `V`")
 def twisted_metric(A: Any, V: Any) -> TwistedMetric:
     r"""The matrix :math:`P = VA^{-1}` and the twisted ground metric :math:`(\pm P)^{-1}`.
 
@@ -118,8 +119,9 @@ def twisted_metric(A: Any, V: Any) -> TwistedMetric:
     scale = max(1.0, float(np.abs(P).max()))
     if np.abs(P - P.T).max() > 1e3 * MATRIX_RTOL * scale * np.linalg.cond(A):
         raise TwistedMetricError(
-            "P = V A^-1 is not symmetric (A V != V^T A): unnormalised attention is not a gradient "
-            "flow for a twisted W2 metric; choose V = P A with P symmetric definite."
+            "P = V A^-1 of `V` and `A` is not symmetric (A V != V^T A): unnormalised attention "
+            "is not a gradient flow for a twisted W2 metric; choose `V` = P A with P symmetric "
+            "definite."
         )
     P = 0.5 * (P + P.T)
     lam = np.linalg.eigvalsh(P)
@@ -129,12 +131,14 @@ def twisted_metric(A: Any, V: Any) -> TwistedMetric:
         sign = -1
     else:
         raise TwistedMetricError(
-            f"P = V A^-1 is indefinite (eigenvalues from {lam.min():.3g} to {lam.max():.3g}): "
-            "(x - y)^T P^-1 (x - y) is not a cost; choose V = P A with P definite."
+            f"P = V A^-1 of `V` and `A` is indefinite (eigenvalues from {lam.min():.3g} to "
+            f"{lam.max():.3g}): (x - y)^T P^-1 (x - y) is not a cost; choose `V` = P A with P "
+            "definite."
         )
     return TwistedMetric(P, sign, np.linalg.inv(sign * P))
 
 
+@float_guard("the twisted Wasserstein distance", "rescale `X`, `Y`, `A` or `V`")
 def twisted_wasserstein(
     X: Any, Y: Any, A: Any, V: Any, *, weights_x: Any = None, weights_y: Any = None
 ) -> float:
@@ -177,6 +181,7 @@ def twisted_wasserstein(
     return _wasserstein2(X, Y, wx, wy, tm.metric)
 
 
+@float_guard("the softmax metric density", "rescale `X`, `A` or `points`")
 def softmax_metric_density(
     X: Any, A: Any, points: Any = None, *, weights: Any = None
 ) -> np.ndarray:
@@ -265,6 +270,7 @@ class GradientFlowCheck:
     sign: int
 
 
+@float_guard("the gradient-flow check", "rescale `X`, `A` or `V`")
 def gradient_flow_check(
     X: Any, A: Any, V: Any, *, kind: str = "unnormalised", weights: Any = None
 ) -> GradientFlowCheck:

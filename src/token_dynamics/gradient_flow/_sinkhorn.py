@@ -10,7 +10,7 @@ import numpy as np
 
 from .._linalg import psd_sqrt
 from .._typing import ArrayLike
-from .._validation import as_covariance, as_symmetric, as_vector, check_positive
+from .._validation import as_covariance, as_symmetric, as_vector, check_positive, float_guard
 from ._energy import SYMMETRIC_A
 
 __all__ = [
@@ -51,6 +51,7 @@ def _sinkhorn_moment_rhs(mean, cov, A, V, eps):
     return SinkhornMoments(A, V, eps=eps).rhs(0.0, mean, cov)
 
 
+@float_guard("the Sinkhorn Gaussian cost", "rescale `mean`, `cov`, `A` or `eps`")
 def sinkhorn_gaussian_cost(mean: ArrayLike, cov: ArrayLike, A: Any, *, eps: float = 1.0) -> float:
     r"""Entropic self-transport cost :math:`\mathrm{OT}_\varepsilon(\mu,\mu)` of a Gaussian.
 
@@ -101,6 +102,7 @@ def sinkhorn_gaussian_cost(mean: ArrayLike, cov: ArrayLike, A: Any, *, eps: floa
     return float(-np.trace(A @ C) - alpha @ A @ alpha - 0.5 * eps * np.sum(np.log1p(-(c**2))))
 
 
+@float_guard("the Bures-Wasserstein velocity", "rescale `mean` or `cov`")
 def bures_wasserstein_velocity(
     functional: Callable[[np.ndarray, np.ndarray], float],
     mean: ArrayLike,
@@ -148,6 +150,11 @@ def bures_wasserstein_velocity(
     (array([-1., -0.]), array([[-4., -0.],
            [-0., -4.]]))
     """
+    if not callable(functional):
+        raise TypeError(
+            "`functional` must be a callable (mean, cov) -> float; got "
+            f"{type(functional).__name__}."
+        )
     alpha = as_vector(mean, "mean")
     d = alpha.shape[0]
     S = as_covariance(cov, "cov", d=d)
@@ -207,6 +214,7 @@ class BuresWassersteinCheck:
     error: float
 
 
+@float_guard("the Bures-Wasserstein check", "rescale `mean`, `cov`, `A`, `eps` or `h`")
 def sinkhorn_bures_wasserstein_check(
     mean: ArrayLike, cov: ArrayLike, A: Any, *, eps: float = 1.0, h: float = FD_STEP
 ) -> BuresWassersteinCheck:

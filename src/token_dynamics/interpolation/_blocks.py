@@ -10,8 +10,19 @@ from typing import Any, cast
 import numpy as np
 from scipy.spatial.distance import cdist
 
+from .._linalg import power_of_two_scale
 from .._typing import ArrayLike
-from .._validation import as_matrix, as_square, as_tokens, as_vector, check_positive, check_real
+from .._validation import (
+    as_matrix,
+    as_real_array,
+    as_square,
+    as_tokens,
+    as_vector,
+    check_int,
+    check_positive,
+    check_real,
+    float_guard,
+)
 from ..attention import Hardmax, Softmax
 
 __all__ = [
@@ -62,7 +73,7 @@ class Factored:
     def __post_init__(self) -> None:
         mats = []
         for name in ("left", "right"):
-            value = np.asarray(getattr(self, name), dtype=np.float64)
+            value = as_real_array(getattr(self, name), name)
             if value.ndim == 1:
                 value = value[:, None]
             mats.append(_readonly(as_matrix(value, name)))
@@ -108,6 +119,9 @@ class Identity:
     """
 
     d: int
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "d", check_int(self.d, "d"))
 
     @property
     def dim(self) -> int:
@@ -420,6 +434,8 @@ def as_sequences(sequences: Any, name: str = "inputs", *, d: int | None = None) 
         raise TypeError(
             f"`{name}` must be a non-empty list of arrays of shape (n_j, d), one per sequence."
         )
+    if d is not None:
+        d = check_int(d, "d")
     out = [as_tokens(X, f"{name}[{j}]", d=d) for j, X in enumerate(sequences)]
     dims = {X.shape[1] for X in out}
     if len(dims) > 1:
@@ -536,8 +552,11 @@ def hausdorff_distance(X: ArrayLike, Y: ArrayLike) -> float:
     """
     X = as_tokens(X, "X")
     Y = as_tokens(Y, "Y", d=X.shape[1])
-    D = cdist(X, Y)
-    return float(max(D.min(axis=1).max(), D.min(axis=0).max()))
+    # distances of the clouds divided by a power of two (exact, no overflow in cdist)
+    c = float(max(power_of_two_scale(X), power_of_two_scale(Y)))
+    D = cdist(X / c, Y / c)
+    with float_guard("the Hausdorff distance", "rescale `X` and `Y`"):
+        return float(max(D.min(axis=1).max(), D.min(axis=0).max()) * c)
 
 
 def relative_hausdorff_errors(outputs: Any, targets: Any) -> np.ndarray:
@@ -571,10 +590,15 @@ def relative_hausdorff_errors(outputs: Any, targets: Any) -> np.ndarray:
         raise ValueError(f"got {len(outs)} `outputs` but {len(tgts)} `targets`; pair them.")
     return np.array(
         [
-            hausdorff_distance(O, Y) / max(1.0, float(np.linalg.norm(Y, axis=1).max()))
+            hausdorff_distance(O, Y) / max(1.0, float(np.max(np.abs(Y))) * _norm_factor(Y))
             for O, Y in zip(outs, tgts, strict=True)
         ]
     )
+
+
+def _norm_factor(Y: np.ndarray) -> float:
+    """``max_i |y_i| / max |y_ij|``, computed on the rescaled rows (no overflow)."""
+    return float(np.linalg.norm(Y / np.max(np.abs(Y)), axis=1).max()) if np.any(Y) else 0.0
 
 
 def pairwise_min_distance(X: np.ndarray) -> float:

@@ -8,7 +8,7 @@ import numpy as np
 from scipy.spatial.distance import cdist
 
 from .._typing import SeedLike
-from .._validation import as_rng, check_int
+from .._validation import as_real_array, as_rng, check_int, check_positive
 from ._blocks import as_sequences, pairwise_min_distance
 from ._moves import COINCIDE_RTOL, DISTINCT_RTOL, _distinct
 
@@ -44,7 +44,9 @@ def paper_block_count(m: Any, attention: str = "hardmax") -> int:
     >>> paper_block_count([2, 1, 3]), paper_block_count([2, 1, 3], "softmax")
     (19, 21)
     """
-    m = np.asarray(m, dtype=int)
+    m = as_real_array(m, "m")
+    if m.ndim != 1 or np.any(m < 0) or np.any(m != np.round(m)):
+        raise ValueError(f"`m` must be a 1-D array of nonnegative integers; got {m!r}.")
     if attention == "hardmax":
         return int(2 * m.sum() + 2 * m.size + 1)
     if attention == "softmax":
@@ -84,6 +86,8 @@ def resnet_counts(n_tokens: int, d: int, n_sequences: int) -> tuple[int, int]:
     >>> resnet_counts(20, 2, 3)  # twice the length: about twice the parameters
     (3, 732)
     """
+    n_tokens, d = check_int(n_tokens, "n_tokens"), check_int(d, "d")
+    n_sequences = check_int(n_sequences, "n_sequences")
     D = n_tokens * d
     return n_sequences, n_sequences * (6 * D + 4)
 
@@ -140,6 +144,7 @@ def overlapping_dataset(
     d = check_int(d, "d")
     pool_size = check_int(pool_size, "pool_size")
     max_length = check_int(max_length, "max_length")
+    target_scale = check_positive(target_scale, "target_scale")
     if N > 2**pool_size - 1:
         raise ValueError(f"`pool_size` = {pool_size} allows fewer than `n_sequences` = {N} sets.")
     rng = as_rng(rng)

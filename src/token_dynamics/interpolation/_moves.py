@@ -8,7 +8,7 @@ import numpy as np
 from scipy.spatial.distance import cdist
 
 from .._typing import ArrayLike, SeedLike
-from .._validation import as_rng, as_tokens, as_vector
+from .._validation import as_rng, as_tokens, as_vector, float_guard
 from ._blocks import FeedForward
 
 __all__ = ["hat_move"]
@@ -114,6 +114,12 @@ def hat_move(
     q = as_vector(q, "q", size=d)
     t = np.zeros(d) if translation is None else as_vector(translation, "translation", size=d)
     rng = as_rng(rng)
+    with float_guard("the hat move", "rescale `points`, `p` and `q`"):
+        return _hat_move(pts, p, q, t, translation is not None, rng)
+
+
+def _hat_move(pts, p, q, t, translated: bool, rng) -> FeedForward:
+    d = pts.shape[1]
     scale = max(1.0, float(np.abs(pts).max()), float(np.abs(p).max()))
     others = pts[np.linalg.norm(pts - p, axis=1) > COINCIDE_RTOL * scale]
     if others.shape[0]:
@@ -131,7 +137,7 @@ def hat_move(
     U = np.tile(e, (3, 1))
     b = np.array([-(s0 - delta), -s0, -(s0 + delta)])
     W = np.outer(D, [1.0, -2.0, 1.0]) / delta
-    if translation is not None and np.any(t != 0):
+    if translated and np.any(t != 0):
         U = np.vstack([U, np.zeros(d)])
         b = np.append(b, 1.0)
         W = np.column_stack([W, t])

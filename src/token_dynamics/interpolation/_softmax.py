@@ -8,7 +8,15 @@ from typing import Any, NamedTuple, cast
 
 import numpy as np
 
-from .._validation import as_real_array, as_rng, check_positive
+from .._validation import (
+    as_real_array,
+    as_rng,
+    as_vector,
+    check_instance,
+    check_positive,
+    check_real,
+    float_guard,
+)
 from ._blocks import (
     HARDMAX_TOL,
     FeedForward,
@@ -193,8 +201,19 @@ def softmax_deviation_bound(transformer: Transformer, inputs: Any, tau: float) -
     True
     """
     tau = check_positive(tau, "tau")
-    terms = _BoundTerms(transformer, transformer.layer_states(inputs))
-    return np.split(terms.bounds(tau), terms.split)
+    _check_transformer(transformer)
+    with float_guard("the softmax deviation bound", "rescale `inputs`"):
+        terms = _BoundTerms(transformer, transformer.layer_states(inputs))
+        return np.split(terms.bounds(tau), terms.split)
+
+
+def _check_transformer(transformer: Any) -> None:
+    check_instance(
+        transformer,
+        Transformer,
+        "transformer",
+        "Pass e.g. build_hardmax_interpolator(...).transformer.",
+    )
 
 
 def critical_temperature(transformer: Transformer, inputs: Any, tolerance: float) -> float:
@@ -232,6 +251,12 @@ def critical_temperature(transformer: Transformer, inputs: Any, tolerance: float
     True
     """
     tolerance = check_positive(tolerance, "tolerance")
+    _check_transformer(transformer)
+    with float_guard("the critical temperature", "rescale `inputs`"):
+        return _critical_temperature(transformer, inputs, tolerance)
+
+
+def _critical_temperature(transformer: Transformer, inputs: Any, tolerance: float) -> float:
     states = transformer.layer_states(as_sequences(inputs, d=transformer.dim))
     scale = max(1.0, max(float(np.abs(Z).max()) for st in states for Z in st)) ** 2
 
@@ -286,12 +311,13 @@ def substitution_errors(
     >>> bool(err[0] > 1e-3 and err[1] < 1e-10)
     True
     """
+    _check_transformer(transformer)
     taus = np.atleast_1d(as_real_array(taus, "taus"))
-    for tau in taus:
-        check_positive(float(tau), "taus")
+    if taus.ndim != 1 or np.any(taus <= 0):
+        raise ValueError(f"`taus` must be a 1-D array of positive temperatures; got {taus!r}.")
     X = as_sequences(inputs, d=transformer.dim)
     out = []
-    with np.errstate(under="ignore"):
+    with float_guard("the substitution errors", "rescale `inputs` and `targets`"):
         for tau in taus:
             T = transformer.with_attention("softmax", float(tau))
             out.append(relative_hausdorff_errors(T(X), targets).max())
@@ -403,8 +429,15 @@ def snap_layer(c: float, delta: float, w: Any, e: Any, y: Any) -> FeedForward:
     >>> ff(np.array([[1.9, 0.0], [2.1, 0.0], [0.0, 0.0], [9.0, 0.0]])).round(12).tolist()
     [[5.0, 5.0], [5.0, 5.0], [0.0, 0.0], [9.0, 0.0]]
     """
-    w, e, y = (np.asarray(v, dtype=np.float64) for v in (w, e, y))
+    c = check_real(c, "c")
+    w = as_vector(w, "w")
+    e, y = as_vector(e, "e", size=w.size), as_vector(y, "y", size=w.size)
     delta = check_positive(delta, "delta")
+    with float_guard("the snap layer", "rescale `c`, `delta` and `y`"):
+        return _snap_layer(c, delta, w, e, y)
+
+
+def _snap_layer(c: float, delta: float, w: np.ndarray, e: np.ndarray, y: np.ndarray):
     if abs(float(e @ w) - 1.0) > 1e-12:
         raise ValueError(f"`e` must satisfy <e, w> = 1; got {float(e @ w)!r}.")
     b1, b2, b3, b4 = c - delta, c - delta / 2, c + delta / 2, c + delta

@@ -12,7 +12,16 @@ from typing import Any
 import numpy as np
 
 from .._typing import ArrayLike, SeedLike
-from .._validation import as_real_array, as_rng, check_int, check_positive, progress_bar
+from .._validation import (
+    as_real_array,
+    as_rng,
+    as_vector,
+    check_instance,
+    check_int,
+    check_positive,
+    float_guard,
+    progress_bar,
+)
 from ..attention import softmax_weights
 from ..diagnostics import fit_power_law
 
@@ -289,10 +298,21 @@ def tikhonov_objective(theta: Any, data: TikhonovData, eps: float) -> tuple[floa
     >>> bool(abs(fd - tikhonov_objective(theta, data, 0.5)[1][3]) < 1e-6)
     True
     """
-    theta = as_real_array(theta, "theta")
+    _check_data(data)
+    eps = check_positive(eps, "eps", allow_zero=True)
     X, Y = data.inputs, data.targets
+    theta = as_vector(theta, "theta", size=_n_params(X.shape[2], data.width))
+    with float_guard("the Tikhonov objective", "start from a smaller `theta`"):
+        return _objective(theta, X, Y, data.width, eps)
+
+
+def _check_data(data: Any) -> None:
+    check_instance(data, TikhonovData, "data", "Build one with tikhonov_dataset().")
+
+
+def _objective(theta: np.ndarray, X: np.ndarray, Y: np.ndarray, width: int, eps: float):
     N, _, d = X.shape
-    q, k, V, rho, U, b, W, eta = _unpack(theta, d, data.width)
+    q, k, V, rho, U, b, W, eta = _unpack(theta, d, width)
     a, c = X @ q, X @ k  # (N, n)
     S = a[:, :, None] * c[:, None, :] / TAU
     P = softmax_weights(S, axis=2)
@@ -382,9 +402,15 @@ def train_tikhonov(
     >>> bool(fit.loss <= fit.threshold)
     True
     """
+    _check_data(data)
     eps = check_positive(eps, "eps")
     epochs = check_int(epochs, "epochs")
     lr = check_positive(lr, "lr")
+    with float_guard("the Tikhonov training", f"lower `lr` (now {lr:g}) or `eps` (now {eps:g})"):
+        return _train(data, eps, theta0, epochs, lr, rng, progress)
+
+
+def _train(data, eps, theta0, epochs, lr, rng, progress) -> TikhonovFit:
     d = data.inputs.shape[2]
     size = _n_params(d, data.width)
     if theta0 is None:
@@ -479,8 +505,20 @@ def tikhonov_sweep(
     >>> bool(np.all(sweep.loss <= sweep.threshold))
     True
     """
-    eps_values = np.atleast_1d(as_real_array(eps_values, "eps_values"))
-    epochs = np.broadcast_to(np.asarray(epochs), eps_values.shape)
+    _check_data(data)
+    eps_values = as_vector(eps_values, "eps_values")
+    if eps_values.size < 2 or np.any(eps_values <= 0):
+        raise ValueError(
+            "`eps_values` must hold at least two positive values (the sweep fits a slope); got "
+            f"{eps_values!r}."
+        )
+    if isinstance(epochs, (int, np.integer)) and not isinstance(epochs, bool):
+        epochs = [epochs] * eps_values.size
+    if not isinstance(epochs, (list, tuple, np.ndarray)) or len(epochs) != eps_values.size:
+        raise ValueError(
+            f"`epochs` must be one integer or one per `eps` ({eps_values.size}); got {epochs!r}."
+        )
+    epochs = [check_int(n, "epochs") for n in epochs]
     fits = []
     theta = None
     for eps, n_epochs in zip(eps_values, epochs, strict=True):
@@ -490,7 +528,7 @@ def tikhonov_sweep(
         fits.append(fit)
         theta = fit.theta
     loss = np.array([f.loss for f in fits])
-    slope = fit_power_law(eps_values, loss).slope if len(fits) > 1 else np.nan
+    slope = fit_power_law(eps_values, loss).slope
     return TikhonovSweep(
         eps=eps_values,
         loss=loss,

@@ -22,6 +22,7 @@ from .._validation import (
     as_tokens,
     as_weights,
     check_positive,
+    float_guard,
 )
 from ..attention import softmax_weights
 
@@ -40,6 +41,7 @@ def _opnorm(M: np.ndarray) -> float:
     return float(np.linalg.norm(M, 2))
 
 
+@float_guard("the support radius", "rescale `X`")
 def support_radius(X: ArrayLike, *, weights: ArrayLike | None = None) -> float:
     r"""Radius :math:`\max\{|x_i| : w_i > 0\}` of the smallest centred ball holding the support.
 
@@ -70,6 +72,7 @@ def support_radius(X: ArrayLike, *, weights: ArrayLike | None = None) -> float:
     return float(np.max(np.linalg.norm(X[w > 0], axis=1)))
 
 
+@float_guard("the support radius bound", "shorten `times` or scale `V` down")
 def support_radius_bound(times: ArrayLike, R0: float, V: Any) -> np.ndarray:
     r"""Bound :math:`R(t) = R_0 e^{\lVert V\rVert t}` on the support radius under softmax.
 
@@ -111,6 +114,7 @@ def support_radius_bound(times: ArrayLike, R0: float, V: Any) -> np.ndarray:
     return R0 * np.exp(_opnorm(as_square(V, "V")) * t)
 
 
+@float_guard("the Lipschitz constant in x", "lower `R`, `beta` or the norms of `A` and `V`")
 def lipschitz_x(R: Any, A: Any, V: Any, *, beta: float = 1.0) -> np.ndarray:
     r"""Lipschitz constant :math:`\beta\lVert V\rVert\lVert A\rVert R^2` of :math:`\Gamma_\mu` in x.
 
@@ -148,6 +152,9 @@ def lipschitz_x(R: Any, A: Any, V: Any, *, beta: float = 1.0) -> np.ndarray:
     return beta * _opnorm(as_square(V, "V")) * _opnorm(as_square(A, "A")) * R**2
 
 
+@float_guard(
+    "the Lipschitz constant in the measure", "lower `R`, `beta` or the norms of `A` and `V`"
+)
 def lipschitz_measure(R: Any, A: Any, V: Any, *, beta: float = 1.0) -> np.ndarray:
     r"""Lipschitz constant of :math:`\mu\mapsto\Gamma_\mu(x)` in :math:`W_1` on :math:`B(0,R)`.
 
@@ -230,6 +237,9 @@ class StabilityBound:
     log_constant: np.ndarray
 
 
+@float_guard(
+    "the stability constant", "shorten `times` or lower `R0`, `beta` and the norms of `A` and `V`"
+)
 def stability_constant(
     times: ArrayLike, R0: float, A: Any, V: Any, *, beta: float = 1.0
 ) -> StabilityBound:
@@ -288,6 +298,7 @@ def stability_constant(
     )
 
 
+@float_guard("the softmax Jacobian", "scale `A`, `beta` or the tokens down")
 def softmax_jacobian(
     Y: ArrayLike,
     X: ArrayLike,

@@ -16,14 +16,17 @@ from .._validation import (
     as_tokens,
     as_vector,
     as_weights,
+    check_bool,
     check_int,
     check_positive,
+    float_guard,
 )
 from ..attention import Softmax
 from ..diagnostics import PowerLawFit, fit_power_law
 from ..gaussian import softmax_gaussian_1d, softmax_gaussian_centred
 from ..integrators import integrate
 from ..wasserstein import conditional_w2, w2_gaussian_1d, wasserstein1, wasserstein2
+from ._lipschitz import _check_field
 
 __all__ = ["MeanFieldErrors", "StabilityRun", "mean_field_errors", "stability_ratios"]
 
@@ -81,6 +84,7 @@ def _flow(
     return integrate(rhs, X0, times, method="rk4", dt=dt).states
 
 
+@float_guard("the mean-field errors", "lower `T`, `v`, `beta` or the scale of `cov0` and `A`")
 def mean_field_errors(
     ns: ArrayLike,
     *,
@@ -147,6 +151,11 @@ def mean_field_errors(
     """
     ns = np.array([check_int(n, "ns") for n in np.atleast_1d(ns)])
     S0 = as_covariance(cov0, "cov0")
+    if not np.any(S0):
+        raise ValueError(
+            "`cov0` is zero: every sample is the mean, every error is 0 and no rate can be "
+            "fitted; pass a nonzero covariance."
+        )
     d = S0.shape[0]
     A = as_matrix(A, "A", shape=(d, d))
     m0 = np.zeros(d) if mean0 is None else as_vector(mean0, "mean0", size=d)
@@ -154,12 +163,21 @@ def mean_field_errors(
     n_seeds = check_int(n_seeds, "n_seeds")
     dt = check_positive(dt, "dt")
     rng = as_rng(rng)
-    if d == 1:
-        ref = softmax_gaussian_1d([0.0, T], m0[0], S0[0, 0], v, A[0, 0], beta=beta)
-    else:
-        if np.any(m0 != 0):
-            raise ValueError("`mean0` must be zero when d >= 2 (the exact reference is centred).")
-        ref = softmax_gaussian_centred([0.0, T], S0, A, v, beta=beta)
+    if d >= 2 and np.any(m0 != 0):
+        raise ValueError("`mean0` must be zero when d >= 2 (the exact reference is centred).")
+    try:
+        if d == 1:
+            ref = softmax_gaussian_1d([0.0, T], m0[0], S0[0, 0], v, A[0, 0], beta=beta)
+        else:
+            ref = softmax_gaussian_centred([0.0, T], S0, A, v, beta=beta)
+    except ValueError as exc:
+        if "blow-up" not in str(exc):
+            raise
+        raise ValueError(
+            f"`T` = {T:g} is past the finite-time blow-up of the Gaussian reference ({exc}); "
+            "lower `T`, `v`, `beta` or the scale of `cov0` and `A`."
+        ) from None
+    if d >= 2:
         n_ref = check_int(REFERENCE_FACTOR * int(ns.max()) if n_ref is None else n_ref, "n_ref")
     field = Softmax(A, v * np.eye(d), beta=beta)
     initial = np.empty((n_seeds, ns.shape[0]))
@@ -211,6 +229,7 @@ class StabilityRun:
     ratio: np.ndarray
 
 
+@float_guard("the stability ratios", "rescale `X0` and `Y0` or shorten `times`")
 def stability_ratios(
     field: Any,
     X0: ArrayLike,
@@ -262,6 +281,7 @@ def stability_ratios(
     >>> run.ratio.round(6)  # A = 0: every token moves by v * mean, a rigid shift e^t
     array([1.      , 2.718282])
     """
+    _check_field(field)
     X0 = as_tokens(X0, "X0")
     Y0 = as_tokens(Y0, "Y0", d=X0.shape[1])
     if Y0.shape != X0.shape:
@@ -269,6 +289,7 @@ def stability_ratios(
     t = as_times(times, strict=False, nonnegative=True, scalar=True)
     w = as_weights(weights, X0.shape[0])
     dt = check_positive(dt, "dt")
+    conditional = check_bool(conditional, "conditional")
     if p not in (1, 2) or (conditional and p != 2):
         raise ValueError(f"`p` must be 1 or 2 (2 with `conditional`); got {p!r}.")
     Xs = _flow(field, X0, t, dt, None if weights is None else w)

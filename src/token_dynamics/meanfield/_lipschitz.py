@@ -23,8 +23,16 @@ import numpy as np
 from scipy.integrate import quad
 
 from .._typing import ArrayLike
-from .._validation import as_matrix, as_times, as_tokens, check_positive
-from ..attention import L2, Causal, MultiHead, Sigmoid, Sinkhorn, Softmax
+from .._validation import (
+    as_matrix,
+    as_times,
+    as_tokens,
+    check_instance,
+    check_positive,
+    check_real,
+    float_guard,
+)
+from ..attention import L2, AttentionField, Causal, MultiHead, Sigmoid, Sinkhorn, Softmax
 from ..wasserstein import wasserstein1
 from ._estimates import StabilityBound, lipschitz_measure, lipschitz_x, support_radius
 
@@ -70,6 +78,10 @@ class FieldConstants:
     lipschitz_measure: float
 
 
+def _check_field(field: Any) -> None:
+    check_instance(field, AttentionField, "field", "Pass e.g. attention.Softmax(A, V).")
+
+
 def _at(P: Any, name: str, t: float) -> np.ndarray:
     """Value of a constant or time-dependent parameter at time ``t``."""
     return as_matrix(P(t) if callable(P) else P, f"{name}(t={t:g})" if callable(P) else name)
@@ -105,6 +117,7 @@ def _sinkhorn(field: Sinkhorn, R: float, t: float) -> FieldConstants:
     return FieldConstants(nV, nV * u, float(lip_mu))
 
 
+@float_guard("the field constants", "lower `R` or the norms of the parameters")
 def field_constants(
     field: Any, R: float, t: float = 0.0, *, sink_mass: float | None = None
 ) -> FieldConstants:
@@ -172,8 +185,9 @@ def field_constants(
     >>> c.growth, c.lipschitz_x, c.lipschitz_measure
     (2.0, 0.5, 2.5)
     """
+    _check_field(field)
     R = check_positive(R, "R", allow_zero=True)
-    t = float(t)
+    t = check_real(t, "t")
     if isinstance(field, Softmax):
         return _softmax(abs(field.beta) * _at(field.A, "A", t), _at(field.V, "V", t), R)
     if isinstance(field, L2):
@@ -210,6 +224,7 @@ def field_constants(
     )
 
 
+@float_guard("the Gronwall bound", "shorten `times` or lower `R0`")
 def gronwall_bound(
     field: Any,
     times: ArrayLike,
@@ -275,6 +290,7 @@ def gronwall_bound(
     >>> b.radius.round(4), b.log_constant.round(6)  # A = 0: only L_mu = ||V|| = 1
     (array([1.    , 2.7183]), array([0., 1.]))
     """
+    _check_field(field)
     t = as_times(times, strict=False, nonnegative=True, scalar=True)
     R0 = check_positive(R0, "R0", allow_zero=True)
     hardy = _hardy_factor(field, hardy_p, sink_mass)
@@ -330,6 +346,7 @@ def _hardy_factor(field: Any, hardy_p: float | None, sink_mass: float | None) ->
     return p / (p - 1)
 
 
+@float_guard("the measured constants", "rescale the tokens and queries")
 def measured_constants(
     field: Any, X: ArrayLike, Y: ArrayLike, queries: Any, other_queries: Any, t: float = 0.0
 ) -> FieldConstants:
@@ -378,6 +395,7 @@ def measured_constants(
     >>> m.growth, m.lipschitz_x, m.lipschitz_measure  # A = 0: Gamma = 2 mean, rigid shift
     (0.0, 0.0, 2.0)
     """
+    _check_field(field)
     X = as_tokens(X)
     d = X.shape[1]
     Y = as_tokens(Y, "Y", d=d)

@@ -16,9 +16,11 @@ from .._validation import (
     as_vector,
     as_weights,
     check_positive,
+    float_guard,
 )
 from ..attention import with_positions
 from ..wasserstein import conditional_w2
+from ._lipschitz import _check_field
 
 __all__ = [
     "MaskedCloud",
@@ -118,6 +120,7 @@ def causal_cloud(X: ArrayLike, *, sink: Any = None, sink_mass: float = 0.0) -> M
     return MaskedCloud(with_positions(np.vstack([S, X]), pos), w, m)
 
 
+@float_guard("the first token", "shorten `times` or scale `V` down")
 def first_token_solution(x0: ArrayLike, V: Any, times: ArrayLike) -> np.ndarray:
     r"""Exact path :math:`x_1(t) = e^{tV}x_1(0)` of a token that attends only to itself.
 
@@ -189,6 +192,7 @@ class Sensitivity:
     mean_ratio: float
 
 
+@float_guard("the conditional sensitivity", "rescale `Z` and `Z_perturbed`")
 def conditional_sensitivity(
     field: Any, Z: Any, Z_perturbed: Any, *, weights: ArrayLike | None = None
 ) -> Sensitivity:
@@ -228,8 +232,14 @@ def conditional_sensitivity(
     >>> round(sens.sup_ratio, 6)  # |Delta Gamma| = 0.1 at token 1, W_{2,lambda} = 0.1 / sqrt(4)
     2.0
     """
+    _check_field(field)
     Z = as_tokens(Z, "Z")
     Zp = as_tokens(Z_perturbed, "Z_perturbed", d=Z.shape[1])
+    if Zp.shape != Z.shape or np.any(Zp[:, 0] != Z[:, 0]):
+        raise ValueError(
+            f"`Z_perturbed` must have the shape of `Z`, {Z.shape}, and its positions (column 0); "
+            "perturb the token columns only."
+        )
     w = as_weights(weights, Z.shape[0])
     dist = conditional_w2(Z, Zp, weights_x=w, weights_y=w)
     if dist == 0:
@@ -243,6 +253,7 @@ def conditional_sensitivity(
     )
 
 
+@float_guard("the first-token sensitivity", "rescale `X` or lower `delta`")
 def first_token_sensitivity(
     field: Any, X: ArrayLike, *, sink: Any = None, sink_mass: float = 0.0, delta: float = 0.1
 ) -> Sensitivity:
@@ -283,8 +294,14 @@ def first_token_sensitivity(
     >>> round(first_token_sensitivity(field, np.zeros((16, 1))).sup_ratio, 6)  # sqrt(16)
     4.0
     """
+    _check_field(field)
     delta = check_positive(delta, "delta")
     cloud = causal_cloud(X, sink=sink, sink_mass=sink_mass)
     moved = cloud.tokens.copy()
     moved[cloud.n_sink, 1] += delta
+    if moved[cloud.n_sink, 1] == cloud.tokens[cloud.n_sink, 1]:
+        raise ValueError(
+            f"`delta` = {delta:g} is lost in rounding against the first token of `X`; pass a "
+            "larger `delta`."
+        )
     return conditional_sensitivity(field, cloud.tokens, moved, weights=cloud.weights)

@@ -8,11 +8,11 @@ from typing import Any
 import numpy as np
 
 from .._typing import ArrayLike
-from .._validation import as_tokens, as_weights
+from .._validation import as_tokens, as_weights, float_guard
 from ..attention import Causal
 from ._estimates import StabilityBound, support_radius
 from ._experiments import DEFAULT_DT, StabilityRun, stability_ratios
-from ._lipschitz import gronwall_bound
+from ._lipschitz import _check_field, gronwall_bound
 
 __all__ = ["StabilityCheck", "stability_check"]
 
@@ -70,6 +70,7 @@ class StabilityCheck:
         return float((self.bound.log_constant[-1] - np.log(self.run.ratio[-1])) / np.log(10))
 
 
+@float_guard("the stability check", "rescale `X0` and `Y0` or shorten `times`")
 def stability_check(
     field: Any,
     X0: ArrayLike,
@@ -142,6 +143,7 @@ def stability_check(
     ... ).holds
     True
     """
+    _check_field(field)
     X0 = as_tokens(X0, "X0")
     Y0 = as_tokens(Y0, "Y0", d=X0.shape[1])
     w = as_weights(weights, X0.shape[0])

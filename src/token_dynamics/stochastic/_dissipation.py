@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from scipy import optimize
 
-from .._validation import as_sphere_tokens, as_weights
+from .._validation import as_real_array, as_sphere_tokens, as_weights
 from ._energy import _beta, _half_gaps
 from ._exponents import NoiseExponents, check_assumption_1, noise_exponents
 from ._kernels import _interpolant
@@ -67,7 +67,7 @@ class Lemma41Terms:
 
 
 def _inner_products(u: Any) -> np.ndarray:
-    arr = np.atleast_1d(np.asarray(u, dtype=np.float64))
+    arr = np.atleast_1d(as_real_array(u, "u"))
     if arr.ndim != 1 or not np.all(np.isfinite(arr)) or np.any(np.abs(arr) > 1):
         raise ValueError("`u` must be a finite 1-D array of inner products in [-1, 1].")
     return arr

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from .. import geometry
-from .._validation import as_sphere_tokens, as_weights, check_positive
+from .._validation import as_real_array, as_sphere_tokens, as_square, as_weights, check_positive
 
 __all__ = ["attention_forcing", "energy_derivative", "synchronization_energy"]
 
@@ -151,7 +151,7 @@ def energy_derivative(X: Any, velocity: Any, beta: float, weights: Any = None) -
     True
     """
     X = as_sphere_tokens(X)
-    v = np.array(velocity, dtype=np.float64)
+    v = as_real_array(velocity, "velocity")
     if v.shape != X.shape or not np.all(np.isfinite(v)):
         raise ValueError(
             f"`velocity` must be finite with the shape {X.shape} of `X`; got shape {v.shape}."
@@ -207,8 +207,11 @@ def attention_forcing(
 
     X = as_sphere_tokens(X)
     d = X.shape[1]
-    Q, K, V = (np.eye(d) if M is None else M for M in (Q, K, V))
-    field = Softmax(np.asarray(K, dtype=np.float64).T @ np.asarray(Q, dtype=np.float64), V)
+    Q, K, V = (
+        np.eye(d) if M is None else as_square(M, name, d=d)
+        for M, name in ((Q, "Q"), (K, "K"), (V, "V"))
+    )
+    field = Softmax(K.T @ Q, V)
     v = geometry.project_tangent(X, field.velocity(X, weights=weights))
     energy = float(synchronization_energy(X, beta, weights))
     if energy == 0:

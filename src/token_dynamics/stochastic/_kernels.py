@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from scipy import integrate, special
 
-from .._validation import check_int, check_positive
+from .._validation import as_real_array, check_int, check_positive
 
 if TYPE_CHECKING:  # the options' TypedDict of scipy-stubs (no runtime module)
     from scipy.integrate._typing import QuadOpts
@@ -139,7 +139,7 @@ def _pair_expectation(f, s2: float, c: np.ndarray) -> np.ndarray:
 
 
 def _check_t(t: Any) -> np.ndarray:
-    arr = np.array(t, dtype=np.float64)
+    arr = as_real_array(t, "t")
     if not np.all(np.isfinite(arr)) or np.any(np.abs(arr) > 1.0 + 1e-12):
         raise ValueError(
             "`t` must hold inner products of unit vectors, finite and in [-1, 1]; "

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from .. import wasserstein
-from .._validation import as_rng, check_int, check_positive
+from .._validation import as_real_array, as_rng, check_instance, check_int, check_positive
 from ..diagnostics import fit_power_law
 from ..sampling import uniform_sphere
 from ._model import (
@@ -82,7 +82,7 @@ def mc_estimate(values: Any) -> MCEstimate:
     >>> float(est.mean), round(float(est.stderr), 4)
     (2.0, 0.5774)
     """
-    values = np.asarray(values, dtype=np.float64)
+    values = as_real_array(values, "values")
     if values.ndim == 0 or values.shape[0] < 2:
         raise ValueError("`values` needs at least two samples along its first axis.")
     return _estimate(values)
@@ -230,6 +230,11 @@ class DeepLimitError:
         return _study(x, self.width_gap[:, i, js])
 
 
+def _check_model(model: Any) -> None:
+    fix = "Build one with StochasticTransformer(MLPNoise(...), Q, K, V)."
+    check_instance(model, StochasticTransformer, "model", fix)
+
+
 def deep_limit_error(
     model,
     X0: Any,
@@ -288,6 +293,7 @@ def deep_limit_error(
     >>> err.sup.shape
     (3, 2, 1)
     """
+    _check_model(model)
     widths = (model.noise.width,) if widths is None else tuple(widths)
     for m in widths:
         if m is not None:
@@ -372,7 +378,7 @@ def chaos_rate(N: Any, d: int) -> np.ndarray:
     (0.1, 0.25)
     """
     d = check_int(d, "d", minimum=2)
-    N = np.asarray(N, dtype=np.float64)
+    N = as_real_array(N, "N")
     if np.any(N < 1):
         raise ValueError("`N` must hold token numbers, at least 1.")
     if d < 4:
@@ -438,6 +444,7 @@ def propagation_of_chaos(
     >>> study.values.tolist()
     [4.0, 8.0]
     """
+    _check_model(model)
     d = check_int(d, "d", minimum=2)
     N_ref = check_int(N_ref, "N_ref", minimum=2)
     sizes = [check_int(n, "sizes", minimum=1) for n in np.atleast_1d(sizes).tolist()]
@@ -512,9 +519,9 @@ def layer_norm_remainder(v: Any, w: Any, scales: Any, *, order: int = 2) -> Conv
     """
     if order not in (1, 2):
         raise ValueError(f"`order` must be 1 or 2; got {order!r}.")
-    v = _normalise(np.asarray(v, dtype=np.float64)[None], "v")[0]
-    w = np.asarray(w, dtype=np.float64)
-    scales = np.asarray(scales, dtype=np.float64)
+    v = _normalise(as_real_array(v, "v")[None], "v")[0]
+    w = as_real_array(w, "w")
+    scales = as_real_array(scales, "scales")
     if w.shape != v.shape or np.any(scales <= 0):
         raise ValueError("`w` must have the shape of `v`, and `scales` must be positive.")
     remainders = []

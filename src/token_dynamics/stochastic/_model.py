@@ -24,6 +24,7 @@ from .. import attention as _attention
 from .._validation import (
     as_dtype,
     as_matrix,
+    as_real_array,
     as_rng,
     as_sphere_tokens,
     check_int,
@@ -365,7 +366,7 @@ def _noise_step(Y, h, G, what: str) -> np.ndarray:
 
 def _as_initial(X0: Any, paths: int) -> np.ndarray:
     """Initial tokens ``(n, d)`` (same for every path) or ``(paths, n, d)``, on the sphere."""
-    arr = np.array(X0, dtype=np.float64)
+    arr = np.array(as_real_array(X0, "X0"), dtype=np.float64)
     X: np.ndarray
     if arr.ndim == 3:
         if arr.shape[0] != paths:

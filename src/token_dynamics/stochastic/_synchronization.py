@@ -15,7 +15,12 @@ from typing import Any
 import numpy as np
 
 from .. import geometry
-from .._validation import as_rng, check_int, check_positive
+from .._validation import (
+    as_real_array,
+    as_rng,
+    check_int,
+    check_positive,
+)
 from ._energy import synchronization_energy
 from ._limits import MCEstimate, mc_estimate
 from ._model import MLPNoise, StochasticTransformer, simulate
@@ -63,8 +68,8 @@ def energy_decay_rate(times: Any, energies: Any) -> MCEstimate:
     >>> round(energy_decay_rate(t, E).mean, 12)
     -2.0
     """
-    t = np.asarray(times, dtype=np.float64)
-    E = np.asarray(energies, dtype=np.float64)
+    t = as_real_array(times, "times")
+    E = as_real_array(energies, "energies")
     if t.ndim != 1 or t.size < 2 or np.ptp(t) == 0:
         raise ValueError("`times` must be a 1-D array of at least two distinct times.")
     if E.ndim != 2 or E.shape[1] != t.size or E.shape[0] < 2:
@@ -113,8 +118,8 @@ def separation_exponent(times: Any, states: Any) -> MCEstimate:
     >>> round(float(separation_exponent([0.0, 1.0], S).mean), 6)
     -2.302585
     """
-    t = np.asarray(times, dtype=np.float64)
-    S = np.asarray(states, dtype=np.float64)
+    t = as_real_array(times, "times")
+    S = as_real_array(states, "states")
     if S.ndim != 4 or S.shape[2] != 2 or S.shape[1] != t.size or S.shape[0] < 2:
         raise ValueError(
             "`states` must have shape (paths, T, 2, d) with two tokens and at least two paths; "

@@ -1,0 +1,753 @@
+"""The public API as a fuzz target: valid arguments for every callable, and ways to spoil them.
+
+`public_callables` enumerates the ``__all__`` of ``token_dynamics`` and of each public
+subpackage, so a new public function is swept as soon as it is exported. `valid_arguments`
+builds a fresh, small, valid call for each one from a registry of argument factories keyed by
+parameter name (:data:`BY_NAME`), with a few per-callable overrides (:data:`OVERRIDES`) where
+the same name means something else. `corruptions` spoils one argument at a time (bad shapes,
+NaN, inf, huge and tiny magnitudes, empty inputs, wrong dtypes, n <= d, duplicated tokens, zero
+covariances, extreme scalars), and `run_case` calls the function under the failure policy of
+``CONTRIBUTING.md`` and classifies how it ended.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import importlib
+import inspect
+import pkgutil
+import re
+import signal
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+import token_dynamics as td
+
+#: Public subpackages left out of the sweep, with the reason.
+EXCLUDED_MODULES = {
+    "token_dynamics.plotting": "draws on a matplotlib axis; its numbers come from the swept "
+    "maths functions, and a figure has no finite/non-finite result to check",
+    "token_dynamics.widgets": "builds ipywidgets over the swept maths functions; needs a "
+    "front end to be exercised",
+}
+
+#: Token count and dimension of the valid calls: small enough that every call is quick, with
+#: n > d + 1 so that an empirical covariance of the valid cloud is non-degenerate.
+N, D = 5, 2
+#: Seconds a single call may take before it counts as a hang (the valid calls take < 1 s).
+TIME_LIMIT = 20.0
+
+_A = [[1.0, 0.2], [0.2, 0.8]]
+_V = [[1.0, 0.0], [0.0, 1.0]]
+_COV = [[1.0, 0.3], [0.3, 0.5]]
+
+
+def public_callables() -> dict[str, Callable]:
+    """Every public callable of the library (plotting and widgets aside), by dotted name.
+
+    A callable re-exported at several places is listed once, under its first name.
+    """
+    modules = ["token_dynamics"] + [
+        f"token_dynamics.{m.name}" for m in pkgutil.iter_modules(td.__path__) if m.name[0] != "_"
+    ]
+    found: dict[str, Callable] = {}
+    seen: set[int] = set()
+    for name in modules:
+        if name in EXCLUDED_MODULES:
+            continue
+        module = importlib.import_module(name)
+        for attr in module.__all__:
+            obj = getattr(module, attr)
+            if callable(obj) and id(obj) not in seen:
+                seen.add(id(obj))
+                found[f"{name}.{attr}"] = obj
+    return found
+
+
+def _tokens(n: int = N, d: int = D, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).normal(size=(n, d))
+
+
+def _sphere(n: int = N, d: int = 3, seed: int = 0) -> np.ndarray:
+    X = _tokens(n, d, seed)
+    return X / np.linalg.norm(X, axis=1, keepdims=True)
+
+
+def _field() -> Any:
+    return td.Softmax(np.array(_A), np.array(_V))
+
+
+def _model() -> Any:
+    from token_dynamics import stochastic
+
+    return stochastic.StochasticTransformer(stochastic.MLPNoise(width=8))
+
+
+def _dataset() -> tuple[list[np.ndarray], list[np.ndarray]]:
+    inputs = [np.array([[0.0, 0.0], [1.0, 0.0]]), np.array([[0.0, 1.0], [1.0, 1.0], [2.0, 0.5]])]
+    targets = [np.array([[0.5, 0.5]]), np.array([[-1.0, 0.0], [0.0, 2.0]])]
+    return inputs, targets
+
+
+def _hardmax_transformer() -> Any:
+    from token_dynamics import interpolation
+
+    inputs, targets = _dataset()
+    return interpolation.build_hardmax_interpolator(inputs, targets, rng=0).transformer
+
+
+def _tikhonov_data() -> Any:
+    from token_dynamics import interpolation
+
+    return interpolation.tikhonov_dataset(n_sequences=3, n_tokens=4, d=3, width=2, rng=0)
+
+
+#: Valid values by parameter name; each factory returns a fresh object.
+BY_NAME: dict[str, Callable[[], Any]] = {
+    "X": _tokens,
+    "Y": lambda: _tokens(seed=1),
+    "X0": _tokens,
+    "Y0": lambda: _tokens(seed=1),
+    "dX": lambda: _tokens(seed=2),
+    "velocity": lambda: _tokens(seed=2),
+    "direction": lambda: np.array([1.0, -0.5]),
+    "points": lambda: _tokens(3, seed=3),
+    "queries": lambda: _tokens(3, seed=3),
+    "other_queries": lambda: _tokens(3, seed=4),
+    "A": lambda: np.array(_A),
+    "V": lambda: np.array(_V),
+    "Q": lambda: np.array(_A),
+    "K": lambda: np.array(_V),
+    "Qbar": lambda: np.array(_A),
+    "Kbar": lambda: np.array(_V),
+    "M": lambda: np.array(_COV),
+    "S": lambda: np.array([[0.3, -0.2], [0.1, 0.5]]),
+    "B": lambda: np.array([[0.3, 0.1], [0.1, 0.5]]),
+    "scores": lambda: np.array([[0.3, -0.2, 1.0], [0.1, 0.5, -2.0]]),
+    "log_weights": lambda: np.log(np.array([0.2, 0.3, 0.5])),
+    "mean": lambda: np.array([0.1, -0.2]),
+    "mean0": lambda: np.array([0.1, -0.2]),
+    "m1": lambda: np.array([0.1, -0.2]),
+    "m2": lambda: np.array([0.0, 0.3]),
+    "cov": lambda: np.array(_COV),
+    "cov0": lambda: np.array(_COV),
+    "S1": lambda: np.array(_COV),
+    "S2": lambda: np.eye(D),
+    "covariances": lambda: np.tile(np.array(_COV), (3, 1, 1)),
+    "means": lambda: np.zeros((3, D)),
+    "states": lambda: np.stack([_tokens(), _tokens(seed=1)]),
+    "weights": lambda: np.full(N, 1.0 / N),
+    "weights_x": lambda: np.full(N, 1.0 / N),
+    "weights_y": lambda: np.full(N, 1.0 / N),
+    "times": lambda: np.linspace(0.0, 1.0, 5),
+    "t": lambda: 0.0,
+    "T": lambda: 1.0,
+    "L": lambda: 4,
+    "beta": lambda: 1.0,
+    "eps": lambda: 1.0,
+    "v": lambda: 1.0,
+    "a": lambda: 1.0,
+    "var0": lambda: 1.0,
+    "var": lambda: 1.0,
+    "tol": lambda: 0.5,
+    "d": lambda: D,
+    "n": lambda: N,
+    "rng": lambda: 0,
+    "field": _field,
+    "equations": lambda: __import__("token_dynamics").gaussian.SoftmaxMoments(_A, _V),
+    "activation": lambda: "relu",
+    "sigma_U": lambda: 0.1,
+    "sigma_W": lambda: 0.1,
+    "model": _model,
+    "u": lambda: np.array([-0.5, 0.0, 0.5, 0.9]),
+    "R": lambda: 1.5,
+    "R0": lambda: 1.5,
+    "x": lambda: np.array([0.1, 0.5, 0.9, 1.3]),
+    "y": lambda: np.array([1.0, 2.1, 2.9, 4.2]),
+    "inputs": lambda: _dataset()[0],
+    "targets": lambda: _dataset()[1],
+    "transformer": _hardmax_transformer,
+    "data": _tikhonov_data,
+    "heads": lambda: (_field(), td.Softmax(np.eye(D), np.eye(D))),
+}
+
+
+def _causal_tokens(seed: int = 0) -> np.ndarray:
+    """Tokens with their position in column 0, as the masked fields read them."""
+    return np.column_stack([np.linspace(0.2, 1.0, N), _tokens(seed=seed)])
+
+
+def _hat_points() -> np.ndarray:
+    return np.array([[0.0, 0.0], [2.0, 0.0], [0.0, 2.0]])
+
+
+def _tikhonov_theta() -> np.ndarray:
+    from token_dynamics import interpolation
+
+    return interpolation.train_tikhonov(_tikhonov_data(), 0.1, epochs=1, rng=0).theta
+
+
+#: Arguments that differ from :data:`BY_NAME` within one module (keyed by the module's name).
+MODULE_OVERRIDES: dict[str, dict[str, Callable[[], Any]]] = {
+    # the stochastic chapter lives on the sphere, in a dimension where Assumption 1 can hold
+    "token_dynamics.stochastic": {
+        "X": _sphere,
+        "X0": _sphere,
+        "velocity": lambda: _sphere(seed=2),
+        "d": lambda: 5,
+        "t": lambda: np.array([-0.5, 0.0, 0.5, 1.0]),
+        "states": lambda: np.stack([_sphere(2, seed=s)[None].repeat(5, 0) for s in (0, 1)]),
+        "A": lambda: np.eye(3),
+        "V": lambda: np.eye(3),
+        "Q": lambda: np.eye(3),
+        "K": lambda: np.eye(3),
+        "sigma_U": lambda: 1.0,
+        "sigma_W": lambda: 1.0,
+    },
+    # the Gronwall bounds integrate nested quadratures: a short horizon keeps a call quick
+    "token_dynamics.meanfield": {"times": lambda: np.array([0.0, 0.5])},
+    # moments of softmax attention with A of norm one blow up at t = 0.39
+    "token_dynamics.gaussian": {"times": lambda: np.linspace(0.0, 0.2, 3)},
+}
+
+#: Arguments that differ from :data:`BY_NAME` for one callable (keyed by its short name).
+OVERRIDES: dict[str, dict[str, Callable[[], Any]]] = {
+    "L2": {"Qbar": lambda: np.eye(D), "Kbar": lambda: np.eye(D)},
+    "make_field": {"variant": lambda: "softmax"},
+    "gaussian_mixture": {
+        "means": lambda: np.array([[0.0, 0.0], [1.0, 1.0]]),
+        "covs": lambda: np.stack([np.eye(D), np.array(_COV)]),
+        "weights": lambda: np.array([0.4, 0.6]),
+    },
+    "sinkhorn_plan": {
+        "eps": lambda: 0.5,
+        "a": lambda: np.full(2, 0.5),
+        "b": lambda: np.full(2, 0.5),
+    },
+    "ray_blowup_time": {"u": lambda: np.array([1.0, 0.0])},
+    "ray_covariance": {"u": lambda: np.array([1.0, 0.0]), "times": lambda: np.linspace(0, 0.2, 3)},
+    "softmax_gaussian_1d": {"mean0": lambda: 0.1},
+    "softmax_gaussian_centred": {"times": lambda: np.linspace(0.0, 0.2, 3)},
+    "low_rank_limit": {"v": lambda: -1.0},
+    "MultiHeadMoments": {
+        "heads": lambda: (td.gaussian.SoftmaxMoments(_A, _V), td.gaussian.LinearMoments(_A, _V))
+    },
+    "noise_exponent_table": {
+        "activations": lambda: ("relu",),
+        "dimensions": lambda: (5,),
+        "sigmas": lambda: (1.0,),
+    },
+    "cone_regime": {"name": lambda: "line"},
+    "limiting_ranks": {"n_runs": lambda: 2, "T": lambda: 5.0},
+    "trace_one_grid": {"n_angles": lambda: 4},
+    "gaussian_energy": {"A": lambda: 0.3 * np.array(_A)},
+    "gaussian_energy_along": {"A": lambda: 0.3 * np.array(_A)},
+    "gaussian_translation_second_variation": {"A": lambda: 0.3 * np.array(_A)},
+    "sinkhorn_bures_wasserstein_check": {"A": lambda: 0.3 * np.array(_A)},
+    "sinkhorn_gaussian_cost": {"A": lambda: 0.3 * np.array(_A)},
+    "bures_wasserstein_velocity": {
+        "functional": lambda: lambda m, S: float(np.trace(S) + m @ m),
+    },
+    "circle_metastability": {"t_max": lambda: 1.0, "n_times": lambda: 5},
+    # `name` is the name the messages give the sequences: the argument's own name here
+    "as_sequences": {"sequences": lambda: _dataset()[0], "name": lambda: "sequences"},
+    "relative_hausdorff_errors": {"outputs": lambda: _dataset()[1]},
+    "overlapping_dataset": {"n_sequences": lambda: 2, "d": lambda: 2},
+    "paper_block_count": {"m": lambda: np.array([2, 3])},
+    "resnet_counts": {"n_tokens": lambda: 3, "n_sequences": lambda: 2},
+    "hat_move": {
+        "points": _hat_points,
+        "p": lambda: _hat_points()[0],
+        "q": lambda: np.array([0.5, 0.5]),
+    },
+    "critical_temperature": {"tolerance": lambda: 0.1},
+    "softmax_deviation_bound": {"tau": lambda: 0.1},
+    "substitution_errors": {"taus": lambda: np.array([0.1, 0.05])},
+    "Factored": {"left": lambda: np.array([1.0, 0.0]), "right": lambda: np.array([0.0, 2.0])},
+    "snap_layer": {
+        "c": lambda: 0.0,
+        "delta": lambda: 0.5,
+        "w": lambda: np.array([1.0, 0.0]),
+        "e": lambda: np.array([1.0, 0.0]),
+        "y": lambda: np.array([0.3, 0.2]),
+    },
+    "tikhonov_objective": {"theta": _tikhonov_theta, "eps": lambda: 0.1},
+    "tikhonov_sweep": {"eps_values": lambda: np.array([0.1, 1.0]), "epochs": lambda: 2},
+    "train_tikhonov": {"eps": lambda: 0.1, "epochs": lambda: 2},
+    "tikhonov_dataset": {
+        "n_sequences": lambda: 3,
+        "n_tokens": lambda: 4,
+        "d": lambda: 3,
+        "width": lambda: 2,
+    },
+    "conditional_sensitivity": {
+        "field": lambda: td.Causal(np.array(_A), np.array(_V)),
+        "Z": _causal_tokens,
+        "Z_perturbed": lambda: _causal_tokens(1),
+    },
+    "first_token_sensitivity": {"field": lambda: td.Causal(np.array(_A), np.array(_V))},
+    "first_token_solution": {"x0": lambda: np.array([0.1, -0.2])},
+    "mean_field_errors": {
+        "ns": lambda: np.array([4, 8]),
+        "T": lambda: 0.3,
+        "mean0": lambda: np.zeros(D),
+        "n_seeds": lambda: 2,
+        "n_ref": lambda: 16,
+        "dt": lambda: 0.1,
+    },
+    "chaos_rate": {"N": lambda: np.array([4.0, 8.0])},
+    "deep_limit_error": {
+        "depths": lambda: np.array([2, 4]),
+        "L_ref": lambda: 8,
+        "n_paths": lambda: 2,
+        "T": lambda: 0.5,
+    },
+    "propagation_of_chaos": {
+        "sizes": lambda: np.array([4, 8]),
+        "N_ref": lambda: 16,
+        "L": lambda: 4,
+        "n_times": lambda: 2,
+        "n_paths": lambda: 2,
+        "T": lambda: 0.5,
+    },
+    "two_point_lyapunov_exponent": {"n_paths": lambda: 4},
+    "synchronization_experiment": {
+        "n_tokens": lambda: 4,
+        "L": lambda: 4,
+        "width": lambda: 8,
+        "T": lambda: 0.5,
+    },
+    "layer_norm_remainder": {
+        "v": lambda: np.array([1.0, 0.0, 0.0]),
+        "w": lambda: np.array([0.0, 1.0, 0.5]),
+        "scales": lambda: np.array([0.1, 0.05, 0.025]),
+    },
+    "mc_estimate": {"values": lambda: np.array([1.0, 1.2, 0.9, 1.1])},
+    "energy_decay_rate": {"energies": lambda: np.exp(-np.linspace(0, 1, 5))[None].repeat(3, 0)},
+    "conditional_w2": {"X": _causal_tokens, "Y": lambda: _causal_tokens(1)},
+    "w2_gaussian_1d": {"mean": lambda: 0.1, "weights": lambda: np.full(4, 0.25)},
+}
+
+#: Result records (frozen dataclasses the library fills and returns), and the public callable
+#: that makes one: a valid record is a real result, taken apart field by field. A record holds
+#: what it is given, like SciPy's ``OptimizeResult``: only its valid construction is swept.
+RECORD_SOURCES: dict[str, str] = {
+    "Trajectory": "integrate",
+    "SinkhornPlan": "sinkhorn_plan",
+    "PowerLawFit": "fit_power_law",
+    "GaussianPath": "solve_moments",
+    "ParticleMoments": "particle_moments",
+    "RankCounts": "limiting_ranks",
+    "BuresWassersteinCheck": "sinkhorn_bures_wasserstein_check",
+    "CircleMetastability": "circle_metastability",
+    "GaussianEnergy": "gaussian_energy",
+    "GradientFlowCheck": "gradient_flow_check",
+    "TwistedMetric": "twisted_metric",
+    "HardmaxInterpolator": "build_hardmax_interpolator",
+    "PhaseState": "build_hardmax_interpolator",
+    "SoftmaxInterpolator": "build_softmax_interpolator",
+    "Transformer": "build_hardmax_interpolator",
+    "TransformerBlock": "build_hardmax_interpolator",
+    "FeedForward": "build_hardmax_interpolator",
+    "TikhonovData": "tikhonov_dataset",
+    "TikhonovFit": "train_tikhonov",
+    "TikhonovSweep": "tikhonov_sweep",
+    "FieldConstants": "field_constants",
+    "MaskedCloud": "causal_cloud",
+    "MeanFieldErrors": "mean_field_errors",
+    "Sensitivity": "first_token_sensitivity",
+    "StabilityBound": "gronwall_bound",
+    "StabilityCheck": "stability_check",
+    "StabilityRun": "stability_ratios",
+    "StochasticResult": "simulate",
+    "ConvergenceStudy": "layer_norm_remainder",
+    "DeepLimitError": "deep_limit_error",
+    "MCEstimate": "mc_estimate",
+    "Lemma41Terms": "lemma_4_1_terms",
+    "NoiseExponents": "noise_exponents",
+    "SynchronizationRun": "synchronization_experiment",
+}
+
+
+def _find_instance(value: Any, cls: type, depth: int = 0) -> Any:
+    if isinstance(value, cls):
+        return value
+    if depth > 6:
+        return None
+    children: list[Any] = []
+    if isinstance(value, (list, tuple)):
+        children = list(value)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        children = [getattr(value, f.name) for f in dataclasses.fields(value)]
+    for child in children:
+        found = _find_instance(child, cls, depth + 1)
+        if found is not None:
+            return found
+    return None
+
+
+def _record_arguments(cls: type) -> dict[str, Any]:
+    calls = {k.rsplit(".", 1)[-1]: (k, f) for k, f in public_callables().items()}
+    source, func = calls[RECORD_SOURCES[cls.__name__]]
+    kwargs, _ = valid_arguments(source, func)
+    record = _find_instance(func(**kwargs), cls)
+    if record is None:
+        raise LookupError(f"{source} returned no {cls.__name__}")
+    return {f.name: getattr(record, f.name) for f in dataclasses.fields(cls) if f.init}
+
+
+def _is_exception(func: Any) -> bool:
+    return isinstance(func, type) and issubclass(func, BaseException)
+
+
+def valid_arguments(name: str, func: Callable) -> tuple[dict[str, Any], list[str]]:
+    """A fresh valid call of `func` as keyword arguments, and the names that may be spoiled.
+
+    Required parameters come from :data:`OVERRIDES` or :data:`BY_NAME`; an optional parameter
+    is passed when a factory exists for it, or spoiled from its default when that default is a
+    plain number, flag or string.
+    """
+    if _is_exception(func):
+        return {}, []
+    module, short = name.rsplit(".", 1)
+    if short in RECORD_SOURCES:
+        return _record_arguments(func), []
+    table = {**BY_NAME, **MODULE_OVERRIDES.get(module, {}), **OVERRIDES.get(short, {})}
+    kwargs: dict[str, Any] = {}
+    spoilable: list[str] = []
+    for p in inspect.signature(func).parameters.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        if p.name in table:
+            kwargs[p.name] = table[p.name]()
+            spoilable.append(p.name)
+        elif p.default is p.empty:
+            raise LookupError(f"no factory for parameter `{p.name}` of {name}")
+        elif isinstance(p.default, (int, float, str, bool)):
+            kwargs[p.name] = p.default
+            spoilable.append(p.name)
+    return kwargs, spoilable
+
+
+# ---------------------------------------------------------------------------------------------
+# Corruptions: each takes a valid value and returns a spoiled copy (or raises Inapplicable).
+
+
+class Inapplicable(Exception):
+    """The corruption does not apply to this value."""
+
+
+def _float_array(v: Any) -> np.ndarray:
+    if isinstance(v, np.ndarray) and v.dtype.kind == "f":
+        return v.copy()
+    raise Inapplicable
+
+
+def _set_first(value: float) -> Callable[[Any], Any]:
+    def spoil(v: Any) -> Any:
+        if isinstance(v, np.ndarray) and v.dtype.kind == "f" and v.size:
+            out = v.copy()
+            out.flat[0] = value
+            return out
+        if isinstance(v, list) and v and isinstance(v[0], np.ndarray):
+            return [spoil(v[0]), *v[1:]]
+        raise Inapplicable
+
+    return spoil
+
+
+def _scaled(factor: float) -> Callable[[Any], Any]:
+    def spoil(v: Any) -> Any:
+        if isinstance(v, np.ndarray) and v.dtype.kind == "f":
+            return v * factor
+        if isinstance(v, list) and v and isinstance(v[0], np.ndarray):
+            return [x * factor for x in v]
+        if isinstance(v, float):
+            return v * factor if v else factor
+        raise Inapplicable
+
+    return spoil
+
+
+def _array_only(f: Callable[[np.ndarray], Any]) -> Callable[[Any], Any]:
+    def spoil(v: Any) -> Any:
+        return f(_float_array(v))
+
+    return spoil
+
+
+def _rows(f: Callable[[np.ndarray], Any]) -> Callable[[Any], Any]:
+    def spoil(v: Any) -> Any:
+        arr = _float_array(v)
+        if arr.ndim != 2:
+            raise Inapplicable
+        return f(arr)
+
+    return spoil
+
+
+def _scalar(value: Any, kinds: tuple[type, ...] = (float, int)) -> Callable[[Any], Any]:
+    def spoil(v: Any) -> Any:
+        if isinstance(v, bool) or not isinstance(v, kinds):
+            raise Inapplicable
+        return value
+
+    return spoil
+
+
+def _kind(kinds: tuple[type, ...], value: Any) -> Callable[[Any], Any]:
+    def spoil(v: Any) -> Any:
+        if not isinstance(v, kinds) or (isinstance(v, bool) and bool not in kinds):
+            raise Inapplicable
+        return value
+
+    return spoil
+
+
+def _object(value: Any) -> Callable[[Any], Any]:
+    """Replace an argument that is an object of the library (a field, a model, a transformer)."""
+
+    def spoil(v: Any) -> Any:
+        if isinstance(v, (np.ndarray, int, float, str, bool, list, tuple)) or v is None:
+            raise Inapplicable
+        return value
+
+    return spoil
+
+
+#: Ways to spoil one argument, by name.
+CORRUPTIONS: dict[str, Callable[[Any], Any]] = {
+    # arrays
+    "nan": _set_first(np.nan),
+    "inf": _set_first(np.inf),
+    "-inf": _set_first(-np.inf),
+    "huge": _scaled(1e200),
+    "tiny": _scaled(1e-200),
+    "max": _set_first(1e308),
+    "zeros": _array_only(np.zeros_like),
+    "empty": _array_only(lambda a: a[:0] if a.ndim else np.array([])),
+    "0-d": _array_only(lambda a: np.float64(a.flat[0]) if a.ndim else a[None]),
+    "extra axis": _array_only(lambda a: a[None]),
+    "flattened": _array_only(lambda a: a.ravel() if a.ndim > 1 else a.reshape(-1, 1)),
+    "column dropped": _array_only(lambda a: a[..., :-1] if a.ndim else a),
+    "transposed": _rows(lambda a: a.T if a.shape[0] != a.shape[1] else a[:, :1]),
+    "complex": _array_only(lambda a: a + 1j),
+    "bool": _array_only(lambda a: a > 0),
+    "str": _array_only(lambda a: a.astype(str)),
+    "object": _array_only(lambda a: a.astype(object)),
+    "nested list": _array_only(lambda a: a.tolist()),
+    "int": _array_only(lambda a: np.rint(a).astype(int)),
+    "negated": _array_only(lambda a: -a),
+    "one row": _rows(lambda a: a[:1]),
+    "n = d": _rows(lambda a: a[: a.shape[1]]),
+    "duplicated": _rows(lambda a: np.repeat(a[:1], len(a), axis=0)),
+    "ragged": _rows(lambda a: [list(a[0]), list(a[1, :-1])]),
+    # numbers
+    "nan scalar": _scalar(float("nan")),
+    "inf scalar": _scalar(float("inf")),
+    "zero": _scalar(0.0),
+    "negative": _scalar(-1.0),
+    "huge scalar": _scalar(1e300),
+    "tiny scalar": _scalar(1e-300),
+    "string number": _scalar("1.0"),
+    "complex scalar": _scalar(1 + 1j),
+    "true": _scalar(True),
+    "none": _kind((int, float, str, np.ndarray, list), None),
+    "fraction": _kind((int,), 2.5),
+    "numpy int": lambda v: (
+        np.int64(v)
+        if isinstance(v, int) and not isinstance(v, bool)
+        else (_ for _ in ()).throw(Inapplicable)
+    ),
+    # flags and names
+    "flag as int": _kind((bool,), 1),
+    "flag as string": _kind((bool,), "yes"),
+    "unknown name": _kind((str,), "no-such-name"),
+    "name as number": _kind((str,), 1),
+    # library objects
+    "object as None": _object(None),
+    "object as number": _object(1.0),
+    "object as array": _object(np.eye(D)),
+}
+
+
+def corruptions(value: Any) -> list[str]:
+    """The names of the corruptions that apply to `value`."""
+    names = []
+    for key, spoil in CORRUPTIONS.items():
+        try:
+            spoil(value)
+        except Inapplicable:
+            continue
+        names.append(key)
+    return names
+
+
+# ---------------------------------------------------------------------------------------------
+# Running a case
+
+
+class CallTimeout(Exception):
+    """The call ran past :data:`TIME_LIMIT`."""
+
+
+def _raise_timeout(signum: int, frame: Any) -> None:
+    raise CallTimeout
+
+
+#: The messages of numpy's own floating-point errors, which name nothing a reader can act on.
+NUMPY_KINDS = ("overflow", "underflow", "invalid value", "divide by zero")
+_NAMED = re.compile(r"`([A-Za-z_][A-Za-z_0-9]*)")
+
+
+def _finite(value: Any, depth: int = 0) -> bool:
+    """True when every number reachable from `value` (arrays, dataclass fields) is finite."""
+    if depth > 4:
+        return True
+    if isinstance(value, np.ndarray):
+        return value.dtype.kind not in "fc" or bool(np.all(np.isfinite(value)))
+    if isinstance(value, (float, complex, np.floating)):
+        return bool(np.isfinite(value))
+    if isinstance(value, (list, tuple)):
+        return all(_finite(v, depth + 1) for v in value)
+    if isinstance(value, dict):
+        return all(_finite(v, depth + 1) for v in value.values())
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return all(_finite(getattr(value, f.name), depth + 1) for f in dataclasses.fields(value))
+    return True
+
+
+def _failed_status(value: Any) -> bool:
+    """A result that reports its own failure: a status other than completed, a flag
+    (``finite``, ``converged``) that is False, or a ``reason`` why its value is inf."""
+    status = getattr(value, "status", None)
+    flags = [getattr(value, name, None) for name in ("finite", "converged")]
+    reason = getattr(value, "reason", "")  # GaussianEnergy: why its value is inf
+    return (
+        (isinstance(status, str) and status != "completed")
+        or any(f is False for f in flags)
+        or (isinstance(reason, str) and bool(reason))
+    )
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, np.ndarray):
+        return (
+            isinstance(b, np.ndarray)
+            and a.shape == b.shape
+            and a.dtype == b.dtype
+            and bool(np.all((a == b) | ((a != a) & (b != b))))
+            if a.dtype.kind in "fc"
+            else isinstance(b, np.ndarray) and np.array_equal(a, b)
+        )
+    if isinstance(a, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(map(_same, a, b))
+    return True
+
+
+#: Callables whose documented answer may be +inf: an infinite time or a void bound is the true
+#: value, not an overflow. NaN is never accepted.
+INFINITE_BY_DESIGN = {
+    "scalar_blowup_time": "inf when v a <= 0: no blow-up",
+    "isotropic_blowup_time": "inf when no eigenvalue is positive: no blow-up",
+    "ray_blowup_time": "inf when lambda q <= 0: no blow-up",
+    "lipschitz_measure": "inf once e^{2 k R^2} overflows: the bound is void, not wrong",
+    "stability_constant": "log_constant is inf once its integrand overflows: a void bound",
+    "softmax_deviation_bound": "inf where a hardmax margin is lost: a void bound",
+    "gaussian_energy_along": "inf where the Gaussian energy is infinite",
+    "gronwall_bound": "log_constant is inf once its integrand overflows: a void bound",
+    "stability_check": "its Gronwall bound is void (inf) once the constant overflows",
+}
+
+
+def _no_nan(value: Any, depth: int = 0) -> bool:
+    if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+        return not bool(np.any(np.isnan(value)))
+    if isinstance(value, float):
+        return value == value
+    if isinstance(value, (list, tuple)):
+        return all(_no_nan(v, depth + 1) for v in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type) and depth < 4:
+        return all(_no_nan(getattr(value, f.name), depth + 1) for f in dataclasses.fields(value))
+    return True
+
+
+#: How a case may end cleanly.
+CLEAN = ("finite", "failure status", "named error", "FloatingPointError")
+
+
+def spoil(value: Any, corruption: str | float) -> Any:
+    """Apply a named corruption, or scale `value` by a number (a drawn magnitude)."""
+    if isinstance(corruption, str):
+        return CORRUPTIONS[corruption](value)
+    return _scaled(corruption)(value)
+
+
+def run_case(name: str, func: Callable, param: str | None, corruption: str | float | None) -> str:
+    """Call `func` with one argument spoiled and say how it ended (one of :data:`CLEAN` or a
+    description of the defect). `corruption` is a key of :data:`CORRUPTIONS` or a factor that
+    scales a float argument."""
+    kwargs, _ = valid_arguments(name, func)
+    if param is not None:
+        kwargs[param] = spoil(kwargs[param], corruption)
+    before = copy.deepcopy(kwargs)
+    params = set() if _is_exception(func) else set(inspect.signature(func).parameters)
+    args = ("a message",) if _is_exception(func) else ()
+    previous = signal.signal(signal.SIGALRM, _raise_timeout)
+    signal.setitimer(signal.ITIMER_REAL, TIME_LIMIT)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            result = func(*args, **kwargs)
+    except CallTimeout:
+        return f"no answer within {TIME_LIMIT:g} s"
+    except FloatingPointError as exc:
+        outcome = "FloatingPointError"
+        if not str(exc) or str(exc).split(" encountered")[0] in NUMPY_KINDS:
+            outcome = f"FloatingPointError with numpy's message: {exc}"
+    except (ValueError, TypeError) as exc:
+        named = set(_NAMED.findall(str(exc)))
+        outcome = (
+            "named error"
+            if named & params or (named and param is None)
+            else f"{type(exc).__name__} naming no argument: {exc}"
+        )
+        if type(exc).__module__.startswith(("numpy", "scipy")):
+            outcome = f"{type(exc).__module__}.{type(exc).__name__}: {exc}"
+    except Warning as exc:
+        outcome = f"{type(exc).__name__} escaped: {exc}"
+    except Exception as exc:
+        outcome = f"{type(exc).__name__}: {exc}"
+    else:
+        if _failed_status(result):
+            outcome = "failure status"
+        elif _finite(result):
+            outcome = "finite"
+        elif name.rsplit(".", 1)[-1] in INFINITE_BY_DESIGN and _no_nan(result):
+            outcome = "finite"
+        else:
+            outcome = "non-finite result returned silently"
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    if not all(_same(before[k], kwargs[k]) for k in kwargs):
+        outcome = "an input was modified in place"
+    return outcome
+
+
+def scalable(name: str, func: Callable) -> list[str]:
+    """The arguments of `func` that a drawn factor can scale (float arrays and numbers)."""
+    kwargs, spoilable = valid_arguments(name, func)
+    return [p for p in spoilable if "huge" in corruptions(kwargs[p])]
+
+
+def all_cases(name: str, func: Callable) -> list[tuple[str | None, str | None]]:
+    """The valid call and every (parameter, corruption) pair that applies to `func`."""
+    if _is_exception(func) or name.rsplit(".", 1)[-1] in RECORD_SOURCES:
+        return [(None, None)]
+    kwargs, spoilable = valid_arguments(name, func)
+    return [(None, None)] + [(p, c) for p in spoilable for c in corruptions(kwargs[p])]

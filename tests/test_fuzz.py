@@ -1,0 +1,139 @@
+"""Fuzz the whole public API under the failure policy of CONTRIBUTING.md.
+
+Every public callable (the ``__all__`` of ``token_dynamics`` and of each public subpackage;
+plotting and widgets aside, see :data:`tests.fuzz_api.EXCLUDED_MODULES`) is called with one
+argument spoiled at a time: bad shapes, NaN, inf, huge and tiny magnitudes, empty inputs, wrong
+dtypes, n <= d, duplicated tokens, zero covariances, extreme scalars. A case ends cleanly with a
+finite result, a result whose status reports the failure, a ``ValueError``/``TypeError`` that
+names an argument in backticks, or a ``FloatingPointError``; within
+:data:`tests.fuzz_api.TIME_LIMIT`, with warnings turned into errors, its inputs unmodified.
+
+Hypothesis draws the cases: the named corruptions, and factors drawn over the whole float64
+range that scale one float argument. The profile is chosen by ``TOKEN_DYNAMICS_FUZZ``:
+``quick`` (the default, deterministic, in ``make test``) draws 25 cases per callable;
+``long`` (``make fuzz``, randomised) draws 2000.
+``tools/fuzz_report.py`` runs every named case once and prints the fraction that ends cleanly.
+
+Cases in ``tests/fuzz_known_defects.txt`` are defects found and not yet fixed: they are
+reported by the sweep, and `test_known_defects_are_current` fails once one of them is fixed,
+so the list only shrinks.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from .fuzz_api import CLEAN, all_cases, public_callables, run_case, scalable, valid_arguments
+
+#: The profiles: name -> (derandomize, cases per callable).
+PROFILES = {"quick": (True, 25), "long": (False, 2000)}
+for _name, (_derandomize, _examples) in PROFILES.items():
+    settings.register_profile(
+        _name,
+        derandomize=_derandomize,
+        deadline=None,
+        max_examples=_examples,
+        suppress_health_check=list(HealthCheck),
+    )
+PROFILE = settings.get_profile(os.environ.get("TOKEN_DYNAMICS_FUZZ", "quick"))
+
+CALLABLES = public_callables()
+KNOWN_FILE = Path(__file__).with_name("fuzz_known_defects.txt")
+
+
+def _known() -> set[tuple[str, str, str]]:
+    lines = KNOWN_FILE.read_text().splitlines() if KNOWN_FILE.exists() else []
+    return {tuple(line.split(" | ")) for line in lines if line and not line.startswith("#")}
+
+
+KNOWN = _known()
+#: Callables with arguments to spoil (records and exception classes have only their valid call).
+SPOILABLE = sorted(n for n, f in CALLABLES.items() if len(all_cases(n, f)) > 1)
+
+
+def test_every_public_callable_is_swept():
+    """Each public subpackage declares `__all__`, and each callable in it has a valid call."""
+    assert len(CALLABLES) > 150
+    for name, func in CALLABLES.items():
+        valid_arguments(name, func)  # raises LookupError naming a parameter without a factory
+
+
+@pytest.mark.parametrize("name", sorted(CALLABLES))
+def test_valid_call_ends_cleanly(name):
+    """The valid call of the registry works: the sweep starts from a correct call."""
+    assert run_case(name, CALLABLES[name], None, None) in CLEAN
+
+
+@pytest.mark.parametrize("name", SPOILABLE)
+def test_spoiled_call_ends_cleanly(name):
+    """One spoiled argument ends in a finite result, a failure status or a named error."""
+    func = CALLABLES[name]
+    cases = st.sampled_from(all_cases(name, func)[1:])
+    scalable_args = scalable(name, func)
+    if scalable_args:  # and magnitudes drawn over the whole float64 range
+        factors = st.floats(1e-300, 1e300) | st.floats(-1e300, -1e-300)
+        cases = cases | st.tuples(st.sampled_from(scalable_args), factors)
+
+    @PROFILE
+    @given(case=cases)
+    def check(case):
+        param, corruption = case
+        outcome = run_case(name, func, param, corruption)
+        if _known_key(name, param, corruption) not in KNOWN:
+            assert outcome in CLEAN, f"{name}({param}: {corruption}) -> {outcome}"
+
+    check()
+
+
+def _known_key(name: str, param: str, corruption: str | float) -> tuple[str, str, str]:
+    """The listed case a spoiled call stands for: a drawn factor stands for `huge` (|f| > 1)
+    or `tiny`, the named corruptions that represent its family."""
+    if isinstance(corruption, str):
+        return name, param, corruption
+    return name, param, "huge" if abs(corruption) > 1 else "tiny"
+
+
+@pytest.mark.parametrize("key", sorted(KNOWN))
+def test_known_defects_are_current(key):
+    """A listed defect still occurs: remove its line from the list once it is fixed."""
+    name, param, corruption = key
+    assert run_case(name, CALLABLES[name], param, corruption) not in CLEAN
+
+
+def test_the_sweep_detects_each_kind_of_defect():
+    """The classifier can fail: planted defects of every kind are reported, not passed."""
+
+    def silent_nan(X):
+        return np.full(np.shape(X), np.nan)
+
+    def mutates(X):
+        X[0, 0] = 2.0  # the valid X is all ones
+        return 0.0
+
+    def unnamed(X):
+        raise ValueError("shapes do not match")
+
+    def warns(X):
+        return np.exp(np.asarray(X) * 1e3)
+
+    X = np.ones((2, 2))
+    for planted in (silent_nan, mutates, unnamed, warns):
+        outcome = _call(planted, {"X": X.copy()})
+        assert outcome not in CLEAN, planted.__name__
+    assert _call(lambda X: float(np.sum(X)), {"X": X}) == "finite"
+
+
+def _call(func, kwargs):
+    from . import fuzz_api
+
+    fuzz_api.OVERRIDES["planted"] = {k: (lambda v=v: v.copy()) for k, v in kwargs.items()}
+    try:
+        return run_case("tests.planted", func, None, None)
+    finally:
+        del fuzz_api.OVERRIDES["planted"]
