@@ -216,6 +216,14 @@ MODULE_OVERRIDES: dict[str, dict[str, Callable[[], Any]]] = {
 
 #: Arguments that differ from :data:`BY_NAME` for one callable (keyed by its short name).
 OVERRIDES: dict[str, dict[str, Callable[[], Any]]] = {
+    "glue": {"name": lambda: "fuzz-value", "variable": lambda: 1.0},
+    "check_answer": {"exercise": lambda: "gf-ex-indefinite", "answer": lambda: 1.0},
+    "layer_remainder": {"steps": lambda: np.array([0.1, 0.05]), "n_draws": lambda: 3},
+    "ExerciseCheck": {
+        "expects": lambda: "a number",
+        "inputs": lambda: (),
+        "judge": lambda: lambda answer: answer == 1.0,
+    },
     "L2": {"Qbar": lambda: np.eye(D), "Kbar": lambda: np.eye(D)},
     "make_field": {"variant": lambda: "softmax"},
     "gaussian_mixture": {
@@ -339,6 +347,7 @@ RECORD_SOURCES: dict[str, str] = {
     "Trajectory": "integrate",
     "SinkhornPlan": "sinkhorn_plan",
     "PowerLawFit": "fit_power_law",
+    "AnswerCheck": "check_answer",
     "GaussianPath": "solve_moments",
     "ParticleMoments": "particle_moments",
     "RankCounts": "limiting_ranks",

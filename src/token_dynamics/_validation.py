@@ -132,7 +132,8 @@ def as_tokens(X: Any, name: str = "X", *, d: int | None = None) -> np.ndarray:
 def as_sphere_tokens(X: Any, name: str = "X", *, tol: float = SPHERE_TOL) -> np.ndarray:
     """Return tokens of shape ``(n, d)`` that lie on the unit sphere (rows of norm one)."""
     arr = as_tokens(X, name)
-    err = np.max(np.abs(np.linalg.norm(arr, axis=1) - 1.0))
+    with np.errstate(over="ignore"):  # a row too long for its squared norm is far off the sphere
+        err = np.max(np.abs(np.linalg.norm(arr, axis=1) - 1.0), initial=0.0)
     if err > tol:
         raise ValueError(
             f"`{name}` must lie on the unit sphere (every row of norm 1); the largest deviation is "

@@ -581,7 +581,7 @@ def layer_remainder(model, X: Any, steps: Any, *, n_draws: int = 100, rng: Any =
     >>> round(study.slope)
     3
     """
-    steps = np.atleast_1d(np.asarray(steps, dtype=np.float64))
+    steps = np.atleast_1d(as_real_array(steps, "steps"))
     if steps.ndim != 1 or steps.size < 2 or not np.all(np.isfinite(steps) & (steps > 0)):
         raise ValueError(f"`steps` must hold at least two positive steps; got {steps!r}.")
     if not isinstance(model, StochasticTransformer):
@@ -593,7 +593,7 @@ def layer_remainder(model, X: Any, steps: Any, *, n_draws: int = 100, rng: Any =
             "evaluated at x and at Y with the same weights."
         )
     rng = as_rng(rng)
-    X = _as_initial(X, n_draws)
+    X = _as_initial(X, n_draws, "X")
     d = X.shape[-1]
     A, V = model.matrices(d)
     off = model.attention_off(d)

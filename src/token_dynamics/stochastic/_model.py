@@ -364,20 +364,20 @@ def _noise_step(Y, h, G, what: str) -> np.ndarray:
         return _normalise(Y + float(np.sqrt(h)) * G, what)  # a Python float keeps the dtype
 
 
-def _as_initial(X0: Any, paths: int) -> np.ndarray:
+def _as_initial(X0: Any, paths: int, name: str = "X0") -> np.ndarray:
     """Initial tokens ``(n, d)`` (same for every path) or ``(paths, n, d)``, on the sphere."""
-    arr = np.array(as_real_array(X0, "X0"), dtype=np.float64)
+    arr = np.array(as_real_array(X0, name), dtype=np.float64)
     X: np.ndarray
     if arr.ndim == 3:
         if arr.shape[0] != paths:
             raise ValueError(
-                f"`X0` of shape (n_paths, N, d) must have n_paths = {paths}; got {arr.shape}."
+                f"`{name}` of shape (n_paths, N, d) must have n_paths = {paths}; got {arr.shape}."
             )
-        X = as_sphere_tokens(arr.reshape(-1, arr.shape[-1]), "X0").reshape(arr.shape)
+        X = as_sphere_tokens(arr.reshape(-1, arr.shape[-1]), name).reshape(arr.shape)
     else:
-        X = np.broadcast_to(as_sphere_tokens(arr, "X0"), (paths, *arr.shape)).copy()
+        X = np.broadcast_to(as_sphere_tokens(arr, name), (paths, *arr.shape)).copy()
     if X.shape[-1] < 2:
-        raise ValueError(f"the dimension `d` must be at least 2; `X0` has d = {X.shape[-1]}.")
+        raise ValueError(f"the dimension `d` must be at least 2; `{name}` has d = {X.shape[-1]}.")
     return X
 
 
