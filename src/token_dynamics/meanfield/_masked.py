@@ -172,10 +172,9 @@ class Sensitivity:
 
     Examples
     --------
-    Returned by :func:`conditional_sensitivity` and :func:`first_token_sensitivity`. Moving
-    the first of ``n`` tokens by :math:`\\delta` costs :math:`W_{2,\\lambda} =
-    \\delta/\\sqrt n` but moves its own velocity by :math:`\\delta` (it attends only to
-    itself), so without a sink the sup ratio is :math:`\\sqrt n`:
+    Returned by :func:`conditional_sensitivity` and :func:`first_token_sensitivity`; the sup
+    ratio of a move of the first token grows with the number of tokens ``n`` when there is no
+    sink:
 
     >>> import numpy as np
     >>> from token_dynamics.attention import Causal
