@@ -157,3 +157,16 @@ def test_no_proof_folds_through_its_class():
         if proof.search(page.read_text(encoding="utf-8"))
     ]
     assert not offenders, f"proofs folded by `:class: dropdown`: {offenders}"
+
+
+def test_no_kind_word_before_a_numbered_reference():
+    """A reference to a statement, an exercise or a figure renders with its kind ("Exercise 3.1"):
+    a kind word written before it reads twice ("exercise Exercise 3.1")."""
+    kinds = r"(?:exercises?|theorems?|propositions?|lemmas?|corollar(?:y|ies)|figures?)"
+    doubled = re.compile(rf"(?i)\b{kinds}\s+\{{(?:ref|prf:ref|numref)\}}`")
+    offenders = {
+        str(page.relative_to(ROOT)): doubled.findall(page.read_text(encoding="utf-8"))
+        for page in sorted((ROOT / "book").rglob("*.md"))
+    }
+    offenders = {page: found for page, found in offenders.items() if found}
+    assert not offenders, f"a kind word before a numbered reference: {offenders}"
