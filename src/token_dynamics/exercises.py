@@ -157,12 +157,12 @@ def _indefinite_sign(answer):
     # a cloud spread along the first axis, as the exercise asks
     X = np.column_stack([rng.standard_normal(20), 0.01 * rng.standard_normal(20)])
     A, V = np.eye(2), np.diag([1.0, -1.0])
-    return sign == np.sign(energy_rate(X, Softmax(A, V).velocity(X), A))
+    return sign == np.sign(energy_rate(A, X, Softmax(A, V).velocity(X)))
 
 
 @cache
 def _last_merge_time(n: int, beta: float, t_max: float) -> float:
-    run = circle_metastability(n, beta, t_max, n_times=300, rng=1)
+    run = circle_metastability(beta, n, t_max, n_times=300, rng=1)
     return float(run.times[np.nonzero(np.diff(run.cluster_counts))[0][-1] + 1])
 
 
