@@ -177,7 +177,7 @@ def _quantile_distances(answer, *, m0, s0, v, a, T):
     w0, wT = _pair(answer)
     n = 1000
     x = (m0 + np.sqrt(s0) * ndtri((np.arange(1, n + 1) - 0.5) / n))[:, None]
-    exact = softmax_gaussian_1d([0.0, T], m0, s0, v, a)
+    exact = softmax_gaussian_1d(a, v, m0, s0, [0.0, T])
     final = integrate(Softmax(np.array([[a]]), np.array([[v]])), x, [0.0, T], dt=0.01).final
     expected = (
         wasserstein.w2_gaussian_1d(x[:, 0], m0, s0),
