@@ -492,7 +492,7 @@ def test_critical_temperature_computes_the_norms_once_per_block(monkeypatch):
     """The tau-free part of the bound (matrix norms, score margins, local Jacobians) is computed
     once per layer, not once per bisection step: the number of matrix-norm calls does not depend
     on the number of bisection steps, and each layer's terms are built exactly once."""
-    from token_dynamics.interpolation import _softmax
+    from token_dynamics.interpolation import _temperature as _softmax
 
     X, Y = DATASETS[9]
     T = build_hardmax_interpolator(X, Y, rng=9).transformer

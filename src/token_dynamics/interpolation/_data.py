@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from scipy.spatial.distance import cdist
 
-from .._typing import SeedLike
+from .._typing import ArrayLike, FloatArray, SeedLike
 from .._validation import as_real_array, as_rng, check_int, check_positive
-from ._blocks import as_sequences, pairwise_min_distance
+from ._blocks import as_sequences
+from ._hausdorff import pairwise_min_distance
 from ._moves import COINCIDE_RTOL, DISTINCT_RTOL, _distinct
 
 __all__ = ["check_dataset", "overlapping_dataset", "paper_block_count", "resnet_counts"]
 
 
-def paper_block_count(m: Any, attention: str = "hardmax") -> int:
+def paper_block_count(m: ArrayLike, attention: str = "hardmax") -> int:
     r"""The block counts reported for the paper's theorems: ``2 sum(m) + 2 N + 1`` (hardmax),
     ``2 sum(m) + 3 N`` (softmax). The paper's abstract gives only ``O(sum(m))``.
 
@@ -164,7 +163,9 @@ def overlapping_dataset(
     return X, Y
 
 
-def check_dataset(inputs: Any, targets: Any) -> tuple[list[np.ndarray], list[np.ndarray]]:
+def check_dataset(
+    inputs: ArrayLike, targets: ArrayLike
+) -> tuple[list[FloatArray], list[FloatArray]]:
     """Validate an interpolation dataset and name the violated assumption if any.
 
     Assumptions: ``d >= 2``; tokens pairwise distinct within each input sequence; input

@@ -9,23 +9,16 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from scipy.spatial.distance import cdist
 
-from .._typing import SeedLike
+from .._typing import ArrayLike, SeedLike
 from .._validation import as_rng
-from ._blocks import (
-    Factored,
-    FeedForward,
-    Identity,
-    SelfAttention,
-    Transformer,
-    TransformerBlock,
-    relative_hausdorff_errors,
-)
+from ._blocks import Transformer, TransformerBlock
 from ._data import check_dataset, paper_block_count
+from ._hausdorff import relative_hausdorff_errors
+from ._layers import Factored, FeedForward, Identity, SelfAttention
 from ._moves import COINCIDE_RTOL, _distinct, _generic_direction, hat_move
 
 __all__ = ["HardmaxInterpolator", "PhaseState", "build_hardmax_interpolator"]
@@ -318,7 +311,7 @@ def _interpolate(b: _Builder, leaders: list[np.ndarray], Y: list[np.ndarray]) ->
 
 
 def build_hardmax_interpolator(
-    inputs: Any, targets: Any, *, rng: SeedLike = None
+    inputs: ArrayLike, targets: ArrayLike, *, rng: SeedLike = None
 ) -> HardmaxInterpolator:
     r"""Build a hardmax transformer that maps each input sequence onto its target set.
 

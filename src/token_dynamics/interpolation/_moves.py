@@ -1,17 +1,18 @@
-"""Moving single points with ReLU layers: generic directions and the hat layer (private)."""
+"""Moving points with ReLU layers: generic directions, the hat layer that moves one point and
+the snapping layer that sends a segment of a line onto one point (private)."""
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import cast
 
 import numpy as np
 from scipy.spatial.distance import cdist
 
 from .._typing import ArrayLike, SeedLike
-from .._validation import as_rng, as_tokens, as_vector, float_guard
-from ._blocks import FeedForward
+from .._validation import as_rng, as_tokens, as_vector, check_positive, check_real, float_guard
+from ._layers import FeedForward
 
-__all__ = ["hat_move"]
+__all__ = ["hat_move", "snap_layer"]
 
 #: Two current tokens closer than ``COINCIDE_RTOL * scale`` are the same point. Rounding in the
 #: construction moves a point by ~1e-13 relative, far below; distinct data points must be at
@@ -59,10 +60,10 @@ def _generic_direction(
 
 def hat_move(
     points: ArrayLike,
-    p: Any,
-    q: Any,
+    p: ArrayLike,
+    q: ArrayLike,
     *,
-    translation: Any = None,
+    translation: ArrayLike | None = None,
     rng: SeedLike = None,
 ) -> FeedForward:
     r"""A residual ReLU layer that moves the point ``p`` to ``q`` and fixes the other points.
@@ -142,3 +143,63 @@ def _hat_move(pts, p, q, t, translated: bool, rng) -> FeedForward:
         b = np.append(b, 1.0)
         W = np.column_stack([W, t])
     return FeedForward(U=U, b=b, W=W, eta=1.0)
+
+
+def snap_layer(c: float, delta: float, w: ArrayLike, e: ArrayLike, y: ArrayLike) -> FeedForward:
+    r"""Width-4 residual layer that snaps a segment of the line :math:`\{a w\}` onto ``y``.
+
+    With :math:`t = \langle e, x\rangle` and breakpoints :math:`c \mp \delta`,
+    :math:`c \mp \delta/2`, the layer :math:`x \mapsto x + \sum_k W_k \sigma(t - b_k)` equals
+    ``y`` for every ``a w`` with :math:`|a - c| \le \delta/2` and is the identity where
+    :math:`|t - c| \ge \delta`. Requires :math:`\langle e, w\rangle = 1`.
+
+    Parameters
+    ----------
+    c, delta : float
+        Centre of the segment (line coordinate) and half-width of the window.
+    w : array_like, shape (d,)
+        Direction of the line.
+    e : array_like, shape (d,)
+        Projection direction, with ``<e, w> = 1``.
+    y : array_like, shape (d,)
+        Destination.
+
+    Returns
+    -------
+    FeedForward
+
+    Raises
+    ------
+    ValueError
+        If `delta` is not positive or :math:`\langle e, w\rangle \ne 1`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from token_dynamics.interpolation import snap_layer
+    >>> ff = snap_layer(2.0, 0.4, [1.0, 0.0], [1.0, 0.0], [5.0, 5.0])
+    >>> ff(np.array([[1.9, 0.0], [2.1, 0.0], [0.0, 0.0], [9.0, 0.0]])).round(12).tolist()
+    [[5.0, 5.0], [5.0, 5.0], [0.0, 0.0], [9.0, 0.0]]
+    """
+    c = check_real(c, "c")
+    w = as_vector(w, "w")
+    e, y = as_vector(e, "e", size=w.size), as_vector(y, "y", size=w.size)
+    delta = check_positive(delta, "delta")
+    with float_guard("the snap layer", "rescale `c`, `delta` and `y`"):
+        return _snap_layer(c, delta, w, e, y)
+
+
+def _snap_layer(c: float, delta: float, w: np.ndarray, e: np.ndarray, y: np.ndarray):
+    if abs(float(e @ w) - 1.0) > 1e-12:
+        raise ValueError(f"`e` must satisfy <e, w> = 1; got {float(e @ w)!r}.")
+    b1, b2, b3, b4 = c - delta, c - delta / 2, c + delta / 2, c + delta
+    W2 = (b1 * w - y) / (b2 - b1)
+    W1 = -w - W2
+    W4 = (y - b3 * w) / (b4 - b3)
+    W3 = w - W4
+    return FeedForward(
+        U=np.tile(e, (4, 1)),
+        b=-np.array([b1, b2, b3, b4]),
+        W=np.column_stack([W1, W2, W3, W4]),
+        eta=1.0,
+    )
