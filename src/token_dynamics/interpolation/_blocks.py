@@ -3,7 +3,7 @@ re-exported by :mod:`token_dynamics.interpolation`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -113,6 +113,12 @@ def as_sequences(
     if len(dims) > 1:
         raise ValueError(f"every sequence of `{name}` must have the same d; got {sorted(dims)}.")
     return out
+
+
+def _magnitude(*groups: Iterable[FloatArray]) -> float:
+    """Largest absolute entry of the given sequences, and at least 1: the scale against which the
+    construction's relative tolerances are measured."""
+    return max([1.0, *(float(np.abs(Z).max()) for group in groups for Z in group)])
 
 
 @dataclass(frozen=True, eq=False)

@@ -2,16 +2,48 @@
 
 from __future__ import annotations
 
-import numpy as np
-from scipy.spatial.distance import cdist
+from typing import ClassVar
 
-from .._typing import ArrayLike, FloatArray, SeedLike
+import numpy as np
+
+from .._typing import ArrayLike, FloatArray, IntArray, SeedLike
 from .._validation import as_real_array, as_rng, check_int, check_positive
-from ._blocks import as_sequences
-from ._hausdorff import pairwise_min_distance
+from ._blocks import Transformer, _magnitude, as_sequences
+from ._hausdorff import _closest_pair, _unchecked_hausdorff
 from ._moves import COINCIDE_RTOL, DISTINCT_RTOL, _distinct
 
 __all__ = ["check_dataset", "overlapping_dataset", "paper_block_count", "resnet_counts"]
+
+
+class _InterpolatorCounts:
+    """Counts read off a constructed interpolator: blocks, parameters, largest error and the
+    paper's block count for its attention (shared by the hardmax and softmax results)."""
+
+    #: Which theorem's count :attr:`paper_bound` reports: "hardmax" or "softmax".
+    attention: ClassVar[str]
+    transformer: Transformer
+    errors: FloatArray
+    m: IntArray
+
+    @property
+    def n_blocks(self) -> int:
+        """Number of blocks of the constructed network."""
+        return self.transformer.n_blocks
+
+    @property
+    def n_params(self) -> int:
+        """Number of parameters of the constructed network (the book's counting rule)."""
+        return self.transformer.n_params
+
+    @property
+    def max_error(self) -> float:
+        """Largest relative Hausdorff error over the sequences."""
+        return float(self.errors.max())
+
+    @property
+    def paper_bound(self) -> int:
+        """The block count reported for the paper's theorem (see :func:`paper_block_count`)."""
+        return paper_block_count(self.m, self.attention)
 
 
 def paper_block_count(m: ArrayLike, attention: str = "hardmax") -> int:
@@ -210,19 +242,16 @@ def check_dataset(
             "assumption violated: the construction needs tokens of dimension d >= 2; "
             f"got d = {d}. Embed the data in R^2 (append a zero coordinate)."
         )
-    scale = max(1.0, max(float(np.abs(Z).max()) for Z in X + Y))
+    scale = _magnitude(X, Y)
     tol = DISTINCT_RTOL * scale
     for name, seqs in (("inputs", X), ("targets", Y)):
         for j, Z in enumerate(seqs):
-            if Z.shape[0] > 1:
-                D = cdist(Z, Z)
-                np.fill_diagonal(D, np.inf)
-                if D.min() <= tol:
-                    i, k = map(int, sorted(np.unravel_index(np.argmin(D), D.shape)))
-                    raise ValueError(
-                        f"assumption violated: tokens {i} and {k} of `{name}[{j}]` coincide; "
-                        "tokens must be pairwise distinct within a sequence (remove duplicates)."
-                    )
+            dist, i, k = _closest_pair(Z)
+            if dist <= tol:
+                raise ValueError(
+                    f"assumption violated: tokens {i} and {k} of `{name}[{j}]` coincide; "
+                    "tokens must be pairwise distinct within a sequence (remove duplicates)."
+                )
     for j in range(N):
         if Y[j].shape[0] > X[j].shape[0]:
             raise ValueError(
@@ -231,21 +260,16 @@ def check_dataset(
             )
     allpts = np.vstack(X)
     distinct = _distinct(allpts, COINCIDE_RTOL * scale)
-    if pairwise_min_distance(distinct) <= tol:
+    if _closest_pair(distinct)[0] <= tol:
         raise ValueError(
             "assumption violated: two input tokens of different sequences are distinct but "
             f"closer than {tol:.3g} (1e-6 relative); make them equal or further apart."
         )
     for j in range(N):
         for k in range(j):
-            if X[j].shape[0] == X[k].shape[0] and _same_set(X[j], X[k], tol):
+            if X[j].shape[0] == X[k].shape[0] and _unchecked_hausdorff(X[j], X[k]) <= tol:
                 raise ValueError(
                     f"assumption violated: `inputs[{k}]` and `inputs[{j}]` are the same set of "
                     "tokens; input sequences must be pairwise distinct as sets."
                 )
     return X, Y
-
-
-def _same_set(A: np.ndarray, B: np.ndarray, tol: float) -> bool:
-    D = cdist(A, B)
-    return bool(D.min(axis=1).max() <= tol and D.min(axis=0).max() <= tol)

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 from scipy.spatial.distance import cdist
 
-from .._typing import ArrayLike, SeedLike
+from .._typing import ArrayLike, FloatArray, IntArray, SeedLike
 from .._validation import as_rng
-from ._blocks import Transformer, TransformerBlock
-from ._data import check_dataset, paper_block_count
+from ._blocks import Transformer, TransformerBlock, _magnitude
+from ._data import _InterpolatorCounts, check_dataset
 from ._hausdorff import relative_hausdorff_errors
 from ._layers import Factored, FeedForward, Identity, SelfAttention
 from ._moves import COINCIDE_RTOL, _distinct, _generic_direction, hat_move
@@ -61,7 +62,7 @@ class PhaseState:
 
 
 @dataclass(frozen=True, eq=False)
-class HardmaxInterpolator:
+class HardmaxInterpolator(_InterpolatorCounts):
     """Result of :func:`build_hardmax_interpolator`.
 
     Attributes
@@ -96,29 +97,13 @@ class HardmaxInterpolator:
     (True, [1, 2])
     """
 
+    attention: ClassVar[str] = "hardmax"
     transformer: Transformer
     phases: tuple[PhaseState, ...]
     n_separation: int
     leader_points: tuple[np.ndarray, ...]
-    errors: np.ndarray
-    m: np.ndarray
-
-    @property
-    def n_blocks(self) -> int:
-        return self.transformer.n_blocks
-
-    @property
-    def n_params(self) -> int:
-        return self.transformer.n_params
-
-    @property
-    def max_error(self) -> float:
-        return float(self.errors.max())
-
-    @property
-    def paper_bound(self) -> int:
-        """The block count reported for the paper's hardmax theorem, ``2 sum(m) + 2 N + 1``."""
-        return paper_block_count(self.m, "hardmax")
+    errors: FloatArray
+    m: IntArray
 
     def phase(self, name: str) -> PhaseState:
         """The phase called ``name``."""
@@ -148,7 +133,7 @@ class _Builder:
 
     @property
     def scale(self) -> float:
-        return max(1.0, max(float(np.abs(Z).max()) for Z in self.state))
+        return _magnitude(self.state)
 
     @property
     def tol(self) -> float:
@@ -265,7 +250,7 @@ def _select_leaders(b: _Builder, m: list[int], Y: list[np.ndarray]) -> list[np.n
     t = (1.0 - allpts.min()) * np.ones(d)
     b_hi = float((allpts + t).max())
     R_s = b_hi + 2.0 + 10.0 * np.sqrt(d)
-    ytol = 1e3 * COINCIDE_RTOL * max(b.scale, R_s, max(float(np.abs(Z).max()) for Z in Y))
+    ytol = 1e3 * COINCIDE_RTOL * max(R_s, _magnitude(b.state, Y))
     targets = np.vstack(Y)
     for _ in range(MAX_REDRAWS):
         sphere = -R_s * _spread_directions(sum(m) - N, d, b.rng)

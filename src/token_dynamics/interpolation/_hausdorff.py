@@ -45,11 +45,16 @@ def hausdorff_distance(X: ArrayLike, Y: ArrayLike) -> float:
     """
     X = as_tokens(X, "X")
     Y = as_tokens(Y, "Y", d=X.shape[1])
+    with float_guard("the Hausdorff distance", "rescale `X` and `Y`"):
+        return _unchecked_hausdorff(X, Y)
+
+
+def _unchecked_hausdorff(X: FloatArray, Y: FloatArray) -> float:
+    """The Hausdorff distance of two validated token arrays in one dimension."""
     # distances of the clouds divided by a power of two (exact, no overflow in cdist)
     c = float(max(power_of_two_scale(X), power_of_two_scale(Y)))
     D = cdist(X / c, Y / c)
-    with float_guard("the Hausdorff distance", "rescale `X` and `Y`"):
-        return float(max(D.min(axis=1).max(), D.min(axis=0).max()) * c)
+    return float(max(D.min(axis=1).max(), D.min(axis=0).max()) * c)
 
 
 def relative_hausdorff_errors(outputs: ArrayLike, targets: ArrayLike) -> FloatArray:
@@ -81,12 +86,13 @@ def relative_hausdorff_errors(outputs: ArrayLike, targets: ArrayLike) -> FloatAr
     tgts = as_sequences(targets, "targets", d=outs[0].shape[1])
     if len(outs) != len(tgts):
         raise ValueError(f"got {len(outs)} `outputs` but {len(tgts)} `targets`; pair them.")
-    return np.array(
-        [
-            hausdorff_distance(O, Y) / max(1.0, float(np.max(np.abs(Y))) * _norm_factor(Y))
-            for O, Y in zip(outs, tgts, strict=True)
-        ]
-    )
+    with float_guard("the relative Hausdorff errors", "rescale `outputs` and `targets`"):
+        return np.array(
+            [
+                _unchecked_hausdorff(O, Y) / max(1.0, float(np.max(np.abs(Y))) * _norm_factor(Y))
+                for O, Y in zip(outs, tgts, strict=True)
+            ]
+        )
 
 
 def _norm_factor(Y: np.ndarray) -> float:
@@ -94,10 +100,12 @@ def _norm_factor(Y: np.ndarray) -> float:
     return float(np.linalg.norm(Y / np.max(np.abs(Y)), axis=1).max()) if np.any(Y) else 0.0
 
 
-def pairwise_min_distance(X: np.ndarray) -> float:
-    """Smallest distance between two rows of ``X`` (``inf`` for one row)."""
+def _closest_pair(X: FloatArray) -> tuple[float, int, int]:
+    """Smallest distance between two rows of ``X`` and the rows ``i < k`` at that distance
+    (``(inf, -1, -1)`` for one row)."""
     if X.shape[0] < 2:
-        return np.inf
+        return np.inf, -1, -1
     D = cdist(X, X)
     np.fill_diagonal(D, np.inf)
-    return float(D.min())
+    i, k = sorted(int(a) for a in np.unravel_index(np.argmin(D), D.shape))
+    return float(D[i, k]), i, k

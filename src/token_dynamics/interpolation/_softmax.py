@@ -4,14 +4,14 @@ snapping stage (private; re-exported by :mod:`token_dynamics.interpolation`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import cast
+from typing import ClassVar, cast
 
 import numpy as np
 
-from .._typing import ArrayLike, SeedLike
+from .._typing import ArrayLike, FloatArray, IntArray, SeedLike
 from .._validation import as_rng, check_positive
 from ._blocks import Transformer, TransformerBlock
-from ._data import check_dataset, paper_block_count
+from ._data import _InterpolatorCounts, check_dataset
 from ._hardmax import build_hardmax_interpolator
 from ._hausdorff import relative_hausdorff_errors
 from ._layers import FeedForward, SelfAttention
@@ -25,7 +25,7 @@ SNAP_SAFETY = 0.5
 
 
 @dataclass(frozen=True, eq=False)
-class SoftmaxInterpolator:
+class SoftmaxInterpolator(_InterpolatorCounts):
     """Result of :func:`build_softmax_interpolator`.
 
     Attributes
@@ -68,6 +68,7 @@ class SoftmaxInterpolator:
     (True, True)
     """
 
+    attention: ClassVar[str] = "softmax"
     transformer: Transformer
     tau: float
     tau_star: float
@@ -75,22 +76,9 @@ class SoftmaxInterpolator:
     collapse_radius: float
     plateau_fill: float
     exact_collapse: bool
-    errors: np.ndarray
+    errors: FloatArray
     n_separation: int
-    m: np.ndarray
-
-    @property
-    def n_blocks(self) -> int:
-        return self.transformer.n_blocks
-
-    @property
-    def max_error(self) -> float:
-        return float(self.errors.max())
-
-    @property
-    def paper_bound(self) -> int:
-        """The block count reported for the paper's softmax theorem, ``2 sum(m) + 3 N``."""
-        return paper_block_count(self.m, "softmax")
+    m: IntArray
 
 
 def build_softmax_interpolator(

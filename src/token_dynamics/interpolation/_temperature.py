@@ -10,7 +10,7 @@ import numpy as np
 
 from .._typing import ArrayLike, FloatArray
 from .._validation import as_real_array, check_instance, check_positive, float_guard
-from ._blocks import Transformer, as_sequences
+from ._blocks import Transformer, _magnitude, as_sequences
 from ._hausdorff import relative_hausdorff_errors
 from ._layers import HARDMAX_TOL, FeedForward, SelfAttention
 
@@ -235,7 +235,7 @@ def critical_temperature(transformer: Transformer, inputs: ArrayLike, tolerance:
 
 def _critical_temperature(transformer: Transformer, inputs: ArrayLike, tolerance: float) -> float:
     states = transformer.layer_states(as_sequences(inputs, d=transformer.dim))
-    scale = max(1.0, max(float(np.abs(Z).max()) for st in states for Z in st)) ** 2
+    scale = _magnitude(*states) ** 2
 
     terms = _BoundTerms(transformer, states)  # once: each bisection step is then cheap
 
