@@ -38,6 +38,12 @@ class TransformerBlock:
     ValueError
         If the two layers act on different dimensions.
 
+    References
+    ----------
+    A. Alcalde, G. Fantuzzi, E. Zuazua, *Exact sequence interpolation with transformers*,
+    arXiv:2502.02270 (the block; the authors' code applies attention first, the book
+    follows the paper's figures, feed-forward first).
+
     Examples
     --------
     >>> import numpy as np
@@ -123,12 +129,29 @@ def _magnitude(*groups: Iterable[FloatArray]) -> float:
 
 @dataclass(frozen=True, eq=False)
 class Transformer:
-    r"""A composition :math:`\mathrm T = \mathrm{TB}^L\circ\cdots\circ\mathrm{TB}^1` of blocks,
-    applied to each sequence separately.
+    r"""A composition of transformer blocks, applied to each sequence separately:
+
+    .. math:: \mathrm T = \mathrm{TB}^L\circ\cdots\circ\mathrm{TB}^1, \qquad
+              \mathrm T(X^1, \dots, X^N) = \big(\mathrm T(X^1), \dots, \mathrm T(X^N)\big).
+
+    Its parameter count is the sum of its blocks'; ``first + second`` composes two networks.
 
     Parameters
     ----------
     blocks : sequence of TransformerBlock
+        The blocks, in the order they are applied; all in one dimension.
+
+    Raises
+    ------
+    TypeError
+        If an entry of `blocks` is not a :class:`TransformerBlock`.
+    ValueError
+        If the blocks act on different dimensions.
+
+    References
+    ----------
+    A. Alcalde, G. Fantuzzi, E. Zuazua, *Exact sequence interpolation with transformers*,
+    arXiv:2502.02270 (the networks of its Theorems 1.6 and 1.8, as reported).
 
     Examples
     --------

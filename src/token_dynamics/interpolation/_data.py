@@ -47,8 +47,13 @@ class _InterpolatorCounts:
 
 
 def paper_block_count(m: ArrayLike, attention: str = "hardmax") -> int:
-    r"""The block counts reported for the paper's theorems: ``2 sum(m) + 2 N + 1`` (hardmax),
-    ``2 sum(m) + 3 N`` (softmax). The paper's abstract gives only ``O(sum(m))``.
+    r"""The block counts reported for the paper's theorems, hardmax and softmax:
+
+    .. math:: L_{\rm hardmax} = 2\sum_{j=1}^N m_j + 2N + 1, \qquad
+              L_{\rm softmax} = 2\sum_{j=1}^N m_j + 3N.
+
+    The paper's abstract gives only :math:`O(\sum_j m_j)`; these are the counts reported for its
+    Theorem 1.6 (hardmax) and Theorem 1.8 (softmax), whose full text could not be read here.
 
     Parameters
     ----------
@@ -65,7 +70,14 @@ def paper_block_count(m: ArrayLike, attention: str = "hardmax") -> int:
     Raises
     ------
     ValueError
-        If `attention` is neither.
+        If `m` is not a 1-D array of nonnegative integers or `attention` is neither name.
+    TypeError
+        If `m` is not real (complex, boolean, string or object).
+
+    References
+    ----------
+    A. Alcalde, G. Fantuzzi, E. Zuazua, *Exact sequence interpolation with transformers*,
+    arXiv:2502.02270, Theorems 1.6 and 1.8 (as reported).
 
     Examples
     --------
@@ -108,6 +120,11 @@ def resnet_counts(n_tokens: int, d: int, n_sequences: int) -> tuple[int, int]:
     -------
     (int, int)
         Number of blocks and number of parameters.
+
+    Raises
+    ------
+    ValueError
+        If an argument is not a positive integer.
 
     Examples
     --------
@@ -160,7 +177,10 @@ def overlapping_dataset(
     Raises
     ------
     ValueError
-        If an integer argument is not positive or the pool is too small for `n_sequences`.
+        If an integer argument is not positive, `target_scale` is not positive, or the pool is
+        too small for `n_sequences`.
+    TypeError
+        If `rng` is not a Generator, a seed or None.
 
     Examples
     --------
@@ -220,6 +240,14 @@ def check_dataset(
     ------
     ValueError
         Naming the assumption violated and how to restore it.
+    TypeError
+        If `inputs` or `targets` is not a non-empty list of real arrays.
+
+    References
+    ----------
+    A. Alcalde, G. Fantuzzi, E. Zuazua, *Exact sequence interpolation with transformers*,
+    arXiv:2502.02270 (the assumptions of its abstract: d >= 2, outputs no longer than the
+    inputs; the distinctness hypotheses are those reported for its Theorem 1.6).
 
     Examples
     --------

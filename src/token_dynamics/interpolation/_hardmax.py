@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, cast
 
 import numpy as np
 from scipy.spatial.distance import cdist
@@ -63,7 +63,7 @@ class PhaseState:
 
 @dataclass(frozen=True, eq=False)
 class HardmaxInterpolator(_InterpolatorCounts):
-    """Result of :func:`build_hardmax_interpolator`.
+    r"""Result of :func:`build_hardmax_interpolator`.
 
     Attributes
     ----------
@@ -79,6 +79,13 @@ class HardmaxInterpolator(_InterpolatorCounts):
         Relative Hausdorff error of each sequence.
     m : ndarray of int, shape (N,)
         Output lengths ``m_j``.
+    n_blocks, n_params : int
+        Blocks and parameters of the network (properties).
+    max_error : float
+        Largest relative Hausdorff error (property).
+    paper_bound : int
+        The block count :math:`2\sum_j m_j + 2N + 1` reported for the paper's Theorem 1.6
+        (property; see :func:`paper_block_count`).
 
     Examples
     --------
@@ -124,7 +131,7 @@ def _identity_sa() -> SelfAttention:
 class _Builder:
     """Applies each layer as soon as it is chosen, so that decisions use actual positions."""
 
-    def __init__(self, X: list[np.ndarray], rng: np.random.Generator):
+    def __init__(self, X: list[FloatArray], rng: np.random.Generator) -> None:
         self.state = [Z.copy() for Z in X]
         self.blocks: list[TransformerBlock] = []
         self.n_layers = 0
@@ -147,7 +154,9 @@ class _Builder:
         self.state = [sa(ff(Z)) for Z in self.state]
         self.n_layers += 2
 
-    def snapshot(self, name: str, state: list[np.ndarray] | None = None, extra: int = 0):
+    def snapshot(
+        self, name: str, state: list[FloatArray] | None = None, extra: int = 0
+    ) -> PhaseState:
         state = self.state if state is None else state
         return PhaseState(name, self.n_layers + extra, tuple(Z.copy() for Z in state))
 
@@ -300,9 +309,18 @@ def build_hardmax_interpolator(
 ) -> HardmaxInterpolator:
     r"""Build a hardmax transformer that maps each input sequence onto its target set.
 
-    For every ``j``, :math:`\{\mathrm T_i(X^j)\}_{i\le n_j} = \{y^j_1, \dots, y^j_{m_j}\}`
-    exactly (up to rounding), with ``S + 2 sum(m)`` blocks, ``S <= N - 1``, feed-forward width
-    at most 4 and rank-one or identity attention matrices.
+    For every sequence :math:`j`, exactly (up to rounding),
+
+    .. math:: \{\mathrm T_i(X^j)\}_{i\le n_j} = \{y^j_1, \dots, y^j_{m_j}\}, \qquad
+              L = S + 2\sum_{j=1}^N m_j \le 2\sum_{j=1}^N m_j + N - 1 \text{ blocks},
+
+    with :math:`S \le N - 1` separation blocks, feed-forward width at most 4 and rank-one or
+    identity attention matrices: within the count :math:`2\sum_j m_j + 2N + 1` reported for
+    the paper's hardmax theorem. The network is built phase by phase (separation, leader
+    selection, collapse, interpolation), each layer applied as soon as it is chosen.
+
+    Cost: the plan deduplicates all tokens at each block, about blocks x tokens^2 distance
+    evaluations (0.7 s of CPU time for N = 40 sequences of 16 tokens in d = 4).
 
     Parameters
     ----------
@@ -317,6 +335,7 @@ def build_hardmax_interpolator(
     Returns
     -------
     HardmaxInterpolator
+        The network, its phases, its leaders and its measured errors.
 
     Raises
     ------
@@ -328,7 +347,8 @@ def build_hardmax_interpolator(
     References
     ----------
     A. Alcalde, G. Fantuzzi, E. Zuazua, *Exact sequence interpolation with transformers*,
-    arXiv:2502.02270 (phases of Figures 5-8; the details are reconstructed here).
+    arXiv:2502.02270, Theorem 1.6 (as reported; phases of Figures 5-8, the details are
+    reconstructed here).
 
     Examples
     --------
@@ -348,7 +368,8 @@ def build_hardmax_interpolator(
     S = _separate(b)
     phases.append(b.snapshot("separated"))
     leaders = _select_leaders(b, m, Y)
-    phases.append(b.leaders_snapshot)
+    # set at the last leader move, and there is one: every target set has a point
+    phases.append(cast(PhaseState, b.leaders_snapshot))
     phases.append(b.snapshot("collapsed"))
     for j, Z in enumerate(b.state):
         if _distinct(Z, b.tol).shape[0] != m[j]:  # pragma: no cover - the lemmas forbid it

@@ -19,14 +19,20 @@ def hausdorff_distance(X: ArrayLike, Y: ArrayLike) -> float:
 
     .. math:: d_H(X, Y) = \max\Big(\max_i \min_k |x_i - y_k|,\ \max_k \min_i |x_i - y_k|\Big).
 
+    The distance of two sequences as sets: it ignores order and repetition, so a network that
+    maps :math:`X^j` onto a sequence whose set of tokens is :math:`Y^j` interpolates exactly.
+
     Parameters
     ----------
     X : array_like, shape (n, d)
+        The first set, one point per row.
     Y : array_like, shape (m, d)
+        The second set, in the same dimension.
 
     Returns
     -------
     float
+        :math:`d_H(X, Y) \ge 0`, zero exactly when the two sets of rows coincide.
 
     Raises
     ------
@@ -58,15 +64,21 @@ def _unchecked_hausdorff(X: FloatArray, Y: FloatArray) -> float:
 
 
 def relative_hausdorff_errors(outputs: ArrayLike, targets: ArrayLike) -> FloatArray:
-    r"""Per-sequence relative error :math:`d_H(\mathrm T(X^j), Y^j)/\max(1, \max_k|y^j_k|)`.
+    r"""Per-sequence Hausdorff error, relative to the size of the target:
+
+    .. math:: \mathrm{err}_j = \frac{d_H\big(\mathrm T(X^j), Y^j\big)}{\max(1, \max_k|y^j_k|)}.
 
     Parameters
     ----------
-    outputs, targets : list of arrays of shapes (n_j, d) and (m_j, d)
+    outputs : list of array_like, shapes (n_j, d)
+        The network's outputs :math:`\mathrm T(X^j)`, one per sequence.
+    targets : list of array_like, shapes (m_j, d)
+        The target sets :math:`Y^j`, in the same order and dimension.
 
     Returns
     -------
     ndarray, shape (N,)
+        The relative error of each sequence (absolute for targets inside the unit ball).
 
     Raises
     ------

@@ -38,12 +38,29 @@ def _readonly(arr: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class Factored:
-    r"""A low-rank matrix :math:`M = L R^\top` stored, and counted, by its factors.
+    r"""A low-rank matrix stored, and counted, by its factors.
+
+    .. math:: M = L R^\top = \sum_{k=1}^r \ell_k r_k^\top, \qquad L, R \in \mathbb R^{d\times r},
+
+    counted as the :math:`2dr` entries of its factors, not the :math:`d^2` of :math:`M`: the
+    low-rank attention that keeps the parameter count :math:`O(d\sum_j m_j)`.
 
     Parameters
     ----------
     left, right : array_like, shape (d, r)
         The factors; a 1-D vector of length ``d`` is read as one column (rank one).
+
+    Raises
+    ------
+    ValueError
+        If a factor is not a finite matrix or the two factors have different shapes.
+    TypeError
+        If a factor is not real (complex, boolean, string or object).
+
+    References
+    ----------
+    A. Alcalde, G. Fantuzzi, E. Zuazua, *Exact sequence interpolation with transformers*,
+    arXiv:2502.02270 (the low-rank attention of the abstract).
 
     Examples
     --------
@@ -88,14 +105,21 @@ class Factored:
 
 @dataclass(frozen=True)
 class Identity:
-    """The identity matrix of size ``d``: a structural choice, not a trained parameter.
+    r"""The identity matrix of size ``d``: a structural choice, not a trained parameter.
 
     Used for the attention matrices of a layer that averages tokens, it counts no parameter.
+
+    .. math:: I_d = (\delta_{kl})_{1 \le k, l \le d}.
 
     Parameters
     ----------
     d : int
         Size of the matrix.
+
+    Raises
+    ------
+    ValueError
+        If `d` is not a positive integer.
 
     Examples
     --------
@@ -155,7 +179,9 @@ def _dim(M: Operand) -> int | None:
 
 @dataclass(frozen=True, eq=False)
 class FeedForward:
-    r"""Token-wise ReLU feed-forward layer :math:`x \mapsto \eta x + W\sigma(Ux + b)`.
+    r"""Token-wise ReLU feed-forward layer, applied to each token of a sequence:
+
+    .. math:: \mathrm{FF}(x) = \eta x + W\sigma(Ux + b), \qquad \sigma(z) = \max(z, 0).
 
     Parameters
     ----------
@@ -169,6 +195,14 @@ class FeedForward:
         Skip weight: 1 for a residual layer, 0 for the non-residual layer of the softmax
         construction.
 
+    Raises
+    ------
+    ValueError
+        If `U` has more than 4 rows, `b` or `W` does not match its shape, or an entry is not
+        finite.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
+
     Notes
     -----
     The parameter count is ``2 w d + w + 1`` (``U``, ``W``, ``b`` and ``eta``), that is at most
@@ -177,7 +211,7 @@ class FeedForward:
     References
     ----------
     A. Alcalde, G. Fantuzzi, E. Zuazua, *Exact sequence interpolation with transformers*,
-    arXiv:2502.02270.
+    arXiv:2502.02270 (the feed-forward layer of its transformer blocks).
 
     Examples
     --------
@@ -228,11 +262,14 @@ class FeedForward:
 
 @dataclass(frozen=True, eq=False)
 class SelfAttention:
-    r"""Self-attention layer :math:`x_i \mapsto \rho x_i + V\sum_\ell \pi_{i\ell} x_\ell`.
+    r"""Self-attention layer on one sequence of tokens :math:`x_1, \dots, x_n`:
 
-    The weights :math:`\pi` are hardmax (uniform over the maximisers of
-    :math:`\ell\mapsto\langle A x_i, x_\ell\rangle`) or softmax of the scores divided by the
-    temperature ``tau``, over the tokens of one sequence.
+    .. math:: \mathrm{SA}(X)_i = \rho x_i + V\sum_{\ell=1}^n \pi_{i\ell} x_\ell,
+
+    with hardmax weights :math:`\pi_{i\ell} = \mathbf 1[\ell \in C_i]/|C_i|`, uniform over the
+    maximisers :math:`C_i` of :math:`\ell\mapsto\langle A x_i, x_\ell\rangle`, or softmax
+    weights :math:`\pi_{i\ell} \propto \exp(\langle A x_i, x_\ell\rangle/\tau)`, normalised
+    over the tokens of the sequence.
 
     Parameters
     ----------
@@ -245,6 +282,14 @@ class SelfAttention:
     tau : float, optional
         Softmax temperature (required for softmax).
 
+    Raises
+    ------
+    ValueError
+        If `attention` is neither name, `tau` is missing or not positive for softmax, a matrix
+        is not square and finite, or `A` and `V` act on different dimensions.
+    TypeError
+        If a matrix is not real, or `rho` is not a real number.
+
     Notes
     -----
     Parameters are counted by the book's rule: a factored matrix by its factors, the identity
@@ -254,7 +299,7 @@ class SelfAttention:
     References
     ----------
     A. Alcalde, G. Fantuzzi, E. Zuazua, *Exact sequence interpolation with transformers*,
-    arXiv:2502.02270.
+    arXiv:2502.02270 (the self-attention layer, hardmax and softmax).
 
     Examples
     --------

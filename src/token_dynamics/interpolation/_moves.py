@@ -8,7 +8,7 @@ from typing import cast
 import numpy as np
 from scipy.spatial.distance import cdist
 
-from .._typing import ArrayLike, SeedLike
+from .._typing import ArrayLike, FloatArray, SeedLike
 from .._validation import as_rng, as_tokens, as_vector, check_positive, check_real, float_guard
 from ._layers import FeedForward
 
@@ -100,6 +100,11 @@ def hat_move(
     TypeError
         If an array argument is not real, or `rng` is not a Generator, a seed or None.
 
+    References
+    ----------
+    The one-point move of the phases of A. Alcalde, G. Fantuzzi, E. Zuazua, *Exact sequence
+    interpolation with transformers*, arXiv:2502.02270, in the form derived in this book.
+
     Examples
     --------
     >>> import numpy as np
@@ -119,7 +124,14 @@ def hat_move(
         return _hat_move(pts, p, q, t, translation is not None, rng)
 
 
-def _hat_move(pts, p, q, t, translated: bool, rng) -> FeedForward:
+def _hat_move(
+    pts: FloatArray,
+    p: FloatArray,
+    q: FloatArray,
+    t: FloatArray,
+    translated: bool,
+    rng: np.random.Generator,
+) -> FeedForward:
     d = pts.shape[1]
     scale = max(1.0, float(np.abs(pts).max()), float(np.abs(p).max()))
     others = pts[np.linalg.norm(pts - p, axis=1) > COINCIDE_RTOL * scale]
@@ -148,10 +160,16 @@ def _hat_move(pts, p, q, t, translated: bool, rng) -> FeedForward:
 def snap_layer(c: float, delta: float, w: ArrayLike, e: ArrayLike, y: ArrayLike) -> FeedForward:
     r"""Width-4 residual layer that snaps a segment of the line :math:`\{a w\}` onto ``y``.
 
-    With :math:`t = \langle e, x\rangle` and breakpoints :math:`c \mp \delta`,
-    :math:`c \mp \delta/2`, the layer :math:`x \mapsto x + \sum_k W_k \sigma(t - b_k)` equals
-    ``y`` for every ``a w`` with :math:`|a - c| \le \delta/2` and is the identity where
-    :math:`|t - c| \ge \delta`. Requires :math:`\langle e, w\rangle = 1`.
+    With :math:`t = \langle e, x\rangle` and breakpoints
+    :math:`b_1, b_2, b_3, b_4 = c - \delta, c - \delta/2, c + \delta/2, c + \delta`, the layer
+
+    .. math:: x \mapsto x + \sum_{k=1}^4 W_k\, \sigma(t - b_k)
+
+    equals ``y`` for every ``a w`` with :math:`|a - c| \le \delta/2` (a plateau) and is the
+    identity where :math:`|t - c| \ge \delta`; in between it interpolates linearly. Requires
+    :math:`\langle e, w\rangle = 1`, so that :math:`t = a` on the line. A whole cluster of
+    nearly collapsed tokens on the plateau lands exactly on ``y``: this is what makes the
+    softmax interpolator exact.
 
     Parameters
     ----------
@@ -171,7 +189,16 @@ def snap_layer(c: float, delta: float, w: ArrayLike, e: ArrayLike, y: ArrayLike)
     Raises
     ------
     ValueError
-        If `delta` is not positive or :math:`\langle e, w\rangle \ne 1`.
+        If `delta` is not positive, the vectors differ in length, or
+        :math:`\langle e, w\rangle \ne 1`.
+    TypeError
+        If an argument is not real (complex, boolean, string or object).
+
+    References
+    ----------
+    The snapping stage is this book's construction, in place of the softmax argument of
+    A. Alcalde, G. Fantuzzi, E. Zuazua, *Exact sequence interpolation with transformers*,
+    arXiv:2502.02270 (Theorem 1.8, as reported).
 
     Examples
     --------
@@ -189,7 +216,7 @@ def snap_layer(c: float, delta: float, w: ArrayLike, e: ArrayLike, y: ArrayLike)
         return _snap_layer(c, delta, w, e, y)
 
 
-def _snap_layer(c: float, delta: float, w: np.ndarray, e: np.ndarray, y: np.ndarray):
+def _snap_layer(c: float, delta: float, w: FloatArray, e: FloatArray, y: FloatArray) -> FeedForward:
     if abs(float(e @ w) - 1.0) > 1e-12:
         raise ValueError(f"`e` must satisfy <e, w> = 1; got {float(e @ w)!r}.")
     b1, b2, b3, b4 = c - delta, c - delta / 2, c + delta / 2, c + delta

@@ -26,7 +26,7 @@ SNAP_SAFETY = 0.5
 
 @dataclass(frozen=True, eq=False)
 class SoftmaxInterpolator(_InterpolatorCounts):
-    """Result of :func:`build_softmax_interpolator`.
+    r"""Result of :func:`build_softmax_interpolator`.
 
     Attributes
     ----------
@@ -50,7 +50,16 @@ class SoftmaxInterpolator(_InterpolatorCounts):
     errors : ndarray, shape (N,)
         Relative Hausdorff error of each sequence.
     n_separation : int
+        Number ``S`` of separation blocks of the hardmax plan.
     m : ndarray of int, shape (N,)
+        Output lengths ``m_j``.
+    n_blocks, n_params : int
+        Blocks and parameters of the network (properties).
+    max_error : float
+        Largest relative Hausdorff error (property).
+    paper_bound : int
+        The block count :math:`2\sum_j m_j + 3N` reported for the paper's Theorem 1.8
+        (property; see :func:`paper_block_count`).
 
     Examples
     --------
@@ -91,24 +100,33 @@ def build_softmax_interpolator(
     one non-residual feed-forward layer (:math:`\eta = 0`, width 1) that maps every token onto
     a generic line; then, per leader, one width-4 residual layer that is *constant* on a
     neighbourhood of the leader's point of the line, so that the whole near-collapsed cluster
-    lands exactly on its target. Blocks: ``S + 2 sum(m) + 1 <= 2 sum(m) + N``.
+    lands exactly on its target. Blocks:
 
-    Cost: 1.4 s of CPU time for N = 40 sequences of 16 tokens with 4 targets each in d = 4
-    (321 blocks; measured, ``benchmarks/run.py interpolation``). The critical temperature is
-    linear in blocks x tokens; the hardmax plan deduplicates all tokens at each of its blocks,
-    which grows like blocks x tokens^2 and dominates for hundreds of sequences.
+    .. math:: L = S + 2\sum_{j=1}^N m_j + 1 \le 2\sum_{j=1}^N m_j + N \le 2\sum_{j=1}^N m_j + 3N,
+
+    the last count being the one reported for the paper's softmax theorem.
+
+    Cost: 1.3 s of CPU time for N = 40 sequences of 16 tokens with 4 targets each in d = 4
+    (321 blocks; measured, ``benchmarks/run.py interpolation``). The critical temperature
+    computes each layer's norms and margins once, so it is linear in blocks x tokens; the
+    hardmax plan deduplicates all tokens at each of its blocks, which grows like
+    blocks x tokens^2 and dominates for hundreds of sequences.
 
     Parameters
     ----------
-    inputs, targets : lists of array_like, shapes (n_j, d) and (m_j, d)
-        As for :func:`build_hardmax_interpolator`.
+    inputs : list of array_like, shapes (n_j, d)
+        Input sequences, as for :func:`build_hardmax_interpolator`.
+    targets : list of array_like, shapes (m_j, d)
+        Target sets, as for :func:`build_hardmax_interpolator`.
     tau : float, optional
         Softmax temperature; the computed critical temperature ``tau_star`` by default.
     rng : Generator, int or None
+        Draws the hardmax plan's directions and positions and the line of the snapping stage.
 
     Returns
     -------
     SoftmaxInterpolator
+        The network, the temperatures, the measured collapse and the errors.
 
     Raises
     ------
@@ -117,11 +135,14 @@ def build_softmax_interpolator(
         positive.
     TypeError
         If an array argument is not real, or `rng` is not a Generator, a seed or None.
+    FloatingPointError
+        If the critical temperature's bound overflows (rescale the data).
 
     References
     ----------
     A. Alcalde, G. Fantuzzi, E. Zuazua, *Exact sequence interpolation with transformers*,
-    arXiv:2502.02270 (the snapping stage here is our construction).
+    arXiv:2502.02270, Theorem 1.8 (as reported; the snapping stage here is this book's
+    construction).
 
     Examples
     --------

@@ -91,7 +91,7 @@ class _BoundTerms:
     """Everything of :func:`softmax_deviation_bound` that does not depend on tau, computed once
     per block; :meth:`bounds` then costs a few vector operations per layer."""
 
-    def __init__(self, transformer: Transformer, states: list) -> None:
+    def __init__(self, transformer: Transformer, states: list[list[FloatArray]]) -> None:
         sizes = [Z.shape[0] for Z in states[0]]
         self.starts = np.cumsum([0, *sizes[:-1]])
         self.seq = np.repeat(np.arange(len(sizes)), sizes)
@@ -145,15 +145,22 @@ def softmax_deviation_bound(
     ``tau``. Along the hardmax trajectory, a token's deviation ``e_i`` is propagated layer by
     layer: a feed-forward layer multiplies it by its local Lipschitz constant on the ball of
     radius ``e_i`` (the global one when the ball meets a kink); an attention layer with margin
-    :math:`\Delta_i` between the best and second-best score adds at most
-    :math:`2(n-1)\lVert V\rVert R e^{-\Delta_i^{\rm eff}/\tau}`, with the margin reduced by the
-    largest score change the deviations can cause.
+    :math:`\Delta_i` between the best and second-best score, on a sequence of radius :math:`R`
+    whose largest deviation is :math:`E`, maps the deviations to
+
+    .. math:: e_i \mapsto |\rho|\, e_i + \lVert V\rVert E
+              + 2(n-1)\lVert V\rVert (R + E)\, e^{-\Delta_i^{\rm eff}/\tau},
+              \qquad \Delta_i^{\rm eff} = \Delta_i - 2\lVert A\rVert\big(2(R + E)E + E^2\big),
+
+    the margin reduced by the largest score change the deviations can cause; a sequence whose
+    effective margin is not positive is lost (``inf``).
 
     Parameters
     ----------
     transformer : Transformer
         A network with hardmax attention (for instance an interpolator).
     inputs : list of array_like, shapes (n_j, d)
+        The input sequences, in the transformer's dimension.
     tau : float
         Softmax temperature.
 
@@ -166,6 +173,16 @@ def softmax_deviation_bound(
     ------
     ValueError
         If `tau` is not positive or `inputs` do not match the transformer's dimension.
+    TypeError
+        If `transformer` is not a :class:`Transformer` or `inputs` not a list of real arrays.
+    FloatingPointError
+        If the bound overflows (rescale `inputs`).
+
+    References
+    ----------
+    Derived in this book for the softmax result of A. Alcalde, G. Fantuzzi, E. Zuazua, *Exact
+    sequence interpolation with transformers*, arXiv:2502.02270 (Theorem 1.8, as reported: the
+    softmax network follows the hardmax one for every temperature below a threshold).
 
     Examples
     --------
@@ -194,26 +211,46 @@ def _check_transformer(transformer: object) -> None:
 
 
 def critical_temperature(transformer: Transformer, inputs: ArrayLike, tolerance: float) -> float:
-    r"""Largest temperature :math:`\tau^*` at which :func:`softmax_deviation_bound` stays below
-    ``tolerance`` for every token (bisection in :math:`\log\tau`; the bound grows with
-    :math:`\tau`).
+    r"""Largest temperature at which :func:`softmax_deviation_bound` stays below ``tolerance``:
+
+    .. math:: \tau^* = \sup\big\{\tau > 0 : \max_{j, i}\, e^j_i(\tau) \le
+              \varepsilon_{\rm tol}\big\},
+
+    found by bisection in :math:`\log\tau` (the bound grows with :math:`\tau`) over 1e-12 to
+    1e6 times the squared scale of the tokens. The temperature-free part of the bound (matrix
+    norms, score margins, local Jacobians) is computed once per layer, so the cost is linear
+    in the number of blocks; each bisection step costs a few vector operations per layer.
 
     Parameters
     ----------
     transformer : Transformer
+        A network with hardmax attention (for instance an interpolator).
     inputs : list of array_like, shapes (n_j, d)
+        The input sequences, in the transformer's dimension.
     tolerance : float
         Allowed deviation of every output token.
 
     Returns
     -------
     float
+        :math:`\tau^*`, resolved to about 1e-16 relative (or the top of the searched range
+        when even that temperature meets the tolerance).
 
     Raises
     ------
     ValueError
         If `tolerance` is not positive or no temperature meets it (a hardmax margin is already lost
         as ``tau -> 0``).
+    TypeError
+        If `transformer` is not a :class:`Transformer` or `inputs` not a list of real arrays.
+    FloatingPointError
+        If the bound overflows (rescale `inputs`).
+
+    References
+    ----------
+    A. Alcalde, G. Fantuzzi, E. Zuazua, *Exact sequence interpolation with transformers*,
+    arXiv:2502.02270, Theorem 1.8 (as reported): exact softmax interpolation for
+    every temperature below a threshold :math:`\tau^*`, computed here from the book's bound.
 
     Examples
     --------
@@ -258,23 +295,45 @@ def _critical_temperature(transformer: Transformer, inputs: ArrayLike, tolerance
 
 def substitution_errors(
     transformer: Transformer, inputs: ArrayLike, targets: ArrayLike, taus: ArrayLike
-) -> np.ndarray:
-    """Largest relative Hausdorff error when every attention layer is softmax at ``tau``.
+) -> FloatArray:
+    r"""Largest relative Hausdorff error when every attention layer is softmax at ``tau``:
+
+    .. math:: \mathrm{err}(\tau) = \max_j \frac{d_H\big(\mathrm T_\tau(X^j), Y^j\big)}
+              {\max(1, \max_k |y^j_k|)},
+
+    with :math:`\mathrm T_\tau` the network with softmax attention at temperature
+    :math:`\tau` in place of hardmax: the measured counterpart of the a-priori
+    :func:`softmax_deviation_bound`.
 
     Parameters
     ----------
     transformer : Transformer
-    inputs, targets : lists of arrays, shapes (n_j, d) and (m_j, d)
+        A network with hardmax attention (for instance an interpolator).
+    inputs : list of array_like, shapes (n_j, d)
+        The input sequences, in the transformer's dimension.
+    targets : list of array_like, shapes (m_j, d)
+        The target sets, one per input.
     taus : array_like, shape (k,)
+        The temperatures, positive.
 
     Returns
     -------
     ndarray, shape (k,)
+        :math:`\mathrm{err}(\tau)` for each temperature.
 
     Raises
     ------
     ValueError
         If a temperature is not positive or `inputs` do not match the transformer's dimension.
+    TypeError
+        If `transformer` is not a :class:`Transformer` or an array argument is not real.
+    FloatingPointError
+        If the softmax network overflows (rescale `inputs` and `targets`).
+
+    References
+    ----------
+    A. Alcalde, G. Fantuzzi, E. Zuazua, *Exact sequence interpolation with transformers*,
+    arXiv:2502.02270 (Theorem 1.8, as reported: softmax in place of hardmax).
 
     Examples
     --------

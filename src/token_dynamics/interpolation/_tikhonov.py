@@ -65,12 +65,13 @@ class TikhonovData:
     width: int
 
 
-def _unpack(theta: np.ndarray, d: int, w: int):
+def _unpack(theta: FloatArray, d: int, w: int) -> list[FloatArray]:
+    """Split ``theta`` into ``q, k, V, rho, U, b, W, eta`` (``rho`` and ``eta`` 0-d arrays)."""
     i = 0
     out = []
     for shape in ((d,), (d,), (d, d), (), (w, d), (w,), (d, w), ()):
         size = int(np.prod(shape))
-        out.append(theta[i : i + size].reshape(shape) if shape else theta[i])
+        out.append(theta[i : i + size].reshape(shape))
         i += size
     return out
 
@@ -147,8 +148,12 @@ def tikhonov_dataset(
 def tikhonov_objective(
     theta: ArrayLike, data: TikhonovData, eps: float
 ) -> tuple[float, FloatArray]:
-    r"""Objective :math:`J_\varepsilon = \mathcal L + \varepsilon\lVert\theta\rVert^2` and its
-    gradient, with :math:`\mathcal L = \frac1N\sum_j \max_i |\mathrm T_i(X^j) - y^j|^2`.
+    r"""The Tikhonov-regularised objective and its gradient:
+
+    .. math:: J_\varepsilon(\theta) = \mathcal L(\theta) + \varepsilon\lVert\theta\rVert^2,
+              \qquad \mathcal L(\theta) = \frac1N\sum_{j=1}^N \max_i |\mathrm T_i(X^j) - y^j|^2,
+
+    the loss being the mean squared Hausdorff distance of each output to its target point.
 
     The model is one block, softmax attention then feed-forward (the authors' order):
     :math:`z_i = \rho x_i + V\sum_\ell \mathrm{softmax}_\ell(\langle q, x_i\rangle\langle k,
@@ -175,7 +180,15 @@ def tikhonov_objective(
     ValueError
         If `theta` contains NaN or infinite entries.
     TypeError
-        If an array argument is not real (complex, boolean, string or object).
+        If an array argument is not real, or `data` is not a :class:`TikhonovData`.
+    FloatingPointError
+        If the objective overflows (start from a smaller `theta`).
+
+    References
+    ----------
+    A. Alcalde, G. Fantuzzi, E. Zuazua, *Exact sequence interpolation with transformers*,
+    arXiv:2502.02270 (regularised training), and the authors' repository
+    ``DCN-FAU-AvH/exactInterpTF`` (``tikhonov/``: the model and the loss).
 
     Examples
     --------
@@ -207,7 +220,9 @@ def _check_data(data: object) -> None:
     check_instance(data, TikhonovData, "data", "Build one with tikhonov_dataset().")
 
 
-def _objective(theta: np.ndarray, X: np.ndarray, Y: np.ndarray, width: int, eps: float):
+def _objective(
+    theta: FloatArray, X: FloatArray, Y: FloatArray, width: int, eps: float
+) -> tuple[float, FloatArray]:
     N, _, d = X.shape
     q, k, V, rho, U, b, W, eta = _unpack(theta, d, width)
     a, c = X @ q, X @ k  # (N, n)

@@ -122,8 +122,15 @@ def train_tikhonov(
     rng: SeedLike = None,
     progress: bool = False,
 ) -> TikhonovFit:
-    """Minimise ``L + eps |theta|^2`` by full-batch Adam with a cosine-annealed step, from
-    ``theta0`` (random, ``rho = eta = 0``, by default); returns the best iterate.
+    r"""Minimise :math:`J_\varepsilon = \mathcal L + \varepsilon\lVert\theta\rVert^2` by
+    full-batch Adam with a cosine-annealed step, from ``theta0`` (random, ``rho = eta = 0``, by
+    default); returns the best iterate. At epoch :math:`t` of :math:`T` the step is
+
+    .. math:: \theta_{t} = \theta_{t-1} - \frac{\alpha}{2}\Big(1 + \cos\frac{\pi t}{T}\Big)
+              \frac{\hat m_t}{\sqrt{\hat v_t} + 10^{-8}},
+
+    with :math:`\hat m_t, \hat v_t` Adam's bias-corrected moments of the gradient (decay rates
+    0.9 and 0.999) and :math:`\alpha` = ``lr``.
 
     Runs for seconds to minutes: each epoch is one objective and gradient evaluation over the
     whole data set (the authors' 50 000 epochs take minutes), hence ``progress``.
@@ -159,6 +166,16 @@ def train_tikhonov(
         wrong shape.
     FloatingPointError
         If the objective becomes non-finite (lower `lr`).
+    TypeError
+        If `data` is not a :class:`TikhonovData`, `theta0` is not real, `rng` is not a
+        Generator, a seed or None, or `progress` is not a bool.
+
+    References
+    ----------
+    A. Alcalde, G. Fantuzzi, E. Zuazua, *Exact sequence interpolation with transformers*,
+    arXiv:2502.02270 (convergence to a global minimiser under regularised training),
+    and the authors' repository ``DCN-FAU-AvH/exactInterpTF`` (``tikhonov/``: Adam, cosine
+    annealing, full batch).
 
     Examples
     --------
@@ -176,13 +193,22 @@ def train_tikhonov(
         return _train(data, eps, theta0, epochs, lr, rng, progress)
 
 
-def _train(data, eps, theta0, epochs, lr, rng, progress) -> TikhonovFit:
-    d = data.inputs.shape[2]
+def _train(
+    data: TikhonovData,
+    eps: float,
+    theta0: ArrayLike | None,
+    epochs: int,
+    lr: float,
+    rng: SeedLike,
+    progress: bool,
+) -> TikhonovFit:
+    d = int(data.inputs.shape[2])
     size = _n_params(d, data.width)
     if theta0 is None:
-        theta0 = INIT_SCALE * as_rng(rng).normal(size=size)
-        theta0[2 * d + d * d] = 0.0  # rho
-        theta0[-1] = 0.0  # eta
+        start = INIT_SCALE * as_rng(rng).normal(size=size)
+        start[2 * d + d * d] = 0.0  # rho
+        start[-1] = 0.0  # eta
+        theta0 = start
     theta = as_real_array(theta0, "theta0")
     if theta.shape != (size,):
         raise ValueError(f"`theta0` must have shape ({size},); got {theta.shape}.")
@@ -229,8 +255,14 @@ def tikhonov_sweep(
     rng: SeedLike = None,
     progress: bool = False,
 ) -> TikhonovSweep:
-    """Train for each ``eps`` in the order given, warm-starting each run from the previous one
-    (the authors do not re-initialise), and fit the slope of log(loss) against log(eps).
+    r"""Train for each ``eps`` in the order given, warm-starting each run from the previous one
+    (the authors do not re-initialise), and fit the slope of the loss against ``eps``:
+
+    .. math:: \log\mathcal L(\theta_{\varepsilon_k}) \approx s \log\varepsilon_k + c,
+
+    by least squares over the runs. The threshold :math:`\varepsilon\lVert\theta^\star\rVert^2`
+    of each run bounds the loss of a global minimiser (see :class:`TikhonovFit`); a slope near 1
+    is an observation about this experiment, not a statement of the paper.
 
     ``epochs`` is one number or one per ``eps``: smaller ``eps`` needs longer runs (the authors
     use 5 000, 10 000 and 50 000 epochs for 1e-1, 1e-2 and 1e-3): the authors' sweep takes
@@ -254,13 +286,23 @@ def tikhonov_sweep(
     Returns
     -------
     TikhonovSweep
+        The runs, their losses and thresholds, and the fitted slope :math:`s`.
 
     Raises
     ------
     ValueError
-        If an ``eps`` is not positive or `epochs` does not match `eps_values`.
+        If fewer than two ``eps`` are given, an ``eps`` is not positive or `epochs` does not
+        match `eps_values`.
     FloatingPointError
         If a run's objective becomes non-finite.
+    TypeError
+        If `data` is not a :class:`TikhonovData` or `rng` is not a Generator, a seed or None.
+
+    References
+    ----------
+    A. Alcalde, G. Fantuzzi, E. Zuazua, *Exact sequence interpolation with transformers*,
+    arXiv:2502.02270, and the authors' repository ``DCN-FAU-AvH/exactInterpTF``
+    (``tikhonov/``, the sweep of their Figure 1b).
 
     Examples
     --------
