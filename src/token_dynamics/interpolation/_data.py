@@ -53,7 +53,7 @@ def paper_block_count(m: ArrayLike, attention: str = "hardmax") -> int:
               L_{\rm softmax} = 2\sum_{j=1}^N m_j + 3N.
 
     The paper's abstract gives only :math:`O(\sum_j m_j)`; these are the counts reported for its
-    Theorem 1.6 (hardmax) and Theorem 1.8 (softmax), whose full text could not be read here.
+    Theorem 1.6 (hardmax) and Theorem 1.8 (softmax), not checked against the full text.
 
     Parameters
     ----------
