@@ -579,3 +579,30 @@ def test_training_progress_bar_changes_nothing(capsys):
     np.testing.assert_array_equal(shown.theta, quiet.theta)
     with pytest.raises(ValueError, match="`progress`"):
         tikhonov_sweep(data, [1e-1, 1e-2], epochs=5, progress="yes")
+
+
+def test_distinct_points_match_the_greedy_scan_over_all_distances():
+    """The k-d tree deduplication keeps exactly the rows of the greedy scan that compares every
+    pair (cross-implementation; both compare the same distances with ``<=``, and the draws put
+    no pair within rounding of the tolerance, the clusters being 1e-12 or 1e-3 wide)."""
+    from scipy.spatial.distance import cdist
+
+    from token_dynamics.interpolation._moves import _distinct
+
+    def greedy(points, tol):
+        D, keep = cdist(points, points), []
+        taken = np.zeros(points.shape[0], dtype=bool)
+        for i in range(points.shape[0]):
+            if not taken[i]:
+                keep.append(i)
+                taken |= D[i] <= tol
+        return points[keep]
+
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        n, d = int(rng.integers(1, 60)), int(rng.integers(2, 5))
+        centres = rng.normal(size=(int(rng.integers(1, n + 1)), d))
+        spread = rng.choice([0.0, 1e-12, 1e-3], size=(n, 1))
+        P = centres[rng.integers(0, len(centres), size=n)] + spread * rng.normal(size=(n, d))
+        for tol in (1e-9, 1e-2):
+            np.testing.assert_array_equal(_distinct(P, tol), greedy(P, tol))

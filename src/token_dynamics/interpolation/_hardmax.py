@@ -319,8 +319,9 @@ def build_hardmax_interpolator(
     the paper's hardmax theorem. The network is built phase by phase (separation, leader
     selection, collapse, interpolation), each layer applied as soon as it is chosen.
 
-    Cost: the plan deduplicates all tokens at each block, about blocks x tokens^2 distance
-    evaluations (0.7 s of CPU time for N = 40 sequences of 16 tokens in d = 4).
+    Cost: each block is applied to every sequence and the current points are deduplicated with
+    a k-d tree, about blocks x tokens x log(tokens) (0.5 s of CPU time for N = 40 sequences of
+    16 tokens with 4 targets each in d = 4, 320 blocks).
 
     Parameters
     ----------

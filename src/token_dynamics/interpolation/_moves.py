@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import cast
 
 import numpy as np
-from scipy.spatial.distance import cdist
+from scipy.spatial import cKDTree
 
 from .._typing import ArrayLike, FloatArray, SeedLike
 from .._validation import as_rng, as_tokens, as_vector, check_positive, check_real, float_guard
@@ -25,15 +25,25 @@ DISTINCT_RTOL = 1e-6
 N_DIRECTION_TRIALS = 16
 
 
-def _distinct(points: np.ndarray, tol: float) -> np.ndarray:
-    """Representatives of the rows of ``points`` up to coincidence within ``tol``."""
-    keep: list[int] = []
-    D = cdist(points, points)
-    taken = np.zeros(points.shape[0], dtype=bool)
-    for i in range(points.shape[0]):
-        if not taken[i]:
-            keep.append(i)
-            taken |= D[i] <= tol
+def _distinct(points: FloatArray, tol: float) -> FloatArray:
+    """Representatives of the rows of ``points`` up to coincidence within ``tol``: scanning the
+    rows in order, a row is kept unless an earlier kept row lies within ``tol`` of it.
+
+    The pairs within ``tol`` come from a k-d tree, so the cost grows like ``M log M`` for ``M``
+    rows (plus one step per row that has a later neighbour), not like the ``M^2`` distances.
+    """
+    n = points.shape[0]
+    keep = np.ones(n, dtype=bool)
+    pairs = cKDTree(points).query_pairs(tol, output_type="ndarray")  # i < j, |p_i - p_j| <= tol
+    if pairs.size:
+        pairs = pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
+        firsts, starts = np.unique(pairs[:, 0], return_index=True)
+        ends = np.append(starts[1:], pairs.shape[0])
+        taken = np.zeros(n, dtype=bool)
+        for i, a, b in zip(firsts, starts, ends, strict=True):
+            if not taken[i]:  # kept: its later neighbours are represented by it
+                taken[pairs[a:b, 1]] = True
+        keep &= ~taken
     return points[keep]
 
 
