@@ -5,12 +5,22 @@ tokens, a depth or a temperature, with the fitted slope and reference slopes.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.axis import Axis
+from matplotlib.container import ErrorbarContainer
+from matplotlib.lines import Line2D
 from matplotlib.ticker import LogFormatterSciNotation, LogLocator, NullFormatter
+from matplotlib.typing import ColorType
 
-from ._curves import BAND_SE
+from .._typing import ArrayLike, FloatArray
+from ._bands import BAND_SE
+
+if TYPE_CHECKING:
+    from ..interpolation import TikhonovSweep
+    from ..stochastic import DeepLimitError
 
 __all__ = ["LOG_FLOOR", "plot_limit_grid", "plot_loglog", "plot_tikhonov"]
 
@@ -20,7 +30,7 @@ __all__ = ["LOG_FLOOR", "plot_limit_grid", "plot_loglog", "plot_tikhonov"]
 LOG_FLOOR = 1e-17
 
 
-def _log_ticks(axis: Any, span: float) -> None:
+def _log_ticks(axis: Axis, span: float) -> None:
     """Tick labels of a log axis that never collide: labels at 1, 2 and 5 times the powers of
     ten over less than two decades (where powers of ten alone are too few), powers of ten
     alone over more."""
@@ -31,34 +41,39 @@ def _log_ticks(axis: Any, span: float) -> None:
         axis.set_minor_formatter(NullFormatter())
 
 
-def _fit_slope(x: np.ndarray, y: np.ndarray) -> float:
+def _fit_slope(x: FloatArray, y: FloatArray) -> float:
     return float(np.polyfit(np.log(x), np.log(y), 1)[0])
 
 
 def plot_loglog(
-    ax: Any,
-    x: Any,
-    y: Any,
+    ax: Axes,
+    x: ArrayLike,
+    y: ArrayLike,
     *,
     xlabel: str,
     ylabel: str,
     label: str | None = None,
-    yerr: Any = None,
-    samples: Any = None,
+    yerr: ArrayLike | None = None,
+    samples: ArrayLike | None = None,
     fit: bool | float = False,
     guides: Mapping[str, float] | None = None,
     marks: Mapping[str, float] | None = None,
-    color: Any = None,
+    color: ColorType | None = None,
     **style: Any,
-) -> list:
+) -> list[Line2D | ErrorbarContainer]:
     r"""Log-log plot of an error (or a count) ``y`` against ``x``, with its slope.
 
     The one convergence plot of the book: errors against a step, a number of tokens, a depth, a
     width or a temperature. A power law :math:`y = C x^p` is a line of slope :math:`p`.
 
+    .. math::
+
+        \log y = p \log x + \log C.
+
     Parameters
     ----------
-    ax : matplotlib Axes
+    ax : matplotlib.axes.Axes
+        A 2D axes.
     x, y : array_like, shape (k,)
         Positive ``x``; values ``y <= 0`` (an exact result) are drawn at ``LOG_FLOOR``.
     xlabel, ylabel : str
@@ -83,12 +98,22 @@ def plot_loglog(
 
     Returns
     -------
-    list of matplotlib artists
-        The curve first.
+    list of matplotlib.lines.Line2D or matplotlib.container.ErrorbarContainer
+        The curve first (an ``ErrorbarContainer`` when ``yerr`` is given), then the fit, the
+        samples, the guides and the marks that were asked for.
+
+    Raises
+    ------
+    ValueError
+        If ``x`` and ``y`` are not 1-D of one shape, or ``x`` is not positive.
 
     Examples
     --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
     >>> import matplotlib.pyplot as plt
+    >>> import numpy as np
+    >>> from token_dynamics.plotting import plot_loglog
     >>> fig, ax = plt.subplots()
     >>> h = np.array([0.1, 0.05, 0.025])
     >>> arts = plot_loglog(ax, h, h**2, xlabel="step $h$", ylabel="error", fit=True,
@@ -105,7 +130,7 @@ def plot_loglog(
             f"and {y.shape}."
         )
     y = np.where(y > 0, y, LOG_FLOOR)
-    curve_style = {"marker": "o", "linestyle": "-"} | style
+    curve_style: dict[str, Any] = {"marker": "o", "linestyle": "-"} | style
     if "ls" in style:
         curve_style.pop("linestyle")
     if yerr is not None:
@@ -118,7 +143,8 @@ def plot_loglog(
             label=label,
             **curve_style,
         )
-        artists, color = [bars], bars.lines[0].get_color()
+        artists: list[Line2D | ErrorbarContainer] = [bars]
+        color = bars.lines[0].get_color()
     else:
         (line,) = ax.plot(x, y, color=color, label=label, **curve_style)
         artists, color = [line], line.get_color()
@@ -149,25 +175,44 @@ def plot_loglog(
         _log_ticks(axis, v.max() / v.min())
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    if any(not a.get_label().startswith("_") for a in ax.get_lines()) or label or marks:
+    if any(not str(a.get_label()).startswith("_") for a in ax.get_lines()) or label or marks:
         ax.legend(fontsize="small")
     return artists
 
 
-def plot_tikhonov(ax: Any, sweep: Any, *, authors_norm_sq: float | None = None) -> list:
-    """Minimal training loss against the weight decay ``eps`` (log-log), with the threshold
-    ``eps |theta*|^2`` and a slope-one reference line.
+def plot_tikhonov(
+    ax: Axes, sweep: TikhonovSweep, *, authors_norm_sq: float | None = None
+) -> list[Line2D]:
+    r"""Trained loss against the weight decay :math:`\varepsilon` (log-log), with the threshold
+    :math:`\varepsilon\|\theta^*\|^2` and a reference line of slope one.
 
     Parameters
     ----------
-    ax : matplotlib Axes
+    ax : matplotlib.axes.Axes
+        A 2D axes.
     sweep : TikhonovSweep
+        From :func:`token_dynamics.interpolation.tikhonov_sweep`.
     authors_norm_sq : float, optional
         Also draw the threshold computed with this (the authors' code's) squared norm.
 
     Returns
     -------
-    list of matplotlib artists
+    list of matplotlib.lines.Line2D
+        The loss, the threshold, the authors' threshold if asked for, the slope-one line.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> from token_dynamics.interpolation import tikhonov_dataset, tikhonov_sweep
+    >>> from token_dynamics.plotting import plot_tikhonov
+    >>> data = tikhonov_dataset(2, 4, 2, 2, rng=0)
+    >>> sweep = tikhonov_sweep(data, [1e-1, 1e-2], epochs=100, rng=0)
+    >>> fig, ax = plt.subplots()
+    >>> [a.get_label() for a in plot_tikhonov(ax, sweep)][::2]
+    ['trained loss', 'slope 1']
+    >>> plt.close(fig)
     """
     eps, loss = np.asarray(sweep.eps), np.asarray(sweep.loss)
     artists = list(ax.loglog(eps, loss, "o-", label="trained loss"))
@@ -186,12 +231,16 @@ def plot_tikhonov(ax: Any, sweep: Any, *, authors_norm_sq: float | None = None) 
     return artists
 
 
-def plot_limit_grid(ax: Any, error: Any, *, grid_times: bool = False) -> list:
-    """Mean error of the discrete model against the SDE, one line per width, against ``L``.
+def plot_limit_grid(
+    ax: Axes, error: DeepLimitError, *, grid_times: bool = False
+) -> list[ErrorbarContainer]:
+    r"""Mean error of the discrete model against the SDE, one line per width, against the
+    depth ``L``, with bars of +-``BAND_SE`` standard errors over the paths (log-log).
 
     Parameters
     ----------
-    ax : matplotlib Axes
+    ax : matplotlib.axes.Axes
+        A 2D axes.
     error : DeepLimitError
         From :func:`token_dynamics.stochastic.deep_limit_error`.
     grid_times : bool
@@ -199,16 +248,23 @@ def plot_limit_grid(ax: Any, error: Any, *, grid_times: bool = False) -> list:
 
     Returns
     -------
-    list of ErrorbarContainer
+    list of matplotlib.container.ErrorbarContainer
+        One per width.
 
     Examples
     --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
     >>> import matplotlib.pyplot as plt
+    >>> import numpy as np
+    >>> from token_dynamics.plotting import plot_limit_grid
     >>> from token_dynamics.stochastic import DeepLimitError
     >>> e = DeepLimitError(np.array([2.0, 4.0]), (None,), np.ones((3, 2, 1)),
     ...                    np.ones((3, 2, 1)), np.zeros((3, 2, 1)))
     >>> fig, ax = plt.subplots()
-    >>> bars = plot_limit_grid(ax, e)
+    >>> (bars,) = plot_limit_grid(ax, e)
+    >>> bars.get_label()
+    'm = inf'
     >>> plt.close(fig)
     """
     values = error.grid if grid_times else error.sup
