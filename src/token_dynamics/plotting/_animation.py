@@ -13,11 +13,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
+from matplotlib.collections import PathCollection
 from matplotlib.typing import ColorType
 
 from .._typing import ArrayLike, FloatArray
 from .._validation import check_int, check_positive
-from ._clouds import _check_dim, _colour, _states, plot_sphere
+from ._clouds import _check_dim, _colour, _scatter, _states, plot_sphere
 from ._style import _compress_png
 
 if TYPE_CHECKING:
@@ -208,9 +209,9 @@ def animate(
                 getattr(ax, f"set_{'xyz'[k]}lim")(a, b)
             if d == 2:
                 ax.set_aspect("equal")
-            scat = cast(Any, ax).scatter(*states[frames[0]].T, s=14, color=color)
+            scat = _scatter(ax, states[frames[0]], s=14, color=color)
 
-            def update(k: int) -> tuple[Any, ...]:
+            def update(k: int) -> tuple[PathCollection]:
                 X = states[frames[k]]
                 if d == 2:
                     scat.set_offsets(X)
