@@ -5,7 +5,7 @@ tokens, a depth or a temperature, with the fitted slope and reference slopes.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -198,7 +198,8 @@ def plot_tikhonov(
     Returns
     -------
     list of matplotlib.lines.Line2D
-        The loss, the threshold, the authors' threshold if asked for, the slope-one line.
+        The loss, the slope-one line through its first point, the threshold, and the authors'
+        threshold if asked for.
 
     Examples
     --------
@@ -210,25 +211,44 @@ def plot_tikhonov(
     >>> data = tikhonov_dataset(2, 4, 2, 2, rng=0)
     >>> sweep = tikhonov_sweep(data, [1e-1, 1e-2], epochs=100, rng=0)
     >>> fig, ax = plt.subplots()
-    >>> [a.get_label() for a in plot_tikhonov(ax, sweep)][::2]
+    >>> [a.get_label() for a in plot_tikhonov(ax, sweep)][:2]
     ['trained loss', 'slope 1']
     >>> plt.close(fig)
     """
-    eps, loss = np.asarray(sweep.eps), np.asarray(sweep.loss)
-    artists = list(ax.loglog(eps, loss, "o-", label="trained loss"))
-    artists += ax.loglog(
-        eps, sweep.threshold, "s--", label=r"threshold $\varepsilon\|\theta^*\|^2$"
+    eps = np.asarray(sweep.eps, dtype=float)
+    xlabel, ylabel = r"weight decay $\varepsilon$", "loss"
+    artists = plot_loglog(
+        ax,
+        eps,
+        sweep.loss,
+        xlabel=xlabel,
+        ylabel=ylabel,
+        label="trained loss",
+        guides={"slope 1": 1.0},
+    )
+    artists += plot_loglog(
+        ax,
+        eps,
+        sweep.threshold,
+        xlabel=xlabel,
+        ylabel=ylabel,
+        label=r"threshold $\varepsilon\|\theta^*\|^2$",
+        marker="s",
+        ls="--",
     )
     if authors_norm_sq is not None:
-        artists += ax.loglog(
-            eps, eps * authors_norm_sq, "^:", color="C3", label="threshold of the authors' code"
+        artists += plot_loglog(
+            ax,
+            eps,
+            eps * authors_norm_sq,
+            xlabel=xlabel,
+            ylabel=ylabel,
+            label="threshold of the authors' code",
+            marker="^",
+            ls=":",
+            color="C3",
         )
-    ref = loss[0] * eps / eps[0]
-    artists += ax.loglog(eps, ref, ":", color="0.5", label="slope 1")
-    ax.set_xlabel(r"weight decay $\varepsilon$")
-    ax.set_ylabel("loss")
-    ax.legend()
-    return artists
+    return cast(list[Line2D], artists)  # without `yerr`, plot_loglog draws only Line2D
 
 
 def plot_limit_grid(
@@ -273,13 +293,17 @@ def plot_limit_grid(
     for j, m in enumerate(error.widths):
         mean = values[:, :, j].mean(axis=0)
         se = values[:, :, j].std(axis=0, ddof=1) / np.sqrt(n)
-        label = "m = inf" if m is None else f"m = {m}"
-        bars.append(
-            ax.errorbar(error.depths, mean, yerr=BAND_SE * se, fmt="o-", capsize=3, label=label)
+        (curve, *_) = plot_loglog(
+            ax,
+            error.depths,
+            mean,
+            yerr=se,
+            label="m = inf" if m is None else f"m = {m}",
+            xlabel="depth $L$ (layers)",
+            ylabel="sup error" if not grid_times else "error at layer times",
         )
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("depth $L$ (layers)")
-    ax.set_ylabel("sup error" if not grid_times else "error at layer times")
-    ax.legend(frameon=False)
+        bars.append(cast(ErrorbarContainer, curve))  # with `yerr`, the curve is an errorbar
+    depths = np.asarray(error.depths)
+    ax.set_xticks(depths, [f"{L:g}" for L in depths])  # a few depths: label each one
+    ax.xaxis.set_minor_formatter(NullFormatter())
     return bars
