@@ -287,6 +287,29 @@ def test_curves_take_a_style_per_curve_and_an_optional_legend():
         plt.close(fig)
 
 
+def test_limit_grid_draws_means_with_two_standard_error_bars_at_labelled_depths():
+    """The bars are mean +- 2 SE over the paths, at the depths, each depth labelled."""
+    sup = np.abs(RNG.normal(size=(5, 3, 2)))
+    error = NS(sup=sup, grid=None, widths=[8, None], depths=np.array([4, 16, 64]))
+    fig, ax = plt.subplots()
+    try:
+        bars = plotting.plot_limit_grid(ax, error)
+        assert [b.get_label() for b in bars] == ["m = 8", "m = inf"]
+        for j, container in enumerate(bars):
+            line, _, (segments,) = container.lines
+            mean = sup[:, :, j].mean(axis=0)
+            np.testing.assert_array_equal(line.get_xdata(), error.depths)
+            # a mean and a standard deviation over 5 paths: round-off only
+            np.testing.assert_allclose(line.get_ydata(), mean, rtol=1e-14)
+            se = sup[:, :, j].std(axis=0, ddof=1) / np.sqrt(5)
+            spans = np.array([seg[1, 1] - seg[0, 1] for seg in segments.get_segments()])
+            np.testing.assert_allclose(spans, 2 * plotting.BAND_SE * se, rtol=1e-12)
+        fig.canvas.draw()
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["4", "16", "64"]
+    finally:
+        plt.close(fig)
+
+
 def test_phases_panels_three_a_row():
     fig, axes = plt.subplots(2, 3, figsize=(9, 6))
     try:
