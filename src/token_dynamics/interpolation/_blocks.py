@@ -74,7 +74,7 @@ class TransformerBlock:
 
 
 def as_sequences(
-    sequences: ArrayLike, name: str = "inputs", *, d: int | None = None
+    sequences: ArrayLike | Sequence[ArrayLike], name: str = "inputs", *, d: int | None = None
 ) -> list[FloatArray]:
     """Validate a list of sequences, each of shape ``(n_j, d)`` with one common ``d``.
 
@@ -193,14 +193,14 @@ class Transformer:
     def max_width(self) -> int:
         return max((b.ff.width for b in self.blocks), default=0)
 
-    def __call__(self, sequences: ArrayLike) -> list[FloatArray]:
+    def __call__(self, sequences: ArrayLike | Sequence[ArrayLike]) -> list[FloatArray]:
         """Outputs ``T(X^j)``, one array ``(n_j, d)`` per input sequence."""
         out = as_sequences(sequences, d=self.dim)
         for block in self.blocks:
             out = [block(X) for X in out]
         return out
 
-    def layer_states(self, sequences: ArrayLike) -> list[list[FloatArray]]:
+    def layer_states(self, sequences: ArrayLike | Sequence[ArrayLike]) -> list[list[FloatArray]]:
         """Token sets after every layer: ``2 L + 1`` states (input, FF1, SA1, FF2, ...)."""
         state = as_sequences(sequences, d=self.dim)
         states = [state]
