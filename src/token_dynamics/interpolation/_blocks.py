@@ -151,7 +151,8 @@ class Transformer:
     References
     ----------
     A. Alcalde, G. Fantuzzi, E. Zuazua, *Exact sequence interpolation with transformers*,
-    arXiv:2502.02270 (the networks of its Theorems 1.6 and 1.8, as reported).
+    arXiv:2502.02270 (the hardmax and softmax networks of its abstract; the
+    constructions here are derived in this book).
 
     Examples
     --------

@@ -77,7 +77,7 @@ def paper_block_count(m: ArrayLike, attention: str = "hardmax") -> int:
     References
     ----------
     A. Alcalde, G. Fantuzzi, E. Zuazua, *Exact sequence interpolation with transformers*,
-    arXiv:2502.02270, Theorems 1.6 and 1.8 (as reported).
+    arXiv:2502.02270 (the hardmax and softmax results of its abstract).
 
     Examples
     --------

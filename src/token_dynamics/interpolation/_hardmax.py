@@ -348,8 +348,8 @@ def build_hardmax_interpolator(
     References
     ----------
     A. Alcalde, G. Fantuzzi, E. Zuazua, *Exact sequence interpolation with transformers*,
-    arXiv:2502.02270, Theorem 1.6 (as reported; phases of Figures 5-8, the details are
-    reconstructed here).
+    arXiv:2502.02270 (the hardmax result of its abstract and the phases its figures draw;
+    the details are derived in this book).
 
     Examples
     --------

@@ -208,7 +208,7 @@ def snap_layer(c: float, delta: float, w: ArrayLike, e: ArrayLike, y: ArrayLike)
     ----------
     The snapping stage is this book's construction, in place of the softmax argument of
     A. Alcalde, G. Fantuzzi, E. Zuazua, *Exact sequence interpolation with transformers*,
-    arXiv:2502.02270 (Theorem 1.8, as reported).
+    arXiv:2502.02270 (the softmax result of its abstract).
 
     Examples
     --------

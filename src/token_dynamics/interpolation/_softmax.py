@@ -141,8 +141,8 @@ def build_softmax_interpolator(
     References
     ----------
     A. Alcalde, G. Fantuzzi, E. Zuazua, *Exact sequence interpolation with transformers*,
-    arXiv:2502.02270, Theorem 1.8 (as reported; the snapping stage here is this book's
-    construction).
+    arXiv:2502.02270 (the softmax result of its abstract; the snapping stage here is
+    this book's construction).
 
     Examples
     --------

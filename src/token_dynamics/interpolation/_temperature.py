@@ -181,7 +181,7 @@ def softmax_deviation_bound(
     References
     ----------
     Derived in this book for the softmax result of A. Alcalde, G. Fantuzzi, E. Zuazua, *Exact
-    sequence interpolation with transformers*, arXiv:2502.02270 (Theorem 1.8, as reported: the
+    sequence interpolation with transformers*, arXiv:2502.02270 (its abstract: the
     softmax network follows the hardmax one for every temperature below a threshold).
 
     Examples
@@ -249,7 +249,7 @@ def critical_temperature(transformer: Transformer, inputs: ArrayLike, tolerance:
     References
     ----------
     A. Alcalde, G. Fantuzzi, E. Zuazua, *Exact sequence interpolation with transformers*,
-    arXiv:2502.02270, Theorem 1.8 (as reported): exact softmax interpolation for
+    arXiv:2502.02270 (the softmax result of its abstract): exact softmax interpolation for
     every temperature below a threshold :math:`\tau^*`, computed here from the book's bound.
 
     Examples
@@ -333,7 +333,7 @@ def substitution_errors(
     References
     ----------
     A. Alcalde, G. Fantuzzi, E. Zuazua, *Exact sequence interpolation with transformers*,
-    arXiv:2502.02270 (Theorem 1.8, as reported: softmax in place of hardmax).
+    arXiv:2502.02270 (the softmax result of its abstract: softmax in place of hardmax).
 
     Examples
     --------
