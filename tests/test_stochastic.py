@@ -60,18 +60,48 @@ def test_kernel_matches_monte_carlo_of_the_paper_variables(activation, d, sigma)
     assert abs(float(dk) - sample.mean()) < 4 * sample.std() / np.sqrt(n)
 
 
+def _dblquad(f, sa, sv):
+    """``E[f(A + vY) f(A - vY)]``, ``A ~ N(0, sa^2)``, ``v = sv``, by adaptive 2-D quadrature
+    (scipy's ``nquad``, independent of the library's rules), in standard variables on
+    [-12, 12]^2 (Gaussian mass outside below 1e-31). The outer integral is split where ``f``
+    bends (``|sa a| <= 40``: points +-c / sa), the inner one where ``sa a +- sv y`` changes
+    sign (the kink of ReLU)."""
+    from scipy import integrate
+
+    def integrand(y, a):
+        dens = np.exp(-0.5 * (a * a + y * y)) / (2.0 * np.pi)
+        return float(f(np.float64(sa * a + sv * y)) * f(np.float64(sa * a - sv * y))) * dens
+
+    def inner_opts(a):
+        kink = abs(sa * a / sv) if sv > 0 else 0.0
+        pts = [p for p in (-kink, kink) if -12.0 < p < 12.0]
+        opts = {"limit": 200, "epsabs": 1e-15, "epsrel": 1e-13}
+        return {**opts, "points": pts} if pts else opts
+
+    cuts = [c / sa for c in (0.5, 2.0, 8.0, 40.0) if sa > 0 and c / sa < 12.0]
+    outer = {"limit": 400, "epsabs": 1e-15, "epsrel": 1e-13, "points": [0.0, *cuts]}
+    outer["points"] += [-c for c in cuts]
+    val, _ = integrate.nquad(integrand, [[-12.0, 12.0], [-12.0, 12.0]], opts=[inner_opts, outer])
+    return val
+
+
+def _reference(activation, d, sigma_U, t, derivative=False):
+    """The kernel (or its derivative) at inner products `t` by :func:`_dblquad`."""
+    sa, sv = np.sqrt(sigma_U**2 + (1 + t) / (2 * d)), np.sqrt((1 - t) / (2 * d))
+    f = (DSIGMA if derivative else SIGMA)[activation]
+    val = np.array([_dblquad(f, a, v) for a, v in zip(sa, sv, strict=True)])
+    return val / d if derivative else val
+
+
 @pytest.mark.statement("sto-prop-kernel")
 @pytest.mark.parametrize("activation", sto.ACTIVATIONS)
 @pytest.mark.parametrize(("d", "sigma_U"), [(2, 0.0), (5, 0.1), (4, 1.0)])
 def test_kernel_matches_adaptive_quadrature(activation, d, sigma_U):
     """Closed forms and Gauss-Hermite against scipy's adaptive 2-D quadrature (an independent
-    integrator, asked for 1e-13 absolute): the 1e-10 accuracy the docstring promises."""
+    integrator, asked for 1e-13): the 1e-10 accuracy the docstring promises."""
     t = np.array([-1.0, -0.4, 0.3, 0.9, 1.0])
-    s2 = 1 / d + sigma_U**2
-    c = t / d + sigma_U**2
-    sa, sv = np.sqrt((s2 + c) / 2), np.sqrt((s2 - c) / 2)
-    ref = [_kernels._dblquad(SIGMA[activation], a, v) for a, v in zip(sa, sv, strict=True)]
-    dref = [_kernels._dblquad(DSIGMA[activation], a, v) / d for a, v in zip(sa, sv, strict=True)]
+    ref = _reference(activation, d, sigma_U, t)
+    dref = _reference(activation, d, sigma_U, t, derivative=True)
     k = sto.kappa(t, activation, d=d, sigma_U=sigma_U, sigma_W=0.2)
     dk = sto.kappa_prime(t, activation, d=d, sigma_U=sigma_U)
     np.testing.assert_allclose(k, np.array(ref) + 0.04, atol=1e-10, rtol=0)
@@ -81,6 +111,49 @@ def test_kernel_matches_adaptive_quadrature(activation, d, sigma_U):
         np.testing.assert_allclose(dk[1:-1], dref[1:-1], atol=1e-8, rtol=0)
     else:
         np.testing.assert_allclose(dk, dref, atol=1e-10, rtol=0)
+
+
+@pytest.mark.statement("sto-prop-kernel")
+@pytest.mark.parametrize("activation", sto.ACTIVATIONS)
+@pytest.mark.parametrize("sigma_U", [1e-2, 1e-1, 1.0, 10.0, 30.0, 100.0])
+def test_kernel_is_accurate_for_wide_pre_activations(activation, sigma_U):
+    """Over sigma_U in [1e-2, 1e2] (pre-activations far wider than the bend of the activation,
+    where fixed Gauss-Hermite rules agree on a wrong value) kappa and kappa' match the adaptive
+    2-D quadrature to 1e-6 relative: the reference is asked for 1e-13, the library's adaptive
+    rule for 1e-12, so 1e-6 leaves six digits of margin for the references' error estimates."""
+    d, t = 5, np.array([-0.4, 0.9])
+    k = sto.kappa(t, activation, d=d, sigma_U=sigma_U)
+    dk = sto.kappa_prime(t, activation, d=d, sigma_U=sigma_U)
+    np.testing.assert_allclose(k, _reference(activation, d, sigma_U, t), rtol=1e-6)
+    if activation != "relu":  # the ReLU step derivative is checked in the closed-form tests
+        np.testing.assert_allclose(dk, _reference(activation, d, sigma_U, t, True), rtol=1e-6)
+
+
+@pytest.mark.parametrize("activation", ["tanh", "sigmoid", "erf"])
+def test_bounded_kernels_are_finite_at_any_bias(activation):
+    """A bounded activation: kappa -> (f(inf)^2 + f(-inf)^2) / 2 as sigma_U -> inf, and
+    kappa'(t) ~ C / sigma_U (the bend of f is hit with probability ~ 1/sigma_U): at 1e100 and
+    1e200 the kernel is its limit to rounding and sigma_U kappa' is the same constant."""
+    limit = {"tanh": 1.0, "sigmoid": 0.5, "erf": 1.0}[activation]
+    t = np.array([-0.5, 0.5])
+    scaled = []
+    for s in (1e100, 1e200):
+        np.testing.assert_allclose(sto.kappa(t, activation, d=5, sigma_U=s), limit, rtol=1e-14)
+        scaled.append(s * sto.kappa_prime(t, activation, d=5, sigma_U=s))
+    # the correction to C / sigma_U is O(1 / sigma_U^2): the two agree to the 1e-12 rule
+    np.testing.assert_allclose(scaled[0], scaled[1], rtol=1e-9)
+    assert np.all(scaled[0] > 0)
+
+
+@pytest.mark.parametrize("activation", ["relu", "silu"])
+def test_growing_kernels_beyond_float64_raise(activation):
+    """ReLU and SiLU kernels grow like sigma_U^2 / 2: at 1e200 not representable, said so."""
+    with pytest.raises(FloatingPointError, match="kernel kappa"):
+        sto.kappa(0.5, activation, d=5, sigma_U=1e200)
+    with pytest.raises(FloatingPointError, match="kernel kappa"):
+        sto.kappa(0.5, "tanh", d=5, sigma_W=1e200)
+    # the derivative tends to 1 / (2d) and stays finite
+    np.testing.assert_allclose(sto.kappa_prime(0.5, activation, d=5, sigma_U=1e200), 0.1, rtol=1e-9)
 
 
 @pytest.mark.statement("sto-prop-kernel")
