@@ -14,7 +14,7 @@ from scipy import special
 from token_dynamics import stochastic as sto
 from token_dynamics.attention import Softmax
 from token_dynamics.sampling import uniform_sphere
-from token_dynamics.stochastic import _kernels, _model
+from token_dynamics.stochastic import _kernels, _mlp, _model
 
 from .helpers import loglog_slope
 
@@ -318,7 +318,7 @@ def test_layer_is_equation_1_1():
     model = sto.StochasticTransformer(sto.MLPNoise("silu", width=m, sigma_U=0.2, sigma_W=0.1), V=V)
     res = sto.simulate(model, X, T=h, L=1, rng=7)
     g = np.random.default_rng(7)
-    U, bU, W, bW = _model._draw_weights(model.noise, 1, d, g)
+    U, bU, W, bW = _mlp._draw_weights(model.noise, 1, d, g)
     S = X @ X.T
     P = np.exp(S - S.max(axis=1, keepdims=True))
     P /= P.sum(axis=1, keepdims=True)
@@ -338,8 +338,8 @@ def test_tiled_mlp_equals_the_dense_product(activation):
     d, n, m = 5, 300, 700
     Y = uniform_sphere(n, d, rng=rng)[None]
     noise = sto.MLPNoise(activation, width=m, sigma_U=0.3, sigma_W=0.2)
-    U, bU, W, bW = _model._draw_weights(noise, 1, d, rng)
-    tiled = _model._mlp(activation, Y, U, bU, W, bW)
+    U, bU, W, bW = _mlp._draw_weights(noise, 1, d, rng)
+    tiled = _mlp._mlp(activation, Y, U, bU, W, bW)
     dense = (W[0] @ SIGMA[activation](U[0] @ Y[0].T + bU[0][:, None])).T / np.sqrt(m) + bW[0]
     np.testing.assert_allclose(tiled[0], dense, atol=1e-12)
 
@@ -677,3 +677,49 @@ def test_fullsize_propagation_of_chaos(d):
     # a bound: the measured slope at most the bound's, with 0.1 for the SE of four means
     assert study.slope <= bound + 0.1
     assert np.all(np.diff(study.mean) < 0)
+
+
+# --------------------------------------------------------------------------------------------
+# extreme arguments: finite where the answer is, named errors where it is not
+
+
+def test_transformer_checks_its_matrices_at_construction():
+    Q = np.eye(3)
+    for bad in (np.nan, np.inf):
+        M = np.eye(3)
+        M[0, 1] = bad
+        for name in ("Q", "K", "V"):
+            with pytest.raises(ValueError, match=f"`{name}`"):
+                sto.StochasticTransformer(sto.MLPNoise(), **{name: M})
+    with pytest.raises(ValueError, match="same size"):
+        sto.StochasticTransformer(sto.MLPNoise(), Q=np.eye(3), V=np.eye(2))
+    model = sto.StochasticTransformer(sto.MLPNoise(), Q=Q)
+    Q[0, 0] = 5.0  # the model holds its own copy
+    np.testing.assert_array_equal(model.matrices(3)[0], np.eye(3))
+
+
+def test_mc_estimate_is_scale_free():
+    """Mean and standard error are homogeneous of degree one: at 1e200 and 1e-200 they are the
+    unit-scale ones times the factor, to the rounding of the scaled samples (1e-14)."""
+    values = np.random.default_rng(2).standard_normal((50, 3))
+    ref = sto.mc_estimate(values)
+    for k in (1e200, 1e-200):
+        est = sto.mc_estimate(k * values)
+        np.testing.assert_allclose(est.mean, k * ref.mean, rtol=1e-13)
+        np.testing.assert_allclose(est.stderr, k * ref.stderr, rtol=1e-13)
+    huge = sto.mc_estimate([1e308, -1e308, 1e308])  # deviations whose squares overflow
+    assert np.isfinite(huge.stderr) and huge.mean == pytest.approx(1e308 / 3)
+
+
+def test_layer_norm_remainder_names_its_arguments():
+    v, w = [1.0, 0.0], [0.3, 0.4]
+    with pytest.raises(ValueError, match="`w` must be a non-zero"):
+        sto.layer_norm_remainder(v, [0.0, 0.0], [1e-2, 1e-3])
+    for bad in (1e-2, [1e-2], [[1e-2, 1e-3]], [1e-2, -1e-3]):
+        with pytest.raises(ValueError, match="`scales`"):
+            sto.layer_norm_remainder(v, w, bad)
+    with pytest.raises(ValueError, match="vanished to rounding"):
+        sto.layer_norm_remainder(v, [3e-200, 4e-200], [1e-2, 1e-3])
+    # the second-order remainder ~ |eps w|^3 / 2 is not representable at |eps w| = 1e198
+    with pytest.raises(FloatingPointError, match="layer-norm expansion"):
+        sto.layer_norm_remainder(v, [3e200, 4e200], [1e-2, 1e-3])

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 from scipy import integrate, special
 
+from .._typing import ArrayLike
 from .._validation import as_real_array, check_int, check_positive, float_guard
 
 __all__ = ["ACTIVATIONS", "kappa", "kappa_prime"]
@@ -122,7 +123,8 @@ def _adaptive(f, sa: np.ndarray, sv: np.ndarray) -> np.ndarray:
     at once. The inner expectation over ``Y`` is a Gauss-Hermite rule of :data:`INNER_NODES`
     nodes: :math:`v \le 1/\sqrt d \le 2^{-1/2}` and ``f`` is analytic in the strip
     :math:`|\operatorname{Im} x| < \pi/2`, so the integrand is analytic in ``y`` in a strip of
-    half-width at least 2.2, where the rule converges geometrically (below 1e-15 at 128 nodes).
+    half-width at least 2.2, where the rule converges geometrically (at d = 2, the worst case,
+    128 nodes agree with 256 to rounding for every smooth activation and its derivative).
     The Gaussian mass outside :math:`|z| \le 12` is below 1e-32.
     """
     z, w = _hermite_rule(INNER_NODES)
@@ -132,7 +134,8 @@ def _adaptive(f, sa: np.ndarray, sv: np.ndarray) -> np.ndarray:
         a = (sa * x)[:, None]
         return (f(a + y) * f(a - y)) @ w * (np.exp(-0.5 * x * x) / np.sqrt(2.0 * np.pi))
 
-    widths = np.unique(sa[sa > 0][[0, -1]]) if np.any(sa > 0) else np.array([])
+    wide = sa[sa > 0]
+    widths = [float(wide.min()), float(wide.max())] if wide.size else []
     cuts = {c / s for c in FEATURE_SCALES for s in widths if c / s < 12.0}
     points = sorted({0.0} | cuts | {-p for p in cuts})
     val, err, info = integrate.quad_vec(
@@ -193,7 +196,7 @@ def _scales(d: int, sigma_U: float, t: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return np.hypot(sigma_U, np.sqrt((1.0 + t) / (2 * d))), np.sqrt((1.0 - t) / (2 * d))
 
 
-def _check_t(t: Any) -> np.ndarray:
+def _check_t(t: ArrayLike) -> np.ndarray:
     arr = as_real_array(t, "t")
     if not np.all(np.isfinite(arr)) or np.any(np.abs(arr) > 1.0 + 1e-12):
         raise ValueError(
@@ -258,7 +261,7 @@ def _kappa_prime(activation: str, d: int, sigma_U: float, t: np.ndarray) -> np.n
 
 
 def kappa(
-    t: Any, activation: str, *, d: int, sigma_U: float = 0.0, sigma_W: float = 0.0
+    t: ArrayLike, activation: str, *, d: int, sigma_U: float = 0.0, sigma_W: float = 0.0
 ) -> np.ndarray:
     r"""The covariance kernel :math:`\kappa(t)` of the random MLP on the sphere.
 
@@ -285,6 +288,16 @@ def kappa(
         Same shape as `t`, accurate to 1e-10 (closed forms for ReLU and erf; Gauss-Hermite
         quadrature checked by doubling, or adaptive quadrature, otherwise).
 
+    Raises
+    ------
+
+    ValueError
+        If `activation` is not one of :data:`ACTIVATIONS`, `d` < 2, a bias is negative or not
+        finite, or `t` leaves ``[-1, 1]``.
+    FloatingPointError
+        If the value exceeds the float64 range (ReLU and SiLU grow like :math:`\sigma_U^2`, and
+        :math:`\sigma_W^2` is added), or the adaptive quadrature does not converge.
+
     References
     ----------
     A. Agazzi, G. Bruno, E. Mosig García, S. Saviozzi, M. Romito, *Stochastic scaling limits
@@ -293,6 +306,7 @@ def kappa(
 
     Examples
     --------
+    >>> from token_dynamics.stochastic import kappa
     >>> float(kappa(1.0, "relu", d=5))          # (1/d) / 2
     0.1
     >>> round(float(kappa(1.0, "relu", d=64, sigma_U=0.1, sigma_W=0.1)), 6)  # Table 1
@@ -305,7 +319,7 @@ def kappa(
 
 
 def kappa_prime(
-    t: Any, activation: str, *, d: int, sigma_U: float = 0.0, sigma_W: float = 0.0
+    t: ArrayLike, activation: str, *, d: int, sigma_U: float = 0.0, sigma_W: float = 0.0
 ) -> np.ndarray:
     r"""The derivative :math:`\kappa'(t)` of :func:`kappa` (Price's formula).
 
@@ -327,12 +341,23 @@ def kappa_prime(
     ndarray
         Same shape as `t`.
 
+    Raises
+    ------
+
+    ValueError
+        If `activation` is not one of :data:`ACTIVATIONS`, `d` < 2, a bias is negative or not
+        finite, or `t` leaves ``[-1, 1]``.
+    FloatingPointError
+        If the value exceeds the float64 range (ReLU and SiLU grow like :math:`\sigma_U^2`, and
+        :math:`\sigma_W^2` is added), or the adaptive quadrature does not converge.
+
     References
     ----------
     Agazzi et al., arXiv:2604.26898, 2026, Lemma 4.2 and §1.3.2.
 
     Examples
     --------
+    >>> from token_dynamics.stochastic import kappa_prime
     >>> float(kappa_prime(1.0, "relu", d=5, sigma_U=0.3))  # 1/(2d), whatever the bias
     0.1
     >>> round(float(kappa_prime(1.0, "tanh", d=128)), 5)   # Table 1: 7.69e-3
