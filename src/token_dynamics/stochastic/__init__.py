@@ -26,6 +26,8 @@ from ._energy import *  # noqa: F403
 from ._energy import __all__ as _energy_all
 from ._estimates import *  # noqa: F403
 from ._estimates import __all__ as _estimates_all
+from ._experiments import *  # noqa: F403
+from ._experiments import __all__ as _experiments_all
 from ._exponents import *  # noqa: F403
 from ._exponents import __all__ as _exponents_all
 from ._kernels import *  # noqa: F403
@@ -54,4 +56,5 @@ __all__ = [
     *_exponents_all,
     *_dissipation_all,
     *_synchronization_all,
+    *_experiments_all,
 ]
