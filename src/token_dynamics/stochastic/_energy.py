@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from .. import geometry
+from .._typing import ArrayLike
 from .._validation import as_real_array, as_sphere_tokens, as_square, as_weights, check_positive
 
 __all__ = ["attention_forcing", "energy_derivative", "synchronization_energy"]
@@ -21,9 +22,9 @@ __all__ = ["attention_forcing", "energy_derivative", "synchronization_energy"]
 LOG_FLOAT_MAX = float(np.log(np.finfo(np.float64).max))
 
 
-def _sphere_stack(X: Any, name: str = "X") -> np.ndarray:
+def _sphere_stack(X: ArrayLike, name: str = "X") -> np.ndarray:
     """Tokens of shape ``(..., n, d)`` on the unit sphere, as a fresh float64 array."""
-    arr = np.asarray(X, dtype=np.float64) if not isinstance(X, np.ndarray) else X
+    arr = as_real_array(X, name)
     if arr.ndim < 2:
         raise ValueError(
             f"`{name}` must have shape (..., n, d) with one token per row; got shape {arr.shape}."
@@ -43,7 +44,7 @@ def _beta(beta: Any) -> float:
 
 
 def synchronization_energy(
-    X: Any, beta: float, weights: Any = None, *, scaled: bool = False
+    X: ArrayLike, beta: float, weights: ArrayLike | None = None, *, scaled: bool = False
 ) -> np.ndarray:
     r"""The energy of Agazzi et al. (2026) that a common noise dissipates,
 
@@ -79,6 +80,11 @@ def synchronization_energy(
 
     Raises
     ------
+    ValueError
+        If `X` is not of shape ``(..., n, d)`` with unit rows, `beta` is not positive, or
+        `weights` is not a probability vector of length ``n``.
+    TypeError
+        If `X` is ragged or holds complex numbers, booleans or strings.
     FloatingPointError
         If :math:`e^\beta` overflows (``beta`` above about 709) and ``scaled`` is false.
 
@@ -89,6 +95,7 @@ def synchronization_energy(
 
     Examples
     --------
+    >>> from token_dynamics.stochastic import synchronization_energy
     >>> import numpy as np
     >>> X = np.array([[1.0, 0.0], [0.0, 1.0]])
     >>> round(float(synchronization_energy(X, 1.0)), 12)       # (e - 1) / 4
@@ -111,7 +118,9 @@ def synchronization_energy(
     return np.exp(beta) * value
 
 
-def energy_derivative(X: Any, velocity: Any, beta: float, weights: Any = None) -> float:
+def energy_derivative(
+    X: ArrayLike, velocity: ArrayLike, beta: float, weights: ArrayLike | None = None
+) -> float:
     r"""Time derivative of :math:`\mathcal S_\beta(\mu)` when the tokens move with ``velocity``,
 
     .. math::
@@ -138,12 +147,22 @@ def energy_derivative(X: Any, velocity: Any, beta: float, weights: Any = None) -
     -------
     float
 
+    Raises
+    ------
+
+    ValueError
+        If `X` is not a finite real array of unit rows (tokens on the sphere), `velocity` is
+        not finite of the shape of `X`, or `beta` is not positive.
+    FloatingPointError
+        If :math:`e^\beta` overflows (``beta`` above about 709).
+
     References
     ----------
     Agazzi et al., arXiv:2604.26898, §4 (term (I)) and Remark 1.6.
 
     Examples
     --------
+    >>> from token_dynamics.stochastic import energy_derivative
     >>> import numpy as np
     >>> X = np.array([[1.0, 0.0], [0.0, 1.0]])
     >>> V = np.array([[0.0, 1.0], [1.0, 0.0]])   # both tokens turn towards each other
@@ -165,7 +184,13 @@ def energy_derivative(X: Any, velocity: Any, beta: float, weights: Any = None) -
 
 
 def attention_forcing(
-    X: Any, beta: float, *, Q: Any = None, K: Any = None, V: Any = None, weights: Any = None
+    X: ArrayLike,
+    beta: float,
+    *,
+    Q: ArrayLike | None = None,
+    K: ArrayLike | None = None,
+    V: ArrayLike | None = None,
+    weights: ArrayLike | None = None,
 ) -> float:
     r"""The ratio :math:`\frac{d}{dt}\mathcal S_\beta / \mathcal S_\beta` along the noiseless
     attention flow of the model (1.1), at the tokens ``X``.
@@ -190,12 +215,24 @@ def attention_forcing(
     -------
     float
 
+    .. math:: \frac{\tfrac{d}{dt}\mathcal S_\beta(\mu)}{\mathcal S_\beta(\mu)},\qquad
+              \dot x_i = P_{x_i}\sum_j \mathrm{softmax}_j\langle Qx_i, Kx_j\rangle\,Vx_j .
+
+    Raises
+    ------
+    ValueError
+        If `X` is not a finite real array of unit rows (tokens on the sphere), a matrix is
+        not finite ``(d, d)``, or all tokens coincide (zero energy).
+    FloatingPointError
+        If :math:`e^\beta` overflows (``beta`` above about 709).
+
     References
     ----------
     Agazzi et al., arXiv:2604.26898, Assumption 2 and Remark 1.6.
 
     Examples
     --------
+    >>> from token_dynamics.stochastic import attention_forcing
     >>> import numpy as np
     >>> X = np.eye(3)
     >>> attention_forcing(X, 1.0) <= 0                  # Q = K = V = I, beta = 1
