@@ -91,7 +91,8 @@ def propagation_of_chaos(
 
     .. math:: \mathbb E\max_{t}W_2^2\big(\mu^N_t,\mu^{N_{\rm ref}}_t\big),
 
-    whose decay in ``N`` Proposition 1.2 bounds by :func:`chaos_rate`.
+    the proxy of :math:`\mathbb E\sup_{t\le T}W_2^2(\mu^N_t,\mu_t)`, which Proposition 1.2 bounds
+    by :math:`c_T\,r_d(N)` (:func:`chaos_rate`) with :math:`c_T` independent of ``N``.
 
     Parameters
     ----------

@@ -155,7 +155,8 @@ def deep_limit_error(
     uses :math:`G_{\ell+1}(Y_\ell) = \sum_{j\in\text{layer}}\delta W_j(Y_\ell)/\sqrt{T/L}`
     (infinite width), or the width-``m`` MLP coupled to it through
     :math:`G^m = K_m^{1/2}K^{-1/2}G` (exact in law given the hidden features). Returned per
-    path, as Theorem 1.1 bounds it by :math:`C(\log L/L + 1/m)`,
+    path, the error whose mean Theorem 1.1 bounds by :math:`c_{N,T}(\log L/L + 1/m)` (a constant
+    that depends on ``N`` and ``T``),
 
     .. math:: \sup_{t\le T}\frac1N\sum_{i=1}^N\big|X^{i}_{\lfloor Lt/T\rfloor}
               - \bar X^i_t\big|^2 .

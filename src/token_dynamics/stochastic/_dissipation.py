@@ -255,9 +255,13 @@ def dissipation_rate(
 ) -> float:
     r"""The rate :math:`\bar\lambda' = -\inf_{[-1,1]} F` of Agazzi et al. (2026), Lemma 4.1.
 
-    Under Assumption 1 it is negative and, since :math:`F(1) = -\bar\lambda`, it satisfies
-    :math:`\bar\lambda \le \bar\lambda' < 0`; it bounds the noise terms of the Itô formula,
-    :math:`-\frac12\beta e^{\beta u}G(u) \le \bar\lambda'\,\frac12(e^\beta - e^{\beta u})`.
+    Under Assumption 1 (which forces :math:`d > 3`) it is negative, and it bounds the noise
+    terms of the Itô formula,
+    :math:`-\frac12\beta e^{\beta u}G(u) \le \bar\lambda'\,\frac12(e^\beta - e^{\beta u})`
+    (Lemma 4.1). Since :math:`\inf F \le F(1) = -\bar\lambda`, it also satisfies
+    :math:`\bar\lambda \le \bar\lambda'` (derived in this book from the definition; the end of
+    the paper's proof writes the comparison the other way, :math:`\bar\lambda' \le \bar\lambda`,
+    which the definition excludes unless the two are equal).
     The infimum is taken on a grid of ``DISSIPATION_GRID`` points, refined by a bounded search.
 
     Parameters

@@ -54,8 +54,8 @@ def synchronization_energy(
         \, d\mu(x)\, d\mu(y)
         = \frac{e^\beta}2 \sum_{i,j} w_i w_j \big(1 - e^{-\beta(1 - \langle x_i, x_j\rangle)}\big).
 
-    The paper writes it :math:`\mathcal E_\beta` (eq. (1.5)); this library and the book write
-    :math:`\mathcal S_\beta`, to keep it apart from the interaction energy
+    The paper writes it :math:`\mathcal E_\beta` (§1.1, the energy of Theorem 1.4); this library
+    and the book write :math:`\mathcal S_\beta`, to keep it apart from the interaction energy
     :math:`E_\beta = \frac1{2\beta}\iint e^{\beta\langle x,y\rangle}`
     (:func:`token_dynamics.diagnostics.interaction_energy`), which attention increases. It is
     nonnegative on the sphere and vanishes exactly at a Dirac mass; the two are related by
@@ -91,7 +91,8 @@ def synchronization_energy(
     References
     ----------
     A. Agazzi, G. Bruno, E. Mosig García, S. Saviozzi, M. Romito, *Stochastic scaling limits and
-    synchronization by noise in deep transformer models*, arXiv:2604.26898, 2026, eq. (1.5).
+    synchronization by noise in deep transformer models*, arXiv:2604.26898, 2026, §1.1 and
+    Theorem 1.4.
 
     Examples
     --------

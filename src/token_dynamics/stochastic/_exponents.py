@@ -126,7 +126,7 @@ def noise_exponents(
         \bar\lambda = (d-1)\kappa'(1) - (d-3)\kappa(1), \qquad
         \lambda_1 = \frac{\bar\lambda}2 - \kappa(1) - \kappa'(1),
 
-    with :math:`\kappa(1)` and :math:`\kappa'(1)` (Lemma 4.2) from
+    with :math:`\kappa(1)` (§1.3.2) and :math:`\kappa'(1)` (Lemma 4.2) from
     :func:`token_dynamics.stochastic.kappa` and :func:`token_dynamics.stochastic.kappa_prime`.
 
     Parameters
@@ -152,7 +152,7 @@ def noise_exponents(
 
     References
     ----------
-    Agazzi et al., arXiv:2604.26898, Remark 1.5, Assumption 1, Lemma 4.2 and Table 1.
+    Agazzi et al., arXiv:2604.26898, Remark 1.5, Assumption 1, §1.3.2, Lemma 4.2 and Table 1.
 
     Examples
     --------
@@ -168,7 +168,8 @@ def noise_exponents(
 
 
 def relu_noise_exponents(d: int, *, sigma_U: float = 0.0, sigma_W: float = 0.0) -> NoiseExponents:
-    r"""The closed forms of Agazzi et al. (2026), Proposition 1.5, for the ReLU activation,
+    r"""The closed forms of Agazzi et al. (2026), Proposition 1.5 (the kernel values are from its
+    proof), for the ReLU activation,
 
     .. math::
 

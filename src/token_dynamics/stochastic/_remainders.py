@@ -124,9 +124,9 @@ def layer_remainder(
               - \Delta t\,\langle x, g\rangle P_xg + \mathcal R
 
     (Agazzi et al. 2026, Lemma 2.6), and :math:`\mathbb E|\mathcal R|^2 = O(\Delta t^3)`
-    (Lemma 2.7). Returns the mean over the tokens of :math:`|\mathcal R|^2` for each step,
-    averaged over `n_draws` draws of the MLP (each draw kept for every step), whose log-log
-    slope against the step is 3.
+    (Lemma 2.7: the order its proof gives and Lemma 2.5 uses). Returns the mean over the tokens
+    of :math:`|\mathcal R|^2` for each step, averaged over `n_draws` draws of the MLP (each draw
+    kept for every step), whose log-log slope against the step is 3.
 
     Parameters
     ----------

@@ -118,7 +118,7 @@ def simulate_sde(
 
     References
     ----------
-    Agazzi et al., arXiv:2604.26898, 2026, §1.2 (the limit SDE) and §2.1 (its Euler scheme).
+    Agazzi et al., arXiv:2604.26898, 2026, §1.1 (the limit SDE) and §2.1 (its Euler scheme).
 
     Examples
     --------

@@ -1,8 +1,9 @@
 r"""Synchronization by a common noise, measured: Monte-Carlo rates (private module).
 
 :func:`energy_decay_rate`, :func:`separation_exponent` and
-:func:`two_point_lyapunov_exponent` -- Monte-Carlo estimators of the decay rate of Theorem 1.4
-and of the top Lyapunov exponent of Agazzi et al. (2026).
+:func:`two_point_lyapunov_exponent` -- Monte-Carlo estimators of the decay rate of the mean
+energy (which Theorem 1.4 of Agazzi et al. (2026) bounds by :math:`\varepsilon + \bar\lambda'`)
+and of the top Lyapunov exponent of the noise (their Remark 1.5).
 """
 
 from __future__ import annotations
