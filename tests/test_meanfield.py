@@ -579,6 +579,38 @@ def test_gronwall_bound_is_sharp_for_a_rigid_shift():
     assert abs(check.looseness) < 1e-6
 
 
+@pytest.mark.parametrize("name", ["softmax", "l2", "sigmoid", "sinkhorn", "multihead", "time"])
+def test_gronwall_bound_past_float64_is_inf_not_nan(name):
+    # At t = 1e200 the radius bound R0 e^{bt} exceeds float64: the bound is inf there (void),
+    # never NaN, and the finite bounds at the earlier times are those of the short grid.
+    field = Softmax(_A2, _V2) if name == "softmax" else _variant(name)
+    if name == "time":
+        # V(t) = (1 + t) V: the growth exponent ~ t^2/2 = 5e399 leaves float64 inside the
+        # quadrature (first on [0, 5e199]), which then cannot bound it: a named failure, not NaN.
+        with pytest.raises(
+            FloatingPointError, match=r"growth exponent of the radius bound on \[0, 5e\+199"
+        ):
+            mf.gronwall_bound(field, [0.0, 0.5, 1e200], 0.8)
+        return
+    long = mf.gronwall_bound(field, [0.0, 0.5, 1e200], 0.8)
+    short = mf.gronwall_bound(field, [0.0, 0.5], 0.8)
+    assert long.radius[-1] == np.inf and long.log_constant[-1] == np.inf
+    for key in ("radius", "lipschitz_x", "lipschitz_measure", "log_constant"):
+        values = getattr(long, key)
+        assert not np.any(np.isnan(values)), key
+        np.testing.assert_array_equal(values[:2], getattr(short, key), err_msg=key)
+
+
+def test_gronwall_bound_past_float64_keeps_what_does_not_depend_on_the_radius():
+    # A = 0: L_x = 0 and L_mu = ||V|| at every radius, so log C(t) = ||V|| t stays exact at
+    # t = 1e200 although R(t) = R0 e^{||V|| t} is inf (0 * inf is taken as 0, its limit).
+    b = mf.gronwall_bound(Softmax(np.zeros((2, 2)), 0.5 * np.eye(2)), [0.0, 1.0, 1e200], 1.0)
+    assert b.radius[-1] == np.inf
+    np.testing.assert_allclose(b.log_constant, [0.0, 0.5, 0.5e200], rtol=1e-12)
+    np.testing.assert_array_equal(b.lipschitz_x, 0.0)
+    np.testing.assert_allclose(b.lipschitz_measure, 0.5, rtol=1e-15)
+
+
 @pytest.mark.statement("mf-thm-masked")
 def test_masked_stability_with_a_sink():
     rng = np.random.default_rng(23)

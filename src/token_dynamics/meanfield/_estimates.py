@@ -177,6 +177,7 @@ def lipschitz_measure(R: Any, A: Any, V: Any, *, beta: float = 1.0) -> np.ndarra
     Returns
     -------
     ndarray, same shape as `R`
+        ``inf`` where :math:`e^{2\kappa R^2}` leaves float64 (the bound is void, not wrong).
 
     Raises
     ------

@@ -16,11 +16,13 @@ along the support-radius bound into :math:`\log C(t, R_0)`.
 from __future__ import annotations
 
 import itertools
+import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.integrate import quad
+from scipy.integrate import IntegrationWarning, quad
 
 from .._typing import ArrayLike
 from .._validation import (
@@ -34,7 +36,7 @@ from .._validation import (
 )
 from ..attention import L2, AttentionField, Causal, MultiHead, Sigmoid, Sinkhorn, Softmax
 from ..wasserstein import wasserstein1
-from ._estimates import StabilityBound, lipschitz_measure, lipschitz_x, support_radius
+from ._estimates import StabilityBound, support_radius
 
 __all__ = ["FieldConstants", "field_constants", "gronwall_bound", "measured_constants"]
 
@@ -91,30 +93,55 @@ def _norm(M: np.ndarray) -> float:
     return float(np.linalg.norm(M, 2))
 
 
+def _times(c: float, x: float) -> float:
+    """The product ``c x`` of nonnegative factors with ``0 inf = 0``.
+
+    The radius bound :math:`R(t)` may exceed float64 (it is then ``inf``). Each constant is a
+    nondecreasing function of :math:`R` with nonnegative coefficients, so its value there is its
+    limit as :math:`R \\to \\infty`: ``inf`` for a term that grows, the term's exact value for one
+    whose coefficient is zero (it vanishes at every finite radius).
+    """
+    if c == 0 or x == 0:
+        return 0.0
+    with np.errstate(over="ignore"):
+        return float(c * x)
+
+
+def _squared(c: float, R: float) -> float:
+    """:math:`c R^2` with ``0 inf = 0`` and ``inf`` once it leaves float64."""
+    return _times(_times(c, R), R)
+
+
+def _exp(u: float) -> float:
+    """:math:`e^u`, ``inf`` once it leaves float64 (a void constant, not a failure)."""
+    with np.errstate(over="ignore"):
+        return float(np.exp(u))
+
+
 def _softmax(A: np.ndarray, V: np.ndarray, R: float) -> FieldConstants:
-    return FieldConstants(_norm(V), float(lipschitz_x(R, A, V)), float(lipschitz_measure(R, A, V)))
+    nV, u = _norm(V), _squared(_norm(A), R)
+    return FieldConstants(nV, _times(nV, u), _times(nV, (1 + 2 * u) * _exp(2 * u)))
 
 
 def _l2(field: L2, R: float, t: float) -> FieldConstants:
     Q, K = _at(field.Qbar, "Qbar", t), _at(field.Kbar, "Kbar", t)
     nV, q, k = _norm(_at(field.V, "V", t)), _norm(Q), _norm(K)
     s = field.s
-    with np.errstate(over="ignore"):
-        lip_mu = nV * (1 + 4 * k * (q + k) * R**2 / s) * np.exp((q + k) ** 2 * R**2 / s)
-    return FieldConstants(nV, 2 * nV * _norm(K.T @ Q) * R**2 / s, float(lip_mu))
+    lip_x = _squared(2 * _norm(K.T @ Q) / s, R)
+    lip_mu = (1 + _squared(4 * k * (q + k) / s, R)) * _exp(_squared((q + k) ** 2 / s, R))
+    return FieldConstants(nV, _times(nV, lip_x), _times(nV, lip_mu))
 
 
 def _sigmoid(field: Sigmoid, R: float, t: float) -> FieldConstants:
-    nV, kappa = _norm(_at(field.V, "V", t)), _norm(_at(field.A, "A", t))
-    return FieldConstants(nV, nV * kappa * R**2 / 4, nV * (1 + kappa * R**2 / 4))
+    nV, u = _norm(_at(field.V, "V", t)), _squared(_norm(_at(field.A, "A", t)) / 4, R)
+    return FieldConstants(nV, _times(nV, u), _times(nV, 1 + u))
 
 
 def _sinkhorn(field: Sinkhorn, R: float, t: float) -> FieldConstants:
     nV = _norm(_at(field.V, "V", t))
-    u = _norm(_at(field.A, "A", t)) * R**2 / field.eps
-    with np.errstate(over="ignore"):
-        lip_mu = nV * np.exp(4 * u) * (1 + 5 * u + u * np.exp(2 * u))
-    return FieldConstants(nV, nV * u, float(lip_mu))
+    u = _squared(_norm(_at(field.A, "A", t)) / field.eps, R)
+    lip_mu = _exp(4 * u) * (1 + 5 * u + _times(u, _exp(2 * u)))
+    return FieldConstants(nV, _times(nV, u), _times(nV, lip_mu))
 
 
 @float_guard("the field constants", "lower `R` or the norms of the parameters")
@@ -164,6 +191,7 @@ def field_constants(
     Returns
     -------
     FieldConstants
+        A constant that exceeds float64 is ``inf`` (the estimate is then void, not wrong).
 
     Raises
     ------
@@ -186,8 +214,13 @@ def field_constants(
     (2.0, 0.5, 2.5)
     """
     _check_field(field)
-    R = check_positive(R, "R", allow_zero=True)
-    t = check_real(t, "t")
+    return _constants(field, check_positive(R, "R", allow_zero=True), check_real(t, "t"), sink_mass)
+
+
+def _constants(
+    field: AttentionField, R: float, t: float, sink_mass: float | None
+) -> FieldConstants:
+    """:func:`field_constants` for a checked `R` (``inf`` allowed: the limit as R grows)."""
     if isinstance(field, Softmax):
         return _softmax(abs(field.beta) * _at(field.A, "A", t), _at(field.V, "V", t), R)
     if isinstance(field, L2):
@@ -197,11 +230,11 @@ def field_constants(
     if isinstance(field, Sinkhorn):
         return _sinkhorn(field, R, t)
     if isinstance(field, MultiHead):
-        parts = [field_constants(h, R, t) for h in field.heads]
+        parts = [_constants(h, R, t, None) for h in field.heads]
         scales = [1.0] * len(parts) if field.W is None else [_norm(_at(W, "W", t)) for W in field.W]
         return FieldConstants(
             *(
-                float(sum(c * getattr(p, name) for c, p in zip(scales, parts, strict=True)))
+                float(sum(_times(c, getattr(p, name)) for c, p in zip(scales, parts, strict=True)))
                 for name in ("growth", "lipschitz_x", "lipschitz_measure")
             )
         )
@@ -270,8 +303,12 @@ def gronwall_bound(
     Returns
     -------
     StabilityBound
-        ``log_constant`` is ``inf`` once the integrand overflows float64 (the bound is then
-        void, not wrong).
+        A bound that leaves float64 is ``inf``, a value and not a failure: ``radius`` from the
+        time :math:`R_0 e^{\int b}` exceeds the largest float, the constants there (their limits
+        as :math:`R \to \infty`: ``inf``, or their exact value when they do not depend on
+        :math:`R`), and ``log_constant`` from the time its integrand overflows (the bound is
+        then void, not wrong). As in SciPy's special functions, an overflow is reported by the
+        value ``inf``, so the finite bounds at earlier `times` are kept; NaN never occurs.
 
     Raises
     ------
@@ -297,14 +334,17 @@ def gronwall_bound(
 
     def consts(s: float, r: float) -> FieldConstants:
         if hardy is None:
-            return field_constants(field, r, s, sink_mass=sink_mass)
+            return _constants(field, r, s, sink_mass)
         # Hardy's constant p/(p-1) times the unmasked softmax constant (the sink mass 1)
-        c = field_constants(field, r, s, sink_mass=1.0)
-        return FieldConstants(c.growth, c.lipschitz_x, hardy * c.lipschitz_measure)
+        c = _constants(field, r, s, 1.0)
+        return FieldConstants(c.growth, c.lipschitz_x, _times(hardy, c.lipschitz_measure))
 
     def radius(s: float) -> float:
-        growth = quad(lambda u: consts(u, R0).growth, 0.0, s, epsrel=QUAD_RTOL)[0] if s else 0.0
-        return R0 * float(np.exp(growth))
+        # inf once R0 e^{int b} leaves float64: the constants are then their limits (void)
+        growth = _integral(
+            lambda u: consts(u, R0).growth, 0.0, s, "the growth exponent of the radius bound", 50
+        )
+        return _times(R0, _exp(growth))
 
     def rate(s: float) -> float:
         c = consts(s, radius(s))
@@ -315,7 +355,7 @@ def gronwall_bound(
         with np.errstate(over="ignore"):
             if not all(np.isfinite(rate(s)) for s in (a, 0.5 * (a + b), b)):
                 return np.inf
-            return quad(rate, a, b, epsrel=QUAD_RTOL, limit=200)[0] if b > a else 0.0
+            return _integral(rate, a, b, "the Gronwall exponent log C", 200)
 
     edges = np.concatenate([[0.0], t])
     pieces = [piece(a, b) for a, b in itertools.pairwise(edges)]
@@ -328,6 +368,25 @@ def gronwall_bound(
         lipschitz_measure=np.array([c.lipschitz_measure for c in at_t]),
         log_constant=np.cumsum(pieces),
     )
+
+
+def _integral(f: Callable[[float], float], a: float, b: float, quantity: str, limit: int) -> float:
+    """Adaptive quadrature of a nonnegative integrand; an integral that quadrature cannot
+    resolve (NaN, or SciPy's ``IntegrationWarning``) is a ``FloatingPointError`` naming it."""
+    if not b > a:
+        return 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IntegrationWarning)
+        try:
+            value = float(quad(f, a, b, epsrel=QUAD_RTOL, limit=limit)[0])
+        except IntegrationWarning:
+            value = np.nan
+    if np.isnan(value):
+        raise FloatingPointError(
+            f"{quantity} on [{a:g}, {b:g}] is not resolved by adaptive quadrature (it overflows "
+            "float64 or the parameters vary too fast over so long a span); shorten `times`."
+        )
+    return value
 
 
 def _hardy_factor(field: Any, hardy_p: float | None, sink_mass: float | None) -> float | None:

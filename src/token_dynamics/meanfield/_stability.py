@@ -115,6 +115,8 @@ def stability_check(
     Returns
     -------
     StabilityCheck
+        Its ``bound`` is that of :func:`gronwall_bound`: ``inf`` (void, and then ``holds``) from
+        the time the constant leaves float64.
 
     Raises
     ------
