@@ -27,10 +27,9 @@ from scipy.special import ndtri
 
 from . import diagnostics, stochastic, wasserstein
 from .attention import Softmax
-from .gaussian import moment_matched_cloud, solve_moments
+from .gaussian import moment_matched_cloud, softmax_gaussian_1d, solve_moments
 from .gradient_flow import circle_metastability, energy_rate
 from .integrators import integrate
-from .meanfield import softmax_gaussian_1d
 from .sampling import uniform_sphere
 
 __all__ = ["CHECKS", "AnswerCheck", "ExerciseCheck", "check_answer", "exercise_labels"]

@@ -15,16 +15,24 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ._typing import ArrayLike
 from ._validation import as_tokens, as_vector, check_positive
 from .attention import VARIANTS, make_field
 from .integrators import GEOMETRIES, METHODS, Trajectory, integrate
 
+if TYPE_CHECKING:  # matplotlib is imported when a builder is called
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
 __all__ = ["attention_explorer", "draw_variant", "figure_sliders"]
+
+#: ipywidgets publishes no types: its widgets (``VBox``, ``Output``) are ``Any`` here.
+Widget = Any
 
 #: Most frames a static view precomputes: each is a PNG of ~20-40 kB at the default size, and the
 #: site holds its explorers under a few MB (the site's size test caps the whole at 25 MB).
@@ -56,7 +64,7 @@ _PLAYER_JS = """(function () {
 })();"""
 
 
-def _png_uri(fig: Any) -> tuple[str, int]:
+def _png_uri(fig: Figure) -> tuple[str, int]:
     """A frame as a data URI of the book's compressed 2x PNG, and its width in CSS pixels."""
     from .plotting import figure_png
 
@@ -65,8 +73,8 @@ def _png_uri(fig: Any) -> tuple[str, int]:
 
 
 def _static_view(
-    draw: Callable[..., Any],
-    controls: Sequence[tuple[str, Any, Sequence[str], int, str]],
+    draw: Callable[..., object],
+    controls: Sequence[tuple[str, Collection[object], Sequence[str], int, str]],
     *,
     figsize: tuple[float, float],
     projection: str | None = None,
@@ -137,7 +145,7 @@ def _static_view(
     return "\n".join(parts)
 
 
-def _with_static_view(box: Any, html: str) -> Any:
+def _with_static_view(box: Widget, html: str) -> Widget:
     """Give the widget ``box`` a second representation, the static view ``html``.
 
     A live front end (JupyterLab, Binder) shows the widget, which it ranks first; the book, whose
@@ -146,7 +154,7 @@ def _with_static_view(box: Any, html: str) -> Any:
     """
     live = box._repr_mimebundle_
 
-    def bundle(**kwargs: Any) -> dict[str, Any]:
+    def bundle(**kwargs: object) -> dict[str, object]:
         return {**(live(**kwargs) or {}), "text/html": html}
 
     box._repr_mimebundle_ = bundle
@@ -154,7 +162,7 @@ def _with_static_view(box: Any, html: str) -> Any:
     return box
 
 
-def _ipywidgets() -> Any:
+def _ipywidgets() -> Any:  # the module ipywidgets (untyped)
     try:
         import ipywidgets
     except ImportError as exc:  # pragma: no cover - ipywidgets is in the pinned environment
@@ -172,7 +180,7 @@ def _in_kernel() -> bool:
     return getattr(get_ipython(), "kernel", None) is not None
 
 
-def _show(out: Any, fig: Any) -> None:
+def _show(out: Widget, fig: Figure) -> None:
     """Make ``fig`` the only output of the ``Output`` widget ``out``, set from the kernel side.
 
     Not ``with out: display(fig)``: that capture makes nbclient (which executes the book) send
@@ -189,12 +197,12 @@ def _show(out: Any, fig: Any) -> None:
 
 
 def draw_variant(
-    ax: Any,
-    X0: Any,
+    ax: Axes,
+    X0: ArrayLike,
     variant: str,
     beta: float,
     *,
-    times: Any,
+    times: ArrayLike,
     geometry: str = "euclidean",
     method: str = "rk4",
     dt: float | None = 0.05,
@@ -248,16 +256,16 @@ def draw_variant(
 
 
 def attention_explorer(
-    X0: Any,
+    X0: ArrayLike,
     *,
-    times: Any = None,
+    times: ArrayLike | None = None,
     variants: Sequence[str] = VARIANTS,
     beta: float = 1.0,
     beta_range: tuple[float, float] = (0.1, 30.0),
     geometry: str = "euclidean",
     method: str = "rk4",
     dt: float | None = 0.05,
-) -> Any:
+) -> Widget:
     """A widget over the inverse temperature and the attention variant that redraws the cloud.
 
     A log-scale slider sets ``beta``, a drop-down menu the variant; each change calls
@@ -331,7 +339,7 @@ def attention_explorer(
     out = widgets.Output()
     box = widgets.VBox([slider, menu, out])
 
-    def redraw(_: Any = None) -> None:
+    def redraw(_: object = None) -> None:
         box.trajectory = draw_variant(
             ax, X0, menu.value, slider.value, times=times, geometry=geometry, method=method, dt=dt
         )
@@ -342,7 +350,7 @@ def attention_explorer(
     box.figure, box.slider, box.menu = fig, slider, menu
     redraw()
 
-    def frame(ax: Any, b: float, variant: str) -> None:
+    def frame(ax: Axes, b: float, variant: str) -> None:
         try:
             draw_variant(ax, X0, variant, b, times=times, geometry=geometry, method=method, dt=dt)
         except FloatingPointError as exc:
@@ -378,12 +386,12 @@ def attention_explorer(
 
 
 def figure_sliders(
-    draw: Callable[..., Any],
+    draw: Callable[..., object],
     *,
     figsize: tuple[float, float] = (4.0, 4.0),
-    static: Mapping[str, Any] | None = None,
+    static: Mapping[str, ArrayLike] | None = None,
     **ranges: tuple[float, float, float, float],
-) -> Any:
+) -> Widget:
     """Sliders over the keyword arguments of ``draw``, redrawing one figure on each change.
 
     The static view draws ``draw`` at every combination of the values in ``static`` (by
@@ -449,7 +457,7 @@ def figure_sliders(
     out = widgets.Output()
     box = widgets.VBox([*sliders.values(), out])
 
-    def redraw(_: Any = None) -> None:
+    def redraw(_: object = None) -> None:
         ax.clear()
         draw(ax, **{name: slider.value for name, slider in sliders.items()})
         _show(out, fig)
@@ -471,7 +479,7 @@ def figure_sliders(
     grids = {name: as_vector(values, f"static[{name!r}]") for name, values in static.items()}
     fixed = {name: float(spec[3]) for name, spec in ranges.items() if name not in grids}
 
-    def frame(ax: Any, *values: float) -> None:
+    def frame(ax: Axes, *values: float) -> None:
         draw(ax, **fixed, **{k: float(v) for k, v in zip(grids, values, strict=True)})
 
     controls = [

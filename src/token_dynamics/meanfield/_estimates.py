@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from scipy.integrate import quad
@@ -73,7 +72,7 @@ def support_radius(X: ArrayLike, *, weights: ArrayLike | None = None) -> float:
 
 
 @float_guard("the support radius bound", "shorten `times` or scale `V` down")
-def support_radius_bound(times: ArrayLike, R0: float, V: Any) -> np.ndarray:
+def support_radius_bound(times: ArrayLike, R0: float, V: ArrayLike) -> np.ndarray:
     r"""Bound :math:`R(t) = R_0 e^{\lVert V\rVert t}` on the support radius under softmax.
 
     Softmax outputs :math:`V` times a convex combination of tokens, so
@@ -115,7 +114,7 @@ def support_radius_bound(times: ArrayLike, R0: float, V: Any) -> np.ndarray:
 
 
 @float_guard("the Lipschitz constant in x", "lower `R`, `beta` or the norms of `A` and `V`")
-def lipschitz_x(R: Any, A: Any, V: Any, *, beta: float = 1.0) -> np.ndarray:
+def lipschitz_x(R: ArrayLike, A: ArrayLike, V: ArrayLike, *, beta: float = 1.0) -> np.ndarray:
     r"""Lipschitz constant :math:`\beta\lVert V\rVert\lVert A\rVert R^2` of :math:`\Gamma_\mu` in x.
 
     Valid for :math:`|x| \le R` and :math:`\operatorname{supp}\mu \subset B(0,R)`, because
@@ -155,7 +154,7 @@ def lipschitz_x(R: Any, A: Any, V: Any, *, beta: float = 1.0) -> np.ndarray:
 @float_guard(
     "the Lipschitz constant in the measure", "lower `R`, `beta` or the norms of `A` and `V`"
 )
-def lipschitz_measure(R: Any, A: Any, V: Any, *, beta: float = 1.0) -> np.ndarray:
+def lipschitz_measure(R: ArrayLike, A: ArrayLike, V: ArrayLike, *, beta: float = 1.0) -> np.ndarray:
     r"""Lipschitz constant of :math:`\mu\mapsto\Gamma_\mu(x)` in :math:`W_1` on :math:`B(0,R)`.
 
     .. math::
@@ -242,7 +241,7 @@ class StabilityBound:
     "the stability constant", "shorten `times` or lower `R0`, `beta` and the norms of `A` and `V`"
 )
 def stability_constant(
-    times: ArrayLike, R0: float, A: Any, V: Any, *, beta: float = 1.0
+    times: ArrayLike, R0: float, A: ArrayLike, V: ArrayLike, *, beta: float = 1.0
 ) -> StabilityBound:
     r"""Stability constant :math:`C(t,R_0)` with :math:`W_p(\mu_t,\nu_t) \le C\,W_p(\mu_0,\nu_0)`.
 
@@ -303,8 +302,8 @@ def stability_constant(
 def softmax_jacobian(
     Y: ArrayLike,
     X: ArrayLike,
-    A: Any,
-    V: Any,
+    A: ArrayLike,
+    V: ArrayLike,
     *,
     beta: float = 1.0,
     weights: ArrayLike | None = None,

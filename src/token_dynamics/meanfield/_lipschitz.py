@@ -19,12 +19,11 @@ import itertools
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from scipy.integrate import IntegrationWarning, quad
 
-from .._typing import ArrayLike
+from .._typing import ArrayLike, ParameterLike
 from .._validation import (
     as_matrix,
     as_times,
@@ -80,11 +79,11 @@ class FieldConstants:
     lipschitz_measure: float
 
 
-def _check_field(field: Any) -> None:
+def _check_field(field: object) -> None:
     check_instance(field, AttentionField, "field", "Pass e.g. attention.Softmax(A, V).")
 
 
-def _at(P: Any, name: str, t: float) -> np.ndarray:
+def _at(P: ParameterLike, name: str, t: float) -> np.ndarray:
     """Value of a constant or time-dependent parameter at time ``t``."""
     return as_matrix(P(t) if callable(P) else P, f"{name}(t={t:g})" if callable(P) else name)
 
@@ -146,7 +145,7 @@ def _sinkhorn(field: Sinkhorn, R: float, t: float) -> FieldConstants:
 
 @float_guard("the field constants", "lower `R` or the norms of the parameters")
 def field_constants(
-    field: Any, R: float, t: float = 0.0, *, sink_mass: float | None = None
+    field: AttentionField, R: float, t: float = 0.0, *, sink_mass: float | None = None
 ) -> FieldConstants:
     r"""Growth, Lipschitz-in-x and Lipschitz-in-measure constants of a field on :math:`B(0,R)`.
 
@@ -259,7 +258,7 @@ def _constants(
 
 @float_guard("the Gronwall bound", "shorten `times` or lower `R0`")
 def gronwall_bound(
-    field: Any,
+    field: AttentionField,
     times: ArrayLike,
     R0: float,
     *,
@@ -389,7 +388,9 @@ def _integral(f: Callable[[float], float], a: float, b: float, quantity: str, li
     return value
 
 
-def _hardy_factor(field: Any, hardy_p: float | None, sink_mass: float | None) -> float | None:
+def _hardy_factor(
+    field: AttentionField, hardy_p: float | None, sink_mass: float | None
+) -> float | None:
     """Hardy's constant p/(p-1) for `hardy_p`, after checking that it applies."""
     if hardy_p is None:
         return None
@@ -407,7 +408,12 @@ def _hardy_factor(field: Any, hardy_p: float | None, sink_mass: float | None) ->
 
 @float_guard("the measured constants", "rescale the tokens and queries")
 def measured_constants(
-    field: Any, X: ArrayLike, Y: ArrayLike, queries: Any, other_queries: Any, t: float = 0.0
+    field: AttentionField,
+    X: ArrayLike,
+    Y: ArrayLike,
+    queries: ArrayLike,
+    other_queries: ArrayLike,
+    t: float = 0.0,
 ) -> FieldConstants:
     r"""The three constants as measured on tokens: the quantities the estimates bound.
 

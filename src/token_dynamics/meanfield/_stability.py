@@ -3,13 +3,12 @@ r"""Measured stability of two token flows against the Gronwall bound of their va
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from .._typing import ArrayLike
 from .._validation import as_tokens, as_weights, float_guard
-from ..attention import Causal
+from ..attention import AttentionField, Causal
 from ._estimates import StabilityBound, support_radius
 from ._experiments import DEFAULT_DT, StabilityRun, stability_ratios
 from ._lipschitz import _check_field, gronwall_bound
@@ -72,7 +71,7 @@ class StabilityCheck:
 
 @float_guard("the stability check", "rescale `X0` and `Y0` or shorten `times`")
 def stability_check(
-    field: Any,
+    field: AttentionField,
     X0: ArrayLike,
     Y0: ArrayLike,
     times: ArrayLike,
