@@ -38,11 +38,9 @@ References
 """
 
 from ._estimates import (
-    StabilityBound,
     lipschitz_measure,
     lipschitz_x,
     softmax_jacobian,
-    stability_constant,
     support_radius,
     support_radius_bound,
 )
@@ -52,7 +50,8 @@ from ._experiments import (
     mean_field_errors,
     stability_ratios,
 )
-from ._lipschitz import FieldConstants, field_constants, gronwall_bound, measured_constants
+from ._gronwall import StabilityBound, gronwall_bound, stability_constant
+from ._lipschitz import FieldConstants, field_constants, measured_constants
 from ._masked import (
     MaskedCloud,
     Sensitivity,

@@ -1,4 +1,4 @@
-r"""A priori estimates of every attention variant on a ball, and their Gronwall bound (private).
+r"""A priori constants of every attention variant on a ball: growth and Lipschitz (private).
 
 For a field :math:`\Gamma_{\mu,t}` and measures supported in :math:`B(0, R)`, three constants
 carry the well-posedness and stability theory of the Transformer PDE:
@@ -9,24 +9,19 @@ carry the well-posedness and stability theory of the Transformer PDE:
   :math:`W_1`, hence in every :math:`W_p`, :math:`p \ge 1` (because :math:`W_1 \le W_p`).
 
 :func:`field_constants` returns them for softmax, l2, sigmoid, Sinkhorn, multi-head and masked
-attention, with constant or time-dependent parameters; :func:`gronwall_bound` integrates them
-along the support-radius bound into :math:`\log C(t, R_0)`.
+attention, with constant or time-dependent parameters; :func:`gronwall_bound` (in ``_gronwall``)
+integrates them along the support-radius bound into :math:`\log C(t, R_0)`.
 """
 
 from __future__ import annotations
 
-import itertools
-import warnings
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.integrate import IntegrationWarning, quad
 
 from .._typing import ArrayLike, ParameterLike
 from .._validation import (
     as_matrix,
-    as_times,
     as_tokens,
     check_instance,
     check_positive,
@@ -35,13 +30,9 @@ from .._validation import (
 )
 from ..attention import L2, AttentionField, Causal, MultiHead, Sigmoid, Sinkhorn, Softmax
 from ..wasserstein import wasserstein1
-from ._estimates import StabilityBound, support_radius
+from ._estimates import support_radius
 
-__all__ = ["FieldConstants", "field_constants", "gronwall_bound", "measured_constants"]
-
-#: Relative accuracy asked of the quadratures of the Gronwall exponent: far below the
-#: looseness of the bound itself, so the computed bound is the bound up to rounding.
-QUAD_RTOL = 1e-10
+__all__ = ["FieldConstants", "field_constants", "measured_constants"]
 
 
 @dataclass(frozen=True)
@@ -254,156 +245,6 @@ def _constants(
         "`field` must be Softmax, L2, Sigmoid, Sinkhorn, MultiHead or Causal; got "
         f"{type(field).__name__}, for which the book states no such estimates."
     )
-
-
-@float_guard("the Gronwall bound", "shorten `times` or lower `R0`")
-def gronwall_bound(
-    field: AttentionField,
-    times: ArrayLike,
-    R0: float,
-    *,
-    sink_mass: float | None = None,
-    hardy_p: float | None = None,
-) -> StabilityBound:
-    r"""Stability bound :math:`W_p(\mu_t,\nu_t) \le C(t,R_0)\,W_p(\mu_0,\nu_0)` of any variant.
-
-    .. math::
-
-        R(t) = R_0 \exp\Big(\int_0^t b(s)\,ds\Big), \qquad
-        \log C(t, R_0) = \int_0^t \big(L_x(R(s), s) + L_\mu(R(s), s)\big)\,ds,
-
-    with the constants of :func:`field_constants` at time :math:`s`, valid for every
-    :math:`p \ge 1` when both initial measures are supported in :math:`B(0, R_0)` (for masked
-    attention: :math:`W_{p,\lambda}` and a sink of mass `sink_mass`). For masked attention
-    without a sink, `hardy_p` :math:`= p \in (1, \infty)` gives instead the bound through
-    Hardy's inequality, valid in :math:`W_{p,\lambda}` when the position marginal is uniform on
-    distinct positions (or Lebesgue):
-
-    .. math::
-
-        \log C(t, R_0) = \int_0^t \Big(L_x(R(s), s) + \frac{p}{p - 1}\,L_\mu(R(s), s)\Big)\,ds,
-
-    with the unmasked softmax constants. The integrals are computed by adaptive quadrature
-    (relative accuracy ``QUAD_RTOL`` = 1e-10).
-
-    Parameters
-    ----------
-    field : Softmax, L2, Sigmoid, Sinkhorn, MultiHead or Causal
-    times : array_like, shape (T,)
-        Nonnegative, nondecreasing times.
-    R0 : float
-        Radius of a ball holding both initial supports.
-    sink_mass : float, optional
-        For ``Causal`` only (see :func:`field_constants`).
-    hardy_p : float, optional
-        For ``Causal`` only, instead of `sink_mass`: the order :math:`p \in (1, \infty)` of
-        the Hardy bound.
-
-    Returns
-    -------
-    StabilityBound
-        A bound that leaves float64 is ``inf``, a value and not a failure: ``radius`` from the
-        time :math:`R_0 e^{\int b}` exceeds the largest float, the constants there (their limits
-        as :math:`R \to \infty`: ``inf``, or their exact value when they do not depend on
-        :math:`R`), and ``log_constant`` from the time its integrand overflows (the bound is
-        then void, not wrong). As in SciPy's special functions, an overflow is reported by the
-        value ``inf``, so the finite bounds at earlier `times` are kept; NaN never occurs.
-
-    Raises
-    ------
-    ValueError
-        If `times` are negative or decreasing, `R0` is negative, `sink_mass` is missing for
-        ``Causal`` or `hardy_p` is given where it does not apply (see :func:`field_constants`).
-    TypeError
-        If `field` is not a variant for which the book states the estimates.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from token_dynamics.attention import Softmax
-    >>> from token_dynamics.meanfield import gronwall_bound
-    >>> b = gronwall_bound(Softmax(np.zeros((1, 1)), np.eye(1)), [0.0, 1.0], 1.0)
-    >>> b.radius.round(4), b.log_constant.round(6)  # A = 0: only L_mu = ||V|| = 1
-    (array([1.    , 2.7183]), array([0., 1.]))
-    """
-    _check_field(field)
-    t = as_times(times, strict=False, nonnegative=True, scalar=True)
-    R0 = check_positive(R0, "R0", allow_zero=True)
-    hardy = _hardy_factor(field, hardy_p, sink_mass)
-
-    def consts(s: float, r: float) -> FieldConstants:
-        if hardy is None:
-            return _constants(field, r, s, sink_mass)
-        # Hardy's constant p/(p-1) times the unmasked softmax constant (the sink mass 1)
-        c = _constants(field, r, s, 1.0)
-        return FieldConstants(c.growth, c.lipschitz_x, _times(hardy, c.lipschitz_measure))
-
-    def radius(s: float) -> float:
-        # inf once R0 e^{int b} leaves float64: the constants are then their limits (void)
-        growth = _integral(
-            lambda u: consts(u, R0).growth, 0.0, s, "the growth exponent of the radius bound", 50
-        )
-        return _times(R0, _exp(growth))
-
-    def rate(s: float) -> float:
-        c = consts(s, radius(s))
-        return c.lipschitz_x + c.lipschitz_measure
-
-    def piece(a: float, b: float) -> float:
-        # the rate is finite and continuous until the exponentials overflow float64
-        with np.errstate(over="ignore"):
-            if not all(np.isfinite(rate(s)) for s in (a, 0.5 * (a + b), b)):
-                return np.inf
-            return _integral(rate, a, b, "the Gronwall exponent log C", 200)
-
-    edges = np.concatenate([[0.0], t])
-    pieces = [piece(a, b) for a, b in itertools.pairwise(edges)]
-    radii = np.array([radius(s) for s in t])
-    at_t = [consts(s, r) for s, r in zip(t, radii, strict=True)]
-    return StabilityBound(
-        times=t,
-        radius=radii,
-        lipschitz_x=np.array([c.lipschitz_x for c in at_t]),
-        lipschitz_measure=np.array([c.lipschitz_measure for c in at_t]),
-        log_constant=np.cumsum(pieces),
-    )
-
-
-def _integral(f: Callable[[float], float], a: float, b: float, quantity: str, limit: int) -> float:
-    """Adaptive quadrature of a nonnegative integrand; an integral that quadrature cannot
-    resolve (NaN, or SciPy's ``IntegrationWarning``) is a ``FloatingPointError`` naming it."""
-    if not b > a:
-        return 0.0
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", IntegrationWarning)
-        try:
-            value = float(quad(f, a, b, epsrel=QUAD_RTOL, limit=limit)[0])
-        except IntegrationWarning:
-            value = np.nan
-    if np.isnan(value):
-        raise FloatingPointError(
-            f"{quantity} on [{a:g}, {b:g}] is not resolved by adaptive quadrature (it overflows "
-            "float64 or the parameters vary too fast over so long a span); shorten `times`."
-        )
-    return value
-
-
-def _hardy_factor(
-    field: AttentionField, hardy_p: float | None, sink_mass: float | None
-) -> float | None:
-    """Hardy's constant p/(p-1) for `hardy_p`, after checking that it applies."""
-    if hardy_p is None:
-        return None
-    if not isinstance(field, Causal):
-        raise ValueError("`hardy_p` applies to masked attention (`Causal`) only; omit it.")
-    if sink_mass is not None:
-        raise ValueError("Pass either `sink_mass` or `hardy_p`, not both.")
-    p = float(hardy_p)
-    if not 1 < p < np.inf:
-        raise ValueError(
-            f"`hardy_p` must lie in (1, inf): Hardy's inequality fails for p = 1; got {hardy_p!r}."
-        )
-    return p / (p - 1)
 
 
 @float_guard("the measured constants", "rescale the tokens and queries")

@@ -9,9 +9,10 @@ import numpy as np
 from .._typing import ArrayLike
 from .._validation import as_tokens, as_weights, float_guard
 from ..attention import AttentionField, Causal
-from ._estimates import StabilityBound, support_radius
+from ._estimates import support_radius
 from ._experiments import DEFAULT_DT, StabilityRun, stability_ratios
-from ._lipschitz import _check_field, gronwall_bound
+from ._gronwall import StabilityBound, gronwall_bound
+from ._lipschitz import _check_field
 
 __all__ = ["StabilityCheck", "stability_check"]
 
