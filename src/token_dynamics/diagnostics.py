@@ -9,7 +9,6 @@ bounded for large ``n``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from scipy.spatial.distance import cdist
@@ -212,7 +211,7 @@ def min_inner_product(X: ArrayLike) -> float:
 
 @float_guard("the interaction energy", "scale `X`, `A` or `beta` down")
 def interaction_energy(
-    X: ArrayLike, beta: float = 1.0, weights: ArrayLike | None = None, *, A: Any = None
+    X: ArrayLike, beta: float = 1.0, weights: ArrayLike | None = None, *, A: ArrayLike | None = None
 ) -> float:
     r"""Interaction energy of the tokens' measure,
 
@@ -337,7 +336,7 @@ def cluster_count(X: ArrayLike, tol: float) -> int:
         labels = new
 
 
-def numerical_rank(M: Any, rtol: float | None = None) -> int:
+def numerical_rank(M: ArrayLike, rtol: float | None = None) -> int:
     r"""Number of singular values of ``M`` above ``rtol`` times the largest one.
 
     .. math:: \operatorname{rank}_{\mathrm{rtol}}(M) = \#\{i : \sigma_i(M) >
