@@ -31,9 +31,6 @@ import token_dynamics
 PENDING = {
     "token_dynamics.attention._base": "no __all__",
     "token_dynamics.attention._kernels": "no __all__",
-    "token_dynamics.gradient_flow": "FD_STEP and LOG_FLOAT_MAX imported but not in __all__",
-    "token_dynamics.wasserstein": "five solver constants imported but not in __all__",
-    "token_dynamics.wasserstein._solvers": "no __all__",
 }
 #: The private ground floor: argument checks and shared linear algebra.
 GROUND_FLOOR = ("token_dynamics._validation", "token_dynamics._linalg")
