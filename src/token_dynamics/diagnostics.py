@@ -14,7 +14,7 @@ import numpy as np
 from scipy.spatial.distance import cdist
 from scipy.special import logsumexp
 
-from ._linalg import power_of_two_scale, row_blocks
+from ._linalg import LOG_FLOAT_MAX, power_of_two_scale, row_blocks
 from ._typing import ArrayLike
 from ._validation import (
     as_matrix,
@@ -37,9 +37,6 @@ __all__ = [
     "min_inner_product",
     "numerical_rank",
 ]
-
-#: Largest argument of ``exp`` that stays finite in float64 (log of the largest double).
-LOG_FLOAT_MAX = float(np.log(np.finfo(np.float64).max))
 
 
 def empirical_mean(X: ArrayLike, weights: ArrayLike | None = None) -> np.ndarray:

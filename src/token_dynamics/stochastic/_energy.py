@@ -13,13 +13,11 @@ from typing import Any
 import numpy as np
 
 from .. import geometry
+from .._linalg import LOG_FLOAT_MAX
 from .._typing import ArrayLike
 from .._validation import as_real_array, as_sphere_tokens, as_square, as_weights, check_positive
 
 __all__ = ["attention_forcing", "energy_derivative", "synchronization_energy"]
-
-#: log of the largest float64: e^beta overflows beyond it.
-LOG_FLOAT_MAX = float(np.log(np.finfo(np.float64).max))
 
 
 def _sphere_stack(X: ArrayLike, name: str = "X") -> np.ndarray:
