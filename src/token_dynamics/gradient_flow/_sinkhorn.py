@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from .._linalg import psd_sqrt
-from .._typing import ArrayLike
+from .._typing import ArrayLike, FloatArray
 from .._validation import as_covariance, as_symmetric, as_vector, check_positive, float_guard
 from ._energy import SYMMETRIC_A
 
@@ -25,13 +24,15 @@ __all__ = [
 FD_STEP = 1e-5
 
 
-def _sinkhorn_args(mean: ArrayLike, cov: ArrayLike, A: Any, eps: Any):
+def _sinkhorn_args(
+    mean: ArrayLike, cov: ArrayLike, A: ArrayLike, eps: float
+) -> tuple[FloatArray, FloatArray, FloatArray, float]:
     """Validate a Gaussian ``(mean, cov)``, a symmetric ``A`` and ``eps > 0``."""
     alpha = as_vector(mean, "mean")
     d = alpha.shape[0]
-    A = as_symmetric(A, "A", d=d, what=SYMMETRIC_A)
+    Asym = as_symmetric(A, "A", d=d, what=SYMMETRIC_A)
     S = as_covariance(cov, "cov", d=d)
-    return alpha, S, A, check_positive(eps, "eps")
+    return alpha, S, Asym, check_positive(eps, "eps")
 
 
 def _sinkhorn_cross_covariance(cov: np.ndarray, A: np.ndarray, eps: float):
@@ -52,7 +53,9 @@ def _sinkhorn_moment_rhs(mean, cov, A, V, eps):
 
 
 @float_guard("the Sinkhorn Gaussian cost", "rescale `mean`, `cov`, `A` or `eps`")
-def sinkhorn_gaussian_cost(mean: ArrayLike, cov: ArrayLike, A: Any, *, eps: float = 1.0) -> float:
+def sinkhorn_gaussian_cost(
+    mean: ArrayLike, cov: ArrayLike, A: ArrayLike, *, eps: float = 1.0
+) -> float:
     r"""Entropic self-transport cost :math:`\mathrm{OT}_\varepsilon(\mu,\mu)` of a Gaussian.
 
     For the cost :math:`c(x,y) = -\langle Ax, y\rangle` (symmetric :math:`A`) and
@@ -216,7 +219,7 @@ class BuresWassersteinCheck:
 
 @float_guard("the Bures-Wasserstein check", "rescale `mean`, `cov`, `A`, `eps` or `h`")
 def sinkhorn_bures_wasserstein_check(
-    mean: ArrayLike, cov: ArrayLike, A: Any, *, eps: float = 1.0, h: float = FD_STEP
+    mean: ArrayLike, cov: ArrayLike, A: ArrayLike, *, eps: float = 1.0, h: float = FD_STEP
 ) -> BuresWassersteinCheck:
     r"""Sinkhorn Gaussian ODE (``V = A``) against the BW flow of half the entropic self-cost.
 
