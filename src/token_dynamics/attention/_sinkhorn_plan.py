@@ -91,39 +91,19 @@ def _log(w: np.ndarray) -> np.ndarray:
 SYMMETRY_RTOL = 1e-12
 
 
-#: Side of the square tiles in which a matrix is compared with, or averaged with, its transpose:
-#: two 256 x 256 float64 tiles (1 MiB) stay in cache, where a whole transposed pass over a large
-#: matrix reads memory with a stride (measured 6 s for the whole-matrix check at n = 4096 under
-#: load, against tens of milliseconds by tiles).
-TRANSPOSE_TILE = 256
-
-
-def _tile_pairs(n: int):
-    ts = [slice(i, min(i + TRANSPOSE_TILE, n)) for i in range(0, n, TRANSPOSE_TILE)]
-    return [(r, c) for i, r in enumerate(ts) for c in ts[i:]]
-
-
-def _is_symmetric(S: np.ndarray) -> bool:
-    """Whether ``S`` equals its transpose to :data:`SYMMETRY_RTOL`, tile by tile (a
-    non-symmetric matrix usually stops at its first tile)."""
-    if S.shape[0] != S.shape[1]:
+def _is_symmetric(K: FloatArray, eps: float) -> bool:
+    """Whether the scores ``K = S / eps`` equal their transpose to :data:`SYMMETRY_RTOL` (relative
+    to ``max(1, max |S|)``), tile by tile (a non-symmetric matrix usually stops at its first
+    tile). The symmetric solver does not need ``K`` symmetric to the last bit: its plan is
+    symmetrised at the end, so ``K`` is only read here."""
+    if K.shape[0] != K.shape[1]:
         return False
-    tol = SYMMETRY_RTOL * max(1.0, float(np.abs(S).max()))
+    tol = SYMMETRY_RTOL * max(1.0 / eps, float(K.max()), -float(K.min()))
     with np.errstate(over="ignore"):  # 1e308 - (-1e308) is inf: not symmetric, rightly
-        for r, c in _tile_pairs(S.shape[0]):
-            if not np.all(np.abs(S[r, c] - S[c, r].T) <= tol):
+        for r, c in scaling.tile_pairs(K.shape[0]):
+            if not np.all(np.abs(K[r, c] - K[c, r].T) <= tol):
                 return False
     return True
-
-
-def _symmetrize(M: np.ndarray) -> np.ndarray:
-    """``(M + M^T) / 2`` in place, tile by tile (halves first: no overflow); returns ``M``."""
-    for r, c in _tile_pairs(M.shape[0]):
-        T = M[r, c] * 0.5
-        T += M[c, r].T * 0.5
-        M[r, c] = T
-        M[c, r] = T.T
-    return M
 
 
 def sinkhorn_plan(
@@ -219,14 +199,13 @@ def sinkhorn_plan(
     tol = check_positive(tol, "tol")
     max_iter = check_int(max_iter, "max_iter", minimum=1)
     log_a, log_b = _log(a), _log(b)
-    symmetric = n == m and np.array_equal(a, b) and _is_symmetric(S)
     # the scaling iterations need positive weights (a zero weight is a -inf potential)
     positive = bool(np.all(a > 0) and np.all(b > 0))
     with float_guard("the scores divided by `eps`", "rescale `S` or increase `eps`"):
         K = np.divide(S, eps, out=S)  # S is our own validated copy
+    symmetric = n == m and np.array_equal(a, b) and _is_symmetric(K, eps)
     plan = None
     if symmetric:
-        K = _symmetrize(K)
         if positive:
             u, n_iter, converged, plan = scaling.symmetric_scaling(K, log_a, tol, max_iter)
         else:
@@ -239,15 +218,15 @@ def sinkhorn_plan(
     if plan is None:  # after the log-sum-exp iterations; a score near -1e308 gives -inf: 0
         with np.errstate(under="ignore", over="ignore"):
             plan = np.exp(K + (u + log_a)[:, None] + (v + log_b)[None, :])
-    if symmetric:
-        plan = _symmetrize(plan)  # equal already, up to the rounding of the sums
+        if symmetric:
+            plan = scaling.symmetrize(plan)  # equal already, up to the rounding of the sums
     if not np.all(np.isfinite(plan)):
         raise FloatingPointError(
             f"the Sinkhorn plan is not finite after {n_iter} iterations at eps = {eps:g}; "
             "rescale `S` or increase `eps`."
         )
-    err = max(
-        float(np.sum(np.abs(plan.sum(axis=1) - a))), float(np.sum(np.abs(plan.sum(axis=0) - b)))
-    )
+    err = float(np.sum(np.abs(plan.sum(axis=1) - a)))
+    if not symmetric:  # a symmetric plan's column sums are its row sums
+        err = max(err, float(np.sum(np.abs(plan.sum(axis=0) - b))))
     f, g = eps * u, eps * v
     return SinkhornPlan(plan, converged, n_iter, err, f, g)
