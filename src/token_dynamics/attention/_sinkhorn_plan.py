@@ -91,14 +91,14 @@ def _log(w: np.ndarray) -> np.ndarray:
 SYMMETRY_RTOL = 1e-12
 
 
-def _is_symmetric(K: FloatArray, eps: float) -> bool:
+def _is_symmetric(K: FloatArray, row_max: FloatArray, eps: float) -> bool:
     """Whether the scores ``K = S / eps`` equal their transpose to :data:`SYMMETRY_RTOL` (relative
     to ``max(1, max |S|)``), tile by tile (a non-symmetric matrix usually stops at its first
     tile). The symmetric solver does not need ``K`` symmetric to the last bit: its plan is
     symmetrised at the end, so ``K`` is only read here."""
     if K.shape[0] != K.shape[1]:
         return False
-    tol = SYMMETRY_RTOL * max(1.0 / eps, float(K.max()), -float(K.min()))
+    tol = SYMMETRY_RTOL * max(1.0 / eps, float(row_max.max()), -float(K.min()))
     with np.errstate(over="ignore"):  # 1e308 - (-1e308) is inf: not symmetric, rightly
         for r, c in scaling.tile_pairs(K.shape[0]):
             if not np.all(np.abs(K[r, c] - K[c, r].T) <= tol):
@@ -203,16 +203,19 @@ def sinkhorn_plan(
     positive = bool(np.all(a > 0) and np.all(b > 0))
     with float_guard("the scores divided by `eps`", "rescale `S` or increase `eps`"):
         K = np.divide(S, eps, out=S)  # S is our own validated copy
-    symmetric = n == m and np.array_equal(a, b) and _is_symmetric(K, eps)
+    row_max = K.max(axis=1)  # the symmetry check's scale and the solvers' first potentials
+    symmetric = n == m and np.array_equal(a, b) and _is_symmetric(K, row_max, eps)
     plan = None
     if symmetric:
         if positive:
-            u, n_iter, converged, plan = scaling.symmetric_scaling(K, log_a, tol, max_iter)
+            u, n_iter, converged, plan = scaling.symmetric_scaling(K, row_max, log_a, tol, max_iter)
         else:
             u, n_iter, converged = scaling.symmetric_iterations(K, log_a, tol, max_iter)
         v = u
     elif positive:
-        u, v, n_iter, converged, plan = scaling.alternating_scaling(K, log_a, log_b, tol, max_iter)
+        u, v, n_iter, converged, plan = scaling.alternating_scaling(
+            K, row_max, log_a, log_b, tol, max_iter
+        )
     else:
         u, v, n_iter, converged = scaling.alternating_iterations(K, log_a, log_b, tol, max_iter)
     if plan is None:  # after the log-sum-exp iterations; a score near -1e308 gives -inf: 0
@@ -220,12 +223,13 @@ def sinkhorn_plan(
             plan = np.exp(K + (u + log_a)[:, None] + (v + log_b)[None, :])
         if symmetric:
             plan = scaling.symmetrize(plan)  # equal already, up to the rounding of the sums
-    if not np.all(np.isfinite(plan)):
+    rows = plan.sum(axis=1)  # non-negative entries: a non-finite one makes its row sum so
+    if not np.all(np.isfinite(rows)):
         raise FloatingPointError(
             f"the Sinkhorn plan is not finite after {n_iter} iterations at eps = {eps:g}; "
             "rescale `S` or increase `eps`."
         )
-    err = float(np.sum(np.abs(plan.sum(axis=1) - a)))
+    err = float(np.sum(np.abs(rows - a)))
     if not symmetric:  # a symmetric plan's column sums are its row sums
         err = max(err, float(np.sum(np.abs(plan.sum(axis=0) - b))))
     f, g = eps * u, eps * v

@@ -165,7 +165,7 @@ def alternating_iterations(K, log_a, log_b, tol, max_iter):
         n_iter += 1
 
 
-def alternating_scaling(K, log_a, log_b, tol, max_iter):
+def alternating_scaling(K, row_max, log_a, log_b, tol, max_iter):
     """Alternating Sinkhorn as scalings of an absorbed kernel, one pass over it per iteration.
 
     Same iterates as :func:`alternating_iterations`. A sweep over the row blocks computes, for
@@ -175,10 +175,11 @@ def alternating_scaling(K, log_a, log_b, tol, max_iter):
     n = 4096 these reads from memory are the whole cost of an iteration. The kernel is first
     built at ``u = -max_j K_ij`` (every row keeps a term of 1: no row underflows). Falls back to
     the log-sum-exp iterations if a scaling turns non-finite (scores spread over ~700 eps).
-    Returns ``(u, v, n_iter, converged, plan)``, the plan ``None`` after a fallback.
+    ``row_max`` is ``K.max(axis=1)``. Returns ``(u, v, n_iter, converged, plan)``, the plan
+    ``None`` after a fallback.
     """
     a, b = np.exp(log_a), np.exp(log_b)
-    kernel = _Kernel(K, log_a, log_b, -K.max(axis=1), np.zeros(K.shape[1]))
+    kernel = _Kernel(K, log_a, log_b, -row_max, np.zeros(K.shape[1]))
     alpha, beta = np.empty(K.shape[0]), np.ones(K.shape[1])
     c, part = np.empty(K.shape[1]), np.empty(K.shape[1])
     n_iter = 0
@@ -260,7 +261,7 @@ def symmetric_iterations(K, log_a, tol, max_iter):
         updates += 1
 
 
-def symmetric_scaling(K, log_a, tol, max_iter):
+def symmetric_scaling(K, row_max, log_a, tol, max_iter):
     """:func:`symmetric_iterations` as scalings of an absorbed symmetric kernel.
 
     With ``P = a_i a_j e^{K_ij + u_i + u_j}`` and the plan ``diag(alpha) P diag(alpha)``, the
@@ -272,7 +273,7 @@ def symmetric_scaling(K, log_a, tol, max_iter):
     symmetric) ``None`` after a fallback.
     """
     a = np.exp(log_a)
-    u = -K.max(axis=1) / 2
+    u = -row_max / 2
     kernel = _Kernel(K, log_a, log_a, u, u)
     alpha, r = np.ones(K.shape[0]), np.empty(K.shape[0])
     relax = _Relaxation()
