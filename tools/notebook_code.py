@@ -1,11 +1,16 @@
-"""The book's notebooks as code: find them, execute one, or extract their code for the linter.
+"""The book's notebooks as code: find them, execute one, check their imports, or extract their
+code for the linter.
 
 Usage: ``python tools/notebook_code.py OUT`` writes the code cells of every notebook to
 ``OUT/<path>.py`` in order (jupytext's percent format), so that ruff can lint them.
-``notebooks()`` and ``execute()`` serve the notebook tests and the execution benchmark.
+``notebooks()`` and ``execute()`` serve the notebook tests and the execution benchmark;
+``import_violations()`` checks the one import convention of the contributing guide.
 """
 
+import ast
+import importlib
 import sys
+import types
 from pathlib import Path
 
 import jupytext
@@ -52,6 +57,95 @@ def stderr_outputs(nb) -> list[tuple[int, str]]:
         for out in cell.get("outputs", [])
         if out.get("output_type") == "stream" and out.get("name") == "stderr"
     ]
+
+
+#: The only ``from token_dynamics.<module> import <name>`` lines a notebook may have.
+ALLOWED_FROM = {("token_dynamics.book", "glue"), ("token_dynamics.exercises", "check_answer")}
+
+
+def code_cells(path: Path) -> list[str]:
+    """The source of every code cell of the jupytext notebook at `path`, in order."""
+    return [cell.source for cell in jupytext.read(path).cells if cell.cell_type == "code"]
+
+
+def _is_module(name: str) -> bool:
+    """Whether ``token_dynamics.<name>`` is a module of the package."""
+    try:
+        importlib.import_module(f"token_dynamics.{name}")
+    except ModuleNotFoundError:
+        return False
+    return True
+
+
+def import_violations(source: str) -> list[str]:
+    """What in the code `source` breaks the notebooks' import convention, one message per place.
+
+    The convention (CONTRIBUTING.md, "Notebook"): ``import token_dynamics as td`` for the names
+    the top level re-exports, used as ``td.name``; the modules a page uses imported by their own
+    name, without alias (``from token_dynamics import plotting, stochastic``), used as
+    ``plotting.plot_tokens``; and ``from token_dynamics.book import glue``,
+    ``from token_dynamics.exercises import check_answer``. Any other import of the package, a
+    ``td.<module>.<name>`` chain, a ``td.<name>`` the top level does not export, or a
+    ``<module>.<name>`` that the top level re-exports (write ``td.<name>``) is reported.
+    """
+    import token_dynamics as td
+
+    violations: list[str] = []
+    modules: set[str] = set()
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        where = f"line {getattr(node, 'lineno', '?')}"
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] != "token_dynamics":
+                    continue
+                if (alias.name, alias.asname) != ("token_dynamics", "td"):
+                    shown = alias.name + (f" as {alias.asname}" if alias.asname else "")
+                    violations.append(
+                        f"{where}: `import {shown}`; write `import token_dynamics as td`"
+                    )
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == (
+            "token_dynamics"
+        ):
+            for alias in node.names:
+                if (node.module, alias.name) in ALLOWED_FROM and alias.asname is None:
+                    continue
+                if node.module == "token_dynamics" and alias.asname is None:
+                    if _is_module(alias.name):
+                        modules.add(alias.name)
+                        continue
+                    violations.append(
+                        f"{where}: `from token_dynamics import {alias.name}` imports a name, not "
+                        f"a module; use `td.{alias.name}`"
+                    )
+                    continue
+                shown = f"from {node.module} import {alias.name}" + (
+                    f" as {alias.asname}" if alias.asname else ""
+                )
+                violations.append(
+                    f"{where}: `{shown}`; import the module by its own name "
+                    f"(`from token_dynamics import <module>`) or use `td.<name>`"
+                )
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)):
+            continue
+        owner, name = node.value.id, node.attr
+        where = f"line {node.lineno}"
+        if owner == "td":
+            if name not in td.__all__:
+                violations.append(f"{where}: `td.{name}` is not exported by `token_dynamics`")
+            elif isinstance(getattr(td, name), types.ModuleType):
+                violations.append(
+                    f"{where}: `td.{name}.` reaches a module through `td`; write "
+                    f"`from token_dynamics import {name}` and use `{name}.<name>`"
+                )
+        elif owner in modules:
+            module = importlib.import_module(f"token_dynamics.{owner}")
+            if name in td.__all__ and getattr(td, name) is getattr(module, name, None):
+                violations.append(
+                    f"{where}: `{owner}.{name}` is re-exported by the top level; write `td.{name}`"
+                )
+    return violations
 
 
 def main(out: Path) -> None:

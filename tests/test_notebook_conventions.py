@@ -1,0 +1,69 @@
+"""The notebooks' conventions that a reader sees in every code cell: one way to import the
+library (CONTRIBUTING.md, "Notebook")."""
+
+import sys
+
+import pytest
+
+from .helpers import ROOT
+
+sys.path.insert(0, str(ROOT / "tools"))
+from notebook_code import code_cells, import_violations, notebooks
+
+COURSEWORK = sorted(
+    p
+    for p in (ROOT / "coursework").glob("*.md")
+    if p.read_text(encoding="utf-8").lstrip().startswith("---\njupytext:")
+)
+
+
+@pytest.mark.parametrize("path", notebooks() + COURSEWORK, ids=lambda p: str(p.relative_to(ROOT)))
+def test_notebook_follows_the_import_convention(path):
+    # each cell on its own: a cell is a unit a reader copies
+    found = [
+        f"cell {i}, {message}"
+        for i, source in enumerate(code_cells(path))
+        for message in import_violations(source)
+    ]
+    assert not found, "\n".join(found)
+
+
+def test_coursework_notebooks_found():
+    assert COURSEWORK, "no jupytext notebooks under coursework/"
+
+
+GOOD = """
+import numpy as np
+import token_dynamics as td
+from token_dynamics import gaussian, plotting
+from token_dynamics.book import glue
+from token_dynamics.exercises import check_answer
+X = td.uniform_sphere(4, 2, rng=0)
+field = gaussian.SoftmaxMoments(np.eye(2), np.eye(2))
+sol = gaussian.solve_moments(field, [0, 0], np.eye(2), [0, 1])
+plotting.plot_tokens
+"""
+
+
+def test_the_convention_passes():
+    assert import_violations(GOOD) == []
+
+
+@pytest.mark.parametrize(
+    ("source", "match"),
+    [
+        ("import token_dynamics", "import token_dynamics`"),
+        ("import token_dynamics.plotting", "import token_dynamics.plotting`"),
+        ("import token_dynamics as tdx", "as tdx"),
+        ("from token_dynamics import gaussian as tg", "as tg"),
+        ("from token_dynamics.attention import Softmax", "from token_dynamics.attention"),
+        ("from token_dynamics import Softmax", "imports a name"),
+        ("from token_dynamics.book import glue as g", "as g"),
+        ("import token_dynamics as td\ntd.gaussian.solve_moments", "reaches a module"),
+        ("import token_dynamics as td\ntd.solve_moments", "not exported"),
+        ("from token_dynamics import attention\nattention.Softmax", "write `td.Softmax`"),
+    ],
+)
+def test_other_forms_are_reported(source, match):
+    found = import_violations(source)
+    assert len(found) == 1 and match in found[0], found
