@@ -307,6 +307,7 @@ OVERRIDES: dict[str, dict[str, Callable[[], Any]]] = {
         "n_ref": lambda: 16,
         "dt": lambda: 0.1,
     },
+    "moment_gap_study": {"ns": lambda: np.array([4, 8]), "T": lambda: 0.3, "repeats": lambda: 2},
     "chaos_rate": {"N": lambda: np.array([4.0, 8.0])},
     "deep_limit_error": {
         "depths": lambda: np.array([2, 4]),
@@ -368,6 +369,7 @@ RECORD_SOURCES: dict[str, str] = {
     "FieldConstants": "field_constants",
     "MaskedCloud": "causal_cloud",
     "MeanFieldErrors": "mean_field_errors",
+    "MomentGapStudy": "moment_gap_study",
     "Sensitivity": "first_token_sensitivity",
     "StabilityBound": "gronwall_bound",
     "StabilityCheck": "stability_check",

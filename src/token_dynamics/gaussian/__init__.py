@@ -24,6 +24,8 @@ from ._equations import __all__ as _equations_all
 from ._equations import sinkhorn_whitened_coupling
 from ._experiments import *  # noqa: F403
 from ._experiments import __all__ as _experiments_all
+from ._moment_gap import *  # noqa: F403
+from ._moment_gap import __all__ as _moment_gap_all
 from ._particles import *  # noqa: F403
 from ._particles import __all__ as _particles_all
 from ._path import *  # noqa: F403
@@ -37,6 +39,7 @@ __all__ = [
     *_solve_all,
     *_closed_all,
     *_particles_all,
+    *_moment_gap_all,
     *_experiments_all,
     "sinkhorn_whitened_coupling",
 ]
