@@ -309,6 +309,7 @@ OVERRIDES: dict[str, dict[str, Callable[[], Any]]] = {
     },
     "moment_gap_study": {"ns": lambda: np.array([4, 8]), "T": lambda: 0.3, "repeats": lambda: 2},
     "chaos_rate": {"N": lambda: np.array([4.0, 8.0])},
+    "hardmax_limit": {"betas": lambda: np.array([1.0, 4.0])},
     "deep_limit_error": {
         "depths": lambda: np.array([2, 4]),
         "L_ref": lambda: 8,
@@ -369,6 +370,7 @@ RECORD_SOURCES: dict[str, str] = {
     "FieldConstants": "field_constants",
     "MaskedCloud": "causal_cloud",
     "MeanFieldErrors": "mean_field_errors",
+    "HardmaxLimit": "hardmax_limit",
     "MomentGapStudy": "moment_gap_study",
     "Sensitivity": "first_token_sensitivity",
     "StabilityBound": "gronwall_bound",

@@ -17,6 +17,7 @@ Sinkhorn iteration that does not converge warns (``SinkhornConvergenceWarning``)
 
 from ._base import AttentionField
 from ._composite import VARIANTS, Causal, MultiHead, make_field, with_positions
+from ._hardmax_limit import HardmaxLimit, hardmax_limit
 from ._kernels import BLOCK_ELEMENTS, softmax_weights
 from ._sinkhorn import (
     SINKHORN_MAX_ITER,
@@ -36,6 +37,7 @@ __all__ = [
     "AttentionField",
     "Causal",
     "Hardmax",
+    "HardmaxLimit",
     "Linear",
     "MultiHead",
     "Sigmoid",
@@ -45,6 +47,7 @@ __all__ = [
     "SinkhornPlan",
     "Softmax",
     "Unnormalised",
+    "hardmax_limit",
     "make_field",
     "sinkhorn_plan",
     "softmax_weights",
