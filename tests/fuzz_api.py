@@ -254,6 +254,7 @@ OVERRIDES: dict[str, dict[str, Callable[[], Any]]] = {
     "trace_one_grid": {"n_angles": lambda: 4},
     "gaussian_energy": {"A": lambda: 0.3 * np.array(_A)},
     "gaussian_energy_along": {"A": lambda: 0.3 * np.array(_A)},
+    "sampled_gaussian_energy": {"A": lambda: 0.3 * np.array(_A)},
     "gaussian_translation_second_variation": {"A": lambda: 0.3 * np.array(_A)},
     "sinkhorn_bures_wasserstein_check": {"A": lambda: 0.3 * np.array(_A)},
     "sinkhorn_gaussian_cost": {"A": lambda: 0.3 * np.array(_A)},

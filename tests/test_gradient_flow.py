@@ -560,3 +560,31 @@ def test_first_variation_and_gradient_are_log_domain():
             f(X30, np.eye(2))
     with pytest.raises(FloatingPointError, match="float64 range"):
         gf.translation_second_variation(X30, np.eye(2), [1.0, 0.0])
+
+
+@pytest.mark.statement("gf-prop-gaussian-energy")
+def test_sampled_gaussian_energy_agrees_with_the_closed_form():
+    # ||R A R|| < 1/2 for these (R = Sigma^(1/2)): the samples have a finite variance, so
+    # the estimate is within 4 standard errors of the closed form (a 6e-5 false alarm each)
+    rng = np.random.default_rng(11)
+    for _ in range(3):
+        A = 0.5 * rng.standard_normal((2, 2))
+        cov = random_spd(rng, 2, shift=0.1)
+        cov *= 0.3 / np.linalg.norm(cov, 2) / max(np.linalg.norm(A, 2), 1e-3)
+        mean = 0.5 * rng.standard_normal(2)
+        est = gf.sampled_gaussian_energy(mean, cov, A, 50_000, rng=rng)
+        closed = gf.gaussian_energy(mean, cov, A).value
+        assert abs(est.mean - closed) < 4 * est.stderr, (est, closed)
+        assert est.samples == 50_000
+
+
+def test_sampled_gaussian_energy_is_reproducible_and_reports_overflow():
+    args = ([0.4, -0.3], 0.3 * np.eye(2), [[0.3, -0.4], [0.1, 0.5]], 100)
+    a = gf.sampled_gaussian_energy(*args, rng=3)
+    b = gf.sampled_gaussian_energy(*args, rng=np.random.default_rng(3))
+    assert a.mean == b.mean and a.stderr == b.stderr
+    # a Dirac at a point where <A x, x> = 1e4: e^(1e4) overflows, a FloatingPointError
+    with pytest.raises(FloatingPointError, match="sampled interaction energy"):
+        gf.sampled_gaussian_energy([100.0, 0.0], np.zeros((2, 2)), np.eye(2), 4, rng=0)
+    with pytest.raises(ValueError, match="`n`"):
+        gf.sampled_gaussian_energy(*args[:3], 1, rng=0)

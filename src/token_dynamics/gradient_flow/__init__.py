@@ -51,6 +51,7 @@ from ._metric import (
     twisted_metric,
     twisted_wasserstein,
 )
+from ._sampled_energy import sampled_gaussian_energy
 from ._sinkhorn import FD_STEP as FD_STEP
 from ._sinkhorn import (
     BuresWassersteinCheck,
@@ -79,6 +80,7 @@ __all__ = [
     "gradient_flow_check",
     "monotonicity_sign",
     "particle_energy",
+    "sampled_gaussian_energy",
     "sinkhorn_bures_wasserstein_check",
     "sinkhorn_gaussian_cost",
     "softmax_metric_density",
