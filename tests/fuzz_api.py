@@ -311,6 +311,7 @@ OVERRIDES: dict[str, dict[str, Callable[[], Any]]] = {
     "moment_gap_study": {"ns": lambda: np.array([4, 8]), "T": lambda: 0.3, "repeats": lambda: 2},
     "chaos_rate": {"N": lambda: np.array([4.0, 8.0])},
     "hardmax_limit": {"betas": lambda: np.array([1.0, 4.0])},
+    "one_point_correlation": {"noise": lambda: td.stochastic.MLPNoise("relu")},
     "deep_limit_error": {
         "depths": lambda: np.array([2, 4]),
         "L_ref": lambda: 8,

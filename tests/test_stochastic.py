@@ -604,3 +604,26 @@ def test_fullsize_propagation_of_chaos(d):
     # a bound: the measured slope at most the bound's, with 0.1 for the SE of four means
     assert study.slope <= bound + 0.1
     assert np.all(np.diff(study.mean) < 0)
+
+
+@pytest.mark.statement("sto-prop-one-point")
+def test_one_point_correlation_against_the_relu_closed_form():
+    # ReLU with biases: kappa(1) = (1/d + s_U^2) / 2 + s_W^2 (Lemma 4.2), so the correlation
+    # is exp(-(d - 1) kappa(1) t / 2), to rounding
+    d, s = 5, 0.3
+    times = np.linspace(0.0, 3.0, 7)
+    noise = sto.MLPNoise("relu", sigma_U=s, sigma_W=s)
+    kappa1 = 0.5 * (1 / d + s**2) + s**2
+    np.testing.assert_allclose(
+        sto.one_point_correlation(noise, times, d=d),
+        np.exp(-(d - 1) * kappa1 * times / 2),
+        rtol=1e-13,
+    )
+    # a later start time: the correlation with the token at that time
+    np.testing.assert_allclose(
+        sto.one_point_correlation(noise, times + 2.0, d=d),
+        sto.one_point_correlation(noise, times, d=d),
+        rtol=1e-13,
+    )
+    with pytest.raises(TypeError, match="`noise`"):
+        sto.one_point_correlation("relu", times, d=d)

@@ -28,6 +28,8 @@ from ._limits import *  # noqa: F403
 from ._limits import __all__ as _limits_all
 from ._model import *  # noqa: F403
 from ._model import __all__ as _model_all
+from ._one_point import *  # noqa: F403
+from ._one_point import __all__ as _one_point_all
 from ._sde import *  # noqa: F403
 from ._sde import __all__ as _sde_all
 from ._synchronization import *  # noqa: F403
@@ -36,6 +38,7 @@ from ._synchronization import __all__ as _synchronization_all
 __all__ = [
     *_kernels_all,
     *_model_all,
+    *_one_point_all,
     *_sde_all,
     *_limits_all,
     *_energy_all,
