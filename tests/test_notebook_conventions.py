@@ -67,3 +67,10 @@ def test_the_convention_passes():
 def test_other_forms_are_reported(source, match):
     found = import_violations(source)
     assert len(found) == 1 and match in found[0], found
+
+
+def test_a_name_is_used_from_its_home_module():
+    # meanfield re-exports diagnostics.fit_power_law: a notebook names its home
+    source = "from token_dynamics import meanfield\nmeanfield.fit_power_law([1, 2], [1, 2])"
+    (found,) = import_violations(source)
+    assert "lives in `diagnostics`" in found

@@ -85,8 +85,10 @@ def import_violations(source: str) -> list[str]:
     name, without alias (``from token_dynamics import plotting, stochastic``), used as
     ``plotting.plot_tokens``; and ``from token_dynamics.book import glue``,
     ``from token_dynamics.exercises import check_answer``. Any other import of the package, a
-    ``td.<module>.<name>`` chain, a ``td.<name>`` the top level does not export, or a
-    ``<module>.<name>`` that the top level re-exports (write ``td.<name>``) is reported.
+    ``td.<module>.<name>`` chain, a ``td.<name>`` the top level does not export, a
+    ``<module>.<name>`` that the top level re-exports (write ``td.<name>``), or one that
+    another module defines and this one re-exports (one home per object: write
+    ``<home>.<name>``) is reported.
     """
     import token_dynamics as td
 
@@ -141,9 +143,18 @@ def import_violations(source: str) -> list[str]:
                 )
         elif owner in modules:
             module = importlib.import_module(f"token_dynamics.{owner}")
-            if name in td.__all__ and getattr(td, name) is getattr(module, name, None):
+            obj = getattr(module, name, None)
+            home = getattr(obj, "__module__", None) or ""
+            if name in td.__all__ and getattr(td, name) is obj:
                 violations.append(
                     f"{where}: `{owner}.{name}` is re-exported by the top level; write `td.{name}`"
+                )
+            elif home.startswith("token_dynamics.") and not (
+                home == module.__name__ or home.startswith(module.__name__ + ".")
+            ):
+                public = home.split(".")[1]
+                violations.append(
+                    f"{where}: `{owner}.{name}` lives in `{public}`; write `{public}.{name}`"
                 )
     return violations
 
