@@ -255,6 +255,7 @@ OVERRIDES: dict[str, dict[str, Callable[[], Any]]] = {
     "gaussian_energy": {"A": lambda: 0.3 * np.array(_A)},
     "gaussian_energy_along": {"A": lambda: 0.3 * np.array(_A)},
     "sampled_gaussian_energy": {"A": lambda: 0.3 * np.array(_A)},
+    "observed_monotonicity": {"values": lambda: np.array([3.0, 2.0, 1.5])},
     "gaussian_translation_second_variation": {"A": lambda: 0.3 * np.array(_A)},
     "sinkhorn_bures_wasserstein_check": {"A": lambda: 0.3 * np.array(_A)},
     "sinkhorn_gaussian_cost": {"A": lambda: 0.3 * np.array(_A)},

@@ -588,3 +588,32 @@ def test_sampled_gaussian_energy_is_reproducible_and_reports_overflow():
         gf.sampled_gaussian_energy([100.0, 0.0], np.zeros((2, 2)), np.eye(2), 4, rng=0)
     with pytest.raises(ValueError, match="`n`"):
         gf.sampled_gaussian_energy(*args[:3], 1, rng=0)
+
+
+@pytest.mark.statement("gf-thm-monotonicity")
+@pytest.mark.parametrize("normalised", [True, False])
+def test_energy_rate_formula_is_the_derivative_along_the_field(normalised):
+    # two evaluations of the same O(1) sum in different orders: agreement to ~1e-13
+    rng = np.random.default_rng(8)
+    X = rng.standard_normal((9, 3))
+    B = 0.4 * rng.standard_normal((3, 3))
+    A = B + B.T
+    V = rng.standard_normal((3, 3))
+    w = rng.dirichlet(np.ones(9))
+    field = (Softmax if normalised else Unnormalised)(A, V)
+    along = gf.energy_rate(X, field.velocity(X, weights=w), A, weights=w)
+    formula = gf.energy_rate_formula(X, A, V, normalised=normalised, weights=w)
+    np.testing.assert_allclose(formula, along, rtol=1e-12)
+    # its sign is the predicted one when sym(AV) is semidefinite: V = A gives AV = A^2 >= 0
+    assert gf.energy_rate_formula(X, A, A, normalised=normalised) > 0
+    with pytest.raises(ValueError, match="`A`"):
+        gf.energy_rate_formula(X, B, V)
+
+
+def test_observed_monotonicity():
+    assert gf.observed_monotonicity([1.0, 2.0, 3.5]) == 1
+    assert gf.observed_monotonicity(np.exp(-np.linspace(0, 1, 5))) == -1
+    assert gf.observed_monotonicity([1.0, 2.0, 2.0]) == 0  # a flat step is not monotone
+    assert gf.observed_monotonicity([1.0, 0.5, 0.7]) == 0
+    with pytest.raises(ValueError, match="`values`"):
+        gf.observed_monotonicity([1.0])

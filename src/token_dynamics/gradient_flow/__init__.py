@@ -51,6 +51,7 @@ from ._metric import (
     twisted_metric,
     twisted_wasserstein,
 )
+from ._monotonicity import energy_rate_formula, observed_monotonicity
 from ._sampled_energy import sampled_gaussian_energy
 from ._sinkhorn import FD_STEP as FD_STEP
 from ._sinkhorn import (
@@ -73,12 +74,14 @@ __all__ = [
     "energy_along",
     "energy_gradient",
     "energy_rate",
+    "energy_rate_formula",
     "first_variation",
     "gaussian_energy",
     "gaussian_energy_along",
     "gaussian_translation_second_variation",
     "gradient_flow_check",
     "monotonicity_sign",
+    "observed_monotonicity",
     "particle_energy",
     "sampled_gaussian_energy",
     "sinkhorn_bures_wasserstein_check",
