@@ -32,6 +32,8 @@ from ._one_point import *  # noqa: F403
 from ._one_point import __all__ as _one_point_all
 from ._sde import *  # noqa: F403
 from ._sde import __all__ as _sde_all
+from ._spread import *  # noqa: F403
+from ._spread import __all__ as _spread_all
 from ._synchronization import *  # noqa: F403
 from ._synchronization import __all__ as _synchronization_all
 
@@ -42,6 +44,7 @@ __all__ = [
     *_sde_all,
     *_limits_all,
     *_energy_all,
+    *_spread_all,
     *_exponents_all,
     *_dissipation_all,
     *_synchronization_all,
