@@ -268,6 +268,7 @@ OVERRIDES: dict[str, dict[str, Callable[[], Any]]] = {
     "relative_hausdorff_errors": {"outputs": lambda: _dataset()[1]},
     "overlapping_dataset": {"n_sequences": lambda: 2, "d": lambda: 2},
     "paper_block_count": {"m": lambda: np.array([2, 3])},
+    "block_count_bound": {"m": lambda: np.array([2, 3])},
     "resnet_counts": {"n_tokens": lambda: 3, "n_sequences": lambda: 2},
     "hat_move": {
         "points": _hat_points,
