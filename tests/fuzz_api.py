@@ -375,6 +375,7 @@ RECORD_SOURCES: dict[str, str] = {
     "MaskedCloud": "causal_cloud",
     "MeanFieldErrors": "mean_field_errors",
     "HardmaxLimit": "hardmax_limit",
+    "MeasureSymmetry": "measure_symmetry",
     "MomentGapStudy": "moment_gap_study",
     "Sensitivity": "first_token_sensitivity",
     "StabilityBound": "gronwall_bound",

@@ -568,3 +568,22 @@ def test_hardmax_limit_with_all_scores_tied_and_bad_betas():
         att.hardmax_limit(np.eye(2), X, [0.0, 1.0])
     with pytest.raises(ValueError, match="`X`"):
         att.hardmax_limit(np.eye(3), X, [1.0])
+
+
+@pytest.mark.statement("tok-prop-equivariance")
+def test_measure_symmetry_separates_the_measure_fields_from_the_others():
+    rng = np.random.default_rng(6)
+    X = rng.standard_normal((7, 2))
+    A, V = random_params(rng, 2)
+    # the exact unmasked variants: rounding, relative to the size of the velocities (1e-12)
+    for field in (Softmax(A, V), Linear(A, V), Hardmax(A, V), Unnormalised(A, V)):
+        sym = att.measure_symmetry(field, X, rng=0)
+        scale = max(1.0, np.abs(field.velocity(X)).max())
+        assert sym.permutation_error < 1e-12 * scale, (field, sym)
+        assert sym.duplication_error < 1e-12 * scale, (field, sym)
+    # a causal field with the positions attached as a coordinate: permuting the tokens
+    # permutes their positions too, and the velocities follow (rounding)
+    causal = att.measure_symmetry(Causal(A, V), with_positions(X), rng=0)
+    assert causal.permutation_error < 1e-12
+    with pytest.raises(TypeError, match="`field`"):
+        att.measure_symmetry(lambda t, X: X, X)

@@ -17,6 +17,7 @@ Sinkhorn iteration that does not converge warns (``SinkhornConvergenceWarning``)
 
 from ._base import AttentionField
 from ._composite import VARIANTS, Causal, MultiHead, make_field, with_positions
+from ._equivariance import MeasureSymmetry, measure_symmetry
 from ._hardmax_limit import HardmaxLimit, hardmax_limit
 from ._kernels import BLOCK_ELEMENTS, softmax_weights
 from ._sinkhorn import (
@@ -39,6 +40,7 @@ __all__ = [
     "Hardmax",
     "HardmaxLimit",
     "Linear",
+    "MeasureSymmetry",
     "MultiHead",
     "Sigmoid",
     "Sinkhorn",
@@ -49,6 +51,7 @@ __all__ = [
     "Unnormalised",
     "hardmax_limit",
     "make_field",
+    "measure_symmetry",
     "sinkhorn_plan",
     "softmax_weights",
     "with_positions",
