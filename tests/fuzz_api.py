@@ -679,6 +679,7 @@ INFINITE_BY_DESIGN = {
     "gaussian_energy_along": "inf where the Gaussian energy is infinite",
     "gronwall_bound": "log_constant is inf once its integrand overflows: a void bound",
     "stability_check": "its Gronwall bound is void (inf) once the constant overflows",
+    "hardmax_limit": "the gap is inf on a row whose scores all tie: no second-best score",
 }
 
 

@@ -533,7 +533,7 @@ def test_hardmax_limit_errors_lie_below_both_bounds():
     X = np.concatenate([X, X[:2]])  # exact duplicates: tied maximisers
     A, V = random_params(rng, 2)
     betas = [1.0, 4.0, 16.0, 64.0, 256.0]
-    limit = att.hardmax_limit(A, X, betas, V)
+    limit = att.hardmax_limit(A, V, X, betas)
     S = dense_scores(X, A)
     # the margins: best minus second-best distinct score, read off the sorted rows
     gaps = np.array([np.diff(np.unique(row))[-1] for row in S])
@@ -551,7 +551,7 @@ def test_hardmax_limit_errors_lie_below_both_bounds():
     assert np.all(limit.sharp_bound <= limit.crude_bound)
     assert np.all(limit.sharp_bound <= limit.trivial_bound)
     # the crude bound is 2 n |V| R exp(-beta gap): halving |V| halves every bound
-    half = att.hardmax_limit(A, X, betas, 0.5 * V)
+    half = att.hardmax_limit(A, 0.5 * V, X, betas)
     np.testing.assert_allclose(half.crude_bound, 0.5 * limit.crude_bound, rtol=1e-14)
     np.testing.assert_allclose(half.sharp_bound, 0.5 * limit.sharp_bound, rtol=1e-14)
 
@@ -559,15 +559,15 @@ def test_hardmax_limit_errors_lie_below_both_bounds():
 def test_hardmax_limit_with_all_scores_tied_and_bad_betas():
     # A = 0: every score ties, the error and both bounds vanish, the gap is infinite
     X = np.array([[0.0, 1.0], [1.0, 2.0], [-2.0, 0.5]])
-    limit = att.hardmax_limit(np.zeros((2, 2)), X, [1.0, 100.0])
+    limit = att.hardmax_limit(np.zeros((2, 2)), np.eye(2), X, [1.0, 100.0])
     assert np.all(np.isinf(limit.gap))
     np.testing.assert_allclose(limit.error, 0.0, atol=1e-15)  # both are the plain mean
     np.testing.assert_array_equal(limit.crude_bound, 0.0)
     np.testing.assert_array_equal(limit.sharp_bound, 0.0)
     with pytest.raises(ValueError, match="`betas` must be positive"):
-        att.hardmax_limit(np.eye(2), X, [0.0, 1.0])
+        att.hardmax_limit(np.eye(2), np.eye(2), X, [0.0, 1.0])
     with pytest.raises(ValueError, match="`X`"):
-        att.hardmax_limit(np.eye(3), X, [1.0])
+        att.hardmax_limit(np.eye(3), np.eye(3), X, [1.0])
 
 
 @pytest.mark.statement("tok-prop-equivariance")

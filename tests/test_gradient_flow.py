@@ -572,20 +572,20 @@ def test_sampled_gaussian_energy_agrees_with_the_closed_form():
         cov = random_spd(rng, 2, shift=0.1)
         cov *= 0.3 / np.linalg.norm(cov, 2) / max(np.linalg.norm(A, 2), 1e-3)
         mean = 0.5 * rng.standard_normal(2)
-        est = gf.sampled_gaussian_energy(mean, cov, A, 50_000, rng=rng)
-        closed = gf.gaussian_energy(mean, cov, A).value
+        est = gf.sampled_gaussian_energy(A, mean, cov, 50_000, rng=rng)
+        closed = gf.gaussian_energy(A=A, mean=mean, cov=cov).value
         assert abs(est.mean - closed) < 4 * est.stderr, (est, closed)
         assert est.samples == 50_000
 
 
 def test_sampled_gaussian_energy_is_reproducible_and_reports_overflow():
-    args = ([0.4, -0.3], 0.3 * np.eye(2), [[0.3, -0.4], [0.1, 0.5]], 100)
+    args = ([[0.3, -0.4], [0.1, 0.5]], [0.4, -0.3], 0.3 * np.eye(2), 100)
     a = gf.sampled_gaussian_energy(*args, rng=3)
     b = gf.sampled_gaussian_energy(*args, rng=np.random.default_rng(3))
     assert a.mean == b.mean and a.stderr == b.stderr
     # a Dirac at a point where <A x, x> = 1e4: e^(1e4) overflows, a FloatingPointError
     with pytest.raises(FloatingPointError, match="sampled interaction energy"):
-        gf.sampled_gaussian_energy([100.0, 0.0], np.zeros((2, 2)), np.eye(2), 4, rng=0)
+        gf.sampled_gaussian_energy(np.eye(2), [100.0, 0.0], np.zeros((2, 2)), 4, rng=0)
     with pytest.raises(ValueError, match="`n`"):
         gf.sampled_gaussian_energy(*args[:3], 1, rng=0)
 
@@ -601,13 +601,13 @@ def test_energy_rate_formula_is_the_derivative_along_the_field(normalised):
     V = rng.standard_normal((3, 3))
     w = rng.dirichlet(np.ones(9))
     field = (Softmax if normalised else Unnormalised)(A, V)
-    along = gf.energy_rate(X, field.velocity(X, weights=w), A, weights=w)
-    formula = gf.energy_rate_formula(X, A, V, normalised=normalised, weights=w)
+    along = gf.energy_rate(A=A, X=X, velocity=field.velocity(X, weights=w), weights=w)
+    formula = gf.energy_rate_formula(A, V, X, normalised=normalised, weights=w)
     np.testing.assert_allclose(formula, along, rtol=1e-12)
     # its sign is the predicted one when sym(AV) is semidefinite: V = A gives AV = A^2 >= 0
-    assert gf.energy_rate_formula(X, A, A, normalised=normalised) > 0
+    assert gf.energy_rate_formula(A, A, X, normalised=normalised) > 0
     with pytest.raises(ValueError, match="`A`"):
-        gf.energy_rate_formula(X, B, V)
+        gf.energy_rate_formula(B, V, X)
 
 
 def test_observed_monotonicity():

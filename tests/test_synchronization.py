@@ -524,7 +524,7 @@ def test_pair_spread_is_twice_one_minus_the_squared_mean_on_the_sphere():
     X = sampling.uniform_sphere(9, 4, rng=rng)
     w = rng.dirichlet(np.ones(9))
     mean = w @ X
-    np.testing.assert_allclose(sto.pair_spread(X, w), 2 * (1 - mean @ mean), rtol=1e-13)
+    np.testing.assert_allclose(sto.pair_spread(X, weights=w), 2 * (1 - mean @ mean), rtol=1e-13)
     # leading axes are kept, and a near-Dirac keeps its digits (no 1 - |mean|^2 cancellation)
     eps = 1e-9
     near = geometry.normalize(np.array([[1.0, 0.0], [1.0, eps]]))

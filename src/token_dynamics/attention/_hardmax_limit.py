@@ -51,9 +51,7 @@ class HardmaxLimit:
 
 
 @float_guard("the softmax-hardmax error", "rescale `A` or `X`")
-def hardmax_limit(
-    A: ArrayLike, X: ArrayLike, betas: ArrayLike, V: ArrayLike | None = None
-) -> HardmaxLimit:
+def hardmax_limit(A: ArrayLike, V: ArrayLike, X: ArrayLike, betas: ArrayLike) -> HardmaxLimit:
     r"""Error of softmax attention against hardmax at each ``beta``, with the two bounds.
 
     With scores :math:`s_{ij} = \langle Ax_i, x_j\rangle`, :math:`s_i^* = \max_j s_{ij}`,
@@ -73,12 +71,12 @@ def hardmax_limit(
     ----------
     A : array_like, shape (d, d)
         Score matrix.
+    V : array_like, shape (d, d)
+        Value matrix.
     X : array_like, shape (n, d)
         Tokens, one per row.
     betas : array_like, shape (B,)
         Positive inverse temperatures.
-    V : array_like, shape (d, d), optional
-        Value matrix; the identity if None.
 
     Returns
     -------
@@ -101,7 +99,7 @@ def hardmax_limit(
     >>> import numpy as np
     >>> from token_dynamics.attention import hardmax_limit
     >>> X = np.array([[1.0, 0.0], [0.0, 1.0], [-0.6, -0.8]])
-    >>> limit = hardmax_limit(np.eye(2), X, [1.0, 10.0, 100.0])
+    >>> limit = hardmax_limit(np.eye(2), np.eye(2), X, [1.0, 10.0, 100.0])
     >>> bool(np.all(limit.error <= limit.sharp_bound + 1e-13))
     True
     >>> bool(np.all(limit.sharp_bound <= limit.crude_bound))
@@ -112,7 +110,7 @@ def hardmax_limit(
     A = as_square(A, "A")
     d = A.shape[0]
     Xa = as_tokens(X, "X", d=d)
-    Va = np.eye(d) if V is None else as_square(V, "V", d=d)
+    Va = as_square(V, "V", d=d)
     b = as_vector(betas, "betas")
     if np.any(b <= 0):
         raise ValueError(f"`betas` must be positive; got {betas!r}. Pass values such as [1, 10].")

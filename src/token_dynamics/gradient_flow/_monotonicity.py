@@ -14,9 +14,9 @@ __all__ = ["energy_rate_formula", "observed_monotonicity"]
 
 
 def energy_rate_formula(
-    X: ArrayLike,
     A: ArrayLike,
     V: ArrayLike,
+    X: ArrayLike,
     *,
     normalised: bool = True,
     weights: ArrayLike | None = None,
@@ -36,12 +36,12 @@ def energy_rate_formula(
 
     Parameters
     ----------
-    X : array_like, shape (n, d)
-        Tokens.
     A : array_like, shape (d, d)
         Symmetric attention matrix.
     V : array_like, shape (d, d)
         Value matrix.
+    X : array_like, shape (n, d)
+        Tokens.
     normalised : bool, keyword-only
         Softmax attention (``True``, :math:`k = 1`) or unnormalised attention (:math:`k = 2`).
     weights : array_like, shape (n,), optional, keyword-only
@@ -71,8 +71,8 @@ def energy_rate_formula(
     >>> from token_dynamics.gradient_flow import energy_rate, energy_rate_formula
     >>> X = td.uniform_sphere(6, 2, rng=0)
     >>> A, V = np.array([[0.8, 0.3], [0.3, -0.5]]), np.eye(2)
-    >>> along = energy_rate(X, td.Softmax(A, V).velocity(X), A)
-    >>> bool(np.isclose(energy_rate_formula(X, A, V), along, rtol=1e-12))
+    >>> along = energy_rate(A=A, X=X, velocity=td.Softmax(A, V).velocity(X))
+    >>> bool(np.isclose(energy_rate_formula(A, V, X), along, rtol=1e-12))
     True
     """
     from .. import attention
@@ -82,7 +82,7 @@ def energy_rate_formula(
     Aa = as_symmetric(as_square(A, "A", d=d), "A", what=SYMMETRIC_A)
     Va = as_square(V, "V", d=d)
     w = as_weights(weights, n)
-    Z = softmax_metric_density(Xa, Aa, weights=w)
+    Z = softmax_metric_density(A=Aa, X=Xa, weights=w)
     m = attention.Softmax(Aa, np.eye(d)).velocity(Xa, weights=w)  # the weighted means m_i
     k = 1 if normalised else 2
     return float(np.sum(w * Z**k * np.einsum("ik,kl,il->i", m, Aa @ Va, m)))

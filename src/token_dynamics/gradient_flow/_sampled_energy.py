@@ -17,7 +17,7 @@ __all__ = ["sampled_gaussian_energy"]
 
 @float_guard("the sampled interaction energy", "scale `A` or `cov` down")
 def sampled_gaussian_energy(
-    mean: ArrayLike, cov: ArrayLike, A: ArrayLike, n: int, *, rng: SeedLike = None
+    A: ArrayLike, mean: ArrayLike, cov: ArrayLike, n: int, *, rng: SeedLike = None
 ) -> MCEstimate:
     r"""Monte-Carlo estimate of the interaction energy of :math:`\mathcal N(\alpha, \Sigma)`.
 
@@ -32,10 +32,10 @@ def sampled_gaussian_energy(
 
     Parameters
     ----------
+    A : array_like, shape (d, d)
     mean : array_like, shape (d,)
     cov : array_like, shape (d, d)
         Symmetric positive semidefinite.
-    A : array_like, shape (d, d)
     n : int
         Number of independent pairs, at least 2.
     rng : Generator, int or None, keyword-only
@@ -62,8 +62,8 @@ def sampled_gaussian_energy(
     >>> import numpy as np
     >>> from token_dynamics.gradient_flow import gaussian_energy, sampled_gaussian_energy
     >>> A = np.array([[0.3, -0.4], [0.1, 0.5]])
-    >>> est = sampled_gaussian_energy([0.4, -0.3], 0.3 * np.eye(2), A, 100_000, rng=0)
-    >>> closed = gaussian_energy([0.4, -0.3], 0.3 * np.eye(2), A).value
+    >>> est = sampled_gaussian_energy(A, [0.4, -0.3], 0.3 * np.eye(2), 100_000, rng=0)
+    >>> closed = gaussian_energy(A=A, mean=[0.4, -0.3], cov=0.3 * np.eye(2)).value
     >>> bool(abs(est.mean - closed) < 4 * est.stderr)
     True
     """

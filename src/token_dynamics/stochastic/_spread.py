@@ -14,7 +14,7 @@ from ._energy import _beta, _half_gaps, synchronization_energy
 __all__ = ["distance_bound", "pair_spread"]
 
 
-def pair_spread(X: ArrayLike, weights: ArrayLike | None = None) -> FloatArray:
+def pair_spread(X: ArrayLike, *, weights: ArrayLike | None = None) -> FloatArray:
     r"""Mean squared distance between two tokens drawn from the cloud.
 
     .. math::
@@ -27,7 +27,7 @@ def pair_spread(X: ArrayLike, weights: ArrayLike | None = None) -> FloatArray:
     ----------
     X : array_like, shape (..., n, d)
         Tokens, one per row; leading axes (paths, times) are kept.
-    weights : array_like, shape (n,), optional
+    weights : array_like, shape (n,), optional, keyword-only
         Probability weights of the tokens (uniform by default).
 
     Returns
@@ -66,7 +66,7 @@ def pair_spread(X: ArrayLike, weights: ArrayLike | None = None) -> FloatArray:
     return spread
 
 
-def distance_bound(X: Any, beta: float, weights: ArrayLike | None = None) -> FloatArray:
+def distance_bound(X: Any, beta: float, *, weights: ArrayLike | None = None) -> FloatArray:
     r"""The bound :math:`\frac{4}{\sinh\beta}\mathcal S_\beta(\mu)` on the spread of a cloud.
 
     For tokens on the sphere (proposition ``sync-prop-distance``),
@@ -85,7 +85,7 @@ def distance_bound(X: Any, beta: float, weights: ArrayLike | None = None) -> Flo
         Tokens on the unit sphere; leading axes are kept.
     beta : float
         Positive inverse temperature.
-    weights : array_like, shape (n,), optional
+    weights : array_like, shape (n,), optional, keyword-only
         Probability weights (uniform by default).
 
     Returns
