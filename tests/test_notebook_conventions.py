@@ -75,3 +75,45 @@ def test_a_name_is_used_from_its_home_module():
     source = "from token_dynamics import meanfield\nmeanfield.fit_power_law([1, 2], [1, 2])"
     (found,) = import_violations(source)
     assert "lives in `diagnostics`" in found
+
+
+OLD_STYLE = """---
+jupytext:
+  text_representation:
+    extension: .md
+    format_name: myst
+---
+
+# A page
+
+```{code-cell} ipython3
+import numpy as np
+
+import token_dynamics
+from token_dynamics import gaussian as tg
+from token_dynamics.attention import Softmax
+from token_dynamics.book import glue
+
+field = Softmax(np.eye(2), np.eye(2))
+path = tg.solve_moments(field, np.zeros(2), 0.1 * np.eye(2), [0.0, 0.1])
+fit = token_dynamics.diagnostics.fit_power_law([1.0, 2.0], [1.0, 0.5])
+```
+
+Solve it with `tg.solve_moments`.
+"""
+
+
+def test_fix_imports_rewrites_a_page_to_the_convention(tmp_path):
+    from notebook_code import fix_imports
+
+    page = tmp_path / "page.md"
+    page.write_text(OLD_STYLE, encoding="utf-8")
+    assert fix_imports(page) == ["diagnostics", "gaussian"]
+    text = page.read_text(encoding="utf-8")
+    assert import_violations("\n".join(code_cells(page))) == []
+    assert "import token_dynamics as td\nfrom token_dynamics import diagnostics, gaussian\n" in text
+    assert "field = td.Softmax(np.eye(2), np.eye(2))" in text
+    assert "path = gaussian.solve_moments(field," in text
+    assert "fit = diagnostics.fit_power_law(" in text
+    assert "Solve it with `gaussian.solve_moments`." in text
+    exec("\n".join(code_cells(page)).replace("from token_dynamics.book import glue", ""), {})
