@@ -580,3 +580,66 @@ def test_softmax_key_weight_below_the_exp_floor_gets_exact_attention():
     P = softmax_weights(np.array([[700.0, 0.0]]), log_weights=np.log([1e-303, 1.0]))
     r = np.exp(700.0 + np.log(1e-303))  # e^700 * 1e-303 against 1
     np.testing.assert_allclose(P, [[r / (1 + r), 1 / (1 + r)]], rtol=1e-12)
+
+
+@pytest.mark.statement("tok-prop-hardmax-limit")
+def test_hardmax_limit_errors_lie_below_both_bounds():
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((7, 2))
+    X = np.concatenate([X, X[:2]])  # exact duplicates: tied maximisers
+    A, V = random_params(rng, 2)
+    betas = [1.0, 4.0, 16.0, 64.0, 256.0]
+    limit = att.hardmax_limit(A, V, X, betas)
+    S = dense_scores(X, A)
+    # the margins: best minus second-best distinct score, read off the sorted rows
+    gaps = np.array([np.diff(np.unique(row))[-1] for row in S])
+    # (the reference scores are summed in another order: a few ulps of max|s| ~ 5 apart)
+    np.testing.assert_allclose(limit.gap, gaps, rtol=0, atol=1e-14)
+    np.testing.assert_allclose(limit.radius, np.linalg.norm(X, axis=1).max(), rtol=1e-15)
+    np.testing.assert_allclose(limit.trivial_bound, 2 * np.linalg.norm(V, 2) * limit.radius)
+    # the error is the softmax-hardmax distance itself (the same evaluations: to rounding)
+    hard = Hardmax(A, V).velocity(X)
+    for k, beta in enumerate(betas):
+        soft = Softmax(A, V, beta).velocity(X)
+        np.testing.assert_allclose(limit.error[k], np.linalg.norm(soft - hard, axis=1))
+    # the chain of the proposition, with round-off of two evaluations (1e-13) on the first
+    assert np.all(limit.error <= limit.sharp_bound + 1e-13)
+    assert np.all(limit.sharp_bound <= limit.crude_bound)
+    assert np.all(limit.sharp_bound <= limit.trivial_bound)
+    # the crude bound is 2 n |V| R exp(-beta gap): halving |V| halves every bound
+    half = att.hardmax_limit(A, 0.5 * V, X, betas)
+    np.testing.assert_allclose(half.crude_bound, 0.5 * limit.crude_bound, rtol=1e-14)
+    np.testing.assert_allclose(half.sharp_bound, 0.5 * limit.sharp_bound, rtol=1e-14)
+
+
+def test_hardmax_limit_with_all_scores_tied_and_bad_betas():
+    # A = 0: every score ties, the error and both bounds vanish, the gap is infinite
+    X = np.array([[0.0, 1.0], [1.0, 2.0], [-2.0, 0.5]])
+    limit = att.hardmax_limit(np.zeros((2, 2)), np.eye(2), X, [1.0, 100.0])
+    assert np.all(np.isinf(limit.gap))
+    np.testing.assert_allclose(limit.error, 0.0, atol=1e-15)  # both are the plain mean
+    np.testing.assert_array_equal(limit.crude_bound, 0.0)
+    np.testing.assert_array_equal(limit.sharp_bound, 0.0)
+    with pytest.raises(ValueError, match="`betas` must be positive"):
+        att.hardmax_limit(np.eye(2), np.eye(2), X, [0.0, 1.0])
+    with pytest.raises(ValueError, match="`X`"):
+        att.hardmax_limit(np.eye(3), np.eye(3), X, [1.0])
+
+
+@pytest.mark.statement("tok-prop-equivariance")
+def test_measure_symmetry_separates_the_measure_fields_from_the_others():
+    rng = np.random.default_rng(6)
+    X = rng.standard_normal((7, 2))
+    A, V = random_params(rng, 2)
+    # the exact unmasked variants: rounding, relative to the size of the velocities (1e-12)
+    for field in (Softmax(A, V), Linear(A, V), Hardmax(A, V), Unnormalised(A, V)):
+        sym = att.measure_symmetry(field, X, rng=0)
+        scale = max(1.0, np.abs(field.velocity(X)).max())
+        assert sym.permutation_error < 1e-12 * scale, (field, sym)
+        assert sym.duplication_error < 1e-12 * scale, (field, sym)
+    # a causal field with the positions attached as a coordinate: permuting the tokens
+    # permutes their positions too, and the velocities follow (rounding)
+    causal = att.measure_symmetry(Causal(A, V), with_positions(X), rng=0)
+    assert causal.permutation_error < 1e-12
+    with pytest.raises(TypeError, match="`field`"):
+        att.measure_symmetry(lambda t, X: X, X)

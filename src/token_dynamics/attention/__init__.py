@@ -17,6 +17,8 @@ Sinkhorn iteration that does not converge warns (``SinkhornConvergenceWarning``)
 
 from ._base import AttentionField
 from ._composite import VARIANTS, Causal, MultiHead, make_field, with_positions
+from ._equivariance import MeasureSymmetry, measure_symmetry
+from ._hardmax_limit import HardmaxLimit, hardmax_limit
 from ._kernels import BLOCK_ELEMENTS, softmax_weights
 from ._sinkhorn import (
     SINKHORN_MAX_ITER,
@@ -36,7 +38,9 @@ __all__ = [
     "AttentionField",
     "Causal",
     "Hardmax",
+    "HardmaxLimit",
     "Linear",
+    "MeasureSymmetry",
     "MultiHead",
     "Sigmoid",
     "Sinkhorn",
@@ -45,7 +49,9 @@ __all__ = [
     "SinkhornPlan",
     "Softmax",
     "Unnormalised",
+    "hardmax_limit",
     "make_field",
+    "measure_symmetry",
     "sinkhorn_plan",
     "softmax_weights",
     "with_positions",
