@@ -26,6 +26,8 @@ from token_dynamics.attention import (
     Sigmoid,
     Softmax,
     Unnormalised,
+    _sigmoid,
+    _softmax,
     sinkhorn_plan,
     with_positions,
 )
@@ -119,7 +121,7 @@ def test_softmax_paths_agree_with_dense(monkeypatch, threaded, block, beta, far,
     A = np.array([[1.0, 0.4], [-0.3, 0.8]])
     V = rng.standard_normal((d, d))
     F = beta * X @ A.T
-    L, exact, clamp, _ = K_._softmax_shift(F, X, None)
+    L, exact, clamp, _ = _softmax.softmax_shift(F, X, None)
     if path == "folded shift":
         assert not exact.any() and not clamp.any()
     elif path == "clamped":
@@ -133,7 +135,7 @@ def test_softmax_paths_agree_with_dense(monkeypatch, threaded, block, beta, far,
     # the shift is a lower bound on the row maximum (up to the rounding of the products, a
     # few ulps), within SHIFT_SLACK where it is used
     assert np.all(L[~exact] <= smax[~exact] + 1e-13 * np.abs(smax[~exact]))
-    assert np.all(smax[~exact] - L[~exact] <= K_.SHIFT_SLACK)
+    assert np.all(smax[~exact] - L[~exact] <= _softmax.SHIFT_SLACK)
     ref = dense_softmax_velocity(X, A, V, beta)
     v = Softmax(A, V, beta).velocity(X)
     # relative to each row's scale: rows are averages of V x_j, O(10) here
@@ -163,7 +165,7 @@ def test_l2_and_sinkhorn_bias_paths_agree_with_dense(monkeypatch, threaded, bloc
     S = F @ G.T + bias
     P = softmax(S, axis=1)
     ref = P @ X
-    out = K_.apply_rows(F, G, R, K_.softmax_transform, bias=bias, normalise=True)
+    out = K_.apply_rows(F, G, R, _softmax.softmax_transform, bias=bias, normalise=True)
     assert_rounded(out, ref)
 
 
@@ -290,7 +292,7 @@ def test_wide_tiles_agree_with_dense_on_every_path(monkeypatch, threaded, beta, 
     A = np.eye(d) + 0.3 * rng.standard_normal((d, d)) / 4
     V = rng.standard_normal((d, d))
     F = beta * X @ A.T
-    _, exact, clamp, unshifted = K_._softmax_shift(F, X, None)
+    _, exact, clamp, unshifted = _softmax.softmax_shift(F, X, None)
     assert unshifted == (beta == 1.0 and far == 1.0)
     if beta == 250.0:
         assert clamp.any() and not exact.all()
@@ -353,7 +355,7 @@ def test_sigmoid_rows_agree_with_expit_on_every_path(monkeypatch, threaded, bloc
     V = rng.standard_normal((d, d))
     S = X @ A.T @ X.T + b
     if scale > 1 or far > 1:
-        assert np.abs(S).max() > K_.SIGMOID_EXP_MAX
+        assert np.abs(S).max() > _sigmoid.SIGMOID_EXP_MAX
     ref = (expit(S) / n) @ X @ V.T
     v = Sigmoid(A, V, b=b).velocity(X)
     assert_rounded(v, ref)
@@ -366,8 +368,8 @@ def test_sigmoid_transform_matches_expit(b):
     reaching below -700 (subnormal tail)."""
     rng = np.random.default_rng(9)
     x = np.concatenate([np.linspace(-699.0, 800.0, 20000), 20 * rng.standard_normal(20000)])
-    y = K_.sigmoid_transform(x.reshape(40, -1).copy(), b).ravel()
+    y = _sigmoid.sigmoid_transform(x.reshape(40, -1).copy(), b).ravel()
     np.testing.assert_allclose(y, expit(x + b), rtol=1e-15, atol=0)
     assert np.all(y[x + b > 37] == 1.0)
     tail = np.linspace(-800.0, 0.0, 1001)
-    np.testing.assert_array_equal(K_.sigmoid_transform(tail.copy(), b), expit(tail + b))
+    np.testing.assert_array_equal(_sigmoid.sigmoid_transform(tail.copy(), b), expit(tail + b))

@@ -66,12 +66,13 @@ MATRIX_RTOL = 1e-10
 _REAL_KINDS = "iuf"
 
 
-def as_real_array(value: Any, name: str) -> np.ndarray:
+def as_real_array(value: Any, name: str, *, neg_inf: bool = False) -> np.ndarray:
     """Return a fresh, finite float64 array of any shape, from real numbers only.
 
     Raises ``TypeError`` naming `name` for complex, boolean, string or object input (which
     numpy would coerce, dropping an imaginary part or reading ``True`` as 1), and
-    ``ValueError`` for NaN or infinite entries.
+    ``ValueError`` for NaN or infinite entries. With ``neg_inf=True`` entries of ``-inf`` are
+    kept (logarithms: ``log 0``, a masked score); NaN and ``+inf`` are still refused.
 
     Examples
     --------
@@ -100,7 +101,13 @@ def as_real_array(value: Any, name: str) -> np.ndarray:
         )
         raise TypeError(f"`{name}` must be a real array-like; got an array of {what}.{fix}")
     arr = np.array(raw, dtype=np.float64, copy=True)
-    if not np.all(np.isfinite(arr)):
+    if neg_inf:
+        if np.any(np.isnan(arr) | (arr == np.inf)):
+            raise ValueError(
+                f"`{name}` contains NaN or +inf entries; pass finite values (or -inf, the "
+                "logarithm of a zero weight)."
+            )
+    elif not np.all(np.isfinite(arr)):
         raise ValueError(f"`{name}` contains NaN or infinite entries; pass finite values.")
     return arr
 

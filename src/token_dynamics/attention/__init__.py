@@ -17,7 +17,7 @@ Sinkhorn iteration that does not converge warns (``SinkhornConvergenceWarning``)
 
 from ._base import AttentionField
 from ._composite import VARIANTS, Causal, MultiHead, make_field, with_positions
-from ._kernels import BLOCK_ELEMENTS, softmax_weights
+from ._kernels import BLOCK_ELEMENTS
 from ._sinkhorn import (
     SINKHORN_MAX_ITER,
     Sinkhorn,
@@ -26,6 +26,7 @@ from ._sinkhorn import (
     SinkhornPlan,
     sinkhorn_plan,
 )
+from ._softmax import softmax_weights
 from ._variants import L2, Hardmax, Linear, Sigmoid, Softmax, Unnormalised
 
 __all__ = [

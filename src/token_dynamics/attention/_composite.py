@@ -9,7 +9,6 @@ import numpy as np
 
 from .._typing import ArrayLike
 from .._validation import as_matrix, as_tokens, as_vector, check_bool, check_int, check_real
-from . import _kernels as K_
 from ._base import (
     AttentionField,
     Parameter,
@@ -19,7 +18,9 @@ from ._base import (
     positive_keys,
     scatter_columns,
 )
+from ._kernels import apply_rows, matrix_rows
 from ._sinkhorn import Sinkhorn
+from ._softmax import softmax_transform
 from ._variants import L2, Hardmax, Linear, Sigmoid, Softmax, Unnormalised
 
 __all__ = ["VARIANTS", "Causal", "MultiHead", "make_field", "with_positions"]
@@ -248,7 +249,7 @@ class Causal(AttentionField):
             )
         pq, pk = Y[:, 0], Xk[:, 0]
 
-        def transform(S, rows):
+        def transform(S: np.ndarray, rows: slice, e: int) -> tuple[np.ndarray, None]:
             S[pk[None, :] > pq[rows, None]] = -np.inf
             empty = np.all(np.isneginf(S), axis=1)
             if np.any(empty):
@@ -257,7 +258,7 @@ class Causal(AttentionField):
                     f"query {i} (position {pq[i]:.3g}) sees no token of positive weight; "
                     "give a positive weight to a token at or before it."
                 )
-            return K_.softmax_transform(S, rows)
+            return softmax_transform(S, rows, e)
 
         return A, V, Xk, wk, transform
 
@@ -266,13 +267,13 @@ class Causal(AttentionField):
         Xc = Xk[:, 1:]
         R = np.column_stack([wk[:, None] * (Xc @ V.T), wk])
         out = np.zeros_like(Y)
-        out[:, 1:] = K_.apply_rows(self.beta * (Y[:, 1:] @ A.T), Xc, R, transform, normalise=True)
+        out[:, 1:] = apply_rows(self.beta * (Y[:, 1:] @ A.T), Xc, R, transform, normalise=True)
         return out
 
     def _matrix(self, X, t, w):
         A, _, Xk, wk, transform = self._prepare(X, X, t, w)
         F = self.beta * (X[:, 1:] @ A.T)
-        return scatter_columns(K_.matrix_rows(F, Xk[:, 1:], wk, transform, normalise=True), w)
+        return scatter_columns(matrix_rows(F, Xk[:, 1:], wk, transform, normalise=True), w)
 
 
 def with_positions(X: ArrayLike, positions: Any = None, *, n_sink: int = 0) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""Row-blocked, threaded attention kernels (private).
+"""Row-blocked, threaded attention kernels: the tiling, the thread pool and the drivers (private).
 
 Every attention variant whose weights are a function of a score matrix goes through
 :func:`apply_rows` (velocities) or :func:`matrix_rows` (attention matrices): the ``(n, n)`` score
@@ -19,16 +19,21 @@ products go through ``np.dot``, which releases the GIL around its BLAS call: wit
 two workers doing only these small products ran at 0.7x the speed of one (measured), and the
 softmax velocity at n = 16384 took 0.37-0.41 s on two threads against 0.30-0.33 s with
 ``np.dot``. The kernels work in the dtype of their arrays, float64 or float32 (the exponent
-limits of :func:`exp_limits` follow it).
+limits of ``_softmax.exp_limits`` follow it).
 
 The plain softmax (``transform is softmax_transform``) has a dedicated path: each row's shift
-comes from O(n d) bounds (:func:`_softmax_shift`) and is folded into the score product, which
+comes from O(n d) bounds (``_softmax.softmax_shift``) and is folded into the score product, which
 saves the max and subtract passes over the slab (no shift at all when every score is within
-:data:`SHIFT_SLACK` of 0); rows whose bounds are loose get the exact maximum. Shifted scores
-are clamped at :data:`EXP_FLOOR` when they can reach it: ``np.exp`` of arguments whose result
-is subnormal or zero runs 5 to 150 times slower than of ordinary ones, and such terms are
-below ``e^-700`` of the row's largest term, far under round-off. Rows longer
+``_softmax.SHIFT_SLACK`` of 0); rows whose bounds are loose get the exact maximum. Shifted
+scores are clamped at ``_softmax.EXP_FLOOR`` when they can reach it: ``np.exp`` of arguments
+whose result is subnormal or zero runs 5 to 150 times slower than of ordinary ones, and such
+terms are below ``e^-700`` of the row's largest term, far under round-off. Rows longer
 than a slab (n > 65536) are cut into key tiles too.
+
+Scale. Scores that could leave the floating range (tokens of norm ~1e155 in float64) are
+computed on factors rescaled by powers of two (:func:`rescale_scores`, exact) and handed to
+the transforms with the exponent of their scale, which each transform restores after its
+shift: the softmax and hardmax weights stay exact where a finite answer exists.
 """
 
 from __future__ import annotations
@@ -41,9 +46,9 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from scipy.special import expit
 
-from .._linalg import BLOCK_ELEMENTS, row_blocks
+from .._linalg import BLOCK_ELEMENTS, power_of_two_scale, row_blocks
+from ._softmax import Transform, exp_limits, softmax_shift, softmax_transform
 
 
 def _usable_cores() -> int:
@@ -101,43 +106,6 @@ PARALLEL_MIN_ELEMENTS = 2**18
 #: Slabs per task handed to a thread is chosen so that each thread gets about this many tasks:
 #: enough to even out a noisy machine, few enough that dispatch stays negligible.
 TASKS_PER_THREAD = 4
-
-#: Lowest shifted score passed to ``np.exp`` on the softmax velocity path in float64.
-#: ``exp(-700)`` is a normal double (1e-304); below about -708 results turn subnormal and numpy's
-#: exp falls back to a slow path (measured: 150x slower at -745, 5x for -inf). A term clamped here
-#: was already below ``e^-700`` times the row's largest term, so the result moves by less than
-#: ``n e^-700``, relative: far below round-off for any n.
-EXP_FLOOR = -700.0
-
-#: Largest gap allowed between the Cauchy-Schwarz bound on a row's scores and its shift ``L_i``
-#: (the best score over the probe keys) on the softmax velocity path in float64: the
-#: exponentials are then at most ``e^300`` (1e130), so a sum of ``n`` of them times the value
-#: columns stays finite for any realistic ``n`` and values, and the largest term is at least 1
-#: (no underflow). Rows with looser bounds (very large scores) get their exact maximum instead.
-SHIFT_SLACK = 300.0
-
-#: The same two limits in float32, whose exp overflows above 88.7 and turns subnormal below
-#: -87.3: a clamped term is below ``e^-80`` (2e-35) of the row's largest, far under float32's
-#: round-off (6e-8); exponentials up to ``e^40`` (2e17) leave a factor of 1e21 for the sums of
-#: ``n`` terms times the values before overflow.
-EXP_FLOOR_32, SHIFT_SLACK_32 = -80.0, 40.0
-
-
-def exp_limits(dtype: np.dtype) -> tuple[float, float]:
-    """``(floor, slack)`` of the softmax path for ``dtype`` (float64 or float32)."""
-    if np.dtype(dtype) == np.float32:
-        return EXP_FLOOR_32, SHIFT_SLACK_32
-    return EXP_FLOOR, SHIFT_SLACK
-
-
-#: Number of evenly spaced probe keys (besides the extreme ones) that give each row's shift;
-#: their products cost ``n * PROBE_KEYS * d`` flops, negligible next to the ``n^2`` exponentials.
-PROBE_KEYS = 32
-
-#: A transform maps a slab of scores ``S`` (rows x keys, may be overwritten) and the slice of
-#: query rows it covers to the kernel slab ``E`` and an optional per-row log-scale ``c`` such
-#: that the true kernel is ``exp(c)[:, None] * E``.
-Transform = Callable[[np.ndarray, slice], tuple[np.ndarray, np.ndarray | None]]
 
 _pool: ThreadPoolExecutor | None = None
 _pool_size = 0
@@ -201,41 +169,39 @@ def scores(F: np.ndarray, G: np.ndarray, rows: slice, bias: np.ndarray | None) -
     return S
 
 
-def _softmax_shift(
-    F: np.ndarray, G: np.ndarray, bias: np.ndarray | None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
-    """Per-row shifts for the softmax path, from O(n d) bounds on each row's scores.
+#: Headroom kept below the largest float of the dtype by the scores, in powers of two: a score
+#: bound within ``max / 2**SCORE_HEADROOM`` leaves room for the sums of a few thousand terms of
+#: that size and for the squared row norms of the shift bounds; beyond it the factors are
+#: rescaled (:func:`rescale_scores`).
+SCORE_HEADROOM = 16
 
-    Returns ``L`` (the best score over a few probe keys, a lower bound on the row's maximum),
-    ``exact`` (rows whose bounds are too loose to use ``L``: they get the exact maximum),
-    ``clamp`` (rows where a shifted score may fall below the exp floor of the dtype,
-    :func:`exp_limits`) and ``unshifted`` (every score lies within the slack of 0 and above the
-    floor: no shift is needed at all).
+
+def rescale_scores(
+    F: np.ndarray, G: np.ndarray, bias: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, int]:
+    """Factors of the scores ``F G^T + bias``, rescaled by powers of two when those could
+    overflow: ``(F / 2**a, G / 2**b, bias / 2**(a + b), a + b)``, so that the true scores are
+    the rescaled ones times ``2**e``, ``e = a + b``; unchanged with ``e = 0`` otherwise.
+
+    The test costs O(n d): the Cauchy-Schwarz bound ``k max|F| max|G| + max|bias|`` on the
+    scores and ``k max|F|^2``, ``k max|G|^2`` on the squared row norms, against the largest
+    float over ``2**SCORE_HEADROOM``. Division by a power of two is exact.
     """
-    floor, slack = exp_limits(F.dtype)
-    b_hi = b_lo = 0.0
+    k = max(F.shape[1], 1)
+    limit = float(np.finfo(F.dtype).max) * 2.0**-SCORE_HEADROOM
+    f = float(np.max(np.abs(F), initial=0.0))
+    g = float(np.max(np.abs(G), initial=0.0))
+    b = 0.0 if bias is None else float(np.max(np.abs(bias), initial=0.0))
+    with np.errstate(over="ignore"):
+        fits = k * f * g + b <= limit and k * f * f <= limit and k * g * g <= limit
+    if fits:
+        return F, G, bias, 0
+    a = int(np.frexp(float(power_of_two_scale(F)))[1]) - 1
+    c = int(np.frexp(float(power_of_two_scale(G)))[1]) - 1
+    F, G = np.ldexp(F, -a).astype(F.dtype, copy=False), np.ldexp(G, -c).astype(G.dtype, copy=False)
     if bias is not None:
-        b_hi, b_lo = float(bias.max()), float(bias.min())
-    g_sq = np.einsum("ij,ij->i", G, G)
-    g_norm = float(np.sqrt(g_sq.max()))
-    f_norm = np.sqrt(np.einsum("ij,ij->i", F, F).astype(np.float64))
-    # probe keys: the extreme keys along each coordinate, the longest key, the key of largest
-    # bias and an even sample; the best of them is within a few |f| |g| of the true maximum
-    probes = [G.argmax(axis=0), G.argmin(axis=0), [g_sq.argmax()]]
-    if bias is not None:
-        probes.append([bias.argmax()])
-    probes.append(np.linspace(0, G.shape[0] - 1, min(G.shape[0], PROBE_KEYS)).astype(int))
-    J = np.unique(np.concatenate(probes))
-    with np.errstate(over="ignore", invalid="ignore"):
-        L = np.full(F.shape[0], -np.inf)
-        for j in J:  # one key at a time: O(n) memory
-            np.maximum(L, F @ G[j] + (0.0 if bias is None else bias[j]), out=L)
-        upper = f_norm * g_norm + b_hi  # Cauchy-Schwarz: no score of the row is above it
-        lower = -f_norm * g_norm + b_lo  # ... nor below this one
-        exact = ~(upper - L <= slack)  # also catches inf and nan
-        clamp = ~(lower - L >= floor)
-        unshifted = bool(np.all((upper <= slack) & (L >= -slack) & (lower >= floor)))
-    return np.where(exact, 0.0, L), exact, clamp, unshifted
+        bias = np.ldexp(bias, -(a + c)).astype(bias.dtype, copy=False)
+    return F, G, bias, a + c
 
 
 def apply_rows(
@@ -246,14 +212,19 @@ def apply_rows(
     *,
     bias: np.ndarray | None = None,
     normalise: bool,
+    log2_scale: int = 0,
 ) -> np.ndarray:
     """Return ``kernel @ R`` row block by row block, with ``kernel = transform(F @ G.T + bias)``.
 
-    With ``normalise=True`` the last column of ``R`` holds the key weights and the result is
-    the first columns divided by the last one (a row-stochastic average). The arrays share one
-    floating dtype (float64 or float32), which the result has too.
+    ``log2_scale`` is the exponent of a scale the caller already took out of the scores (true
+    scores ``(F G^T + bias) * 2**log2_scale``). With ``normalise=True`` the last column of
+    ``R`` holds the key weights and the result is the first columns divided by the last one (a
+    row-stochastic average). The arrays share one floating dtype (float64 or float32), which
+    the result has too.
 
-    With ``transform=softmax_transform`` the slabs are tiles of rows and keys whose sums are
+    Scores that could overflow are rescaled first (:func:`rescale_scores`) and every transform
+    gets the exponent of their scale. With ``transform=softmax_transform`` the slabs are tiles
+    of rows and keys whose sums are
     accumulated over the key tiles (:func:`tiles`), and the row shift is folded into the score
     product: rows are shifted by ``L_i``, the best score over a few probe keys, when the
     Cauchy-Schwarz bound says that no score of the row exceeds ``L_i + SHIFT_SLACK`` (the
@@ -263,10 +234,12 @@ def apply_rows(
     ``SHIFT_SLACK`` of 0) none is applied. (Without ``normalise`` each row carries a positive
     factor of its shift, as with any shift.)
     """
+    F, G, bias, e = rescale_scores(F, G, bias)
+    e += log2_scale  # factors the caller already rescaled (true scores: S * 2**e)
     n_rows, n_cols = F.shape[0], G.shape[0]
     out = np.empty((n_rows, R.shape[1]), dtype=F.dtype)
     RT = np.ascontiguousarray(R.T)
-    if transform is not softmax_transform:
+    if transform is not softmax_transform or e:
         GT = np.ascontiguousarray(G.T)
 
         def task(blocks: list[slice]) -> None:
@@ -274,8 +247,8 @@ def apply_rows(
                 S = np.dot(F[rows], GT)
                 if bias is not None:
                     S += bias
-                E, log_scale = transform(S, rows)
-                block = np.dot(RT, E.T).T  # see the note in _accumulate
+                E, log_scale = transform(S, rows, e)
+                block = np.dot(RT, E.T).T  # see the note in accumulate
                 if log_scale is not None:
                     with np.errstate(over="ignore", invalid="ignore"):
                         block = block * np.exp(log_scale)[:, None]
@@ -314,7 +287,7 @@ def tiles(n_rows: int, n_cols: int, inner: int) -> tuple[list[slice], list[slice
     return rows, cols
 
 
-def _accumulate(
+def accumulate(
     F: np.ndarray,
     GT: np.ndarray,
     RT: np.ndarray,
@@ -352,11 +325,13 @@ def _accumulate(
     _run(task, blocks, n_rows * n_cols, inner, tile_entries=entries)
 
 
-def _softmax_rows(F, G, RT, bias, out) -> None:
+def _softmax_rows(
+    F: np.ndarray, G: np.ndarray, RT: np.ndarray, bias: np.ndarray | None, out: np.ndarray
+) -> None:
     """``out = exp(F G^T + bias - shift) R`` (rows scaled by any positive factor), in tiles."""
     n_rows, n_cols = F.shape[0], G.shape[0]
     floor, _ = exp_limits(F.dtype)
-    L, exact, clamp, unshifted = _softmax_shift(F, G, bias)
+    L, exact, clamp, unshifted = softmax_shift(F, G, bias)
     one = np.ones(n_cols, dtype=F.dtype)
     f_cols, g_cols = [F], [G]
     if not unshifted:  # scores minus shift in one product: [F, -L] @ [G, 1]^T
@@ -385,7 +360,7 @@ def _softmax_rows(F, G, RT, bias, out) -> None:
             np.maximum(S, floor, out=S)
         np.exp(S, out=S)
 
-    _accumulate(Fs, GT, RT, out, elementwise)
+    accumulate(Fs, GT, RT, out, elementwise)
 
 
 def matrix_rows(
@@ -396,13 +371,17 @@ def matrix_rows(
     *,
     bias: np.ndarray | None = None,
     normalise: bool,
+    log2_scale: int = 0,
 ) -> np.ndarray:
-    """Dense matrix ``w_j kernel_ij`` (rows normalised when asked), row block by row block."""
+    """Dense matrix ``w_j kernel_ij`` (rows normalised when asked), row block by row block;
+    scores that could overflow are rescaled first (:func:`rescale_scores`)."""
+    F, G, bias, e = rescale_scores(F, G, bias)
+    e += log2_scale  # factors the caller already rescaled (true scores: S * 2**e)
     out = np.empty((F.shape[0], G.shape[0]), dtype=F.dtype)
 
     def task(blocks: list[slice]) -> None:
         for rows in blocks:
-            E, log_scale = transform(scores(F, G, rows, bias), rows)
+            E, log_scale = transform(scores(F, G, rows, bias), rows, e)
             E = E * w
             if normalise:
                 E /= E.sum(axis=1, keepdims=True)
@@ -413,178 +392,4 @@ def matrix_rows(
 
     n_rows, n_cols = F.shape[0], G.shape[0]
     _run(task, list(row_blocks(n_rows, n_cols)), n_rows * n_cols, F.shape[1])
-    return out
-
-
-def softmax_weights(
-    scores: np.ndarray,
-    *,
-    log_weights: np.ndarray | None = None,
-    axis: int = -1,
-    normalise: bool = True,
-    out: np.ndarray | None = None,
-) -> np.ndarray:
-    r"""Softmax weights :math:`P_{ij} = w_j e^{s_{ij}} / \sum_l w_l e^{s_{il}}` along `axis`.
-
-    The one softmax of the library: every kernel that normalises exponentiated scores calls
-    it. The largest logit of each row is subtracted before the exponential (the log-sum-exp
-    shift), so no weight overflows whatever the scale of the scores.
-
-    Parameters
-    ----------
-    scores : array, any shape
-        Scores :math:`s_{ij}`, normalised along `axis` (the key index).
-    log_weights : array broadcasting against `scores`, optional
-        Logarithms of key weights :math:`\log w_j`, added to the scores.
-    axis : int
-        The key axis.
-    normalise : bool
-        ``False`` returns the shifted exponentials :math:`e^{s_{ij} - \max_l s_{il}}` (a kernel
-        that normalises later, with its own key weights).
-    out : array, optional
-        Where to write the result; ``out=scores`` works in place.
-
-    Returns
-    -------
-    array of the shape of `scores`
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from token_dynamics.attention import softmax_weights
-    >>> softmax_weights(np.array([[0.0, np.log(3.0)], [1000.0, 1000.0]])).round(12)
-    array([[0.25, 0.75],
-           [0.5 , 0.5 ]])
-    """
-    logits = scores if log_weights is None else scores + log_weights
-    shifted = np.subtract(logits, logits.max(axis=axis, keepdims=True), out=out)
-    np.exp(shifted, out=shifted)
-    if normalise:
-        shifted /= shifted.sum(axis=axis, keepdims=True)
-    return shifted
-
-
-def softmax_transform(S: np.ndarray, rows: slice) -> tuple[np.ndarray, None]:
-    """Stable exponential of a slab: ``exp(S - max_j S)`` in place (log-sum-exp trick)."""
-    return softmax_weights(S, axis=1, normalise=False, out=S), None
-
-
-def exp_transform(S: np.ndarray, rows: slice) -> tuple[np.ndarray, np.ndarray]:
-    """Unnormalised exponential, returned as ``exp(S - m)`` and the log-scale ``m``."""
-    m = S.max(axis=1)
-    S -= m[:, None]
-    np.exp(S, out=S)
-    return S, m
-
-
-#: Exponent above which :func:`sigmoid_transform` hands a slab to ``scipy.special.expit``:
-#: ``exp(-x)`` of a score ``x < -700`` would overflow to inf (a sigmoid below 1e-304, which
-#: expit still resolves into subnormals). In float32, 80 (exp overflows above 88.7).
-SIGMOID_EXP_MAX, SIGMOID_EXP_MAX_32 = 700.0, 80.0
-
-#: Lowest ``-x`` passed to ``exp`` by :func:`sigmoid_transform`: for ``x >= 37`` the sigmoid is
-#: exactly 1.0 in float64 (``e^-37 < 2^-53``), so clamping at -40 changes nothing and keeps exp
-#: off its slow subnormal path. In float32 the same holds from ``x >= 17.3`` (``e^-x < 2^-25``):
-#: -20.
-SIGMOID_EXP_MIN, SIGMOID_EXP_MIN_32 = -40.0, -20.0
-
-
-def _sigmoid_limits(dtype: np.dtype) -> tuple[float, float]:
-    if np.dtype(dtype) == np.float32:
-        return SIGMOID_EXP_MAX_32, SIGMOID_EXP_MIN_32
-    return SIGMOID_EXP_MAX, SIGMOID_EXP_MIN
-
-
-def sigmoid_transform(S: np.ndarray, b: float = 0.0) -> np.ndarray:
-    """Logistic sigmoid of ``S + b`` in place, as ``1 / (1 + exp(-(S + b)))``.
-
-    numpy's vectorised exp makes this 3-4x faster than ``scipy.special.expit`` (measured, CPU
-    time at n = 16384) with the same values to a few ulps; a slab with a score below ``-700``
-    (``-80`` in float32) goes to expit, which keeps the subnormal tail.
-    """
-    np.subtract(S.dtype.type(-b), S, out=S)  # -x
-    return _logistic_of_negated(S, checked=True)
-
-
-def _logistic_of_negated(N: np.ndarray, *, checked: bool) -> np.ndarray:
-    """``sigmoid(-N) = 1 / (1 + exp(N))`` in place. With ``checked`` (the bounds of the caller
-    do not exclude it) a slab reaching above :data:`SIGMOID_EXP_MAX` goes to expit and the rest
-    is clamped at :data:`SIGMOID_EXP_MIN`, off exp's slow subnormal path."""
-    if checked:
-        hi, lo = _sigmoid_limits(N.dtype)
-        if float(N.max()) > hi:
-            return expit(np.negative(N, out=N), out=N)
-        np.maximum(N, lo, out=N)
-    np.exp(N, out=N)
-    N += 1.0
-    return np.reciprocal(N, out=N)
-
-
-def sigmoid_rows(F: np.ndarray, G: np.ndarray, R: np.ndarray, b: float) -> np.ndarray:
-    """``sigmoid(F G^T + b) @ R``, tile by tile (:func:`tiles`).
-
-    The sign and the bias ride in the score product, ``[-F, -b] @ [G, 1]^T = -(s + b)``, which
-    goes straight to ``exp``; the overflow check and the clamp of :func:`sigmoid_transform` run
-    only on slabs whose Cauchy-Schwarz bounds ``|s_ij| <= |f_i| max_j |g_j|`` do not exclude them
-    (measured at n = 16384, d = 2: 2.9 -> 2.3 ns of CPU time per score).
-    """
-    n_rows, n_cols = F.shape[0], G.shape[0]
-    dt = F.dtype
-    Fn = np.column_stack([-F, np.full(n_rows, -b, dtype=dt)])
-    GT = np.ascontiguousarray(np.column_stack([G, np.ones(n_cols, dtype=dt)]).T)
-    RT = np.ascontiguousarray(R.T)
-    hi, _ = _sigmoid_limits(dt)
-    floor, _ = exp_limits(dt)
-    with np.errstate(over="ignore", invalid="ignore"):
-        reach = np.sqrt(np.einsum("ij,ij->i", F, F)) * np.sqrt(np.einsum("ij,ij->i", G, G).max())
-        loose = ~((reach - b <= hi) & (-reach - b >= floor))  # nan is loose
-    any_loose = bool(loose.any())
-    out = np.empty((n_rows, R.shape[1]), dtype=dt)
-
-    def elementwise(N: np.ndarray, rows: slice) -> None:
-        _logistic_of_negated(N, checked=any_loose and bool(loose[rows].any()))
-
-    _accumulate(Fn, GT, RT, out, elementwise)
-    return out
-
-
-def tie_threshold(m: np.ndarray, tol: float) -> np.ndarray:
-    """Lowest score tied with the maximum ``m`` at relative tolerance ``tol`` (hardmax)."""
-    return m - tol * np.maximum(1.0, np.abs(m))
-
-
-def hardmax_rows(F: np.ndarray, G: np.ndarray, R: np.ndarray, tol: float) -> np.ndarray:
-    """``sum_{j in C_i} R_j`` over the tie sets ``C_i = {j : s_ij >= tie_threshold(m_i)}`` of
-    the scores ``s = F G^T`` (``m_i`` the row maximum), row block by row block.
-
-    Most rows have one best key: an argmax finds it and a second maximum, with that key masked,
-    confirms it is alone above the threshold; its row of ``R`` is gathered, with no product over
-    the slab. Rows with a tie (or a non-finite maximum) sum ``R`` over their indicator.
-
-    Runs on the calling thread: its passes are light, and on two threads the hand-offs cost more
-    than they share (measured at n = 16384, d = 2: 0.23 s on one thread, 0.37 s on two).
-    """
-    n_rows, n_cols = F.shape[0], G.shape[0]
-    GT = np.ascontiguousarray(G.T)
-    RT = np.ascontiguousarray(R.T)
-    out = np.empty((n_rows, R.shape[1]), dtype=F.dtype)
-
-    def task(blocks: list[slice]) -> None:
-        for rows in blocks:
-            S = np.dot(F[rows], GT)
-            r = np.arange(S.shape[0])
-            best = S.argmax(axis=1)
-            m = S[r, best]
-            threshold = tie_threshold(m, tol)
-            S[r, best] = -np.inf
-            tied = ~(S.max(axis=1) < threshold)  # a second key at the threshold, or nan
-            block = out[rows]
-            block[:] = R[best]
-            if tied.any():
-                S[r, best] = m
-                T = S[tied]
-                np.greater_equal(T, threshold[tied, None], out=T)
-                block[tied] = np.dot(RT, T.T).T
-
-    task(list(row_blocks(n_rows, n_cols)))
     return out

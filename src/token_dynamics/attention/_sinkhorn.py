@@ -22,6 +22,7 @@ from ._base import (
     positive_keys,
     scatter_columns,
 )
+from ._softmax import EXP_FLOOR
 
 __all__ = [
     "Sinkhorn",
@@ -182,7 +183,7 @@ def _absorbed_kernel(K, u, v, log_a, log_b):
     exp would otherwise take its slow subnormal path)."""
     E = np.add(K, (u + log_a)[:, None])
     E += (v + log_b)[None, :]
-    np.maximum(E, K_.EXP_FLOOR, out=E)
+    np.maximum(E, EXP_FLOOR, out=E)
     return np.exp(E, out=E)
 
 
