@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import Literal, TypeAlias
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike, DTypeLike, NDArray
 
-__all__ = ["ArrayLike", "FloatArray", "IVPMethod", "IntArray", "SeedLike"]
+__all__ = ["ArrayLike", "DTypeLike", "FloatArray", "IVPMethod", "IntArray", "SeedLike"]
 
 #: A float64 array (tokens ``(n, d)``, trajectories ``(T, n, d)``, times ``(T,)``, ...).
 FloatArray: TypeAlias = NDArray[np.float64]

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-from .._typing import ArrayLike
+from .._typing import ArrayLike, DTypeLike
 from .._validation import as_matrix, as_tokens, as_vector, check_bool, check_int, check_real
 from ._base import (
     AttentionField,
@@ -90,7 +89,12 @@ class MultiHead(AttentionField):
         return out
 
     def attention_matrix(
-        self, X: ArrayLike, t: float = 0.0, *, weights: ArrayLike | None = None, dtype: Any = None
+        self,
+        X: ArrayLike,
+        t: float = 0.0,
+        *,
+        weights: ArrayLike | None = None,
+        dtype: DTypeLike | None = None,
     ) -> np.ndarray:
         """Not defined for several heads: use :meth:`attention_matrices`.
 
@@ -122,7 +126,14 @@ class MultiHead(AttentionField):
 
     @classmethod
     def from_qkv(
-        cls, Q: Any, K: Any, V: Any, n_heads: int, *, beta: float = 1.0, W: Any = None
+        cls,
+        Q: ArrayLike,
+        K: ArrayLike,
+        V: ArrayLike,
+        n_heads: int,
+        *,
+        beta: float = 1.0,
+        W: ArrayLike | None = None,
     ) -> MultiHead:
         r"""Split ``Q, K, V`` of shape ``(H k, d)`` into ``H`` softmax heads of ``k`` rows each.
 
@@ -276,7 +287,9 @@ class Causal(AttentionField):
         return scatter_columns(matrix_rows(F, Xk[:, 1:], wk, transform, normalise=True), w)
 
 
-def with_positions(X: ArrayLike, positions: Any = None, *, n_sink: int = 0) -> np.ndarray:
+def with_positions(
+    X: ArrayLike, positions: ArrayLike | None = None, *, n_sink: int = 0
+) -> np.ndarray:
     r"""Prepend a position column to tokens, for :class:`Causal`.
 
     Parameters
@@ -337,7 +350,12 @@ VARIANTS = ("softmax", "unnormalised", "hardmax", "l2", "sinkhorn", "sigmoid", "
 
 
 def make_field(
-    variant: str, d: int, *, beta: float = 1.0, A: Any = None, V: Any = None
+    variant: str,
+    d: int,
+    *,
+    beta: float = 1.0,
+    A: ArrayLike | None = None,
+    V: ArrayLike | None = None,
 ) -> AttentionField:
     r"""Build one attention variant from a name, with :math:`A = V = I_d` by default.
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar, Self
 
 import numpy as np
 
@@ -12,6 +12,7 @@ from .._validation import check_positive, check_real, float_guard
 from ._base import (
     AttentionField,
     Parameter,
+    ParameterLike,
     eval_parameter,
     fold_qk,
     init_parameter,
@@ -74,7 +75,9 @@ class _Bilinear(AttentionField):
         return scatter_columns(matrix_rows(X @ A.T, Xk, wk, transform, normalise=normalise), w)
 
     @classmethod
-    def from_qk(cls, Q: Any, K: Any, V: Any, *args: Any, **kwargs: Any) -> Any:
+    def from_qk(
+        cls, Q: ParameterLike, K: ParameterLike, V: Parameter, *args: float, **kwargs: float
+    ) -> Self:
         r"""Build the field from queries and keys, :math:`A = K^\top Q/\sqrt{k}`.
 
         ``Q`` and ``K`` have shape ``(k, d)`` (or are functions of time returning such arrays);
