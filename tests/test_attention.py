@@ -647,3 +647,77 @@ def test_huge_norm_variants_finite_or_named():
         Unnormalised(A, V).velocity(Y)
     with pytest.raises(FloatingPointError, match="linear attention velocity"):
         Linear(A, V).velocity(Y)
+
+
+# --- bounded memory of the other kernels (issue 20, item 1) -----------------------------------
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: Hardmax(np.eye(2), np.eye(2)),
+        lambda: Unnormalised(np.eye(2), np.eye(2), beta=0.1),
+        lambda: Sigmoid(np.eye(2), np.eye(2)),
+        lambda: Causal(np.eye(2), np.eye(2)),
+    ],
+    ids=["hardmax", "unnormalised", "sigmoid", "causal"],
+)
+def test_other_kernels_memory_is_bounded(make):
+    # as for the softmax: n = 10^4 tokens (a dense score matrix would be 800 MB); the extra
+    # memory is a few slabs of BLOCK_ELEMENTS scores (one per worker, with its masks) plus
+    # O(n d) arrays, whatever n: the softmax's bound, its 200 n bytes for tokens of 2 columns
+    # read as 100 bytes (about a dozen float64 copies) per entry of X (causal tokens carry a
+    # third column, their position)
+    rng = np.random.default_rng(5)
+    n = 10_000
+    field = make()
+    X = rng.standard_normal((n, 2))
+    if isinstance(field, Causal):
+        X = with_positions(X)
+    tracemalloc.start()
+    v = field.velocity(X)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert np.all(np.isfinite(v))
+    assert peak < 4 * 8 * att.BLOCK_ELEMENTS + 100 * X.size
+
+
+def test_hardmax_rows_longer_than_a_slab_use_key_tiles(monkeypatch):
+    # slabs of 16 scores: rows of 50 keys are cut into tiles of 4 keys (a first pass for each
+    # row's maximum, a second for the tie sums); with duplicated tokens (exact ties) the result
+    # is the dense tie-set average, to the round-off of sums of at most 50 terms
+    rng = np.random.default_rng(8)
+    X = rng.standard_normal((25, 3))
+    X = np.concatenate([X, X[:25]])
+    A, V = rng.normal(size=(3, 3)), rng.normal(size=(3, 3))
+    S = X @ A.T @ X.T
+    m = S.max(axis=1, keepdims=True)
+    tied = S >= m - 1e-9 * np.maximum(1.0, np.abs(m))
+    ref = (tied / tied.sum(axis=1, keepdims=True)) @ X @ V.T
+    monkeypatch.setattr(att._kernels, "BLOCK_ELEMENTS", 16)
+    np.testing.assert_allclose(Hardmax(A, V).velocity(X), ref, rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize("block", [7, 64, 10**6])
+def test_causal_prefix_slabs_match_the_dense_masked_softmax(monkeypatch, block):
+    # keys sorted by position, queries in blocks of at most `block` scores (7: fewer than a
+    # row; 10**6: one slab): the masked softmax P_ij ~ w_j e^(beta s_ij) 1{p_j <= p_i} of
+    # unsorted, partly equal positions and partly zero weights, to round-off of sums of n terms
+    rng = np.random.default_rng(21)
+    n, d, beta = 40, 3, 1.5
+    A, V = random_params(rng, d)
+    pos = rng.integers(0, 12, size=n) / 12.0
+    pos[5] = 0.0  # a sink, of positive weight: every query sees a token
+    X = with_positions(rng.standard_normal((n, d)), pos)
+    w = rng.dirichlet(np.ones(n))
+    w[rng.choice(np.flatnonzero(pos > 0), 6, replace=False)] = 0.0
+    w /= w.sum()
+    S = beta * X[:, 1:] @ A.T @ X[:, 1:].T
+    K = w * np.exp(S - S.max(axis=1, keepdims=True)) * (pos[None, :] <= pos[:, None])
+    P = K / K.sum(axis=1, keepdims=True)
+    monkeypatch.setattr(att._kernels, "BLOCK_ELEMENTS", block)
+    field = Causal(A, V, beta=beta)
+    np.testing.assert_allclose(field.attention_matrix(X, weights=w), P, rtol=1e-13, atol=1e-16)
+    v = field.velocity(X, weights=w)
+    np.testing.assert_array_equal(v[:, 0], 0.0)
+    np.testing.assert_allclose(v[:, 1:], P @ X[:, 1:] @ V.T, rtol=1e-12, atol=1e-14)

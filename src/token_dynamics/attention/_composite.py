@@ -17,9 +17,8 @@ from ._base import (
     positive_keys,
     scatter_columns,
 )
-from ._kernels import apply_rows, matrix_rows
+from ._masked import causal_matrix, causal_rows
 from ._sinkhorn import Sinkhorn
-from ._softmax import softmax_transform
 from ._variants import L2, Hardmax, Linear, Sigmoid, Softmax, Unnormalised
 
 __all__ = ["VARIANTS", "Causal", "MultiHead", "make_field", "with_positions"]
@@ -258,33 +257,20 @@ class Causal(AttentionField):
             raise ValueError(
                 "`X` must hold a token of positive weight at position 0 when `sink=True`."
             )
-        pq, pk = Y[:, 0], Xk[:, 0]
-
-        def transform(S: np.ndarray, rows: slice, e: int) -> tuple[np.ndarray, None]:
-            S[pk[None, :] > pq[rows, None]] = -np.inf
-            empty = np.all(np.isneginf(S), axis=1)
-            if np.any(empty):
-                i = rows.start + int(np.argmax(empty))
-                raise ValueError(
-                    f"query {i} (position {pq[i]:.3g}) sees no token of positive weight; "
-                    "give a positive weight to a token at or before it."
-                )
-            return softmax_transform(S, rows, e)
-
-        return A, V, Xk, wk, transform
+        return A, V, Xk, wk
 
     def _velocity_at(self, Y, X, t, w):
-        A, V, Xk, wk, transform = self._prepare(Y, X, t, w)
+        A, V, Xk, wk = self._prepare(Y, X, t, w)
         Xc = Xk[:, 1:]
         R = np.column_stack([wk[:, None] * (Xc @ V.T), wk])
         out = np.zeros_like(Y)
-        out[:, 1:] = apply_rows(self.beta * (Y[:, 1:] @ A.T), Xc, R, transform, normalise=True)
+        out[:, 1:] = causal_rows(self.beta * (Y[:, 1:] @ A.T), Xc, R, Y[:, 0], Xk[:, 0])
         return out
 
     def _matrix(self, X, t, w):
-        A, _, Xk, wk, transform = self._prepare(X, X, t, w)
+        A, _, Xk, wk = self._prepare(X, X, t, w)
         F = self.beta * (X[:, 1:] @ A.T)
-        return scatter_columns(matrix_rows(F, Xk[:, 1:], wk, transform, normalise=True), w)
+        return scatter_columns(causal_matrix(F, Xk[:, 1:], wk, X[:, 0], Xk[:, 0]), w)
 
 
 def with_positions(
