@@ -236,28 +236,36 @@ def test_bad_threads_setting_is_named(monkeypatch, value):
 
 
 def test_wide_products_share_tiles_or_run_on_the_calling_thread(monkeypatch):
-    """Whole-row slabs with more than POOL_MAX_INNER inner columns stay off the pool (the
-    Unnormalised kernel); the softmax and sigmoid kernels cut wide products into tiles that
-    BLAS runs serially, and share those out to the pool at every d."""
+    """Whole-row slabs with more than POOL_MAX_INNER inner columns stay off the pool (the dense
+    attention matrix); the softmax, unnormalised and sigmoid kernels cut wide products into
+    tiles that BLAS runs serially, and share those out to the pool at every d."""
     calls = []
     monkeypatch.setattr(K_, "_executor", lambda workers: calls.append(workers) or _Inline())
     monkeypatch.setattr(K_, "THREADS", 2)
     monkeypatch.setattr(K_, "PARALLEL_MIN_ELEMENTS", 0)
     rng = np.random.default_rng(10)
-    for d, field, pooled in [
-        (K_.POOL_MAX_INNER + 1, Unnormalised, False),
-        (2, Unnormalised, True),
-        (16, Softmax, True),
-        (16, Sigmoid, True),
+    for d, field, method, pooled in [
+        (K_.POOL_MAX_INNER + 1, Unnormalised, "attention_matrix", False),
+        (2, Unnormalised, "attention_matrix", True),
+        (K_.POOL_MAX_INNER + 1, Unnormalised, "velocity", True),
+        (16, Softmax, "velocity", True),
+        (16, Sigmoid, "velocity", True),
     ]:
         calls.clear()
         X = rng.standard_normal((300, d)) / np.sqrt(d)
-        field(np.eye(d), np.eye(d)).velocity(X)
-        assert bool(calls) is pooled, (d, field)
+        getattr(field(np.eye(d), np.eye(d)), method)(X)
+        assert bool(calls) is pooled, (d, field, method)
     X = rng.standard_normal((300, 16)) / 4
     assert_rounded(
         Softmax(np.eye(16), np.eye(16)).velocity(X),
         dense_softmax_velocity(X, np.eye(16), np.eye(16), 1.0),
+    )
+    # the unnormalised kernel on the same tiles, its row shifts put back: sum_j e^(s_ij) x_j / n
+    # (scores of size ~1: round-off of sums of 300 terms)
+    S = X @ X.T
+    ref = np.exp(S) @ X / len(X)
+    np.testing.assert_allclose(
+        Unnormalised(np.eye(16), np.eye(16)).velocity(X), ref, rtol=1e-12, atol=1e-14
     )
 
 

@@ -48,7 +48,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from .._linalg import BLOCK_ELEMENTS, power_of_two_scale, row_blocks
-from ._softmax import Transform, exp_limits, softmax_shift, softmax_transform
+from ._softmax import Transform, exp_limits, exp_transform, softmax_shift, softmax_transform
 
 
 def _usable_cores() -> int:
@@ -223,8 +223,9 @@ def apply_rows(
     the result has too.
 
     Scores that could overflow are rescaled first (:func:`rescale_scores`) and every transform
-    gets the exponent of their scale. With ``transform=softmax_transform`` the slabs are tiles
-    of rows and keys whose sums are
+    gets the exponent of their scale. With ``transform=softmax_transform`` (or
+    ``exp_transform``, whose rows then get their shift back) the slabs are tiles of rows and keys
+    whose sums are
     accumulated over the key tiles (:func:`tiles`), and the row shift is folded into the score
     product: rows are shifted by ``L_i``, the best score over a few probe keys, when the
     Cauchy-Schwarz bound says that no score of the row exceeds ``L_i + SHIFT_SLACK`` (the
@@ -239,7 +240,8 @@ def apply_rows(
     n_rows, n_cols = F.shape[0], G.shape[0]
     out = np.empty((n_rows, R.shape[1]), dtype=F.dtype)
     RT = np.ascontiguousarray(R.T)
-    if transform is not softmax_transform or e:
+    tiled = e == 0 and (transform is softmax_transform or transform is exp_transform)
+    if not tiled:
         GT = np.ascontiguousarray(G.T)
 
         def task(blocks: list[slice]) -> None:
@@ -256,7 +258,10 @@ def apply_rows(
 
         _run(task, list(row_blocks(n_rows, n_cols)), n_rows * n_cols, max(F.shape[1], R.shape[1]))
     else:
-        _softmax_rows(F, G, RT, bias, out)
+        shift = _softmax_rows(F, G, RT, bias, out)
+        if transform is exp_transform:  # the unnormalised kernel: put each row's shift back
+            with np.errstate(over="ignore", invalid="ignore"):  # inf: the caller reports it
+                out *= np.exp(shift)[:, None]
     if normalise:
         return out[:, :-1] / out[:, -1:]
     return out
@@ -327,8 +332,8 @@ def accumulate(
 
 def _softmax_rows(
     F: np.ndarray, G: np.ndarray, RT: np.ndarray, bias: np.ndarray | None, out: np.ndarray
-) -> None:
-    """``out = exp(F G^T + bias - shift) R`` (rows scaled by any positive factor), in tiles."""
+) -> np.ndarray:
+    """``out = exp(F G^T + bias - shift) R`` in tiles; returns the ``shift`` of each row."""
     n_rows, n_cols = F.shape[0], G.shape[0]
     floor, _ = exp_limits(F.dtype)
     L, exact, clamp, unshifted = softmax_shift(F, G, bias)
@@ -361,6 +366,9 @@ def _softmax_rows(
         np.exp(S, out=S)
 
     accumulate(Fs, GT, RT, out, elementwise)
+    if unshifted:
+        return np.zeros(n_rows, dtype=F.dtype)
+    return -Fs[:, F.shape[1]]
 
 
 def matrix_rows(
