@@ -239,10 +239,9 @@ def apply_rows(
     e += log2_scale  # factors the caller already rescaled (true scores: S * 2**e)
     n_rows, n_cols = F.shape[0], G.shape[0]
     out = np.empty((n_rows, R.shape[1]), dtype=F.dtype)
-    RT = np.ascontiguousarray(R.T)
     tiled = e == 0 and (transform is softmax_transform or transform is exp_transform)
     if not tiled:
-        GT = np.ascontiguousarray(G.T)
+        GT, RT = np.ascontiguousarray(G.T), np.ascontiguousarray(R.T)
 
         def task(blocks: list[slice]) -> None:
             for rows in blocks:
@@ -258,7 +257,7 @@ def apply_rows(
 
         _run(task, list(row_blocks(n_rows, n_cols)), n_rows * n_cols, max(F.shape[1], R.shape[1]))
     else:
-        shift = _softmax_rows(F, G, RT, bias, out)
+        shift = _softmax_rows(F, G, np.ascontiguousarray(R), bias, out)
         if transform is exp_transform:  # the unnormalised kernel: put each row's shift back
             with np.errstate(over="ignore", invalid="ignore"):  # inf: the caller reports it
                 out *= np.exp(shift)[:, None]
@@ -294,23 +293,30 @@ def tiles(n_rows: int, n_cols: int, inner: int) -> tuple[list[slice], list[slice
 
 def accumulate(
     F: np.ndarray,
-    GT: np.ndarray,
-    RT: np.ndarray,
+    G: np.ndarray,
+    R: np.ndarray,
     out: np.ndarray,
     elementwise: Callable[[np.ndarray, slice], None],
 ) -> None:
-    """``out = T(F @ GT) @ RT.T`` tile by tile, ``T`` an elementwise map applied in place by
-    ``elementwise(S, rows)``; each row block's sums run over the key tiles in order."""
-    n_rows, n_cols = F.shape[0], GT.shape[1]
-    inner = max(F.shape[1], RT.shape[0])
+    """``out = T(F @ G.T) @ R`` tile by tile (``G`` and ``R`` C-contiguous, one key per row),
+    ``T`` an elementwise map applied in place by ``elementwise(S, rows)``; each row block's
+    sums run over the key tiles in order."""
+    n_rows, n_cols = F.shape[0], G.shape[0]
+    inner = max(F.shape[1], R.shape[1])
     blocks, col_tiles = tiles(n_rows, n_cols, inner)
-    # contiguous key tiles (np.dot copies a strided operand at every call). The orientation of
-    # the second product follows the tile: for a slab of a few whole rows BLAS runs R^T E^T
-    # faster than E R (measured at n = 16384, d = 2: 15 against 31 us per slab), for a
-    # square-ish tile E R (d = 16: 9 against 17 us; d = 64: 9 against 12 us).
+    # Key tiles that np.dot reads without copying (it copies a strided operand at every call).
+    # The orientation of the second product follows the tile: for a slab of a few whole rows
+    # BLAS runs R^T E^T faster than E R (measured at n = 16384, d = 2: 15 against 31 us per
+    # slab), for a square-ish tile E R (d = 16: 9 against 17 us; d = 64: 9 against 12 us).
+    # Square tiles take the rows of G and R as they are (views; BLAS reads G's tile
+    # transposed), skinny slabs contiguous copies of their transposes.
     square = inner * BLOCK_ELEMENTS > SERIAL_BLAS_MACS
-    G_tiles = [np.ascontiguousarray(GT[:, cols]) for cols in col_tiles]
-    R_tiles = [np.ascontiguousarray(RT[:, cols].T if square else RT[:, cols]) for cols in col_tiles]
+    if square:
+        G_tiles = [G[cols].T for cols in col_tiles]
+        R_tiles = [R[cols] for cols in col_tiles]
+    else:
+        G_tiles = [np.ascontiguousarray(G[cols].T) for cols in col_tiles]
+        R_tiles = [np.ascontiguousarray(R[cols].T) for cols in col_tiles]
     entries = (blocks[0].stop - blocks[0].start) * G_tiles[0].shape[1] if blocks else 0
 
     def task(group: list[slice]) -> None:
@@ -331,7 +337,7 @@ def accumulate(
 
 
 def _softmax_rows(
-    F: np.ndarray, G: np.ndarray, RT: np.ndarray, bias: np.ndarray | None, out: np.ndarray
+    F: np.ndarray, G: np.ndarray, R: np.ndarray, bias: np.ndarray | None, out: np.ndarray
 ) -> np.ndarray:
     """``out = exp(F G^T + bias - shift) R`` in tiles; returns the ``shift`` of each row."""
     n_rows, n_cols = F.shape[0], G.shape[0]
@@ -346,7 +352,7 @@ def _softmax_rows(
         f_cols.append(np.ones(n_rows, dtype=F.dtype))
         g_cols.append(bias.astype(F.dtype, copy=False))
     Fs = np.column_stack(f_cols) if len(f_cols) > 1 else F
-    GT = np.ascontiguousarray(np.column_stack(g_cols).T)
+    Gs = np.column_stack(g_cols) if len(g_cols) > 1 else np.ascontiguousarray(G)
     if exact.any():  # the exact maximum of these rows, with their shift column at 0
         rows_e = np.flatnonzero(exact)
         Fe = Fs[rows_e]
@@ -354,7 +360,7 @@ def _softmax_rows(
         blocks, col_tiles = tiles(rows_e.size, n_cols, Fs.shape[1])
         for rows in blocks:
             for cols in col_tiles:
-                np.maximum(m[rows], np.dot(Fe[rows], GT[:, cols]).max(axis=1), out=m[rows])
+                np.maximum(m[rows], np.dot(Fe[rows], Gs[cols].T).max(axis=1), out=m[rows])
         Fs[rows_e, F.shape[1]] = -m
         clamp = clamp.copy()
         clamp[rows_e] = True  # their lowest scores are not bounded against the maximum
@@ -365,7 +371,7 @@ def _softmax_rows(
             np.maximum(S, floor, out=S)
         np.exp(S, out=S)
 
-    accumulate(Fs, GT, RT, out, elementwise)
+    accumulate(Fs, Gs, R, out, elementwise)
     if unshifted:
         return np.zeros(n_rows, dtype=F.dtype)
     return -Fs[:, F.shape[1]]

@@ -73,8 +73,7 @@ def sigmoid_rows(F: np.ndarray, G: np.ndarray, R: np.ndarray, b: float) -> np.nd
     n_rows, n_cols = F.shape[0], G.shape[0]
     dt = F.dtype
     Fn = np.column_stack([-F, np.full(n_rows, -b, dtype=dt)])
-    GT = np.ascontiguousarray(np.column_stack([G, np.ones(n_cols, dtype=dt)]).T)
-    RT = np.ascontiguousarray(R.T)
+    Gs = np.column_stack([G, np.ones(n_cols, dtype=dt)])
     hi, _ = _sigmoid_limits(dt)
     floor, _ = exp_limits(dt)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -86,5 +85,5 @@ def sigmoid_rows(F: np.ndarray, G: np.ndarray, R: np.ndarray, b: float) -> np.nd
     def elementwise(N: np.ndarray, rows: slice) -> None:
         _logistic_of_negated(N, checked=any_loose and bool(loose[rows].any()))
 
-    accumulate(Fn, GT, RT, out, elementwise)
+    accumulate(Fn, Gs, np.ascontiguousarray(R), out, elementwise)
     return out

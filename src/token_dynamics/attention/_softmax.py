@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .._linalg import BLOCK_ELEMENTS
 from .._typing import ArrayLike, FloatArray
 from .._validation import as_real_array, check_bool
 
@@ -238,10 +239,15 @@ def softmax_shift(
         probes.append([bias.argmax()])
     probes.append(np.linspace(0, G.shape[0] - 1, min(G.shape[0], PROBE_KEYS)).astype(int))
     J = np.unique(np.concatenate(probes))
+    GJ = np.ascontiguousarray(G[J].T)
+    step = max(1, BLOCK_ELEMENTS // J.size)  # probe scores in slabs: O(n) extra memory
     with np.errstate(over="ignore", invalid="ignore"):
-        L = np.full(F.shape[0], -np.inf)
-        for j in J:  # one key at a time: O(n) memory
-            np.maximum(L, F @ G[j] + (0.0 if bias is None else bias[j]), out=L)
+        L = np.empty(F.shape[0], dtype=np.float64)
+        for start in range(0, F.shape[0], step):  # one product per slab, not one per key
+            P = np.dot(F[start : start + step], GJ)
+            if bias is not None:
+                P += bias[J]
+            L[start : start + step] = P.max(axis=1)
         upper = f_norm * g_norm + b_hi  # Cauchy-Schwarz: no score of the row is above it
         lower = -f_norm * g_norm + b_lo  # ... nor below this one
         exact = ~(upper - L <= slack)  # also catches inf and nan
