@@ -10,7 +10,10 @@ bounded for large ``n``; every normalised variant takes its weights from the one
 :func:`softmax_weights`.
 
 Failure policy (the library's): bad arguments raise ``ValueError``/``TypeError`` naming them;
-an overflow that no rescaling avoids (unnormalised attention) raises ``FloatingPointError``; a
+scores beyond the floating range (tokens of norm ~1e155 in float64) are computed on factors
+rescaled by powers of two, so the normalised variants (softmax, hardmax, l2, causal, multi-head)
+and the sigmoid return their finite values; an overflow that no rescaling avoids (unnormalised
+and linear attention, whose values leave the range) raises ``FloatingPointError``; a
 Sinkhorn iteration that does not converge warns (``SinkhornConvergenceWarning``) or, with
 ``strict=True``, raises ``SinkhornConvergenceError``, a ``FloatingPointError``.
 """
