@@ -170,6 +170,19 @@ def test_l2_and_sinkhorn_bias_paths_agree_with_dense(monkeypatch, threaded, bloc
 
 
 def test_errors_raised_in_a_worker_reach_the_caller_in_serial_order(threaded):
+    """Tasks on the pool that raise: the caller gets the error of the earliest group (the
+    serial order), whichever worker finished first."""
+    blocks = [slice(i, i + 1) for i in range(16)]
+
+    def task(group: list[slice]) -> None:
+        if group[0].start >= 4:  # every group from the second on fails, naming itself
+            raise ValueError(f"group at {group[0].start}")
+
+    with pytest.raises(ValueError, match=r"group at 4$"):
+        K_._run(task, blocks, 10**9, 1)
+
+
+def test_causal_query_that_sees_no_token_is_named(threaded):
     """Causal attention: a query that sees no token raises, naming the first such query."""
     rng = np.random.default_rng(6)
     n = 300
