@@ -645,7 +645,7 @@ def case_gaussian(cfg: argparse.Namespace) -> None:
     V = np.eye(2)
     mean0, cov0 = np.zeros(2), np.array([[1.0, 0.3], [0.3, 0.5]])
     times = np.array([0.0, 1.0])
-    exact = isotropic_covariance(times, 1.0, A, cov0)[-1]
+    exact = isotropic_covariance(A, 1.0, cov0, times)[-1]
     field = att.Softmax(A, V)
 
     def particles():

@@ -12,7 +12,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Modules being rewritten elsewhere, checked once their rewrite lands.
-PENDING = ("token_dynamics.plotting.", "token_dynamics.stochastic.")
+PENDING = ("token_dynamics.stochastic.",)
 
 
 def _api_coverage():

@@ -174,11 +174,11 @@ def test_particle_error_shrinks_like_inverse_square_root_of_n():
 @pytest.mark.statement("gauss-prop-scalar")
 def test_scalar_closed_form_and_blowup_time():
     v, a, s0, m0 = 0.7, 0.9, 0.4, 0.3
-    t_star = g.scalar_blowup_time(v, a, s0)
+    t_star = g.scalar_blowup_time(a, v, s0)
     np.testing.assert_allclose(t_star, 1.98413, rtol=2e-6)  # the spec's printed value
     times = np.linspace(0, 0.9 * t_star, 7)
     sol = g.solve_moments(g.SoftmaxMoments([[a]], [[v]]), [m0], [[s0]], times)
-    exact = g.softmax_gaussian_1d(times, m0, s0, v, a)
+    exact = g.softmax_gaussian_1d(a, v, m0, s0, times)
     mean, var = exact.means[:, 0], exact.covariances[:, 0, 0]
     np.testing.assert_allclose(sol.covariances[:, 0, 0], var, rtol=CLOSED_FORM_RTOL)
     np.testing.assert_allclose(sol.means[:, 0], mean, rtol=CLOSED_FORM_RTOL)
@@ -191,11 +191,11 @@ def test_scalar_closed_form_and_blowup_time():
 
 @pytest.mark.statement("gauss-prop-scalar")
 def test_scalar_no_blowup_when_va_negative():
-    assert g.scalar_blowup_time(0.7, -0.9, 0.4) == np.inf
+    assert g.scalar_blowup_time(-0.9, 0.7, 0.4) == np.inf
     times = np.linspace(0, 50, 6)
     sol = g.solve_moments(g.SoftmaxMoments([[-0.9]], [[0.7]]), [0.2], [[0.4]], times)
     assert sol.status == "completed" and sol.blowup_time is None
-    var = g.softmax_gaussian_1d(times, 0.2, 0.4, 0.7, -0.9).covariances[:, 0, 0]
+    var = g.softmax_gaussian_1d(-0.9, 0.7, 0.2, 0.4, times).covariances[:, 0, 0]
     np.testing.assert_allclose(sol.covariances[:, 0, 0], var, rtol=CLOSED_FORM_RTOL)
 
 
@@ -205,12 +205,12 @@ def test_isotropic_value_closed_form_and_blowup(seed):
     rng = np.random.default_rng(seed)
     d, v = 3, 0.8
     A, S0 = rng.normal(size=(d, d)), random_spd(rng, d, shift=0.1)
-    t_star = g.isotropic_blowup_time(v, A, S0)
+    t_star = g.isotropic_blowup_time(A, v, S0)
     assert np.isfinite(t_star)  # A + A^T random: indefinite, so a positive eigenvalue exists
     times = np.linspace(0, 0.9 * t_star, 5)
     eq = g.SoftmaxMoments(A, v * np.eye(d))
     sol = g.solve_moments(eq, rng.normal(size=d), S0, times)
-    exact = g.isotropic_covariance(times, v, A, S0)
+    exact = g.isotropic_covariance(A, v, S0, times)
     np.testing.assert_allclose(sol.covariances, exact, rtol=CLOSED_FORM_RTOL, atol=1e-12)
     run = g.solve_moments(eq, rng.normal(size=d), S0, [0.0, 2 * t_star])
     assert run.status == "blowup"
@@ -226,7 +226,7 @@ def test_isotropic_closed_form_with_singular_start():
     sol = g.solve_moments(g.SoftmaxMoments(A, np.eye(2)), np.zeros(2), S0, times)
     np.testing.assert_allclose(
         sol.covariances,
-        g.isotropic_covariance(times, 1.0, A, S0),
+        g.isotropic_covariance(A, 1.0, S0, times),
         rtol=CLOSED_FORM_RTOL,
         atol=1e-12,
     )
@@ -245,11 +245,11 @@ def test_rank_one_rays():
     q = u @ A @ u
     A += (1.0 - q) * np.outer(u, u)  # make q = u^T A u = 1 > 0: the ray blows up
     eps = 0.2
-    t_star = g.ray_blowup_time(V, A, u, eps)
+    t_star = g.ray_blowup_time(A, V, u, eps)
     np.testing.assert_allclose(t_star, 1 / (2 * 1.5 * 1.0 * eps), rtol=1e-14)
     times = np.linspace(0, 0.8 * t_star, 5)
     sol = g.solve_moments(g.SoftmaxMoments(A, V), np.zeros(d), eps * np.outer(u, u), times)
-    np.testing.assert_allclose(sol.covariances, g.ray_covariance(times, V, A, u, eps), atol=1e-10)
+    np.testing.assert_allclose(sol.covariances, g.ray_covariance(A, V, u, eps, times), atol=1e-10)
     run = g.solve_moments(g.SoftmaxMoments(A, V), np.zeros(d), eps * np.outer(u, u), [0, 2])
     np.testing.assert_allclose(run.blowup_time, t_star, rtol=1e-6)
 
@@ -268,7 +268,7 @@ def test_low_rank_limit():
     sol = g.solve_moments(eq, np.zeros(d), S0, times)
     # exact at every t: (Sigma0^-1 + t S)^-1
     np.testing.assert_allclose(
-        sol.covariances, g.isotropic_covariance(times, 1.0, A, S0), rtol=1e-7, atol=1e-10
+        sol.covariances, g.isotropic_covariance(A, 1.0, S0, times), rtol=1e-7, atol=1e-10
     )
     err = np.array([np.abs(S - limit).max() for S in sol.covariances[1:]])
     # O(1/t): t * err settles to a constant; between t = 100 and 1000 it changes by < 10%
@@ -451,14 +451,14 @@ def test_sinkhorn_mean_and_decoupling():
 @pytest.mark.statement("gauss-prop-sinkhorn-scalar")
 def test_sinkhorn_scalar_implicit_solution():
     np.testing.assert_allclose(
-        g.sinkhorn_scalar_variance([1.0], 0.7, -1.3, 0.8), 0.38804326, atol=5e-9
+        g.sinkhorn_scalar_variance(-1.3, 0.7, 0.8, [1.0]), 0.38804326, atol=5e-9
     )  # the spec's 8 printed digits
     for v, a, s0, eps in [(0.7, -1.3, 0.8, 1.0), (0.5, 0.9, 0.3, 1.0), (1.0, 2.0, 0.5, 0.4)]:
         times = np.linspace(0, 3, 7)
         sol = g.solve_moments(g.SinkhornMoments([[a]], [[v]], eps=eps), [0.0], [[s0]], times)
         np.testing.assert_allclose(
             sol.covariances[:, 0, 0],
-            g.sinkhorn_scalar_variance(times, v, a, s0, eps),
+            g.sinkhorn_scalar_variance(a, v, s0, times, eps=eps),
             rtol=CLOSED_FORM_RTOL,
         )
 
@@ -602,11 +602,11 @@ def test_bad_shapes_and_times():
     with pytest.raises(ValueError, match="`heads` must contain"):
         g.MultiHeadMoments(())
     with pytest.raises(ValueError, match="before the blow-up time"):
-        g.softmax_gaussian_1d([0.0, 3.0], 0.0, 0.4, 0.7, 0.9)
+        g.softmax_gaussian_1d(0.9, 0.7, 0.0, 0.4, [0.0, 3.0])
     with pytest.raises(ValueError, match="negative semidefinite"):
         g.low_rank_limit(np.eye(2), np.eye(2))
     with pytest.raises(ValueError, match="eigenvector"):
-        g.ray_covariance([0.1], [[1.0, 1.0], [0.0, 2.0]], np.eye(2), [0.0, 1.0], 0.1)
+        g.ray_covariance(np.eye(2), [[1.0, 1.0], [0.0, 2.0]], [0.0, 1.0], 0.1, [0.1])
 
 
 def test_time_dependent_parameters():
@@ -804,7 +804,7 @@ def test_solver_vocabulary():
     eq = g.SoftmaxMoments([[-0.9]], [[0.7]])
     a = g.solve_moments(eq, [0.2], [[0.4]], [0.0, 1.0], method="RK45", dt=0.1, rtol=1e-9)
     b = g.solve_moments(eq, [0.2], [[0.4]], [0.0, 1.0])
-    exact = g.softmax_gaussian_1d([0.0, 1.0], 0.2, 0.4, 0.7, -0.9)
+    exact = g.softmax_gaussian_1d(-0.9, 0.7, 0.2, 0.4, [0.0, 1.0])
     # RK45 at rtol 1e-9 and DOP853 at rtol 1e-10: both within 1e-7 of the closed form
     np.testing.assert_allclose(a.covariances, exact.covariances, rtol=1e-7)
     np.testing.assert_allclose(b.covariances, exact.covariances, rtol=1e-7)
@@ -822,7 +822,7 @@ def test_one_gaussian_path_type():
     times = [0.0, 0.5]
     paths = [
         g.solve_moments(eq, [0.2], [[0.4]], times),
-        g.softmax_gaussian_1d(times, 0.2, 0.4, 0.7, -0.9),
+        g.softmax_gaussian_1d(-0.9, 0.7, 0.2, 0.4, times),
     ]
     from token_dynamics.attention import Softmax
 

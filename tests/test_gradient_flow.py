@@ -55,12 +55,12 @@ def test_particle_energy_direct_sum():
     A = np.arange(9.0).reshape(3, 3) / 10
     direct = 0.5 * sum(w[i] * w[j] * np.exp(A @ X[i] @ X[j]) for i in range(6) for j in range(6))
     # a sum of 36 positive terms: rounding below 36 eps relative
-    np.testing.assert_allclose(gf.particle_energy(X, A, weights=w), direct, rtol=50 * EPS)
+    np.testing.assert_allclose(gf.particle_energy(A, X, weights=w), direct, rtol=50 * EPS)
 
 
 def test_particle_energy_overflow_is_reported():
     with pytest.raises(FloatingPointError, match="float64 range"):
-        gf.particle_energy([[30.0, 0.0]], np.eye(2))
+        gf.particle_energy(np.eye(2), [[30.0, 0.0]])
 
 
 def test_energy_along_and_validation():
@@ -68,15 +68,15 @@ def test_energy_along_and_validation():
     A = -np.eye(3)
     states = np.stack([X, 2 * X])
     np.testing.assert_allclose(
-        gf.energy_along(states, A, weights=w),
-        [gf.particle_energy(X, A, weights=w), gf.particle_energy(2 * X, A, weights=w)],
+        gf.energy_along(A, states, weights=w),
+        [gf.particle_energy(A, X, weights=w), gf.particle_energy(A, 2 * X, weights=w)],
     )
     with pytest.raises(ValueError, match="`states`"):
-        gf.energy_along(X, A)
+        gf.energy_along(A, X)
     with pytest.raises(ValueError, match="`A`"):
-        gf.particle_energy(X, np.eye(2))
+        gf.particle_energy(np.eye(2), X)
     with pytest.raises(ValueError, match="`velocity`"):
-        gf.energy_rate(X, X[:2], A)
+        gf.energy_rate(A, X, X[:2])
 
 
 @pytest.mark.statement("gf-prop-first-variation")
@@ -84,14 +84,14 @@ def test_energy_along_and_validation():
 def test_gradient_is_the_particle_derivative(seed):
     rng, X, w = _instance(seed)
     A = 0.5 * rng.standard_normal((3, 3))  # not symmetric: the general formula
-    exact = w[:, None] * gf.energy_gradient(X, A, weights=w)
+    exact = w[:, None] * gf.energy_gradient(A, X, weights=w)
     fd = np.zeros_like(X)
     for i in range(X.shape[0]):
         for k in range(X.shape[1]):
             e = np.zeros_like(X)
             e[i, k] = H
             fd[i, k] = (
-                gf.particle_energy(X + e, A, weights=w) - gf.particle_energy(X - e, A, weights=w)
+                gf.particle_energy(A, X + e, weights=w) - gf.particle_energy(A, X - e, weights=w)
             ) / (2 * H)
     np.testing.assert_allclose(fd, exact, rtol=FD_RTOL, atol=FD_RTOL * np.abs(exact).max())
 
@@ -106,14 +106,14 @@ def test_first_variation_is_the_mixture_derivative(seed):
     Xy = np.vstack([X, y])
 
     def E(s):
-        return gf.particle_energy(Xy, A, weights=np.append((1 - s) * w, s))
+        return gf.particle_energy(A, Xy, weights=np.append((1 - s) * w, s))
 
     # s -> E is a quadratic polynomial, so the one-sided three-point formula is exact up to
     # rounding eps |E| / h ~ 1e-13 at h = 1e-3
     h = 1e-3
     fd = (-3 * E(0.0) + 4 * E(h) - E(2 * h)) / (2 * h)
-    exact = gf.first_variation(X, A, y[None, :], weights=w)[0] - 2 * gf.particle_energy(
-        X, A, weights=w
+    exact = gf.first_variation(A, X, y[None, :], weights=w)[0] - 2 * gf.particle_energy(
+        A, X, weights=w
     )
     np.testing.assert_allclose(fd, exact, rtol=FD_RTOL)
 
@@ -124,14 +124,14 @@ def test_first_variation_is_the_partition_function_for_symmetric_A():
     A = _sym(rng, 3)
     Y = rng.standard_normal((4, 3))
     np.testing.assert_allclose(
-        gf.first_variation(X, A, Y, weights=w),
-        gf.softmax_metric_density(X, A, Y, weights=w),
+        gf.first_variation(A, X, Y, weights=w),
+        gf.softmax_metric_density(A, X, Y, weights=w),
         rtol=10 * EPS,
     )
     # gradient of Z: A int e^{<Ay, x>} x dmu (spec 4.1)
     K = np.exp(Y @ A @ X.T) * w
     np.testing.assert_allclose(
-        gf.energy_gradient(X, A, Y, weights=w), K @ X @ A, rtol=1e-13, atol=1e-15
+        gf.energy_gradient(A, X, Y, weights=w), K @ X @ A, rtol=1e-13, atol=1e-15
     )
 
 
@@ -151,7 +151,7 @@ def test_unnormalised_attention_is_the_twisted_gradient(seed, sign):
     rng, A, V, P = _twisted_instance(seed, sign=sign)
     X = 0.4 * rng.standard_normal((7, 3))
     w = rng.dirichlet(np.ones(7))
-    chk = gf.gradient_flow_check(X, A, V, weights=w)
+    chk = gf.gradient_flow_check(A, V, X, weights=w)
     np.testing.assert_allclose(chk.velocity, Unnormalised(A, V).velocity(X, weights=w), rtol=1e-14)
     # two evaluations of the same n-term sums in different orders: a few ulps times n
     assert chk.identity_error < 100 * EPS
@@ -169,9 +169,9 @@ def test_metric_speed_is_the_twisted_wasserstein_speed():
     rng, A, V, _ = _twisted_instance(5)
     X = rng.standard_normal((8, 3))
     w = rng.dirichlet(np.ones(8))
-    chk = gf.gradient_flow_check(X, A, V, weights=w)
+    chk = gf.gradient_flow_check(A, V, X, weights=w)
     h = 1e-3 / np.abs(chk.velocity).max()
-    dist = gf.twisted_wasserstein(X, X + h * chk.velocity, A, V, weights_x=w, weights_y=w)
+    dist = gf.twisted_wasserstein(A, V, X, X + h * chk.velocity, weights_x=w, weights_y=w)
     np.testing.assert_allclose(dist / h, np.sqrt(chk.metric_speed_squared), rtol=1e-9)
 
 
@@ -184,7 +184,7 @@ def test_translations_are_twisted_geodesics(s):
     M = gf.twisted_metric(A, V).metric
     # cost (sb)^T M (sb) for every coupling mean, attained by the translation (Jensen)
     np.testing.assert_allclose(
-        gf.twisted_wasserstein(X, X + s * b, A, V), s * np.sqrt(b @ M @ b), rtol=1e-9
+        gf.twisted_wasserstein(A, V, X, X + s * b), s * np.sqrt(b @ M @ b), rtol=1e-9
     )
     # the twisted distance is W2 of the pushforwards by M^{1/2}
     lam, U = np.linalg.eigh(M)
@@ -193,7 +193,7 @@ def test_translations_are_twisted_geodesics(s):
     from token_dynamics.wasserstein import wasserstein2
 
     np.testing.assert_allclose(
-        gf.twisted_wasserstein(X, Y, A, V), wasserstein2(X @ R, Y @ R), rtol=1e-9
+        gf.twisted_wasserstein(A, V, X, Y), wasserstein2(X @ R, Y @ R), rtol=1e-9
     )
 
 
@@ -208,9 +208,9 @@ def test_twisted_metric_errors():
     with pytest.raises(ValueError, match="`A` must be a symmetric"):
         gf.twisted_metric(np.array([[1.0, 1.0], [0.0, 1.0]]), np.eye(2))
     with pytest.raises(gf.TwistedMetricError):
-        gf.twisted_wasserstein(np.zeros((2, 2)), np.ones((2, 2)), A, np.diag([1.0, -1.0]))
+        gf.twisted_wasserstein(A, np.diag([1.0, -1.0]), np.zeros((2, 2)), np.ones((2, 2)))
     with pytest.raises(ValueError, match="`kind`"):
-        gf.gradient_flow_check(np.zeros((2, 2)), A, A, kind="hardmax")
+        gf.gradient_flow_check(A, A, np.zeros((2, 2)), kind="hardmax")
 
 
 @pytest.mark.statement("gf-prop-softmax-weighted")
@@ -219,7 +219,7 @@ def test_softmax_is_the_weighted_gradient_flow(seed, sign):
     rng, A, V, _ = _twisted_instance(seed, sign=sign)
     X = 0.4 * rng.standard_normal((7, 3))
     w = rng.dirichlet(np.ones(7))
-    chk = gf.gradient_flow_check(X, A, V, kind="softmax", weights=w)
+    chk = gf.gradient_flow_check(A, V, X, kind="softmax", weights=w)
     np.testing.assert_allclose(chk.velocity, Softmax(A, V).velocity(X, weights=w), rtol=1e-13)
     assert chk.identity_error < 100 * EPS
     np.testing.assert_allclose(chk.energy_rate, sign * chk.metric_speed_squared, rtol=1e-12)
@@ -229,7 +229,7 @@ def test_softmax_is_the_weighted_gradient_flow(seed, sign):
 
 
 def _softmax_rate_formula(X, A, V, w, power):
-    Z = gf.softmax_metric_density(X, A, weights=w)
+    Z = gf.softmax_metric_density(A, X, weights=w)
     m = Softmax(A, np.eye(X.shape[1])).velocity(X, weights=w)
     return float(np.einsum("i,i,ik,kl,il->", w, Z**power, m, A @ V, m))
 
@@ -241,7 +241,7 @@ def test_dissipation_formula_and_sign(seed):
     A = _sym(rng, 2)
     V = rng.standard_normal((2, 2))
     for field, power in ((Softmax(A, V), 1), (Unnormalised(A, V), 2)):
-        rate = gf.energy_rate(X, field.velocity(X, weights=w), A, weights=w)
+        rate = gf.energy_rate(A, X, field.velocity(X, weights=w), weights=w)
         expected = _softmax_rate_formula(X, A, V, w, power)
         np.testing.assert_allclose(rate, expected, rtol=1e-10, atol=1e-14)
         sign = gf.monotonicity_sign(A, V)
@@ -262,14 +262,14 @@ def test_energy_is_monotone_along_trajectories(seed):
         X0 = 0.7 * rng.standard_normal((6, d))
         times = np.linspace(0.0, 0.5, 101)
         states = _trajectory(Softmax(A, V), X0, times)
-        E = gf.energy_along(states, A)
+        E = gf.energy_along(A, states)
         # tolerance: the reference integrator's rtol 1e-11 on the energy
         assert np.all(target * np.diff(E) >= -1e-9 * E[:-1])
         # and dE/dt matches the formula: central differences in time err by dt^2 |E'''| / 6,
         # below 1e-3 of the largest rate here (dt = 5e-3, |E'''| / |E'| at most ~ 20)
         dt = times[1] - times[0]
         rate_fd = (E[2:] - E[:-2]) / (2 * dt)
-        rates = [gf.energy_rate(X, Softmax(A, V).velocity(X), A) for X in states[1:-1]]
+        rates = [gf.energy_rate(A, X, Softmax(A, V).velocity(X)) for X in states[1:-1]]
         scale = np.abs(rates).max()
         np.testing.assert_allclose(rate_fd, rates, atol=1e-3 * scale)
 
@@ -295,7 +295,7 @@ def test_gaussian_energy_against_monte_carlo(symmetric):
     x = rng.multivariate_normal(mean, cov, N)
     y = rng.multivariate_normal(mean, cov, N)
     samples = 0.5 * np.exp(np.einsum("ij,jk,ik->i", y, A, x))
-    est = gf.gaussian_energy(mean, cov, A)
+    est = gf.gaussian_energy(A, mean, cov)
     assert est.finite and est.reason == ""
     # CLT: 5 standard errors of the mean of N iid samples (a 6e-7 false-alarm rate)
     assert abs(samples.mean() - est.value) < 5 * samples.std() / np.sqrt(N)
@@ -317,14 +317,14 @@ def test_gaussian_energy_matches_the_spec_formula(seed):
         * np.exp(0.5 * c @ np.linalg.solve(Pm, c) - 0.5 * mean @ np.linalg.solve(cov, mean))
     )
     # two algebraically equal formulas, each with O(cond * eps) rounding
-    np.testing.assert_allclose(gf.gaussian_energy(mean, cov, A).value, spec, rtol=1e-11)
+    np.testing.assert_allclose(gf.gaussian_energy(A, mean, cov).value, spec, rtol=1e-11)
 
 
 @pytest.mark.statement("gf-prop-gaussian-energy")
 @pytest.mark.parametrize(("s", "d"), [(0.0, 2), (0.3, 1), (0.7, 3)])
 def test_gaussian_energy_isotropic_and_dirac(s, d):
     mean = np.linspace(-0.5, 0.8, d)
-    value = gf.gaussian_energy(mean, s * np.eye(d), -np.eye(d)).value
+    value = gf.gaussian_energy(-np.eye(d), mean, s * np.eye(d)).value
     expected = 0.5 * (1 - s**2) ** (-d / 2) * np.exp(-(mean @ mean) / (1 + s))
     np.testing.assert_allclose(value, expected, rtol=1e-13)
 
@@ -333,19 +333,19 @@ def test_gaussian_energy_isotropic_and_dirac(s, d):
 def test_gaussian_energy_infinite_is_reported_with_reason():
     # Sigma^-1 - A Sigma A = (1/s - s) I fails for s >= 1 when A = -I
     for s in (1.0, 1.5, 1e6):
-        res = gf.gaussian_energy(np.zeros(2), s * np.eye(2), -np.eye(2))
+        res = gf.gaussian_energy(-np.eye(2), np.zeros(2), s * np.eye(2))
         assert not res.finite and res.value == np.inf
         assert "infinite" in res.reason and "spectral norm" in res.reason
     # singular covariance: only the range matters
-    ok = gf.gaussian_energy([0.0, 0.0], np.diag([0.5, 0.0]), np.diag([-1.0, 100.0]))
+    ok = gf.gaussian_energy(np.diag([-1.0, 100.0]), [0.0, 0.0], np.diag([0.5, 0.0]))
     assert ok.finite
     np.testing.assert_allclose(ok.value, 0.5 / np.sqrt(1 - 0.25), rtol=1e-13)
     # finite but not representable: reported, not overflowed
-    big = gf.gaussian_energy([40.0], [[0.0]], [[1.0]])
+    big = gf.gaussian_energy([[1.0]], [40.0], [[0.0]])
     assert big.finite and big.value == np.inf and "log_value" in big.reason
     np.testing.assert_allclose(big.log_value, 1600 + np.log(0.5), rtol=1e-14)
     with pytest.raises(ValueError, match="`cov`"):
-        gf.gaussian_energy([0.0], [[-1.0]], [[1.0]])
+        gf.gaussian_energy([[1.0]], [0.0], [[-1.0]])
 
 
 # ------------------------------------------------------------------------ convexity
@@ -360,18 +360,18 @@ def test_second_variations_against_finite_differences(seed):
     h = 1e-4  # second differences: O(h^2) truncation, O(eps / h^2) ~ 2e-8 rounding
 
     def f(s):
-        return gf.particle_energy(X + s * b, A, weights=w)
+        return gf.particle_energy(A, X + s * b, weights=w)
 
     fd = (f(h) - 2 * f(0) + f(-h)) / h**2
-    np.testing.assert_allclose(gf.translation_second_variation(X, A, b, weights=w), fd, rtol=1e-6)
+    np.testing.assert_allclose(gf.translation_second_variation(A, X, b, weights=w), fd, rtol=1e-6)
     mean, cov = rng.standard_normal(3) * 0.3, random_spd(rng, 3, shift=0.5) * 0.2
 
     def g(s):
-        return gf.gaussian_energy(mean + s * b, cov, A).value
+        return gf.gaussian_energy(A, mean + s * b, cov).value
 
     fd = (g(h) - 2 * g(0) + g(-h)) / h**2
     np.testing.assert_allclose(
-        gf.gaussian_translation_second_variation(mean, cov, A, b), fd, rtol=1e-6
+        gf.gaussian_translation_second_variation(A, mean, cov, b), fd, rtol=1e-6
     )
 
 
@@ -381,8 +381,8 @@ def test_not_geodesically_convex_for_minus_identity(d):
     u = np.eye(d)[0]
     values = []
     for s in (0.0, 0.5, 0.9, 0.99, 0.999):
-        E = gf.gaussian_energy(np.zeros(d), s * np.eye(d), -np.eye(d)).value
-        sv = gf.gaussian_translation_second_variation(np.zeros(d), s * np.eye(d), -np.eye(d), u)
+        E = gf.gaussian_energy(-np.eye(d), np.zeros(d), s * np.eye(d)).value
+        sv = gf.gaussian_translation_second_variation(-np.eye(d), np.zeros(d), s * np.eye(d), u)
         np.testing.assert_allclose(sv, -2 * E / (1 + s), rtol=1e-12)
         values.append(sv)
     # strictly negative, and unbounded below as s -> 1: no lambda-convexity on Gaussians
@@ -390,7 +390,7 @@ def test_not_geodesically_convex_for_minus_identity(d):
     assert values[-1] < -(10 ** (d / 2))
     # particles: the second variation at a Dirac mass is -2 E < 0 too
     np.testing.assert_allclose(
-        gf.translation_second_variation(np.zeros((1, d)), -np.eye(d), u), -1.0, rtol=1e-14
+        gf.translation_second_variation(-np.eye(d), np.zeros((1, d)), u), -1.0, rtol=1e-14
     )
 
 
@@ -405,7 +405,7 @@ def test_mean_escapes_while_the_cloud_collapses():
     # solver tolerance rtol 1e-10, amplified by e^T over the run
     np.testing.assert_allclose(sol.covariances, s[:, None, None] * np.eye(2), rtol=1e-8)
     np.testing.assert_allclose(sol.means, alpha, rtol=1e-8)
-    E = gf.gaussian_energy_along(sol.means, sol.covariances, -np.eye(2))
+    E = gf.gaussian_energy_along(-np.eye(2), sol.means, sol.covariances)
     assert np.all(np.diff(E) < 0)
     assert E[-1] < 1e-3 * E[0]
 
@@ -420,7 +420,7 @@ def test_centred_cloud_collapses_onto_its_mean_and_the_energy_tends_to_one_half(
     assert sol.status == "completed"
     np.testing.assert_array_equal(sol.means, 0.0)
     s = s0 / (1 + 2 * s0 * times)
-    E = gf.gaussian_energy_along(sol.means, sol.covariances, -np.eye(d))
+    E = gf.gaussian_energy_along(-np.eye(d), sol.means, sol.covariances)
     # solver rtol 1e-10 on s, amplified by the factor d s^2 / (1 - s^2) < 2 of the log-derivative
     np.testing.assert_allclose(E, 0.5 * (1 - s**2) ** (-d / 2), rtol=1e-8)
     assert np.all(np.diff(E) < 0)
@@ -434,7 +434,7 @@ def test_wide_start_has_infinite_energy_until_s_drops_below_one(s0):
     t_finite = (s0 - 1) / (2 * s0)
     times = np.unique(np.append(np.linspace(0.0, 2.0, 81), t_finite))
     sol = solve_moments(SoftmaxMoments(-np.eye(2), np.eye(2)), [0.4, 0.1], s0 * np.eye(2), times)
-    E = gf.gaussian_energy_along(sol.means, sol.covariances, -np.eye(2))
+    E = gf.gaussian_energy_along(-np.eye(2), sol.means, sol.covariances)
     # s(t) < 1 iff t > t_finite exactly; the solver's rtol 1e-10 blurs only a 1e-8 neighbourhood
     before, after = times < t_finite - 1e-8, times > t_finite + 1e-8
     assert np.all(np.isinf(E[before])) and np.all(np.isfinite(E[after]))
@@ -449,15 +449,15 @@ def test_energy_is_infinite_before_the_blow_up(s0):
     times = np.unique(np.append(np.linspace(0.0, 0.98 * t_star, 50), t_inf))
     sol = solve_moments(SoftmaxMoments(np.eye(2), np.eye(2)), [0.3, -0.1], s0 * np.eye(2), times)
     assert sol.status == "completed"
-    E = gf.gaussian_energy_along(sol.means, sol.covariances, np.eye(2))
+    E = gf.gaussian_energy_along(np.eye(2), sol.means, sol.covariances)
     # s(t) < 1 exactly before t_inf; the solver's rtol 1e-10 decides only a 1e-10 neighbourhood
     before, after = times < t_inf - 1e-8, times > t_inf + 1e-8
     assert np.all(np.isfinite(E[before])) and np.all(np.isinf(E[after]))
     assert np.all(np.diff(E[before]) > 0)
-    res = gf.gaussian_energy(sol.means[-1], sol.covariances[-1], np.eye(2))
+    res = gf.gaussian_energy(np.eye(2), sol.means[-1], sol.covariances[-1])
     assert not res.finite and "spectral norm" in res.reason
     with pytest.raises(ValueError, match="`means`"):
-        gf.gaussian_energy_along(sol.means[0], sol.covariances, np.eye(2))
+        gf.gaussian_energy_along(np.eye(2), sol.means[0], sol.covariances)
 
 
 # ----------------------------------------------------------------------- Sinkhorn / BW
@@ -469,7 +469,7 @@ def test_sinkhorn_is_a_bures_wasserstein_gradient_flow(seed, eps):
     rng = np.random.default_rng(seed)
     A = _sym(rng, 3, 1.0)
     chk = gf.sinkhorn_bures_wasserstein_check(
-        rng.standard_normal(3), random_spd(rng, 3, shift=0.5), A, eps=eps
+        A, rng.standard_normal(3), random_spd(rng, 3, shift=0.5), eps=eps
     )
     # central differences at h = 1e-5: O(h^2) + O(eps_mach / h) ~ 1e-10 relative
     assert chk.error < 1e-7
@@ -488,7 +488,7 @@ def test_sinkhorn_cost_minimises_over_gaussian_couplings():
         _, logdet = np.linalg.slogdet(np.eye(d) - Ct @ Ct.T)
         return -np.trace(A @ C) - mean @ A @ mean - 0.5 * eps * logdet
 
-    best = gf.sinkhorn_gaussian_cost(mean, cov, A, eps=eps)
+    best = gf.sinkhorn_gaussian_cost(A, mean, cov, eps=eps)
     # whitened optimum for the Cholesky factor: the optimal C mapped back
     C_opt = gf._sinkhorn_cross_covariance(cov, A, eps)[0]
     Ct_opt = np.linalg.solve(R, np.linalg.solve(R, C_opt.T).T)
@@ -497,7 +497,7 @@ def test_sinkhorn_cost_minimises_over_gaussian_couplings():
         Ct = Ct_opt + 0.05 * rng.standard_normal((d, d))
         if np.linalg.norm(Ct, 2) < 1:
             assert objective(Ct) > best
-    np.testing.assert_allclose(gf.sinkhorn_gaussian_cost(mean, cov, np.zeros((d, d))), 0.0)
+    np.testing.assert_allclose(gf.sinkhorn_gaussian_cost(np.zeros((d, d)), mean, cov), 0.0)
 
 
 # ------------------------------------------------------------------- the circle
@@ -505,7 +505,7 @@ def test_sinkhorn_cost_minimises_over_gaussian_couplings():
 
 @pytest.mark.statement("gf-prop-sphere-ascent")
 def test_circle_energy_staircase():
-    res = gf.circle_metastability(24, 9.0, 2e3, n_times=80, rng=2)
+    res = gf.circle_metastability(9.0, 24, 2e3, n_times=80, rng=2)
     # ascent up to the integrator's rtol 1e-8
     assert np.all(np.diff(res.energies) >= -1e-7 * res.energies[:-1])
     assert res.cluster_counts[0] > 10 and res.cluster_counts[-1] < 6
@@ -513,13 +513,13 @@ def test_circle_energy_staircase():
     # the energy is E_beta of the tokens
     X = res.states[-1]
     np.testing.assert_allclose(
-        res.energies[-1], gf.particle_energy(X, 9.0 * np.eye(2)) / 9.0, rtol=1e-12
+        res.energies[-1], gf.particle_energy(9.0 * np.eye(2), X) / 9.0, rtol=1e-12
     )
 
 
 @pytest.mark.statement("gf-prop-sphere-ascent")
 def test_circle_reduction_matches_projected_softmax():
-    res = gf.circle_metastability(6, 3.0, 1.0, t_min=0.1, n_times=4, rng=5)
+    res = gf.circle_metastability(3.0, 6, 1.0, t_min=0.1, n_times=4, rng=5)
     field = Softmax(np.eye(2), np.eye(2), beta=3.0)
 
     def projected(t, X):
@@ -533,13 +533,13 @@ def test_circle_reduction_matches_projected_softmax():
 
 def test_validation_errors():
     with pytest.raises(ValueError, match="`t_min`"):
-        gf.circle_metastability(4, 1.0, 1.0, t_min=2.0)
+        gf.circle_metastability(1.0, 4, 1.0, t_min=2.0)
     with pytest.raises(ValueError, match="`beta`"):
-        gf.circle_metastability(4, -1.0, 1.0)
+        gf.circle_metastability(-1.0, 4, 1.0)
     with pytest.raises(ValueError, match="`cov` must be positive definite"):
         gf.bures_wasserstein_velocity(lambda m, S: 0.0, [0.0], [[0.0]])
     with pytest.raises(ValueError, match="`A` must be a symmetric"):
-        gf.sinkhorn_gaussian_cost([0.0, 0.0], np.eye(2), [[0.0, 1.0], [0.0, 0.0]])
+        gf.sinkhorn_gaussian_cost([[0.0, 1.0], [0.0, 0.0]], [0.0, 0.0], np.eye(2))
 
 
 def test_first_variation_and_gradient_are_log_domain():
@@ -552,11 +552,11 @@ def test_first_variation_and_gradient_are_log_domain():
     X = np.array([[1.0, 0.0], [-1.0, 0.0]])
     y = np.array([[700.0, 0.0]])  # exponents 700 and -700: the sum e^700 / 2 is finite
     np.testing.assert_allclose(
-        gf.first_variation(X, np.eye(2), y), [0.5 * (np.exp(700.0) + np.exp(-700.0))], rtol=1e-14
+        gf.first_variation(np.eye(2), X, y), [0.5 * (np.exp(700.0) + np.exp(-700.0))], rtol=1e-14
     )
     X30 = 30.0 * np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]])  # e^900 has no float value
     for f in (gf.first_variation, gf.energy_gradient):
         with pytest.raises(FloatingPointError, match="float64 range"):
-            f(X30, np.eye(2))
+            f(np.eye(2), X30)
     with pytest.raises(FloatingPointError, match="float64 range"):
-        gf.translation_second_variation(X30, np.eye(2), [1.0, 0.0])
+        gf.translation_second_variation(np.eye(2), X30, [1.0, 0.0])

@@ -488,38 +488,87 @@ def test_precomputed_bound_matches_the_direct_one(seed):
             np.testing.assert_allclose(new, ref, rtol=1e-12, atol=0)
 
 
-def test_critical_temperature_computes_the_norms_once_per_block(monkeypatch):
+def _spectral_norm_counter(monkeypatch):
+    """Count the matrix 2-norms (``np.linalg.norm(M, 2)``) computed from now on."""
+    norm, calls = np.linalg.norm, {"spectral": 0}
+
+    def counting_norm(x, ord=None, *args, **kwargs):
+        calls["spectral"] += ord == 2 and np.ndim(x) == 2
+        return norm(x, ord, *args, **kwargs)
+
+    monkeypatch.setattr(np.linalg, "norm", counting_norm)
+    return calls
+
+
+def _per_layer_norm_bound(T):
+    """Matrix 2-norms the tau-free terms need, layer by layer: a feed-forward layer of width w
+    needs |W| and |U| for its global Lipschitz constant and one local Jacobian norm per
+    activation pattern met (at most 2^w); an attention layer with a head needs |A| and |V|."""
+    ff = sum(2 + 2**b.ff.width for b in T.blocks)
+    sa = sum(2 for b in T.blocks if b.sa.V is not None)
+    return ff + sa
+
+
+def _grid_dataset(N):
+    """The speed issue's data: N sequences of n = 16 tokens with m = 4 targets, d = 4."""
+    rng = np.random.default_rng(N)
+    return [rng.normal(size=(16, 4)) for _ in range(N)], [rng.normal(size=(4, 4)) for _ in range(N)]
+
+
+@pytest.mark.parametrize("N", [5, 20])
+def test_critical_temperature_computes_the_norms_once_per_block(monkeypatch, N):
     """The tau-free part of the bound (matrix norms, score margins, local Jacobians) is computed
-    once per layer, not once per bisection step: the number of matrix-norm calls does not depend
-    on the number of bisection steps, and each layer's terms are built exactly once."""
-    from token_dynamics.interpolation import _softmax
+    once per layer, not once per bisection step nor once per prefix of the network: the number
+    of matrix-norm calls does not depend on the number of bisection steps, stays within the
+    per-layer count (linear in the number of blocks; a rebuild at each of the 60 steps or for
+    each prefix would exceed it by a factor ~60 or ~blocks / 2), and each layer's terms are
+    built exactly once."""
+    from token_dynamics.interpolation import _temperature
 
-    X, Y = DATASETS[9]
-    T = build_hardmax_interpolator(X, Y, rng=9).transformer
-    norm, calls = np.linalg.norm, {"norm": 0, "ff": 0, "sa": 0}
-
-    def counting_norm(*args, **kwargs):
-        calls["norm"] += 1
-        return norm(*args, **kwargs)
+    X, Y = _grid_dataset(N)
+    T = build_hardmax_interpolator(X, Y, rng=0).transformer
+    calls = _spectral_norm_counter(monkeypatch)
+    built = {"ff": 0, "sa": 0}
 
     def counted(name, fn):
         def wrapper(*args):
-            calls[name] += 1
+            built[name] += 1
             return fn(*args)
 
         return wrapper
 
-    monkeypatch.setattr(np.linalg, "norm", counting_norm)
-    monkeypatch.setattr(_softmax, "_ff_terms", counted("ff", _softmax._ff_terms))
-    monkeypatch.setattr(_softmax, "_sa_terms", counted("sa", _softmax._sa_terms))
+    monkeypatch.setattr(_temperature, "_ff_terms", counted("ff", _temperature._ff_terms))
+    monkeypatch.setattr(_temperature, "_sa_terms", counted("sa", _temperature._sa_terms))
     counts = []
     for steps in (5, 60):
-        monkeypatch.setattr(_softmax, "N_BISECTION", steps)
-        calls.update(norm=0, ff=0, sa=0)
+        monkeypatch.setattr(_temperature, "N_BISECTION", steps)
+        calls["spectral"], built["ff"], built["sa"] = 0, 0, 0
         critical_temperature(T, X, 1e-6)
-        counts.append(dict(calls))
+        counts.append((calls["spectral"], dict(built)))
     assert counts[0] == counts[1]
-    assert counts[0]["ff"] == counts[0]["sa"] == T.n_blocks  # one call per layer, all sequences
+    assert 0 < counts[0][0] <= _per_layer_norm_bound(T)
+    assert counts[0][1] == {"ff": T.n_blocks, "sa": T.n_blocks}  # once per layer, all sequences
+
+
+@pytest.mark.parametrize("N", [5, 20])
+def test_softmax_build_computes_each_norm_once(monkeypatch, N):
+    """Building the softmax interpolator computes the critical temperature of its hardmax head
+    once: its matrix norms stay within the per-layer count of that head (so linear in the
+    number of blocks) and do not depend on the number of bisection steps."""
+    from token_dynamics.interpolation import _temperature
+
+    X, Y = _grid_dataset(N)
+    calls = _spectral_norm_counter(monkeypatch)
+    counts = []
+    for steps in (5, 60):
+        monkeypatch.setattr(_temperature, "N_BISECTION", steps)
+        calls["spectral"] = 0
+        interp = build_softmax_interpolator(X, Y, rng=0)
+        counts.append(calls["spectral"])
+    head = Transformer(interp.transformer.blocks[: interp.n_separation + int(interp.m.sum())])
+    assert counts[0] == counts[1]
+    assert 0 < counts[0] <= _per_layer_norm_bound(head)
+    assert interp.exact_collapse  # the count is that of a successful build
 
 
 def test_training_progress_bar_changes_nothing(capsys):
@@ -530,3 +579,30 @@ def test_training_progress_bar_changes_nothing(capsys):
     np.testing.assert_array_equal(shown.theta, quiet.theta)
     with pytest.raises(ValueError, match="`progress`"):
         tikhonov_sweep(data, [1e-1, 1e-2], epochs=5, progress="yes")
+
+
+def test_distinct_points_match_the_greedy_scan_over_all_distances():
+    """The k-d tree deduplication keeps exactly the rows of the greedy scan that compares every
+    pair (cross-implementation; both compare the same distances with ``<=``, and the draws put
+    no pair within rounding of the tolerance, the clusters being 1e-12 or 1e-3 wide)."""
+    from scipy.spatial.distance import cdist
+
+    from token_dynamics.interpolation._moves import _distinct
+
+    def greedy(points, tol):
+        D, keep = cdist(points, points), []
+        taken = np.zeros(points.shape[0], dtype=bool)
+        for i in range(points.shape[0]):
+            if not taken[i]:
+                keep.append(i)
+                taken |= D[i] <= tol
+        return points[keep]
+
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        n, d = int(rng.integers(1, 60)), int(rng.integers(2, 5))
+        centres = rng.normal(size=(int(rng.integers(1, n + 1)), d))
+        spread = rng.choice([0.0, 1e-12, 1e-3], size=(n, 1))
+        P = centres[rng.integers(0, len(centres), size=n)] + spread * rng.normal(size=(n, d))
+        for tol in (1e-9, 1e-2):
+            np.testing.assert_array_equal(_distinct(P, tol), greedy(P, tol))

@@ -202,7 +202,7 @@ def test_particle_flow_converges_with_the_step():
 @pytest.mark.statement("mf-prop-gaussian-1d")
 def test_gaussian_1d_closed_form_solves_the_moment_ode():
     times = np.linspace(0, T1, 7)
-    sol = mf.softmax_gaussian_1d(times, M0, S0, V1, A1)
+    sol = mf.softmax_gaussian_1d(A1, V1, M0, S0, times)
 
     def rhs(t, y):
         m, s = y
@@ -222,7 +222,7 @@ def test_gaussian_1d_matches_particles():
     n = 1000
     X0 = M0 + np.sqrt(S0) * ndtri((np.arange(n) + 0.5) / n)
     XT = integrate(Softmax([[A1]], [[V1]]), X0[:, None], [0.0, T1], dt=0.1).states[-1]
-    sol = mf.softmax_gaussian_1d([T1], M0, S0, V1, A1)
+    sol = mf.softmax_gaussian_1d(A1, V1, M0, S0, [T1])
     from token_dynamics.wasserstein import w2_gaussian_1d
 
     w0 = w2_gaussian_1d(X0, M0, S0)
@@ -237,7 +237,7 @@ def test_gaussian_centred_closed_form():
     S = B @ B.T + 0.2 * np.eye(2)
     A = -np.eye(2) + 0.3 * rng.normal(size=(2, 2))
     v, times = 0.7, np.linspace(0, 1, 5)
-    sol = mf.softmax_gaussian_centred(times, S, A, v)
+    sol = mf.softmax_gaussian_centred(A, v, S, times)
 
     def rhs(t, y):
         C = y.reshape(2, 2)
@@ -247,22 +247,22 @@ def test_gaussian_centred_closed_form():
     np.testing.assert_allclose(sol.covariances.reshape(5, 4), ode.y.T, rtol=1e-8, atol=1e-12)
     np.testing.assert_array_equal(sol.means, 0.0)
     # The 1-D case agrees with the scalar formula at zero mean.
-    one = mf.softmax_gaussian_centred(times, [[S0]], [[A1]], V1)
+    one = mf.softmax_gaussian_centred([[A1]], V1, [[S0]], times)
     np.testing.assert_allclose(
-        one.covariances, mf.softmax_gaussian_1d(times, 0.0, S0, V1, A1).covariances, rtol=1e-13
+        one.covariances, mf.softmax_gaussian_1d(A1, V1, 0.0, S0, times).covariances, rtol=1e-13
     )
 
 
 def test_gaussian_blow_up_is_reported():
     # v a > 0: blow-up at t* = 1 / (2 v a s0) = 1.98413 for v = 0.7, a = 0.9, s0 = 0.4.
     with pytest.raises(ValueError, match=r"blow-up .* t\* = 1.98413"):
-        mf.softmax_gaussian_1d([0.0, 2.0], 0.0, 0.4, 0.7, 0.9)
+        mf.softmax_gaussian_1d(0.9, 0.7, 0.0, 0.4, [0.0, 2.0])
     with pytest.raises(ValueError, match="blow-up"):
-        mf.softmax_gaussian_centred([0.0, 2.0], np.eye(2), np.eye(2), 1.0)
+        mf.softmax_gaussian_centred(np.eye(2), 1.0, np.eye(2), [0.0, 2.0])
     with pytest.raises(ValueError, match="`times` must be nonnegative"):
-        mf.softmax_gaussian_1d([1.0, 0.5], 0.0, 0.4, 0.7, 0.9)
+        mf.softmax_gaussian_1d(0.9, 0.7, 0.0, 0.4, [1.0, 0.5])
     with pytest.raises(ValueError, match="`var0` must be positive"):
-        mf.softmax_gaussian_1d([1.0], 0.0, 0.0, 0.7, 0.9)
+        mf.softmax_gaussian_1d(0.9, 0.7, 0.0, 0.0, [1.0])
 
 
 # --- the mean-field limit -------------------------------------------------------------------------

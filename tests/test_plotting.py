@@ -187,10 +187,6 @@ DRAWINGS = {
         lambda ax: plotting.plot_cosine_similarities(ax, T, RNG.uniform(-1, 1, (31, 10))),
         None,
     ),
-    "plot_layer_energy": (
-        lambda ax: plotting.plot_layer_energy(ax, T, np.exp(-T)),
-        None,
-    ),
     "plot_dissipation_function": (
         lambda ax: plotting.plot_dissipation_function(
             ax, np.linspace(-1, 1, 21), -(np.linspace(-1, 1, 21) ** 2), lambda_bar=1.0, rate=1.0
@@ -200,12 +196,6 @@ DRAWINGS = {
     "plot_energy_staircase": (
         lambda ax: plotting.plot_energy_staircase(
             ax, NS(times=T, energies=-np.log1p(T), cluster_counts=np.maximum(8 - T // 0.5, 1))
-        ),
-        None,
-    ),
-    "plot_translation_profile": (
-        lambda ax: plotting.plot_translation_profile(
-            ax, T - 1.5, -((T - 1.5) ** 2), second_derivative=-2.0
         ),
         None,
     ),
@@ -227,10 +217,6 @@ DRAWINGS = {
     ),
     "plot_rank_histogram": (
         lambda ax: plotting.plot_rank_histogram(ax, NS(ranks=np.array([1, 1, 2]), d=3, bound=2)),
-        None,
-    ),
-    "plot_count_check": (
-        lambda ax: plotting.plot_count_check(ax, [3, 6, 9], [5, 11, 17], [5, 11, 17]),
         None,
     ),
 }
@@ -271,6 +257,55 @@ def test_helper_draws_a_labelled_figure_without_tick_overlap(name):
                     continue  # no tick labels (an image), nothing to name
                 assert axis.get_label_text().strip(), f"{name}: an axis without a label"
                 assert not overlaps(ticks, renderer), f"{name}: tick labels overlap"
+    finally:
+        plt.close(fig)
+
+
+def test_curves_take_a_style_per_curve_and_an_optional_legend():
+    """A reference curve dashed over a measured one, markers only for a scatter of counts."""
+    fig, axes = plt.subplots(1, 2)
+    try:
+        measured, reference = plotting.plot_curves(
+            axes[0],
+            T,
+            {"measured": np.exp(-T), "reference": np.exp(-T / 2)},
+            xlabel="time $t$",
+            ylabel="energy",
+            styles={"reference": {"linestyle": "--", "color": "k"}},
+            marker="o",
+        )
+        assert (measured.get_linestyle(), reference.get_linestyle()) == ("-", "--")
+        assert measured.get_marker() == reference.get_marker() == "o"  # shared style kept
+        assert reference.get_color() == "k" and measured.get_color() != "k"
+        assert axes[0].get_legend() is not None
+        (line,) = plotting.plot_curves(
+            axes[1], T, {"E": np.exp(-T)}, xlabel="t", ylabel="E", logy=True, legend=False
+        )
+        assert axes[1].get_legend() is None and axes[1].get_yscale() == "log"
+        np.testing.assert_array_equal(line.get_ydata(), np.exp(-T))
+    finally:
+        plt.close(fig)
+
+
+def test_limit_grid_draws_means_with_two_standard_error_bars_at_labelled_depths():
+    """The bars are mean +- 2 SE over the paths, at the depths, each depth labelled."""
+    sup = np.abs(RNG.normal(size=(5, 3, 2)))
+    error = NS(sup=sup, grid=None, widths=[8, None], depths=np.array([4, 16, 64]))
+    fig, ax = plt.subplots()
+    try:
+        bars = plotting.plot_limit_grid(ax, error)
+        assert [b.get_label() for b in bars] == ["m = 8", "m = inf"]
+        for j, container in enumerate(bars):
+            line, _, (segments,) = container.lines
+            mean = sup[:, :, j].mean(axis=0)
+            np.testing.assert_array_equal(line.get_xdata(), error.depths)
+            # a mean and a standard deviation over 5 paths: round-off only
+            np.testing.assert_allclose(line.get_ydata(), mean, rtol=1e-14)
+            se = sup[:, :, j].std(axis=0, ddof=1) / np.sqrt(5)
+            spans = np.array([seg[1, 1] - seg[0, 1] for seg in segments.get_segments()])
+            np.testing.assert_allclose(spans, 2 * plotting.BAND_SE * se, rtol=1e-12)
+        fig.canvas.draw()
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["4", "16", "64"]
     finally:
         plt.close(fig)
 

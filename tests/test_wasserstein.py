@@ -124,7 +124,8 @@ def test_entropic_iteration_cap_is_reported(monkeypatch):
     X, Y = rng.normal(size=(10, 2)), 10 * rng.normal(size=(10, 2))
     # reg tiny against costs ~ 100 needs hundreds of iterations; a cap of 5 cannot be enough
     # (with the real cap the solver converges here, even at reg = 1e-6: the failure is forced)
-    monkeypatch.setattr(wd, "SINKHORN_MAX_ITER", 5)
+    # the cap is read where `wasserstein2` lives (the package re-exports its value)
+    monkeypatch.setattr(wd._discrete, "SINKHORN_MAX_ITER", 5)
     with pytest.raises(OptimalTransportError, match=r"reg = 0\.001: marginal error .* increase"):
         wasserstein2(X, Y, method="entropic", reg=1e-3)
 

@@ -9,12 +9,21 @@ receives precisely in order to find out what it is.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal, TypeAlias
 
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike, NDArray
 
-__all__ = ["ArrayLike", "DTypeLike", "FloatArray", "IVPMethod", "IntArray", "SeedLike"]
+__all__ = [
+    "ArrayLike",
+    "DTypeLike",
+    "FloatArray",
+    "IVPMethod",
+    "IntArray",
+    "ParameterLike",
+    "SeedLike",
+]
 
 #: A float64 array (tokens ``(n, d)``, trajectories ``(T, n, d)``, times ``(T,)``, ...).
 FloatArray: TypeAlias = NDArray[np.float64]
@@ -24,3 +33,6 @@ IntArray: TypeAlias = NDArray[np.intp]
 SeedLike: TypeAlias = np.random.Generator | np.random.SeedSequence | int | None
 #: The names of :func:`scipy.integrate.solve_ivp`'s methods (``integrators.IVP_METHODS``).
 IVPMethod: TypeAlias = Literal["DOP853", "RK45", "RK23", "Radau", "BDF", "LSODA"]
+#: An attention parameter as given (``A``, ``V``, ``W``, ...): a constant matrix, or a callable
+#: ``t -> matrix`` for time-dependent parameters.
+ParameterLike: TypeAlias = ArrayLike | Callable[[float], ArrayLike]

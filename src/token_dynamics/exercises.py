@@ -157,12 +157,12 @@ def _indefinite_sign(answer):
     # a cloud spread along the first axis, as the exercise asks
     X = np.column_stack([rng.standard_normal(20), 0.01 * rng.standard_normal(20)])
     A, V = np.eye(2), np.diag([1.0, -1.0])
-    return sign == np.sign(energy_rate(X, Softmax(A, V).velocity(X), A))
+    return sign == np.sign(energy_rate(A, X, Softmax(A, V).velocity(X)))
 
 
 @cache
 def _last_merge_time(n: int, beta: float, t_max: float) -> float:
-    run = circle_metastability(n, beta, t_max, n_times=300, rng=1)
+    run = circle_metastability(beta, n, t_max, n_times=300, rng=1)
     return float(run.times[np.nonzero(np.diff(run.cluster_counts))[0][-1] + 1])
 
 
@@ -177,7 +177,7 @@ def _quantile_distances(answer, *, m0, s0, v, a, T):
     w0, wT = _pair(answer)
     n = 1000
     x = (m0 + np.sqrt(s0) * ndtri((np.arange(1, n + 1) - 0.5) / n))[:, None]
-    exact = softmax_gaussian_1d([0.0, T], m0, s0, v, a)
+    exact = softmax_gaussian_1d(a, v, m0, s0, [0.0, T])
     final = integrate(Softmax(np.array([[a]]), np.array([[v]])), x, [0.0, T], dt=0.01).final
     expected = (
         wasserstein.w2_gaussian_1d(x[:, 0], m0, s0),

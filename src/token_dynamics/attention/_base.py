@@ -7,11 +7,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._typing import ArrayLike, DTypeLike
+from .._typing import ArrayLike, DTypeLike, ParameterLike
 from .._validation import as_dtype, as_matrix, as_square, as_tokens, as_weights, check_real
 
-#: A matrix parameter as passed by a user: an array-like or a function of time returning one.
-ParameterLike = ArrayLike | Callable[[float], ArrayLike]
 #: A matrix parameter once checked: a read-only float64 array or a function of time.
 Parameter = np.ndarray | Callable[[float], ArrayLike]
 

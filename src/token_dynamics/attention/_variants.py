@@ -8,11 +8,11 @@ from typing import ClassVar, Self
 import numpy as np
 
 from .._linalg import power_of_two_scale
+from .._typing import ParameterLike
 from .._validation import check_positive, check_real, float_guard
 from ._base import (
     AttentionField,
     Parameter,
-    ParameterLike,
     eval_parameter,
     fold_qk,
     init_parameter,

@@ -17,25 +17,37 @@ Conventions: scores ``s_ij = <A x_i, x_j>`` (softmax over the key ``j``), a head
 ``V sum_j P_ij x_j``; tokens are rows.
 """
 
-from ._closed_forms import *  # noqa: F403
-from ._closed_forms import __all__ as _closed_all
 from ._equations import *  # noqa: F403
 from ._equations import __all__ as _equations_all
 from ._equations import sinkhorn_whitened_coupling
 from ._experiments import *  # noqa: F403
 from ._experiments import __all__ as _experiments_all
+from ._isotropic_solutions import *  # noqa: F403
+from ._isotropic_solutions import __all__ as _isotropic_all
+from ._multihead import *  # noqa: F403
+from ._multihead import __all__ as _multihead_all
 from ._particles import *  # noqa: F403
 from ._particles import __all__ as _particles_all
 from ._path import *  # noqa: F403
 from ._path import __all__ as _path_all
+from ._ray_solutions import *  # noqa: F403
+from ._ray_solutions import __all__ as _ray_all
+from ._registry import *  # noqa: F403
+from ._registry import __all__ as _registry_all
+from ._scalar_solutions import *  # noqa: F403
+from ._scalar_solutions import __all__ as _scalar_all
 from ._solve import *  # noqa: F403
 from ._solve import __all__ as _solve_all
 
 __all__ = [
     *_path_all,
+    *_registry_all,
     *_equations_all,
+    *_multihead_all,
     *_solve_all,
-    *_closed_all,
+    *_isotropic_all,
+    *_ray_all,
+    *_scalar_all,
     *_particles_all,
     *_experiments_all,
     "sinkhorn_whitened_coupling",

@@ -9,15 +9,13 @@ square root), so the covariance is positive semidefinite by construction.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
-from .. import attention
 from .._linalg import psd_sqrt
-from .._typing import ArrayLike
+from .._typing import ArrayLike, FloatArray, ParameterLike
 from .._validation import (
     as_covariance,
     as_matrix,
@@ -29,19 +27,15 @@ from .._validation import (
 )
 
 __all__ = [
-    "MOMENT_EQUATIONS",
-    "NOT_GAUSSIAN_PRESERVING",
     "L2Moments",
     "LinearMoments",
     "MomentEquations",
-    "MultiHeadMoments",
     "SinkhornMoments",
     "SoftmaxMoments",
-    "moment_equations",
 ]
 
 
-def _square_parameter(P: Any, name: str) -> Callable[[float], np.ndarray]:
+def _square_parameter(P: ParameterLike, name: str) -> Callable[[float], FloatArray]:
     fn = as_parameter(P, name, shape=(None, None))
     if not callable(P):
         shape = fn(0.0).shape
@@ -85,18 +79,18 @@ class MomentEquations:
 
     def affine(
         self, mean: ArrayLike, cov: ArrayLike, t: float = 0.0
-    ) -> tuple[np.ndarray, np.ndarray]:
+    ) -> tuple[FloatArray, FloatArray]:
         """Return ``(c, M)`` with ``Gamma_{N(mean, cov)}(x) = c + M x``, shapes (d,), (d, d)."""
         alpha, Sigma = self._validate(mean, cov)
         return self._affine(float(t), alpha, Sigma)
 
-    def velocity(self, X: ArrayLike, mean: ArrayLike, cov: ArrayLike, t: float = 0.0) -> np.ndarray:
+    def velocity(self, X: ArrayLike, mean: ArrayLike, cov: ArrayLike, t: float = 0.0) -> FloatArray:
         """Mean-field velocity ``Gamma_{N(mean, cov)}`` at the tokens ``X`` of shape ``(n, d)``."""
         c, M = self.affine(mean, cov, t)
         X = as_matrix(X, "X", shape=(None, c.shape[0]))
         return c + X @ M.T
 
-    def rhs(self, t: float, mean: ArrayLike, cov: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    def rhs(self, t: float, mean: ArrayLike, cov: ArrayLike) -> tuple[FloatArray, FloatArray]:
         """Right-hand side ``(alpha', Sigma')`` of the moment ODE at ``(mean, cov)``."""
         alpha, Sigma = self._validate(mean, cov)
         F = psd_sqrt(Sigma)
@@ -114,18 +108,18 @@ class MomentEquations:
                 )
 
     # -- to be provided by the variants ------------------------------------------------------
-    def _parameters(self, t: float) -> dict[str, np.ndarray]:  # pragma: no cover - abstract
+    def _parameters(self, t: float) -> dict[str, FloatArray]:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def _affine(self, t: float, alpha: np.ndarray, Sigma: np.ndarray):  # pragma: no cover
+    def _affine(self, t: float, alpha: FloatArray, Sigma: FloatArray):  # pragma: no cover
         raise NotImplementedError
 
-    def _terms(self, t: float, alpha: np.ndarray, F: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _terms(self, t: float, alpha: FloatArray, F: FloatArray) -> tuple[FloatArray, FloatArray]:
         """Return ``(alpha', F')`` for the factor ``Sigma = F F^T``."""
         c, M = self._affine(t, alpha, F @ F.T)
         return c + M @ alpha, M @ F
 
-    def _validate(self, mean: ArrayLike, cov: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    def _validate(self, mean: ArrayLike, cov: ArrayLike) -> tuple[FloatArray, FloatArray]:
         alpha = as_vector(mean, "mean")
         Sigma = as_covariance(cov, "cov", d=alpha.shape[0])
         self.check_dimension(alpha.shape[0])
@@ -137,8 +131,8 @@ class _BilinearMoments(MomentEquations):
     """The parameters ``A`` and ``V`` (constant or ``t -> (d, d)``) of softmax, Sinkhorn and
     linear attention, validated once."""
 
-    A: Any
-    V: Any
+    A: ParameterLike
+    V: ParameterLike
     _A: Callable = field(init=False, repr=False, compare=False)
     _V: Callable = field(init=False, repr=False, compare=False)
 
@@ -223,9 +217,9 @@ class L2Moments(MomentEquations):
     0.6666666666666666
     """
 
-    Qbar: Any
-    Kbar: Any
-    V: Any
+    Qbar: ParameterLike
+    Kbar: ParameterLike
+    V: ParameterLike
     s: float = 1.0
     _Q: Callable = field(init=False, repr=False, compare=False)
     _K: Callable = field(init=False, repr=False, compare=False)
@@ -254,7 +248,7 @@ class L2Moments(MomentEquations):
 
 
 @float_guard("the whitened Sinkhorn coupling", "rescale `B`")
-def sinkhorn_whitened_coupling(B: np.ndarray) -> np.ndarray:
+def sinkhorn_whitened_coupling(B: FloatArray) -> FloatArray:
     r"""Cross-covariance :math:`\tilde C = 2\tilde B(I + (I + 4\tilde B^\top\tilde B)^{1/2})^{-1}`.
 
     It is the unique :math:`\tilde C` with
@@ -324,24 +318,26 @@ class SinkhornMoments(_BilinearMoments):
         super().__post_init__()
         check_positive(self.eps, "eps")
 
-    def cross_covariance(self, cov: ArrayLike, t: float = 0.0) -> np.ndarray:
+    def cross_covariance(self, cov: ArrayLike, t: float = 0.0) -> FloatArray:
         """Cross-covariance ``Cov(x, y)`` (query, key) of the plan of ``N(., cov)`` with itself."""
         Sigma = as_covariance(cov, "cov")
         self.check_dimension(Sigma.shape[0])
         F = psd_sqrt(Sigma)
-        return F @ sinkhorn_whitened_coupling(F.T @ self._A(t).T @ F / self.eps) @ F.T
+        return F @ self._whitened(t, F) @ F.T
+
+    def _whitened(self, t: float, F: FloatArray) -> FloatArray:
+        """The whitened coupling of the plan for the covariance factor ``F`` (``Sigma = F F^T``)."""
+        return sinkhorn_whitened_coupling(F.T @ self._A(t).T @ F / self.eps)
 
     def _terms(self, t, alpha, F):
         V = self._V(t)
-        Ct = sinkhorn_whitened_coupling(F.T @ self._A(t).T @ F / self.eps)
-        return V @ alpha, V @ F @ Ct.T
+        return V @ alpha, V @ F @ self._whitened(t, F).T
 
     def _affine(self, t, alpha, Sigma):
         # Gamma(x) = V (alpha + C^T Sigma^+ (x - alpha)); the pseudo-inverse acts on range(Sigma).
         F = psd_sqrt(Sigma)
-        Ct = sinkhorn_whitened_coupling(F.T @ self._A(t).T @ F / self.eps)
         V = self._V(t)
-        M = V @ F @ Ct.T @ np.linalg.pinv(F)
+        M = V @ F @ self._whitened(t, F).T @ np.linalg.pinv(F)
         return V @ alpha - M @ alpha, M
 
 
@@ -374,177 +370,3 @@ class LinearMoments(_BilinearMoments):
     def _affine(self, t, alpha, Sigma):
         M = self._V(t) @ (Sigma + np.outer(alpha, alpha)) @ self._A(t)
         return np.zeros_like(alpha), M
-
-
-@dataclass(frozen=True)
-class MultiHeadMoments(MomentEquations):
-    r"""Moment ODE of a sum of heads, ``Gamma = sum_h W_h Gamma^(h)``.
-
-    Each head is affine on Gaussians, so the sum is: its ``(c, M)`` and the factor drift add,
-
-    .. math:: \Gamma(x) = \sum_h W_h\big(c_h + M_h x\big).
-
-    Parameters
-    ----------
-    heads : sequence of MomentEquations
-    W : None or sequence of (d, d) arrays, one output projection per head (identity if None).
-
-    Examples
-    --------
-    >>> from token_dynamics.gaussian import MultiHeadMoments, SoftmaxMoments
-    >>> h = SoftmaxMoments(A=[[0.5]], V=[[1.0]])
-    >>> two = MultiHeadMoments(heads=(h, h))
-    >>> float(two.rhs(0.0, [0.0], [[1.0]])[1][0, 0])  # twice 2 v a s^2
-    2.0
-    """
-
-    heads: Sequence[MomentEquations]
-    W: Sequence[Any] | None = None
-    _W: tuple = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self):
-        heads = tuple(self.heads)
-        if not heads:
-            raise ValueError("`heads` must contain at least one head.")
-        for i, h in enumerate(heads):
-            if not isinstance(h, MomentEquations):
-                raise ValueError(
-                    f"`heads[{i}]` must be a moment-equation object (SoftmaxMoments, ...); got "
-                    f"{type(h).__name__}. Convert an attention field with moment_equations()."
-                )
-        object.__setattr__(self, "heads", heads)
-        Ws: tuple[Any, ...]  # the heads' output matrices as given, then as parameters
-        if self.W is None:
-            Ws = (None,) * len(heads)
-        else:
-            Ws = tuple(self.W)
-            if len(Ws) != len(heads):
-                raise ValueError(
-                    f"`W` must hold one matrix per head ({len(heads)}); got {len(Ws)}."
-                )
-            Ws = tuple(_square_parameter(w, f"W[{i}]") for i, w in enumerate(Ws))
-        object.__setattr__(self, "_W", Ws)
-
-    def _parameters(self, t):
-        out = {}
-        for i, h in enumerate(self.heads):
-            out.update({f"heads[{i}].{k}": v for k, v in h._parameters(t).items()})
-            if self._W[i] is not None:
-                out[f"W[{i}]"] = self._W[i](t)
-        return out
-
-    def _combine(self, t, parts):
-        total0 = total1 = 0.0
-        for Wf, (a, b) in zip(self._W, parts, strict=True):
-            if Wf is not None:
-                W = Wf(t)
-                a, b = W @ a, W @ b
-            total0, total1 = total0 + a, total1 + b
-        return total0, total1
-
-    def _affine(self, t, alpha, Sigma):
-        return self._combine(t, [h._affine(t, alpha, Sigma) for h in self.heads])
-
-    def _terms(self, t, alpha, F):
-        return self._combine(t, [h._terms(t, alpha, F) for h in self.heads])
-
-
-def _multi_head(field: Any) -> MultiHeadMoments:
-    heads = tuple(moment_equations(h) for h in field.heads)
-    return MultiHeadMoments(heads, W=_split_output_projection(field.W, len(heads)))
-
-
-#: Registry of the moment ODEs (as SciPy's ``solve_ivp`` ``METHODS``): attention class ->
-#: builder of its :class:`MomentEquations` from the field. :func:`moment_equations` walks the
-#: field's class hierarchy and uses the first class found here, so a subclass of a registered
-#: variant inherits its moment ODE; register a new Gaussian-preserving variant by adding it.
-MOMENT_EQUATIONS: dict[type, Callable[[Any], MomentEquations]] = {
-    attention.Softmax: lambda f: SoftmaxMoments(f.A, f.V, beta=f.beta),
-    attention.L2: lambda f: L2Moments(f.Qbar, f.Kbar, f.V, s=f.s),
-    attention.Sinkhorn: lambda f: SinkhornMoments(f.A, f.V, eps=f.eps),
-    attention.Linear: lambda f: LinearMoments(f.A, f.V),
-    attention.MultiHead: _multi_head,
-}
-
-#: Attention variants whose velocity field is not affine on Gaussians, with the reason; they
-#: are looked up before :data:`MOMENT_EQUATIONS`.
-NOT_GAUSSIAN_PRESERVING: dict[type, str] = {
-    attention.Sigmoid: "the sigmoid of the score is not an exponential, so the tilted key law "
-    "is not Gaussian and the velocity is not affine in the token",
-    attention.Hardmax: "the arg-max selects a single key, so the velocity is piecewise and not "
-    "affine",
-    attention.Causal: "the mask makes the velocity depend on the position coordinate, so a "
-    "Gaussian in the token coordinate does not stay Gaussian in general",
-    attention.Unnormalised: "the missing normaliser multiplies the softmax field by "
-    "exp(<Ax, alpha> + |Sigma^(1/2) A x|^2 / 2), which is not affine in the token",
-}
-
-
-def moment_equations(field: Any) -> MomentEquations:
-    """Moment ODE of an attention field of ``token_dynamics.attention``.
-
-    ``Softmax``, ``L2``, ``Sinkhorn``, ``Linear`` and ``MultiHead`` (of those) map to the
-    matching :class:`MomentEquations` through the registry :data:`MOMENT_EQUATIONS`; a
-    :class:`MomentEquations` is returned unchanged.
-
-    Parameters
-    ----------
-    field : AttentionField or MomentEquations
-        A Gaussian-preserving attention field, or moment equations already built.
-
-    Returns
-    -------
-    MomentEquations
-        The moment ODE, with ``affine`` and ``rhs``.
-
-    Raises
-    ------
-    ValueError
-        For a variant that does not preserve Gaussian measures (``Sigmoid``, ``Hardmax``,
-        ``Causal``, ``Unnormalised``: :data:`NOT_GAUSSIAN_PRESERVING`), naming the reason; or
-        for an unknown object.
-
-    Examples
-    --------
-    >>> from token_dynamics.attention import Softmax
-    >>> from token_dynamics.gaussian import moment_equations
-    >>> type(moment_equations(Softmax([[1.0]], [[1.0]]))).__name__
-    'SoftmaxMoments'
-    """
-    return _moment_equations(field, "field")
-
-
-def _moment_equations(field: Any, name: str) -> MomentEquations:
-    """:func:`moment_equations`, with the argument named `name` in errors."""
-    if isinstance(field, MomentEquations):
-        return field
-    mro = type(field).__mro__
-    for cls in mro:
-        if cls in NOT_GAUSSIAN_PRESERVING:
-            raise ValueError(
-                f"`{name}` is {cls.__name__} attention, which does not preserve Gaussian "
-                f"measures: {NOT_GAUSSIAN_PRESERVING[cls]}. It has no moment ODE; estimate its "
-                "moments from particles with particle_moments()."
-            )
-    for cls in mro:
-        if cls in MOMENT_EQUATIONS:
-            return MOMENT_EQUATIONS[cls](field)
-    raise ValueError(
-        f"`{name}` must be a Gaussian-preserving attention field (Softmax, L2, Sinkhorn, Linear, "
-        f"MultiHead) or a MomentEquations; got {type(field).__name__}."
-    )
-
-
-def _split_output_projection(W: Any, H: int):
-    """Accept ``None``, a sequence of ``H`` square matrices, or one ``(d, H d)`` block matrix."""
-    if W is None:
-        return None
-    if isinstance(W, list | tuple):
-        return tuple(W)
-    W = as_matrix(W, "W")
-    d = W.shape[0]
-    if W.shape[1] == d:  # one shared projection applied to every head
-        return (W,) * H
-    if W.shape[1] != H * d:
-        raise ValueError(f"`W` must be (d, H d) = ({d}, {H * d}); got {W.shape}.")
-    return tuple(W[:, h * d : (h + 1) * d] for h in range(H))

@@ -6,15 +6,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._typing import ArrayLike, SeedLike
+from .._typing import ArrayLike, FloatArray, SeedLike
 from .._validation import as_real_array, as_rng, check_int, check_positive
 from ._equations import (
     L2Moments,
     MomentEquations,
-    MultiHeadMoments,
     SinkhornMoments,
     SoftmaxMoments,
 )
+from ._multihead import MultiHeadMoments
 from ._solve import solve_moments
 
 __all__ = [
@@ -44,7 +44,7 @@ SIGN_COUNTEREXAMPLE_POS = (
 CONE_REGIMES = ("zero", "line", "plane", "two-lines", "blowup", "mixed")
 
 
-def trace_one_grid(n_angles: int, radii: ArrayLike = (0.3, 0.6, 0.9)) -> np.ndarray:
+def trace_one_grid(n_angles: int, radii: ArrayLike = (0.3, 0.6, 0.9)) -> FloatArray:
     r"""2x2 covariances of trace one on circles of the cone's cross-section.
 
     The point :math:`(r\cos\theta, r\sin\theta, 1)` in cone coordinates is
@@ -93,7 +93,7 @@ def trace_one_grid(n_angles: int, radii: ArrayLike = (0.3, 0.6, 0.9)) -> np.ndar
     return 0.5 * np.stack([np.stack([1 + x, y], -1), np.stack([y, 1 - x], -1)], -2)
 
 
-def _l2_from_qk(Q: np.ndarray, K: np.ndarray, V: np.ndarray) -> L2Moments:
+def _l2_from_qk(Q: FloatArray, K: FloatArray, V: FloatArray) -> L2Moments:
     # s = 2 sqrt(k) makes B = 2/s K^T Q = A, so l2 and softmax agree to first order in Sigma.
     return L2Moments(Q, K, V, s=2.0 * np.sqrt(Q.shape[0]))
 
@@ -200,7 +200,7 @@ class RankCounts:
     """
 
     d: int
-    ranks: np.ndarray
+    ranks: FloatArray
     bound: int
     blowups: int
 

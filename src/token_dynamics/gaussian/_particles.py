@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from .._linalg import psd_sqrt
-from .._typing import ArrayLike, SeedLike
+from .._typing import ArrayLike, FloatArray, SeedLike
 from .._validation import as_covariance, as_rng, as_times, as_vector, check_int, float_guard
+from ..attention import AttentionField
 from ._path import GaussianPath
 
 __all__ = ["ParticleMoments", "moment_matched_cloud", "particle_moments"]
@@ -45,22 +45,22 @@ class ParticleMoments(GaussianPath):
     >>> from token_dynamics.gaussian import particle_moments, softmax_gaussian_1d
     >>> times = [0.0, 0.5]
     >>> pm = particle_moments(Softmax([[-0.5]], [[1.0]]), [0.0], [[1.0]], times, n=400, rng=0)
-    >>> exact = softmax_gaussian_1d(times, 0.0, 1.0, 1.0, -0.5).covariances[-1, 0, 0]
+    >>> exact = softmax_gaussian_1d(-0.5, 1.0, 0.0, 1.0, times).covariances[-1, 0, 0]
     >>> bool(abs(pm.covariances[-1, 0, 0] - exact) < 3 * pm.cov_stderr[-1, 0, 0])
     True
     >>> pm.means.shape, pm.cov_stderr.shape
     ((2, 1), (2, 1, 1))
     """
 
-    mean_stderr: np.ndarray
-    cov_stderr: np.ndarray
+    mean_stderr: FloatArray
+    cov_stderr: FloatArray
     n: int
 
 
 @float_guard("the moment-matched cloud", "rescale `mean` or `cov`")
 def moment_matched_cloud(
     n: int, mean: ArrayLike, cov: ArrayLike, *, rng: SeedLike = None
-) -> np.ndarray:
+) -> FloatArray:
     r"""Sample ``n`` Gaussian tokens, then map them affinely so that their empirical mean and
     covariance (normalised by ``n``) equal ``mean`` and ``cov`` exactly.
 
@@ -118,7 +118,7 @@ def moment_matched_cloud(
 
 @float_guard("the particle moments", "rescale `mean0`, `cov0`, `times` or `dt`")
 def particle_moments(
-    field: Any,
+    field: AttentionField,
     mean0: ArrayLike,
     cov0: ArrayLike,
     times: ArrayLike,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
+from .._typing import FloatArray
 
 __all__ = ["STATUSES", "GaussianPath"]
 
@@ -41,9 +41,9 @@ class GaussianPath:
     ('completed', False)
     """
 
-    times: np.ndarray
-    means: np.ndarray
-    covariances: np.ndarray
+    times: FloatArray
+    means: FloatArray
+    covariances: FloatArray
     status: str = "completed"
     message: str = "reached the final time."
     blowup_time: float | None = None
@@ -56,3 +56,11 @@ class GaussianPath:
     def blew_up(self) -> bool:
         """Whether the run met a finite-time blow-up."""
         return self.status == "blowup"
+
+
+def _check_before(times: FloatArray, t_star: float, what: str = "the solution") -> None:
+    if times[-1] >= t_star:
+        raise ValueError(
+            f"`times` reach {times[-1]:g}, past the finite-time blow-up of {what} at "
+            f"t* = {t_star:.6g}: they must stay before the blow-up time."
+        )

@@ -24,7 +24,7 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 from .._linalg import psd_sqrt
-from .._typing import ArrayLike, IVPMethod
+from .._typing import ArrayLike, FloatArray, IVPMethod
 from .._validation import (
     as_covariance,
     as_real_array,
@@ -36,9 +36,11 @@ from .._validation import (
     float_guard,
     progress_bar,
 )
+from ..attention import AttentionField
 from ..integrators import IVP_METHODS
-from ._equations import _moment_equations
+from ._equations import MomentEquations
 from ._path import GaussianPath
+from ._registry import _moment_equations
 
 __all__ = ["cone_coordinates", "solve_moments"]
 
@@ -75,12 +77,12 @@ MAX_RHS_EVALS = 100_000
 
 
 class _TooStiff(Exception):
-    def __init__(self, t: float, y: np.ndarray):
+    def __init__(self, t: float, y: FloatArray):
         self.t, self.y = t, y
 
 
 def solve_moments(
-    equations: Any,
+    equations: MomentEquations | AttentionField,
     mean0: ArrayLike,
     cov0: ArrayLike,
     times: ArrayLike,
@@ -266,8 +268,8 @@ def solve_moments(
     blowup = None
     if sol.status == 1:
         # both lists are set since `events` was given
-        t_events = cast(list[np.ndarray], sol.t_events)
-        y_events = cast(list[np.ndarray], sol.y_events)
+        t_events = cast(list[FloatArray], sol.t_events)
+        y_events = cast(list[FloatArray], sol.y_events)
         which = next(k for k in range(len(events)) if t_events[k].size)
         te, ye = float(t_events[which][0]), y_events[which][0]
         se, re = size(ye), rate(te, ye)
@@ -307,7 +309,7 @@ def solve_moments(
 
 
 @float_guard("the cone coordinates", "rescale `covariances`")
-def cone_coordinates(covariances: ArrayLike) -> np.ndarray:
+def cone_coordinates(covariances: ArrayLike) -> FloatArray:
     r"""Coordinates ``(a - b, 2c, a + b)`` of 2x2 covariances in the PSD cone.
 
     :math:`\Sigma = \begin{psmallmatrix}a&c\\c&b\end{psmallmatrix}` is PSD iff

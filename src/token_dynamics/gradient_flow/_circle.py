@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from .._typing import SeedLike
+from .._typing import FloatArray, SeedLike
 from .._validation import as_rng, check_int, check_positive
 from ..attention import softmax_weights
 from ..diagnostics import interaction_energy
@@ -38,17 +38,17 @@ class CircleMetastability:
 
     >>> import numpy as np
     >>> from token_dynamics.gradient_flow import circle_metastability
-    >>> res = circle_metastability(6, 2.0, 10.0, n_times=10, rng=0)
+    >>> res = circle_metastability(2.0, 6, 10.0, n_times=10, rng=0)
     >>> bool(np.allclose(np.linalg.norm(res.states, axis=-1), 1.0))
     True
     >>> bool(np.all(np.diff(res.energies) >= -1e-9)), res.cluster_counts.shape
     (True, (11,))
     """
 
-    times: np.ndarray
-    states: np.ndarray
-    energies: np.ndarray
-    cluster_counts: np.ndarray
+    times: FloatArray
+    states: FloatArray
+    energies: FloatArray
+    cluster_counts: FloatArray
     beta: float
 
 
@@ -58,15 +58,15 @@ def _circle_rhs(_t, theta, beta):
     return (softmax_weights(S, axis=1) * np.sin(D)).sum(axis=1)
 
 
-def _circle_clusters(theta: np.ndarray, tol: float) -> int:
+def _circle_clusters(theta: FloatArray, tol: float) -> int:
     x = np.sort(np.mod(theta, 2 * np.pi))
     gaps = np.diff(np.append(x, x[0] + 2 * np.pi))
     return max(1, int(np.sum(gaps > tol)))
 
 
 def circle_metastability(
-    n: int,
     beta: float,
+    n: int,
     t_max: float,
     *,
     t_min: float = 1e-2,
@@ -84,10 +84,10 @@ def circle_metastability(
 
     Parameters
     ----------
-    n : int
-        Number of tokens, drawn uniformly on the circle.
     beta : float
         Inverse temperature, > 0.
+    n : int
+        Number of tokens, drawn uniformly on the circle.
     t_max : float
         Final time.
     t_min : float
@@ -115,7 +115,7 @@ def circle_metastability(
     --------
     >>> import numpy as np
     >>> from token_dynamics.gradient_flow import circle_metastability
-    >>> res = circle_metastability(8, 4.0, 50.0, n_times=20, rng=0)
+    >>> res = circle_metastability(4.0, 8, 50.0, n_times=20, rng=0)
     >>> bool(np.all(np.diff(res.energies) >= -1e-9)), res.states.shape
     (True, (21, 8, 2))
     """

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
+from .._typing import ArrayLike, FloatArray
 from .._validation import (
     MATRIX_RTOL,
     as_matrix,
@@ -34,7 +33,9 @@ __all__ = [
 SYMMETRIC_A = "a symmetric (d, d) matrix here"
 
 
-def _measure_args(X: Any, A: Any, points: Any, weights: Any):
+def _measure_args(
+    X: ArrayLike, A: ArrayLike, points: ArrayLike | None, weights: ArrayLike | None
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
     """Validate ``(X, A, points, weights)``; ``points`` default to the tokens."""
     X = as_tokens(X)
     n, d = X.shape
@@ -51,7 +52,7 @@ def _kernels(X, A, Y):
     return S1, S2
 
 
-def _check_exponents(*exponents: np.ndarray) -> None:
+def _check_exponents(*exponents: FloatArray) -> None:
     if not all(np.all(np.isfinite(S)) for S in exponents):
         raise FloatingPointError(
             "the exponents <A x_i, x_j> overflow float64, so e^<A x_i, x_j> has no float value; "
@@ -59,7 +60,7 @@ def _check_exponents(*exponents: np.ndarray) -> None:
         )
 
 
-def _exp_sum(S: np.ndarray, w: np.ndarray, values: np.ndarray, quantity: str) -> np.ndarray:
+def _exp_sum(S: FloatArray, w: FloatArray, values: FloatArray, quantity: str) -> FloatArray:
     """``sum_j w_j e^{S_kj} values_j`` for each row k, as e^{m_k} sum_j w_j e^{S_kj - m_k} ...
 
     with m_k the row maximum: the sum is formed without overflow, and only a result beyond the
@@ -78,15 +79,15 @@ def _exp_sum(S: np.ndarray, w: np.ndarray, values: np.ndarray, quantity: str) ->
 
 
 @float_guard("the particle energy", "rescale `X` or `A`")
-def particle_energy(X: Any, A: Any, *, weights: Any = None) -> float:
+def particle_energy(A: ArrayLike, X: ArrayLike, *, weights: ArrayLike | None = None) -> float:
     r"""Interaction energy :math:`\frac12\sum_{ij} w_i w_j e^{\langle A x_i, x_j\rangle}`.
 
     Parameters
     ----------
-    X : array_like, shape (n, d)
-        Tokens, one per row.
     A : array_like, shape (d, d)
         Attention matrix (any, not necessarily symmetric).
+    X : array_like, shape (n, d)
+        Tokens, one per row.
     weights : array_like, shape (n,), optional
         Probability weights; uniform ``1/n`` by default.
 
@@ -114,7 +115,7 @@ def particle_energy(X: Any, A: Any, *, weights: Any = None) -> float:
     --------
     >>> import numpy as np
     >>> from token_dynamics.gradient_flow import particle_energy
-    >>> round(particle_energy([[1.0, 0.0]], -np.eye(2)), 12)  # one Dirac: e^{-|x|^2} / 2
+    >>> round(particle_energy(-np.eye(2), [[1.0, 0.0]]), 12)  # one Dirac: e^{-|x|^2} / 2
     0.183939720586
     """
     from ..diagnostics import interaction_energy
@@ -125,7 +126,9 @@ def particle_energy(X: Any, A: Any, *, weights: Any = None) -> float:
 
 
 @float_guard("the first variation", "scale `A`, `X` or `points` down")
-def first_variation(X: Any, A: Any, points: Any = None, *, weights: Any = None) -> np.ndarray:
+def first_variation(
+    A: ArrayLike, X: ArrayLike, points: ArrayLike | None = None, *, weights: ArrayLike | None = None
+) -> FloatArray:
     r"""First variation :math:`\frac{\delta\mathcal E}{\delta\mu}` evaluated at ``points``.
 
     .. math::
@@ -137,9 +140,9 @@ def first_variation(X: Any, A: Any, points: Any = None, *, weights: Any = None) 
 
     Parameters
     ----------
+    A : array_like, shape (d, d)
     X : array_like, shape (n, d)
         Tokens of :math:`\mu`.
-    A : array_like, shape (d, d)
     points : array_like, shape (m, d), optional
         Where to evaluate; the tokens themselves by default.
     weights : array_like, shape (n,), optional
@@ -164,7 +167,7 @@ def first_variation(X: Any, A: Any, points: Any = None, *, weights: Any = None) 
     --------
     >>> import numpy as np
     >>> from token_dynamics.gradient_flow import first_variation
-    >>> first_variation([[0.0, 0.0]], np.eye(2), [[1.0, 1.0]])
+    >>> first_variation(np.eye(2), [[0.0, 0.0]], [[1.0, 1.0]])
     array([1.])
     """
     X, A, Y, w = _measure_args(X, A, points, weights)
@@ -175,7 +178,9 @@ def first_variation(X: Any, A: Any, points: Any = None, *, weights: Any = None) 
 
 
 @float_guard("the energy gradient", "scale `A`, `X` or `points` down")
-def energy_gradient(X: Any, A: Any, points: Any = None, *, weights: Any = None) -> np.ndarray:
+def energy_gradient(
+    A: ArrayLike, X: ArrayLike, points: ArrayLike | None = None, *, weights: ArrayLike | None = None
+) -> FloatArray:
     r"""Gradient :math:`\nabla_y\frac{\delta\mathcal E}{\delta\mu}(y)` at ``points``.
 
     .. math::
@@ -189,8 +194,8 @@ def energy_gradient(X: Any, A: Any, points: Any = None, *, weights: Any = None) 
 
     Parameters
     ----------
-    X : array_like, shape (n, d)
     A : array_like, shape (d, d)
+    X : array_like, shape (n, d)
     points : array_like, shape (m, d), optional
         The tokens by default.
     weights : array_like, shape (n,), optional
@@ -215,7 +220,7 @@ def energy_gradient(X: Any, A: Any, points: Any = None, *, weights: Any = None) 
     --------
     >>> import numpy as np
     >>> from token_dynamics.gradient_flow import energy_gradient
-    >>> energy_gradient([[1.0, 0.0]], 2 * np.eye(2), [[0.0, 0.0]])
+    >>> energy_gradient(2 * np.eye(2), [[1.0, 0.0]], [[0.0, 0.0]])
     array([[2., 0.]])
     """
     X, A, Y, w = _measure_args(X, A, points, weights)
@@ -225,7 +230,9 @@ def energy_gradient(X: Any, A: Any, points: Any = None, *, weights: Any = None) 
 
 
 @float_guard("the energy rate", "rescale `X`, `velocity` or `A`")
-def energy_rate(X: Any, velocity: Any, A: Any, *, weights: Any = None) -> float:
+def energy_rate(
+    A: ArrayLike, X: ArrayLike, velocity: ArrayLike, *, weights: ArrayLike | None = None
+) -> float:
     r"""Time derivative of :math:`\mathcal E_A` when token :math:`x_i` moves with :math:`v_i`.
 
     .. math:: \frac{d}{dt}\mathcal E = \sum_i w_i\,\nabla\tfrac{\delta\mathcal E}{\delta\mu}(x_i)
@@ -233,8 +240,8 @@ def energy_rate(X: Any, velocity: Any, A: Any, *, weights: Any = None) -> float:
 
     Parameters
     ----------
-    X, velocity : array_like, shape (n, d)
     A : array_like, shape (d, d)
+    X, velocity : array_like, shape (n, d)
     weights : array_like, shape (n,), optional
 
     Returns
@@ -253,7 +260,7 @@ def energy_rate(X: Any, velocity: Any, A: Any, *, weights: Any = None) -> float:
     --------
     >>> import numpy as np
     >>> from token_dynamics.gradient_flow import energy_rate
-    >>> energy_rate([[1.0, 0.0]], [[1.0, 0.0]], -np.eye(2))  # d/dt e^{-(1+t)^2}/2 at t=0
+    >>> energy_rate(-np.eye(2), [[1.0, 0.0]], [[1.0, 0.0]])  # d/dt e^{-(1+t)^2}/2 at t=0
     -0.36787944117144233
     """
     X = as_tokens(X)
@@ -262,11 +269,13 @@ def energy_rate(X: Any, velocity: Any, A: Any, *, weights: Any = None) -> float:
     if v.shape != X.shape:
         raise ValueError(f"`velocity` must have the shape of `X` {X.shape}; got {v.shape}.")
     w = as_weights(weights, n)
-    return float(np.einsum("i,ik,ik->", w, energy_gradient(X, A, weights=w), v))
+    return float(np.einsum("i,ik,ik->", w, energy_gradient(A, X, weights=w), v))
 
 
 @float_guard("the energy along the trajectory", "rescale `states` or `A`")
-def energy_along(states: Any, A: Any, *, weights: Any = None) -> np.ndarray:
+def energy_along(
+    A: ArrayLike, states: ArrayLike, *, weights: ArrayLike | None = None
+) -> FloatArray:
     r"""Energy :func:`particle_energy` at each state of a trajectory.
 
     .. math:: \mathcal E(X_t) = \frac12\sum_{i,j} w_i w_j e^{\langle A x_i(t), x_j(t)\rangle},
@@ -274,8 +283,8 @@ def energy_along(states: Any, A: Any, *, weights: Any = None) -> np.ndarray:
 
     Parameters
     ----------
-    states : array_like, shape (T, n, d)
     A : array_like, shape (d, d)
+    states : array_like, shape (T, n, d)
     weights : array_like, shape (n,), optional
 
     Returns
@@ -293,17 +302,17 @@ def energy_along(states: Any, A: Any, *, weights: Any = None) -> np.ndarray:
     --------
     >>> import numpy as np
     >>> from token_dynamics.gradient_flow import energy_along
-    >>> energy_along(np.zeros((3, 2, 1)), [[1.0]])
+    >>> energy_along([[1.0]], np.zeros((3, 2, 1)))
     array([0.5, 0.5, 0.5])
     """
     arr = as_real_array(states, "states")
     if arr.ndim != 3:
         raise ValueError(f"`states` must have shape (T, n, d); got shape {arr.shape}.")
-    return np.array([particle_energy(X, A, weights=weights) for X in arr])
+    return np.array([particle_energy(A, X, weights=weights) for X in arr])
 
 
 @float_guard("the monotonicity sign", "rescale `A` or `V`")
-def monotonicity_sign(A: Any, V: Any) -> int:
+def monotonicity_sign(A: ArrayLike, V: ArrayLike) -> int:
     r"""Predicted sign of :math:`d\mathcal E/dt` for softmax and unnormalised attention.
 
     For symmetric :math:`A`, :math:`\frac{d}{dt}\mathcal E = \sum_i w_i Z_i^k\, m_i^\top AV m_i`
@@ -350,7 +359,9 @@ def monotonicity_sign(A: Any, V: Any) -> int:
 
 
 @float_guard("the second variation", "scale `A`, `X` or `direction` down")
-def translation_second_variation(X: Any, A: Any, direction: Any, *, weights: Any = None) -> float:
+def translation_second_variation(
+    A: ArrayLike, X: ArrayLike, direction: ArrayLike, *, weights: ArrayLike | None = None
+) -> float:
     r"""Exact :math:`\frac{d^2}{ds^2}\mathcal E_A\big((x\mapsto x + sb)_\#\mu\big)` at :math:`s=0`.
 
     With :math:`f_{ij} = \langle Ax_i, x_j\rangle`, :math:`f'_{ij} = b^\top Ax_i + x_j^\top Ab`,
@@ -358,8 +369,8 @@ def translation_second_variation(X: Any, A: Any, direction: Any, *, weights: Any
 
     Parameters
     ----------
-    X : array_like, shape (n, d)
     A : array_like, shape (d, d)
+    X : array_like, shape (n, d)
     direction : array_like, shape (d,)
     weights : array_like, shape (n,), optional
 
@@ -377,7 +388,7 @@ def translation_second_variation(X: Any, A: Any, direction: Any, *, weights: Any
     Examples
     --------
     >>> from token_dynamics.gradient_flow import translation_second_variation
-    >>> translation_second_variation([[0.0]], [[-1.0]], [1.0])  # e^{-s^2}/2 at 0
+    >>> translation_second_variation([[-1.0]], [[0.0]], [1.0])  # e^{-s^2}/2 at 0
     -1.0
     """
     X = as_tokens(X)

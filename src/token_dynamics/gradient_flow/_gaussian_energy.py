@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from .._linalg import psd_sqrt
-from .._typing import ArrayLike
+from .._typing import ArrayLike, FloatArray
 from .._validation import as_covariance, as_real_array, as_square, as_vector, float_guard
 from ..diagnostics import LOG_FLOAT_MAX
 
@@ -44,10 +43,10 @@ class GaussianEnergy:
 
     >>> import numpy as np
     >>> from token_dynamics.gradient_flow import gaussian_energy
-    >>> E = gaussian_energy([1.0], [[0.5]], [[-1.0]])
+    >>> E = gaussian_energy([[-1.0]], [1.0], [[0.5]])
     >>> E.finite, bool(np.isclose(np.log(E.value), E.log_value)), E.reason
     (True, True, '')
-    >>> gaussian_energy([0.0], [[2.0]], [[-1.0]]).value
+    >>> gaussian_energy([[-1.0]], [0.0], [[2.0]]).value
     inf
     """
 
@@ -57,7 +56,7 @@ class GaussianEnergy:
     reason: str
 
 
-def _gaussian_quadratic(cov: np.ndarray, A: np.ndarray):
+def _gaussian_quadratic(cov: FloatArray, A: FloatArray):
     """Pieces of E(N(alpha, cov)) = exp(-logdet/2 + alpha^T H alpha) / 2, or the norm if >= 1."""
     d = A.shape[0]
     R = psd_sqrt(cov)
@@ -74,7 +73,7 @@ def _gaussian_quadratic(cov: np.ndarray, A: np.ndarray):
 
 
 @float_guard("the Gaussian energy", "rescale `mean`, `cov` or `A`")
-def gaussian_energy(mean: ArrayLike, cov: ArrayLike, A: Any) -> GaussianEnergy:
+def gaussian_energy(A: ArrayLike, mean: ArrayLike, cov: ArrayLike) -> GaussianEnergy:
     r"""Closed-form interaction energy of :math:`\mathcal N(\alpha, \Sigma)`.
 
     With :math:`R = \Sigma^{1/2}`, :math:`B = RAR` and
@@ -92,10 +91,10 @@ def gaussian_energy(mean: ArrayLike, cov: ArrayLike, A: Any) -> GaussianEnergy:
 
     Parameters
     ----------
+    A : array_like, shape (d, d)
     mean : array_like, shape (d,)
     cov : array_like, shape (d, d)
         Symmetric positive semidefinite.
-    A : array_like, shape (d, d)
 
     Returns
     -------
@@ -118,9 +117,9 @@ def gaussian_energy(mean: ArrayLike, cov: ArrayLike, A: Any) -> GaussianEnergy:
     --------
     >>> import numpy as np
     >>> from token_dynamics.gradient_flow import gaussian_energy
-    >>> gaussian_energy(np.zeros(1), [[0.5]], [[-1.0]]).value  # (1 - s^2)^(-1/2) / 2
+    >>> gaussian_energy([[-1.0]], np.zeros(1), [[0.5]]).value  # (1 - s^2)^(-1/2) / 2
     0.5773502691896258
-    >>> gaussian_energy(np.zeros(1), [[2.0]], [[-1.0]]).finite
+    >>> gaussian_energy([[-1.0]], np.zeros(1), [[2.0]]).finite
     False
     """
     alpha = as_vector(mean, "mean")
@@ -146,16 +145,16 @@ def gaussian_energy(mean: ArrayLike, cov: ArrayLike, A: Any) -> GaussianEnergy:
 
 
 @float_guard("the Gaussian energy", "rescale `means`, `covariances` or `A`")
-def gaussian_energy_along(means: ArrayLike, covariances: ArrayLike, A: Any) -> np.ndarray:
+def gaussian_energy_along(A: ArrayLike, means: ArrayLike, covariances: ArrayLike) -> FloatArray:
     """Closed-form energy :func:`gaussian_energy` along a path of Gaussians.
 
     Parameters
     ----------
+    A : array_like, shape (d, d)
     means : array_like, shape (T, d)
     covariances : array_like, shape (T, d, d)
         For instance ``GaussianPath.means`` and ``.covariances`` of
         :func:`token_dynamics.gaussian.solve_moments`.
-    A : array_like, shape (d, d)
 
     Returns
     -------
@@ -173,7 +172,7 @@ def gaussian_energy_along(means: ArrayLike, covariances: ArrayLike, A: Any) -> n
     --------
     >>> import numpy as np
     >>> from token_dynamics.gradient_flow import gaussian_energy_along
-    >>> gaussian_energy_along(np.zeros((2, 1)), [[[0.0]], [[0.6]]], [[-1.0]])
+    >>> gaussian_energy_along([[-1.0]], np.zeros((2, 1)), [[[0.0]], [[0.6]]])
     array([0.5  , 0.625])
     """
     m = as_real_array(means, "means")
@@ -185,14 +184,14 @@ def gaussian_energy_along(means: ArrayLike, covariances: ArrayLike, A: Any) -> n
         )
     for k, S in enumerate(C):
         as_covariance(S, f"covariances[{k}]")
-    return np.array([gaussian_energy(a, S, A).value for a, S in zip(m, C, strict=True)])
+    return np.array([gaussian_energy(A, a, S).value for a, S in zip(m, C, strict=True)])
 
 
 @float_guard(
     "the second variation of the Gaussian energy", "rescale `mean`, `cov`, `A` or `direction`"
 )
 def gaussian_translation_second_variation(
-    mean: ArrayLike, cov: ArrayLike, A: Any, direction: Any
+    A: ArrayLike, mean: ArrayLike, cov: ArrayLike, direction: ArrayLike
 ) -> float:
     r""":math:`\frac{d^2}{ds^2}\mathcal E(\mathcal N(\alpha + sb, \Sigma))` at :math:`s = 0`.
 
@@ -203,12 +202,12 @@ def gaussian_translation_second_variation(
 
     Parameters
     ----------
+    A : array_like, shape (d, d)
+        Attention matrix.
     mean : array_like, shape (d,)
         The mean :math:`\alpha`.
     cov : array_like, shape (d, d)
         The covariance :math:`\Sigma`, symmetric positive semi-definite.
-    A : array_like, shape (d, d)
-        Attention matrix.
     direction : array_like, shape (d,)
         The translation :math:`b`.
 
@@ -230,9 +229,9 @@ def gaussian_translation_second_variation(
 
     >>> from token_dynamics.gradient_flow import (
     ...     gaussian_energy, gaussian_translation_second_variation)
-    >>> exact = gaussian_translation_second_variation([0.2], [[0.5]], [[-1.0]], [1.0])
+    >>> exact = gaussian_translation_second_variation([[-1.0]], [0.2], [[0.5]], [1.0])
     >>> h = 1e-4
-    >>> E = [gaussian_energy([0.2 + k * h], [[0.5]], [[-1.0]]).value for k in (-1, 0, 1)]
+    >>> E = [gaussian_energy([[-1.0]], [0.2 + k * h], [[0.5]]).value for k in (-1, 0, 1)]
     >>> bool(abs((E[0] - 2 * E[1] + E[2]) / h**2 - exact) < 1e-6)
     True
     """
@@ -241,7 +240,7 @@ def gaussian_translation_second_variation(
     b = as_vector(direction, "direction", size=d)
     A = as_square(A, "A", d=d)
     S = as_covariance(cov, "cov", d=d)
-    E = gaussian_energy(alpha, S, A)
+    E = gaussian_energy(A, alpha, S)
     if not E.finite or not np.isfinite(E.value):
         raise ValueError(
             f"the energy of the Gaussian (`mean`, `cov`) with `A` is not a finite float: {E.reason}"

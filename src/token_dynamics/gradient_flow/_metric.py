@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
+from .._typing import ArrayLike, FloatArray
 from .._validation import MATRIX_RTOL, as_square, as_symmetric, as_tokens, as_weights, float_guard
 from ._energy import SYMMETRIC_A, _measure_args, energy_gradient, energy_rate
 
@@ -25,7 +25,7 @@ class TwistedMetricError(ValueError):
     """``P = V A^{-1}`` is not symmetric definite, so no twisted metric exists."""
 
 
-def _attention_velocity(kind: str, X, A, V, w) -> np.ndarray:
+def _attention_velocity(kind: str, X, A, V, w) -> FloatArray:
     """Velocity of attention.Unnormalised or attention.Softmax (beta = 1)."""
     from ..attention import Softmax, Unnormalised
 
@@ -73,13 +73,13 @@ class TwistedMetric:
     True
     """
 
-    P: np.ndarray
+    P: FloatArray
     sign: int
-    metric: np.ndarray
+    metric: FloatArray
 
 
 @float_guard("the twisted metric", "rescale `A` or `V`")
-def twisted_metric(A: Any, V: Any) -> TwistedMetric:
+def twisted_metric(A: ArrayLike, V: ArrayLike) -> TwistedMetric:
     r"""The matrix :math:`P = VA^{-1}` and the twisted ground metric :math:`(\pm P)^{-1}`.
 
     Parameters
@@ -140,7 +140,13 @@ def twisted_metric(A: Any, V: Any) -> TwistedMetric:
 
 @float_guard("the twisted Wasserstein distance", "rescale `X`, `Y`, `A` or `V`")
 def twisted_wasserstein(
-    X: Any, Y: Any, A: Any, V: Any, *, weights_x: Any = None, weights_y: Any = None
+    A: ArrayLike,
+    V: ArrayLike,
+    X: ArrayLike,
+    Y: ArrayLike,
+    *,
+    weights_x: ArrayLike | None = None,
+    weights_y: ArrayLike | None = None,
 ) -> float:
     r"""Twisted distance :math:`d_P(\mu,\nu) = W_2((P^{-1/2})_\#\mu, (P^{-1/2})_\#\nu)`.
 
@@ -149,9 +155,9 @@ def twisted_wasserstein(
 
     Parameters
     ----------
+    A, V : array_like, shape (d, d)
     X : array_like, shape (n, d)
     Y : array_like, shape (m, d)
-    A, V : array_like, shape (d, d)
     weights_x : array_like, shape (n,), optional
     weights_y : array_like, shape (m,), optional
 
@@ -169,7 +175,7 @@ def twisted_wasserstein(
     >>> import numpy as np
     >>> from token_dynamics.gradient_flow import twisted_wasserstein
     >>> X = np.array([[0.0, 0.0], [1.0, 1.0]])
-    >>> round(twisted_wasserstein(X, X + [1.0, 0.0], 4 * np.eye(2), np.eye(2)), 12)
+    >>> round(twisted_wasserstein(4 * np.eye(2), np.eye(2), X, X + [1.0, 0.0]), 12)
     2.0
     """
     X = as_tokens(X)
@@ -183,8 +189,8 @@ def twisted_wasserstein(
 
 @float_guard("the softmax metric density", "rescale `X`, `A` or `points`")
 def softmax_metric_density(
-    X: Any, A: Any, points: Any = None, *, weights: Any = None
-) -> np.ndarray:
+    A: ArrayLike, X: ArrayLike, points: ArrayLike | None = None, *, weights: ArrayLike | None = None
+) -> FloatArray:
     r"""Density :math:`Z_\mu(x) = \int e^{\langle Ax, y\rangle}d\mu(y)` of the softmax metric.
 
     Softmax attention is the gradient flow of :math:`\mathcal E_A` for
@@ -192,10 +198,10 @@ def softmax_metric_density(
 
     Parameters
     ----------
-    X : array_like, shape (n, d)
-        Tokens: :math:`\mu = \sum_j w_j\delta_{x_j}`.
     A : array_like, shape (d, d)
         Attention matrix.
+    X : array_like, shape (n, d)
+        Tokens: :math:`\mu = \sum_j w_j\delta_{x_j}`.
     points : array_like, shape (m, d), optional
         Where to evaluate :math:`Z_\mu`; the tokens by default.
     weights : array_like, shape (n,), optional, keyword-only
@@ -215,7 +221,7 @@ def softmax_metric_density(
     --------
     >>> import numpy as np
     >>> from token_dynamics.gradient_flow import softmax_metric_density
-    >>> Z = softmax_metric_density([[0.0], [1.0]], [[1.0]], [[1.0]])
+    >>> Z = softmax_metric_density([[1.0]], [[0.0], [1.0]], [[1.0]])
     >>> Z  # (e^0 + e^1) / 2
     array([1.85914091])
     >>> bool(np.isclose(Z[0], (1 + np.e) / 2))
@@ -255,15 +261,15 @@ class GradientFlowCheck:
     >>> import numpy as np
     >>> from token_dynamics.gradient_flow import gradient_flow_check
     >>> X = np.array([[0.1, 0.2], [-0.3, 0.4], [0.5, -0.1]])
-    >>> c = gradient_flow_check(X, -np.eye(2), np.eye(2), kind="softmax")
+    >>> c = gradient_flow_check(-np.eye(2), np.eye(2), X, kind="softmax")
     >>> bool(np.isclose(c.energy_rate, c.sign * c.metric_speed_squared, rtol=1e-12))
     True
     >>> c.velocity.shape == c.steepest.shape == X.shape
     True
     """
 
-    velocity: np.ndarray
-    steepest: np.ndarray
+    velocity: FloatArray
+    steepest: FloatArray
     identity_error: float
     energy_rate: float
     metric_speed_squared: float
@@ -272,7 +278,12 @@ class GradientFlowCheck:
 
 @float_guard("the gradient-flow check", "rescale `X`, `A` or `V`")
 def gradient_flow_check(
-    X: Any, A: Any, V: Any, *, kind: str = "unnormalised", weights: Any = None
+    A: ArrayLike,
+    V: ArrayLike,
+    X: ArrayLike,
+    *,
+    kind: str = "unnormalised",
+    weights: ArrayLike | None = None,
 ) -> GradientFlowCheck:
     r"""Check that attention is the gradient flow of :math:`\mathcal E_A` for its metric.
 
@@ -283,11 +294,11 @@ def gradient_flow_check(
 
     Parameters
     ----------
-    X : array_like, shape (n, d)
     A : array_like, shape (d, d)
         Symmetric, invertible.
     V : array_like, shape (d, d)
         With ``V A^{-1}`` symmetric definite.
+    X : array_like, shape (n, d)
     kind : {"unnormalised", "softmax"}
     weights : array_like, shape (n,), optional
 
@@ -307,7 +318,7 @@ def gradient_flow_check(
     >>> import numpy as np
     >>> from token_dynamics.gradient_flow import gradient_flow_check
     >>> X = np.array([[0.1, 0.2], [-0.3, 0.4], [0.5, -0.1]])
-    >>> c = gradient_flow_check(X, -np.eye(2), np.eye(2))
+    >>> c = gradient_flow_check(-np.eye(2), np.eye(2), X)
     >>> c.identity_error < 1e-14, c.sign
     (True, -1)
     """
@@ -320,11 +331,11 @@ def gradient_flow_check(
     V = as_square(V, "V", d=d)
     w = as_weights(weights, n)
     vel = _attention_velocity(kind, X, A, V, w)
-    steep = energy_gradient(X, A, weights=w) @ tm.P.T
+    steep = energy_gradient(A, X, weights=w) @ tm.P.T
     Z = np.ones(n)
     if kind == "softmax":
-        Z = softmax_metric_density(X, A, weights=w)
+        Z = softmax_metric_density(A, X, weights=w)
         steep = steep / Z[:, None]
     err = float(np.abs(vel - steep).max() / max(np.abs(steep).max(), np.finfo(float).tiny))
     speed2 = float(np.einsum("i,i,ik,kl,il->", w, Z, vel, tm.metric, vel))
-    return GradientFlowCheck(vel, steep, err, energy_rate(X, vel, A, weights=w), speed2, tm.sign)
+    return GradientFlowCheck(vel, steep, err, energy_rate(A, X, vel, weights=w), speed2, tm.sign)

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from .._linalg import psd_sqrt
-from .._typing import ArrayLike
+from .._typing import ArrayLike, FloatArray
 from .._validation import as_covariance, as_symmetric, as_vector, check_positive, float_guard
 from ._energy import SYMMETRIC_A
 
@@ -25,7 +24,9 @@ __all__ = [
 FD_STEP = 1e-5
 
 
-def _sinkhorn_args(mean: ArrayLike, cov: ArrayLike, A: Any, eps: Any):
+def _sinkhorn_args(
+    mean: ArrayLike, cov: ArrayLike, A: ArrayLike, eps: float
+) -> tuple[FloatArray, FloatArray, FloatArray, float]:
     """Validate a Gaussian ``(mean, cov)``, a symmetric ``A`` and ``eps > 0``."""
     alpha = as_vector(mean, "mean")
     d = alpha.shape[0]
@@ -34,7 +35,7 @@ def _sinkhorn_args(mean: ArrayLike, cov: ArrayLike, A: Any, eps: Any):
     return alpha, S, A, check_positive(eps, "eps")
 
 
-def _sinkhorn_cross_covariance(cov: np.ndarray, A: np.ndarray, eps: float):
+def _sinkhorn_cross_covariance(cov: FloatArray, A: FloatArray, eps: float):
     """Cross-covariance C of the entropic self-plan of N(., cov), cost -<Ax, y> (A symmetric),
     and the singular values of its whitened form (the coupling f(b) of the gaussian module)."""
     from ..gaussian import sinkhorn_whitened_coupling
@@ -52,7 +53,9 @@ def _sinkhorn_moment_rhs(mean, cov, A, V, eps):
 
 
 @float_guard("the Sinkhorn Gaussian cost", "rescale `mean`, `cov`, `A` or `eps`")
-def sinkhorn_gaussian_cost(mean: ArrayLike, cov: ArrayLike, A: Any, *, eps: float = 1.0) -> float:
+def sinkhorn_gaussian_cost(
+    A: ArrayLike, mean: ArrayLike, cov: ArrayLike, *, eps: float = 1.0
+) -> float:
     r"""Entropic self-transport cost :math:`\mathrm{OT}_\varepsilon(\mu,\mu)` of a Gaussian.
 
     For the cost :math:`c(x,y) = -\langle Ax, y\rangle` (symmetric :math:`A`) and
@@ -68,10 +71,10 @@ def sinkhorn_gaussian_cost(mean: ArrayLike, cov: ArrayLike, A: Any, *, eps: floa
 
     Parameters
     ----------
-    mean : array_like, shape (d,)
-    cov : array_like, shape (d, d)
     A : array_like, shape (d, d)
         Symmetric.
+    mean : array_like, shape (d,)
+    cov : array_like, shape (d, d)
     eps : float
         Entropic regularisation, > 0.
 
@@ -93,7 +96,7 @@ def sinkhorn_gaussian_cost(mean: ArrayLike, cov: ArrayLike, A: Any, *, eps: floa
     Examples
     --------
     >>> from token_dynamics.gradient_flow import sinkhorn_gaussian_cost
-    >>> round(sinkhorn_gaussian_cost([0.0], [[1.0]], [[0.0]]), 12)  # independent coupling
+    >>> round(sinkhorn_gaussian_cost([[0.0]], [0.0], [[1.0]]), 12)  # independent coupling
     0.0
     """
     alpha, S, A, eps = _sinkhorn_args(mean, cov, A, eps)
@@ -104,12 +107,12 @@ def sinkhorn_gaussian_cost(mean: ArrayLike, cov: ArrayLike, A: Any, *, eps: floa
 
 @float_guard("the Bures-Wasserstein velocity", "rescale `mean` or `cov`")
 def bures_wasserstein_velocity(
-    functional: Callable[[np.ndarray, np.ndarray], float],
+    functional: Callable[[FloatArray, FloatArray], float],
     mean: ArrayLike,
     cov: ArrayLike,
     *,
     h: float = FD_STEP,
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[FloatArray, FloatArray]:
     r"""Velocity of the Bures-Wasserstein gradient flow (descent) of ``functional``.
 
     On Gaussians :math:`\mathcal N(\alpha,\Sigma)`, the :math:`W_2` gradient flow of
@@ -202,31 +205,31 @@ class BuresWassersteinCheck:
 
     >>> import numpy as np
     >>> from token_dynamics.gradient_flow import sinkhorn_bures_wasserstein_check
-    >>> chk = sinkhorn_bures_wasserstein_check([0.0, 0.1], np.eye(2), -0.5 * np.eye(2))
+    >>> chk = sinkhorn_bures_wasserstein_check(-0.5 * np.eye(2), [0.0, 0.1], np.eye(2))
     >>> chk.mean_velocity.shape, chk.cov_velocity.shape, bool(chk.error < 1e-8)
     ((2,), (2, 2), True)
     """
 
-    mean_velocity: np.ndarray
-    cov_velocity: np.ndarray
-    bw_mean_velocity: np.ndarray
-    bw_cov_velocity: np.ndarray
+    mean_velocity: FloatArray
+    cov_velocity: FloatArray
+    bw_mean_velocity: FloatArray
+    bw_cov_velocity: FloatArray
     error: float
 
 
 @float_guard("the Bures-Wasserstein check", "rescale `mean`, `cov`, `A`, `eps` or `h`")
 def sinkhorn_bures_wasserstein_check(
-    mean: ArrayLike, cov: ArrayLike, A: Any, *, eps: float = 1.0, h: float = FD_STEP
+    A: ArrayLike, mean: ArrayLike, cov: ArrayLike, *, eps: float = 1.0, h: float = FD_STEP
 ) -> BuresWassersteinCheck:
     r"""Sinkhorn Gaussian ODE (``V = A``) against the BW flow of half the entropic self-cost.
 
     Parameters
     ----------
+    A : array_like, shape (d, d)
+        Symmetric.
     mean : array_like, shape (d,)
     cov : array_like, shape (d, d)
         Positive definite.
-    A : array_like, shape (d, d)
-        Symmetric.
     eps : float
     h : float
         Finite-difference step of :func:`bures_wasserstein_velocity`.
@@ -251,14 +254,14 @@ def sinkhorn_bures_wasserstein_check(
     --------
     >>> import numpy as np
     >>> from token_dynamics.gradient_flow import sinkhorn_bures_wasserstein_check
-    >>> chk = sinkhorn_bures_wasserstein_check([0.3, -0.2], [[1.0, 0.2], [0.2, 0.5]], -np.eye(2))
+    >>> chk = sinkhorn_bures_wasserstein_check(-np.eye(2), [0.3, -0.2], [[1.0, 0.2], [0.2, 0.5]])
     >>> chk.error < 1e-8
     True
     """
     alpha, S, A, eps = _sinkhorn_args(mean, cov, A, eps)
     dm, dS = _sinkhorn_moment_rhs(alpha, S, A, A, eps)
     bm, bS = bures_wasserstein_velocity(
-        lambda m, C: 0.5 * sinkhorn_gaussian_cost(m, C, A, eps=eps), alpha, S, h=h
+        lambda m, C: 0.5 * sinkhorn_gaussian_cost(A, m, C, eps=eps), alpha, S, h=h
     )
     scale = max(np.abs(dm).max(), np.abs(dS).max(), np.finfo(float).tiny)
     err = max(np.abs(dm - bm).max(), np.abs(dS - bS).max()) / scale

@@ -22,11 +22,30 @@ from ._data import *  # noqa: F403
 from ._data import __all__ as _data_all
 from ._hardmax import *  # noqa: F403
 from ._hardmax import __all__ as _hardmax_all
+from ._hausdorff import *  # noqa: F403
+from ._hausdorff import __all__ as _hausdorff_all
+from ._layers import *  # noqa: F403
+from ._layers import __all__ as _layers_all
 from ._moves import *  # noqa: F403
 from ._moves import __all__ as _moves_all
 from ._softmax import *  # noqa: F403
 from ._softmax import __all__ as _softmax_all
+from ._temperature import *  # noqa: F403
+from ._temperature import __all__ as _temperature_all
 from ._tikhonov import *  # noqa: F403
 from ._tikhonov import __all__ as _tikhonov_all
+from ._training import *  # noqa: F403
+from ._training import __all__ as _training_all
 
-__all__ = [*_blocks_all, *_data_all, *_moves_all, *_hardmax_all, *_softmax_all, *_tikhonov_all]
+__all__ = [
+    *_layers_all,
+    *_blocks_all,
+    *_hausdorff_all,
+    *_data_all,
+    *_moves_all,
+    *_hardmax_all,
+    *_temperature_all,
+    *_softmax_all,
+    *_tikhonov_all,
+    *_training_all,
+]

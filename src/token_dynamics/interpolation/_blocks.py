@@ -1,348 +1,18 @@
-"""Transformer blocks as data: feed-forward and self-attention layers, their composition and
-their parameter counts (private; re-exported by :mod:`token_dynamics.interpolation`)."""
+"""Transformer blocks and their composition, applied sequence by sequence (private;
+re-exported by :mod:`token_dynamics.interpolation`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, cast
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy.spatial.distance import cdist
 
-from .._linalg import power_of_two_scale
-from .._typing import ArrayLike
-from .._validation import (
-    as_matrix,
-    as_real_array,
-    as_square,
-    as_tokens,
-    as_vector,
-    check_int,
-    check_positive,
-    check_real,
-    float_guard,
-)
-from ..attention import Hardmax, Softmax
+from .._typing import ArrayLike, FloatArray
+from .._validation import as_tokens, check_int
+from ._layers import FeedForward, SelfAttention
 
-__all__ = [
-    "Factored",
-    "FeedForward",
-    "Identity",
-    "SelfAttention",
-    "Transformer",
-    "TransformerBlock",
-    "as_sequences",
-    "hausdorff_distance",
-    "relative_hausdorff_errors",
-]
-
-#: Relative tie tolerance of hardmax: scores within ``HARDMAX_TOL * max(1, |max|)`` of the row
-#: maximum are tied (the convention of ``attention.Hardmax``). Every margin the constructions
-#: of this chapter rely on is larger than 1e-6 relative, far above this threshold.
-HARDMAX_TOL = 1e-9
-#: Largest feed-forward width of the book's construction (ReLU, width at most 4).
-MAX_WIDTH = 4
-
-
-def _readonly(arr: np.ndarray) -> np.ndarray:
-    arr.setflags(write=False)
-    return arr
-
-
-@dataclass(frozen=True, eq=False)
-class Factored:
-    r"""A low-rank matrix :math:`M = L R^\top` stored, and counted, by its factors.
-
-    Parameters
-    ----------
-    left, right : array_like, shape (d, r)
-        The factors; a 1-D vector of length ``d`` is read as one column (rank one).
-
-    Examples
-    --------
-    >>> from token_dynamics.interpolation import Factored
-    >>> m = Factored([1.0, 0.0], [0.0, 2.0])
-    >>> m.matrix.tolist(), m.n_params
-    ([[0.0, 2.0], [0.0, 0.0]], 4)
-    """
-
-    left: np.ndarray
-    right: np.ndarray
-
-    def __post_init__(self) -> None:
-        mats = []
-        for name in ("left", "right"):
-            value = as_real_array(getattr(self, name), name)
-            if value.ndim == 1:
-                value = value[:, None]
-            mats.append(_readonly(as_matrix(value, name)))
-        if mats[0].shape != mats[1].shape:
-            raise ValueError(
-                f"`left` and `right` must have the same shape (d, r); got {mats[0].shape} "
-                f"and {mats[1].shape}."
-            )
-        object.__setattr__(self, "left", mats[0])
-        object.__setattr__(self, "right", mats[1])
-
-    @property
-    def dim(self) -> int:
-        return int(self.left.shape[0])
-
-    @property
-    def matrix(self) -> np.ndarray:
-        """The dense ``(d, d)`` matrix ``left @ right.T``."""
-        return self.left @ self.right.T
-
-    @property
-    def n_params(self) -> int:
-        """Number of entries of the two factors (the book's rule for low-rank matrices)."""
-        return int(self.left.size + self.right.size)
-
-
-@dataclass(frozen=True)
-class Identity:
-    """The identity matrix of size ``d``: a structural choice, not a trained parameter.
-
-    Used for the attention matrices of a layer that averages tokens, it counts no parameter.
-
-    Parameters
-    ----------
-    d : int
-        Size of the matrix.
-
-    Examples
-    --------
-    >>> from token_dynamics.interpolation import Identity
-    >>> Identity(2).matrix.tolist(), Identity(2).n_params
-    ([[1.0, 0.0], [0.0, 1.0]], 0)
-    """
-
-    d: int
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "d", check_int(self.d, "d"))
-
-    @property
-    def dim(self) -> int:
-        return self.d
-
-    @property
-    def matrix(self) -> np.ndarray:
-        return np.eye(self.d)
-
-    @property
-    def n_params(self) -> int:
-        return 0
-
-
-def _as_operator(M: Any, name: str) -> Factored | Identity | np.ndarray | None:
-    """Normalise an attention matrix argument (None, Identity, Factored or a dense array)."""
-    if M is None or isinstance(M, Factored | Identity):
-        return M
-    return _readonly(as_square(M, name))
-
-
-def _dense(M: Factored | Identity | np.ndarray) -> np.ndarray:
-    return M if isinstance(M, np.ndarray) else M.matrix
-
-
-def _count(M: Factored | Identity | np.ndarray | None) -> int:
-    if M is None:
-        return 0
-    return int(M.size) if isinstance(M, np.ndarray) else M.n_params
-
-
-def _dim(M: Factored | Identity | np.ndarray | None) -> int | None:
-    if M is None:
-        return None
-    return int(M.shape[0]) if isinstance(M, np.ndarray) else M.dim
-
-
-@dataclass(frozen=True, eq=False)
-class FeedForward:
-    r"""Token-wise ReLU feed-forward layer :math:`x \mapsto \eta x + W\sigma(Ux + b)`.
-
-    Parameters
-    ----------
-    U : array_like, shape (w, d)
-        Input weights (one hidden unit per row); the width ``w`` is at most 4.
-    b : array_like, shape (w,)
-        Hidden biases.
-    W : array_like, shape (d, w)
-        Output weights.
-    eta : float
-        Skip weight: 1 for a residual layer, 0 for the non-residual layer of the softmax
-        construction.
-
-    Notes
-    -----
-    The parameter count is ``2 w d + w + 1`` (``U``, ``W``, ``b`` and ``eta``), that is at most
-    ``8 d + 5`` at width 4.
-
-    References
-    ----------
-    A. Alcalde, G. Fantuzzi, E. Zuazua, *Exact sequence interpolation with transformers*,
-    arXiv:2502.02270.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from token_dynamics.interpolation import FeedForward
-    >>> ff = FeedForward(U=[[1.0, 0.0]], b=[0.0], W=[[0.0], [1.0]])
-    >>> ff(np.array([[2.0, 0.0], [-1.0, 0.0]])).tolist()
-    [[2.0, 2.0], [-1.0, 0.0]]
-    >>> ff.n_params, ff.width
-    (6, 1)
-    """
-
-    U: np.ndarray
-    b: np.ndarray
-    W: np.ndarray
-    eta: float = 1.0
-
-    def __post_init__(self) -> None:
-        U = as_matrix(self.U, "U")
-        w, d = U.shape
-        if w > MAX_WIDTH:
-            raise ValueError(f"`U` has {w} hidden units; the construction allows width <= 4.")
-        b = as_vector(self.b, "b", size=w)
-        W = as_matrix(self.W, "W", shape=(d, w))
-        eta = check_real(self.eta, "eta")
-        object.__setattr__(self, "U", _readonly(U))
-        object.__setattr__(self, "b", _readonly(b))
-        object.__setattr__(self, "W", _readonly(W))
-        object.__setattr__(self, "eta", float(eta))
-
-    @property
-    def dim(self) -> int:
-        return int(self.U.shape[1])
-
-    @property
-    def width(self) -> int:
-        return int(self.U.shape[0])
-
-    @property
-    def n_params(self) -> int:
-        return int(self.U.size + self.b.size + self.W.size + 1)
-
-    def __call__(self, X: np.ndarray) -> np.ndarray:
-        """Apply the layer to tokens ``X`` of shape ``(n, d)`` (returns a new array)."""
-        hidden = np.maximum(X @ self.U.T + self.b, 0.0)
-        return self.eta * X + hidden @ self.W.T
-
-
-@dataclass(frozen=True, eq=False)
-class SelfAttention:
-    r"""Self-attention layer :math:`x_i \mapsto \rho x_i + V\sum_\ell \pi_{i\ell} x_\ell`.
-
-    The weights :math:`\pi` are hardmax (uniform over the maximisers of
-    :math:`\ell\mapsto\langle A x_i, x_\ell\rangle`) or softmax of the scores divided by the
-    temperature ``tau``, over the tokens of one sequence.
-
-    Parameters
-    ----------
-    A, V : None, Identity, Factored or array_like of shape (d, d)
-        Attention and value matrices. ``V=None`` means ``V = 0`` (the layer is ``rho x``);
-        ``A=None`` means ``A = 0`` (uniform weights).
-    rho : float
-        Skip weight (1 residual, 0 non-residual).
-    attention : {"hardmax", "softmax"}
-    tau : float, optional
-        Softmax temperature (required for softmax).
-
-    Notes
-    -----
-    Parameters are counted by the book's rule: a factored matrix by its factors, the identity
-    as structure (0), a dense matrix by its ``d**2`` entries, plus one for ``rho``; the
-    temperature is a hyper-parameter and is not counted.
-
-    References
-    ----------
-    A. Alcalde, G. Fantuzzi, E. Zuazua, *Exact sequence interpolation with transformers*,
-    arXiv:2502.02270.
-
-    Examples
-    --------
-    Rank-one hardmax attention sends every token with a positive projection to the maximiser:
-
-    >>> import numpy as np
-    >>> from token_dynamics.interpolation import Factored, Identity, SelfAttention
-    >>> sa = SelfAttention(A=Factored([1.0, 0.0], [1.0, 0.0]), V=Identity(2), rho=0.0)
-    >>> sa(np.array([[1.0, 0.0], [3.0, 1.0]])).tolist()
-    [[3.0, 1.0], [3.0, 1.0]]
-    >>> sa.n_params
-    5
-    """
-
-    A: Any = None
-    V: Any = None
-    rho: float = 1.0
-    attention: str = "hardmax"
-    tau: float | None = None
-    _dense_A: np.ndarray | None = field(default=None, init=False, repr=False)
-    _dense_V: np.ndarray | None = field(default=None, init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        A = _as_operator(self.A, "A")
-        V = _as_operator(self.V, "V")
-        if self.attention not in ("hardmax", "softmax"):
-            raise ValueError(f"`attention` must be 'hardmax' or 'softmax'; got {self.attention!r}.")
-        tau = self.tau
-        if self.attention == "softmax":
-            if tau is None:
-                raise ValueError("`tau` is required for softmax attention; pass a temperature > 0.")
-            tau = check_positive(tau, "tau")
-        check_real(self.rho, "rho")
-        dims = {dd for dd in (_dim(A), _dim(V)) if dd is not None}
-        if len(dims) > 1:
-            raise ValueError(f"`A` and `V` must act on the same dimension; got {sorted(dims)}.")
-        object.__setattr__(self, "A", A)
-        object.__setattr__(self, "V", V)
-        object.__setattr__(self, "rho", float(self.rho))
-        object.__setattr__(self, "tau", tau)
-        object.__setattr__(self, "_dense_A", None if A is None else _readonly(_dense(A).copy()))
-        object.__setattr__(self, "_dense_V", None if V is None else _readonly(_dense(V).copy()))
-
-    @property
-    def dim(self) -> int | None:
-        return _dim(self.A) or _dim(self.V)
-
-    @property
-    def n_params(self) -> int:
-        # A plays no role when V = 0, so it is not counted then.
-        return (_count(self.A) if self.V is not None else 0) + _count(self.V) + 1
-
-    def weights(self, X: np.ndarray) -> np.ndarray:
-        """Attention matrix of shape ``(n, n)`` (rows sum to one) on one sequence ``X``."""
-        A = np.zeros((X.shape[1], X.shape[1])) if self._dense_A is None else self._dense_A
-        return _attention_weights(X, A, self.attention, self.tau)
-
-    def __call__(self, X: np.ndarray) -> np.ndarray:
-        """Apply the layer to one sequence ``X`` of shape ``(n, d)`` (returns a new array)."""
-        if self._dense_V is None:
-            return self.rho * X
-        return self.rho * X + self.weights(X) @ X @ self._dense_V.T
-
-    def with_attention(self, attention: str, tau: float | None = None) -> SelfAttention:
-        """The same layer with other attention weights (hardmax or softmax at ``tau``)."""
-        return replace(self, attention=attention, tau=tau)
-
-
-def _attention_weights(X: np.ndarray, A: np.ndarray, kind: str, tau: float | None) -> np.ndarray:
-    """Hardmax or softmax attention matrix on one sequence, from :mod:`token_dynamics.attention`.
-
-    ``Hardmax(A, V, tol)`` or ``Softmax(A, V, beta=1/tau)``: scores ``S = X @ A.T @ X.T``
-    (``S[i, l] = <A x_i, x_l>``), normalised over the key index ``l``; the value matrix plays
-    no role in the weights.
-    """
-    V = np.zeros_like(A)
-    field: Hardmax | Softmax
-    if kind == "hardmax":
-        field = Hardmax(A, V, tol=HARDMAX_TOL)
-    else:
-        field = Softmax(A, V, beta=1.0 / cast(float, tau))  # tau is given for softmax
-    return field.attention_matrix(X)
+__all__ = ["Transformer", "TransformerBlock", "as_sequences"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -367,6 +37,12 @@ class TransformerBlock:
         If `ff` is not a :class:`FeedForward` or `sa` not a :class:`SelfAttention`.
     ValueError
         If the two layers act on different dimensions.
+
+    References
+    ----------
+    A. Alcalde, G. Fantuzzi, E. Zuazua, *Exact sequence interpolation with transformers*,
+    arXiv:2502.02270 (the block; the authors' code applies attention first, the book
+    follows the paper's figures, feed-forward first).
 
     Examples
     --------
@@ -397,7 +73,9 @@ class TransformerBlock:
         return self.sa(self.ff(X))
 
 
-def as_sequences(sequences: Any, name: str = "inputs", *, d: int | None = None) -> list[np.ndarray]:
+def as_sequences(
+    sequences: ArrayLike | Sequence[ArrayLike], name: str = "inputs", *, d: int | None = None
+) -> list[FloatArray]:
     """Validate a list of sequences, each of shape ``(n_j, d)`` with one common ``d``.
 
     Parameters
@@ -443,14 +121,38 @@ def as_sequences(sequences: Any, name: str = "inputs", *, d: int | None = None) 
     return out
 
 
+def _magnitude(*groups: Iterable[FloatArray]) -> float:
+    """Largest absolute entry of the given sequences, and at least 1: the scale against which the
+    construction's relative tolerances are measured."""
+    return max([1.0, *(float(np.abs(Z).max()) for group in groups for Z in group)])
+
+
 @dataclass(frozen=True, eq=False)
 class Transformer:
-    r"""A composition :math:`\mathrm T = \mathrm{TB}^L\circ\cdots\circ\mathrm{TB}^1` of blocks,
-    applied to each sequence separately.
+    r"""A composition of transformer blocks, applied to each sequence separately:
+
+    .. math:: \mathrm T = \mathrm{TB}^L\circ\cdots\circ\mathrm{TB}^1, \qquad
+              \mathrm T(X^1, \dots, X^N) = \big(\mathrm T(X^1), \dots, \mathrm T(X^N)\big).
+
+    Its parameter count is the sum of its blocks'; ``first + second`` composes two networks.
 
     Parameters
     ----------
     blocks : sequence of TransformerBlock
+        The blocks, in the order they are applied; all in one dimension.
+
+    Raises
+    ------
+    TypeError
+        If an entry of `blocks` is not a :class:`TransformerBlock`.
+    ValueError
+        If the blocks act on different dimensions.
+
+    References
+    ----------
+    A. Alcalde, G. Fantuzzi, E. Zuazua, *Exact sequence interpolation with transformers*,
+    arXiv:2502.02270 (the hardmax and softmax networks of its abstract; the
+    constructions here are derived in this book).
 
     Examples
     --------
@@ -492,14 +194,14 @@ class Transformer:
     def max_width(self) -> int:
         return max((b.ff.width for b in self.blocks), default=0)
 
-    def __call__(self, sequences: Any) -> list[np.ndarray]:
+    def __call__(self, sequences: ArrayLike | Sequence[ArrayLike]) -> list[FloatArray]:
         """Outputs ``T(X^j)``, one array ``(n_j, d)`` per input sequence."""
         out = as_sequences(sequences, d=self.dim)
         for block in self.blocks:
             out = [block(X) for X in out]
         return out
 
-    def layer_states(self, sequences: Any) -> list[list[np.ndarray]]:
+    def layer_states(self, sequences: ArrayLike | Sequence[ArrayLike]) -> list[list[FloatArray]]:
         """Token sets after every layer: ``2 L + 1`` states (input, FF1, SA1, FF2, ...)."""
         state = as_sequences(sequences, d=self.dim)
         states = [state]
@@ -519,92 +221,3 @@ class Transformer:
     def __add__(self, other: Transformer) -> Transformer:
         """Composition: ``first + second`` applies ``first`` and then ``second``."""
         return Transformer(self.blocks + other.blocks)
-
-
-def hausdorff_distance(X: ArrayLike, Y: ArrayLike) -> float:
-    r"""Hausdorff distance between the finite sets of rows of ``X`` and ``Y``.
-
-    .. math:: d_H(X, Y) = \max\Big(\max_i \min_k |x_i - y_k|,\ \max_k \min_i |x_i - y_k|\Big).
-
-    Parameters
-    ----------
-    X : array_like, shape (n, d)
-    Y : array_like, shape (m, d)
-
-    Returns
-    -------
-    float
-
-    Raises
-    ------
-    ValueError
-        If `X` and `Y` are not arrays of tokens in the same dimension.
-    TypeError
-        If an array argument is not real (complex, boolean, string or object).
-
-    Examples
-    --------
-    >>> from token_dynamics.interpolation import hausdorff_distance
-    >>> hausdorff_distance([[0.0, 0.0], [0.0, 0.0]], [[0.0, 0.0]])
-    0.0
-    >>> hausdorff_distance([[0.0, 0.0]], [[0.0, 0.0], [3.0, 4.0]])
-    5.0
-    """
-    X = as_tokens(X, "X")
-    Y = as_tokens(Y, "Y", d=X.shape[1])
-    # distances of the clouds divided by a power of two (exact, no overflow in cdist)
-    c = float(max(power_of_two_scale(X), power_of_two_scale(Y)))
-    D = cdist(X / c, Y / c)
-    with float_guard("the Hausdorff distance", "rescale `X` and `Y`"):
-        return float(max(D.min(axis=1).max(), D.min(axis=0).max()) * c)
-
-
-def relative_hausdorff_errors(outputs: Any, targets: Any) -> np.ndarray:
-    r"""Per-sequence relative error :math:`d_H(\mathrm T(X^j), Y^j)/\max(1, \max_k|y^j_k|)`.
-
-    Parameters
-    ----------
-    outputs, targets : list of arrays of shapes (n_j, d) and (m_j, d)
-
-    Returns
-    -------
-    ndarray, shape (N,)
-
-    Raises
-    ------
-    ValueError
-        If the lists have different lengths or a sequence is not ``(n_j, d)``.
-    TypeError
-        If `outputs` or `targets` is not a non-empty list of arrays.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from token_dynamics.interpolation import relative_hausdorff_errors
-    >>> relative_hausdorff_errors([np.ones((3, 2))], [np.ones((1, 2))]).tolist()
-    [0.0]
-    """
-    outs = as_sequences(outputs, "outputs")
-    tgts = as_sequences(targets, "targets", d=outs[0].shape[1])
-    if len(outs) != len(tgts):
-        raise ValueError(f"got {len(outs)} `outputs` but {len(tgts)} `targets`; pair them.")
-    return np.array(
-        [
-            hausdorff_distance(O, Y) / max(1.0, float(np.max(np.abs(Y))) * _norm_factor(Y))
-            for O, Y in zip(outs, tgts, strict=True)
-        ]
-    )
-
-
-def _norm_factor(Y: np.ndarray) -> float:
-    """``max_i |y_i| / max |y_ij|``, computed on the rescaled rows (no overflow)."""
-    return float(np.linalg.norm(Y / np.max(np.abs(Y)), axis=1).max()) if np.any(Y) else 0.0
-
-
-def pairwise_min_distance(X: np.ndarray) -> float:
-    """Smallest distance between two rows of ``X`` (``inf`` for one row)."""
-    if X.shape[0] < 2:
-        return np.inf
-    D = cdist(X, X)
-    np.fill_diagonal(D, np.inf)
-    return float(D.min())

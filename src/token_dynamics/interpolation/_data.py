@@ -2,22 +2,58 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import ClassVar
 
 import numpy as np
-from scipy.spatial.distance import cdist
 
-from .._typing import SeedLike
+from .._typing import ArrayLike, FloatArray, IntArray, SeedLike
 from .._validation import as_real_array, as_rng, check_int, check_positive
-from ._blocks import as_sequences, pairwise_min_distance
+from ._blocks import Transformer, _magnitude, as_sequences
+from ._hausdorff import _closest_pair, _unchecked_hausdorff
 from ._moves import COINCIDE_RTOL, DISTINCT_RTOL, _distinct
 
 __all__ = ["check_dataset", "overlapping_dataset", "paper_block_count", "resnet_counts"]
 
 
-def paper_block_count(m: Any, attention: str = "hardmax") -> int:
-    r"""The block counts reported for the paper's theorems: ``2 sum(m) + 2 N + 1`` (hardmax),
-    ``2 sum(m) + 3 N`` (softmax). The paper's abstract gives only ``O(sum(m))``.
+class _InterpolatorCounts:
+    """Counts read off a constructed interpolator: blocks, parameters, largest error and the
+    paper's block count for its attention (shared by the hardmax and softmax results)."""
+
+    #: Which theorem's count :attr:`paper_bound` reports: "hardmax" or "softmax".
+    attention: ClassVar[str]
+    transformer: Transformer
+    errors: FloatArray
+    m: IntArray
+
+    @property
+    def n_blocks(self) -> int:
+        """Number of blocks of the constructed network."""
+        return self.transformer.n_blocks
+
+    @property
+    def n_params(self) -> int:
+        """Number of parameters of the constructed network (the book's counting rule)."""
+        return self.transformer.n_params
+
+    @property
+    def max_error(self) -> float:
+        """Largest relative Hausdorff error over the sequences."""
+        return float(self.errors.max())
+
+    @property
+    def paper_bound(self) -> int:
+        """The block count reported for the paper's theorem (see :func:`paper_block_count`)."""
+        return paper_block_count(self.m, self.attention)
+
+
+def paper_block_count(m: ArrayLike, attention: str = "hardmax") -> int:
+    r"""The block counts reported for the paper's theorems, hardmax and softmax:
+
+    .. math:: L_{\rm hardmax} = 2\sum_{j=1}^N m_j + 2N + 1, \qquad
+              L_{\rm softmax} = 2\sum_{j=1}^N m_j + 3N.
+
+    The paper's abstract gives only :math:`O(\sum_j m_j)`; these are the counts reported for its
+    Theorem 1.6 (hardmax) and Theorem 1.8 (softmax), not checked against the full text.
 
     Parameters
     ----------
@@ -34,7 +70,14 @@ def paper_block_count(m: Any, attention: str = "hardmax") -> int:
     Raises
     ------
     ValueError
-        If `attention` is neither.
+        If `m` is not a 1-D array of nonnegative integers or `attention` is neither name.
+    TypeError
+        If `m` is not real (complex, boolean, string or object).
+
+    References
+    ----------
+    A. Alcalde, G. Fantuzzi, E. Zuazua, *Exact sequence interpolation with transformers*,
+    arXiv:2502.02270 (the hardmax and softmax results of its abstract).
 
     Examples
     --------
@@ -77,6 +120,11 @@ def resnet_counts(n_tokens: int, d: int, n_sequences: int) -> tuple[int, int]:
     -------
     (int, int)
         Number of blocks and number of parameters.
+
+    Raises
+    ------
+    ValueError
+        If an argument is not a positive integer.
 
     Examples
     --------
@@ -129,7 +177,10 @@ def overlapping_dataset(
     Raises
     ------
     ValueError
-        If an integer argument is not positive or the pool is too small for `n_sequences`.
+        If an integer argument is not positive, `target_scale` is not positive, or the pool is
+        too small for `n_sequences`.
+    TypeError
+        If `rng` is not a Generator, a seed or None.
 
     Examples
     --------
@@ -164,7 +215,9 @@ def overlapping_dataset(
     return X, Y
 
 
-def check_dataset(inputs: Any, targets: Any) -> tuple[list[np.ndarray], list[np.ndarray]]:
+def check_dataset(
+    inputs: ArrayLike, targets: ArrayLike
+) -> tuple[list[FloatArray], list[FloatArray]]:
     """Validate an interpolation dataset and name the violated assumption if any.
 
     Assumptions: ``d >= 2``; tokens pairwise distinct within each input sequence; input
@@ -187,6 +240,14 @@ def check_dataset(inputs: Any, targets: Any) -> tuple[list[np.ndarray], list[np.
     ------
     ValueError
         Naming the assumption violated and how to restore it.
+    TypeError
+        If `inputs` or `targets` is not a non-empty list of real arrays.
+
+    References
+    ----------
+    A. Alcalde, G. Fantuzzi, E. Zuazua, *Exact sequence interpolation with transformers*,
+    arXiv:2502.02270 (the assumptions of its abstract: d >= 2, outputs no longer than the
+    inputs; the distinctness hypotheses are those reported for its Theorem 1.6).
 
     Examples
     --------
@@ -209,19 +270,16 @@ def check_dataset(inputs: Any, targets: Any) -> tuple[list[np.ndarray], list[np.
             "assumption violated: the construction needs tokens of dimension d >= 2; "
             f"got d = {d}. Embed the data in R^2 (append a zero coordinate)."
         )
-    scale = max(1.0, max(float(np.abs(Z).max()) for Z in X + Y))
+    scale = _magnitude(X, Y)
     tol = DISTINCT_RTOL * scale
     for name, seqs in (("inputs", X), ("targets", Y)):
         for j, Z in enumerate(seqs):
-            if Z.shape[0] > 1:
-                D = cdist(Z, Z)
-                np.fill_diagonal(D, np.inf)
-                if D.min() <= tol:
-                    i, k = map(int, sorted(np.unravel_index(np.argmin(D), D.shape)))
-                    raise ValueError(
-                        f"assumption violated: tokens {i} and {k} of `{name}[{j}]` coincide; "
-                        "tokens must be pairwise distinct within a sequence (remove duplicates)."
-                    )
+            dist, i, k = _closest_pair(Z)
+            if dist <= tol:
+                raise ValueError(
+                    f"assumption violated: tokens {i} and {k} of `{name}[{j}]` coincide; "
+                    "tokens must be pairwise distinct within a sequence (remove duplicates)."
+                )
     for j in range(N):
         if Y[j].shape[0] > X[j].shape[0]:
             raise ValueError(
@@ -230,21 +288,16 @@ def check_dataset(inputs: Any, targets: Any) -> tuple[list[np.ndarray], list[np.
             )
     allpts = np.vstack(X)
     distinct = _distinct(allpts, COINCIDE_RTOL * scale)
-    if pairwise_min_distance(distinct) <= tol:
+    if _closest_pair(distinct)[0] <= tol:
         raise ValueError(
             "assumption violated: two input tokens of different sequences are distinct but "
             f"closer than {tol:.3g} (1e-6 relative); make them equal or further apart."
         )
     for j in range(N):
         for k in range(j):
-            if X[j].shape[0] == X[k].shape[0] and _same_set(X[j], X[k], tol):
+            if X[j].shape[0] == X[k].shape[0] and _unchecked_hausdorff(X[j], X[k]) <= tol:
                 raise ValueError(
                     f"assumption violated: `inputs[{k}]` and `inputs[{j}]` are the same set of "
                     "tokens; input sequences must be pairwise distinct as sets."
                 )
     return X, Y
-
-
-def _same_set(A: np.ndarray, B: np.ndarray, tol: float) -> bool:
-    D = cdist(A, B)
-    return bool(D.min(axis=1).max() <= tol and D.min(axis=0).max() <= tol)

@@ -9,23 +9,17 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Any
+from typing import ClassVar, cast
 
 import numpy as np
 from scipy.spatial.distance import cdist
 
-from .._typing import SeedLike
+from .._typing import ArrayLike, FloatArray, IntArray, SeedLike
 from .._validation import as_rng
-from ._blocks import (
-    Factored,
-    FeedForward,
-    Identity,
-    SelfAttention,
-    Transformer,
-    TransformerBlock,
-    relative_hausdorff_errors,
-)
-from ._data import check_dataset, paper_block_count
+from ._blocks import Transformer, TransformerBlock, _magnitude
+from ._data import _InterpolatorCounts, check_dataset
+from ._hausdorff import relative_hausdorff_errors
+from ._layers import Factored, FeedForward, Identity, SelfAttention
 from ._moves import COINCIDE_RTOL, _distinct, _generic_direction, hat_move
 
 __all__ = ["HardmaxInterpolator", "PhaseState", "build_hardmax_interpolator"]
@@ -68,8 +62,8 @@ class PhaseState:
 
 
 @dataclass(frozen=True, eq=False)
-class HardmaxInterpolator:
-    """Result of :func:`build_hardmax_interpolator`.
+class HardmaxInterpolator(_InterpolatorCounts):
+    r"""Result of :func:`build_hardmax_interpolator`.
 
     Attributes
     ----------
@@ -85,6 +79,13 @@ class HardmaxInterpolator:
         Relative Hausdorff error of each sequence.
     m : ndarray of int, shape (N,)
         Output lengths ``m_j``.
+    n_blocks, n_params : int
+        Blocks and parameters of the network (properties).
+    max_error : float
+        Largest relative Hausdorff error (property).
+    paper_bound : int
+        The block count :math:`2\sum_j m_j + 2N + 1` reported for the paper's Theorem 1.6
+        (property; see :func:`paper_block_count`).
 
     Examples
     --------
@@ -103,29 +104,13 @@ class HardmaxInterpolator:
     (True, [1, 2])
     """
 
+    attention: ClassVar[str] = "hardmax"
     transformer: Transformer
     phases: tuple[PhaseState, ...]
     n_separation: int
     leader_points: tuple[np.ndarray, ...]
-    errors: np.ndarray
-    m: np.ndarray
-
-    @property
-    def n_blocks(self) -> int:
-        return self.transformer.n_blocks
-
-    @property
-    def n_params(self) -> int:
-        return self.transformer.n_params
-
-    @property
-    def max_error(self) -> float:
-        return float(self.errors.max())
-
-    @property
-    def paper_bound(self) -> int:
-        """The block count reported for the paper's hardmax theorem, ``2 sum(m) + 2 N + 1``."""
-        return paper_block_count(self.m, "hardmax")
+    errors: FloatArray
+    m: IntArray
 
     def phase(self, name: str) -> PhaseState:
         """The phase called ``name``."""
@@ -146,7 +131,7 @@ def _identity_sa() -> SelfAttention:
 class _Builder:
     """Applies each layer as soon as it is chosen, so that decisions use actual positions."""
 
-    def __init__(self, X: list[np.ndarray], rng: np.random.Generator):
+    def __init__(self, X: list[FloatArray], rng: np.random.Generator) -> None:
         self.state = [Z.copy() for Z in X]
         self.blocks: list[TransformerBlock] = []
         self.n_layers = 0
@@ -155,7 +140,7 @@ class _Builder:
 
     @property
     def scale(self) -> float:
-        return max(1.0, max(float(np.abs(Z).max()) for Z in self.state))
+        return _magnitude(self.state)
 
     @property
     def tol(self) -> float:
@@ -169,7 +154,9 @@ class _Builder:
         self.state = [sa(ff(Z)) for Z in self.state]
         self.n_layers += 2
 
-    def snapshot(self, name: str, state: list[np.ndarray] | None = None, extra: int = 0):
+    def snapshot(
+        self, name: str, state: list[FloatArray] | None = None, extra: int = 0
+    ) -> PhaseState:
         state = self.state if state is None else state
         return PhaseState(name, self.n_layers + extra, tuple(Z.copy() for Z in state))
 
@@ -272,7 +259,7 @@ def _select_leaders(b: _Builder, m: list[int], Y: list[np.ndarray]) -> list[np.n
     t = (1.0 - allpts.min()) * np.ones(d)
     b_hi = float((allpts + t).max())
     R_s = b_hi + 2.0 + 10.0 * np.sqrt(d)
-    ytol = 1e3 * COINCIDE_RTOL * max(b.scale, R_s, max(float(np.abs(Z).max()) for Z in Y))
+    ytol = 1e3 * COINCIDE_RTOL * max(R_s, _magnitude(b.state, Y))
     targets = np.vstack(Y)
     for _ in range(MAX_REDRAWS):
         sphere = -R_s * _spread_directions(sum(m) - N, d, b.rng)
@@ -318,13 +305,23 @@ def _interpolate(b: _Builder, leaders: list[np.ndarray], Y: list[np.ndarray]) ->
 
 
 def build_hardmax_interpolator(
-    inputs: Any, targets: Any, *, rng: SeedLike = None
+    inputs: ArrayLike, targets: ArrayLike, *, rng: SeedLike = None
 ) -> HardmaxInterpolator:
     r"""Build a hardmax transformer that maps each input sequence onto its target set.
 
-    For every ``j``, :math:`\{\mathrm T_i(X^j)\}_{i\le n_j} = \{y^j_1, \dots, y^j_{m_j}\}`
-    exactly (up to rounding), with ``S + 2 sum(m)`` blocks, ``S <= N - 1``, feed-forward width
-    at most 4 and rank-one or identity attention matrices.
+    For every sequence :math:`j`, exactly (up to rounding),
+
+    .. math:: \{\mathrm T_i(X^j)\}_{i\le n_j} = \{y^j_1, \dots, y^j_{m_j}\}, \qquad
+              L = S + 2\sum_{j=1}^N m_j \le 2\sum_{j=1}^N m_j + N - 1 \text{ blocks},
+
+    with :math:`S \le N - 1` separation blocks, feed-forward width at most 4 and rank-one or
+    identity attention matrices: within the count :math:`2\sum_j m_j + 2N + 1` reported for
+    the paper's hardmax theorem. The network is built phase by phase (separation, leader
+    selection, collapse, interpolation), each layer applied as soon as it is chosen.
+
+    Cost: each block is applied to every sequence and the current points are deduplicated with
+    a k-d tree, about blocks x tokens x log(tokens) (0.5 s of CPU time for N = 40 sequences of
+    16 tokens with 4 targets each in d = 4, 320 blocks).
 
     Parameters
     ----------
@@ -339,6 +336,7 @@ def build_hardmax_interpolator(
     Returns
     -------
     HardmaxInterpolator
+        The network, its phases, its leaders and its measured errors.
 
     Raises
     ------
@@ -350,7 +348,8 @@ def build_hardmax_interpolator(
     References
     ----------
     A. Alcalde, G. Fantuzzi, E. Zuazua, *Exact sequence interpolation with transformers*,
-    arXiv:2502.02270 (phases of Figures 5-8; the details are reconstructed here).
+    arXiv:2502.02270 (the hardmax result of its abstract and the phases its figures draw;
+    the details are derived in this book).
 
     Examples
     --------
@@ -370,7 +369,8 @@ def build_hardmax_interpolator(
     S = _separate(b)
     phases.append(b.snapshot("separated"))
     leaders = _select_leaders(b, m, Y)
-    phases.append(b.leaders_snapshot)
+    # set at the last leader move, and there is one: every target set has a point
+    phases.append(cast(PhaseState, b.leaders_snapshot))
     phases.append(b.snapshot("collapsed"))
     for j, Z in enumerate(b.state):
         if _distinct(Z, b.tol).shape[0] != m[j]:  # pragma: no cover - the lemmas forbid it

@@ -1,332 +1,32 @@
-"""Softmax attention in the constructive interpolator: error bounds, the critical temperature
-and an exact snapping stage (private)."""
+"""The softmax interpolator: the hardmax plan at the critical temperature, then an exact
+snapping stage (private; re-exported by :mod:`token_dynamics.interpolation`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NamedTuple, cast
+from typing import ClassVar, cast
 
 import numpy as np
 
-from .._validation import (
-    as_real_array,
-    as_rng,
-    as_vector,
-    check_instance,
-    check_positive,
-    check_real,
-    float_guard,
-)
-from ._blocks import (
-    HARDMAX_TOL,
-    FeedForward,
-    SelfAttention,
-    Transformer,
-    TransformerBlock,
-    as_sequences,
-    relative_hausdorff_errors,
-)
-from ._data import check_dataset, paper_block_count
+from .._typing import ArrayLike, FloatArray, IntArray, SeedLike
+from .._validation import as_rng, check_positive
+from ._blocks import Transformer, TransformerBlock
+from ._data import _InterpolatorCounts, check_dataset
 from ._hardmax import build_hardmax_interpolator
-from ._moves import _generic_direction
+from ._hausdorff import relative_hausdorff_errors
+from ._layers import FeedForward, SelfAttention
+from ._moves import _generic_direction, snap_layer
+from ._temperature import critical_temperature
 
-__all__ = [
-    "SoftmaxInterpolator",
-    "build_softmax_interpolator",
-    "critical_temperature",
-    "snap_layer",
-    "softmax_deviation_bound",
-    "substitution_errors",
-]
+__all__ = ["SoftmaxInterpolator", "build_softmax_interpolator"]
 
-#: Temperatures searched by :func:`critical_temperature`, relative to the largest score scale:
-#: 1e-12 makes every softmax weight off the maximiser underflow, 1e6 makes softmax uniform.
-TAU_RANGE = (1e-12, 1e6)
-#: Bisection steps in log(tau): 60 halvings of a 40-decade bracket pin tau* to ~1e-16 relative.
-N_BISECTION = 60
 #: Fraction of the snapping plateau that the a-priori bound may use; the rest absorbs rounding.
 SNAP_SAFETY = 0.5
 
 
-class _FFTerms(NamedTuple):
-    """What the deviation bound needs from a feed-forward layer, for all tokens at once."""
-
-    abs_h: np.ndarray  # (n_tokens, w): |U x_i + b|, distance of each unit from its kink
-    unorm: np.ndarray  # (w,): |U_k|, so that |H_ik| <= e_i |U_k| means the ball meets a kink
-    glob: float  # global Lipschitz constant |eta| + |W| |U|
-    local: np.ndarray  # (n_tokens,): norm of the local Jacobian at each token's pattern
-
-
-class _SATerms(NamedTuple):
-    """What the deviation bound needs from an attention layer (``norm_v`` None: no head)."""
-
-    rho: float
-    norm_a: float
-    norm_v: float | None
-    radius: np.ndarray  # (N,): largest token norm of each sequence
-    margin: np.ndarray  # (n_tokens,): best minus second-best score (inf when all keys tie)
-    distinct_tie: np.ndarray  # (N,) bool: some query ties two distinct keys
-    size: np.ndarray  # (n_tokens,): length of the token's sequence
-
-
-def _ff_terms(ff: FeedForward, X: np.ndarray) -> _FFTerms:
-    """Per-token quantities of ``ff`` on stacked tokens ``X`` that do not depend on tau."""
-    H = X @ ff.U.T + ff.b
-    d = X.shape[1]
-    local = np.empty(X.shape[0])
-    patterns, inverse = np.unique(H > 0, axis=0, return_inverse=True)
-    for p, pattern in enumerate(patterns):  # one local Jacobian per activation pattern
-        J = ff.eta * np.eye(d) + (ff.W * pattern) @ ff.U
-        local[inverse.ravel() == p] = np.linalg.norm(J, 2)
-    glob = abs(ff.eta) + np.linalg.norm(ff.W, 2) * np.linalg.norm(ff.U, 2)
-    return _FFTerms(np.abs(H), np.linalg.norm(ff.U, axis=1), float(glob), local)
-
-
-def _sa_terms(sa: SelfAttention, sequences: list[np.ndarray]) -> _SATerms:
-    """Per-sequence and per-token quantities of ``sa`` that do not depend on tau."""
-    rho = float(sa.rho)
-    if sa.V is None:
-        return _SATerms(rho, 0.0, None, *(np.empty(0),) * 4)
-    d = sequences[0].shape[1]
-    A = sa._dense_A if sa._dense_A is not None else np.zeros((d, d))
-    radius, margins, distinct = [], [], []
-    for X in sequences:
-        S = X @ A.T @ X.T
-        top = S.max(axis=1, keepdims=True)
-        tied = S >= top - HARDMAX_TOL * np.maximum(1.0, np.abs(top))
-        # a tie between distinct points: some coordinate differs among a query's tied keys
-        hi = np.where(tied[:, :, None], X[None, :, :], -np.inf).max(axis=1)
-        lo = np.where(tied[:, :, None], X[None, :, :], np.inf).min(axis=1)
-        distinct.append(bool(np.any(hi > lo)))
-        margins.append(top[:, 0] - np.where(tied, -np.inf, S).max(axis=1))
-        radius.append(float(np.linalg.norm(X, axis=1).max()))
-    sizes = np.repeat([X.shape[0] for X in sequences], [X.shape[0] for X in sequences])
-    return _SATerms(
-        rho,
-        float(np.linalg.norm(A, 2)),
-        float(np.linalg.norm(cast(np.ndarray, sa._dense_V), 2)),
-        np.array(radius),
-        np.concatenate(margins),
-        np.array(distinct),
-        sizes,
-    )
-
-
-class _BoundTerms:
-    """Everything of :func:`softmax_deviation_bound` that does not depend on tau, computed once
-    per block; :meth:`bounds` then costs a few vector operations per layer."""
-
-    def __init__(self, transformer: Transformer, states: list) -> None:
-        sizes = [Z.shape[0] for Z in states[0]]
-        self.starts = np.cumsum([0, *sizes[:-1]])
-        self.seq = np.repeat(np.arange(len(sizes)), sizes)
-        self.split = np.cumsum(sizes[:-1])
-        self.layers: list[_FFTerms | _SATerms] = []
-        for k, block in enumerate(transformer.blocks):
-            self.layers.append(_ff_terms(block.ff, np.vstack(states[2 * k])))
-            self.layers.append(_sa_terms(block.sa, states[2 * k + 1]))
-
-    def _per_sequence(self, flags: np.ndarray) -> np.ndarray:
-        """Spread a per-sequence flag (N,) to the tokens (n_tokens,)."""
-        return flags[self.seq]
-
-    def bounds(self, tau: float) -> np.ndarray:
-        """Bound on the deviation of every output token, stacked, shape (n_tokens,)."""
-        e = np.zeros(self.seq.shape[0])
-        with np.errstate(invalid="ignore", over="ignore"):  # lost sequences are set to inf
-            for layer in self.layers:
-                e = self._ff(layer, e) if isinstance(layer, _FFTerms) else self._sa(layer, e, tau)
-        return e
-
-    def _ff(self, t: _FFTerms, e: np.ndarray) -> np.ndarray:
-        near_kink = np.any(t.abs_h <= e[:, None] * t.unorm[None, :], axis=1)
-        factor = np.where(near_kink, t.glob, t.local)
-        lost = ~np.isfinite(e)
-        if lost.any():  # a lost sequence stays lost
-            factor[self._per_sequence(np.logical_or.reduceat(lost, self.starts))] = np.inf
-        return factor * e
-
-    def _sa(self, t: _SATerms, e: np.ndarray, tau: float) -> np.ndarray:
-        if t.norm_v is None:
-            return abs(t.rho) * e
-        E = np.maximum.reduceat(e, self.starts)
-        R = t.radius + E
-        lost = ~np.isfinite(E) | ((E > 0) & t.distinct_tie)
-        shift = 2.0 * t.norm_a * (2.0 * R * E + E * E)
-        eff = t.margin - shift[self.seq]
-        lost |= np.logical_or.reduceat(~(eff > 0), self.starts)
-        leak = 2.0 * (t.size - 1) * t.norm_v * R[self.seq] * np.exp(-eff / tau)
-        out = abs(t.rho) * e + t.norm_v * E[self.seq] + leak
-        out[self._per_sequence(lost)] = np.inf
-        return out
-
-
-def softmax_deviation_bound(transformer: Transformer, inputs: Any, tau: float) -> list[np.ndarray]:
-    r"""A-priori bound on how far the softmax network strays from the hardmax one.
-
-    Each attention layer of ``transformer`` is switched from hardmax to softmax at temperature
-    ``tau``. Along the hardmax trajectory, a token's deviation ``e_i`` is propagated layer by
-    layer: a feed-forward layer multiplies it by its local Lipschitz constant on the ball of
-    radius ``e_i`` (the global one when the ball meets a kink); an attention layer with margin
-    :math:`\Delta_i` between the best and second-best score adds at most
-    :math:`2(n-1)\lVert V\rVert R e^{-\Delta_i^{\rm eff}/\tau}`, with the margin reduced by the
-    largest score change the deviations can cause.
-
-    Parameters
-    ----------
-    transformer : Transformer
-        A network with hardmax attention (for instance an interpolator).
-    inputs : list of array_like, shapes (n_j, d)
-    tau : float
-        Softmax temperature.
-
-    Returns
-    -------
-    list of ndarray, shapes (n_j,)
-        Bound on the deviation of each output token (``inf`` if a margin is lost).
-
-    Raises
-    ------
-    ValueError
-        If `tau` is not positive or `inputs` do not match the transformer's dimension.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from token_dynamics.interpolation import softmax_deviation_bound
-    >>> from token_dynamics.interpolation import build_hardmax_interpolator
-    >>> X = [np.array([[0.0, 0.0], [1.0, 0.0]]), np.array([[0.0, 0.0], [0.0, 1.0]])]
-    >>> interp = build_hardmax_interpolator(X, [X[0][:1], X[1]], rng=0)
-    >>> bool(softmax_deviation_bound(interp.transformer, X, 1e-3)[0].max() < 1e-12)
-    True
-    """
-    tau = check_positive(tau, "tau")
-    _check_transformer(transformer)
-    with float_guard("the softmax deviation bound", "rescale `inputs`"):
-        terms = _BoundTerms(transformer, transformer.layer_states(inputs))
-        return np.split(terms.bounds(tau), terms.split)
-
-
-def _check_transformer(transformer: Any) -> None:
-    check_instance(
-        transformer,
-        Transformer,
-        "transformer",
-        "Pass e.g. build_hardmax_interpolator(...).transformer.",
-    )
-
-
-def critical_temperature(transformer: Transformer, inputs: Any, tolerance: float) -> float:
-    r"""Largest temperature :math:`\tau^*` at which :func:`softmax_deviation_bound` stays below
-    ``tolerance`` for every token (bisection in :math:`\log\tau`; the bound grows with
-    :math:`\tau`).
-
-    Parameters
-    ----------
-    transformer : Transformer
-    inputs : list of array_like, shapes (n_j, d)
-    tolerance : float
-        Allowed deviation of every output token.
-
-    Returns
-    -------
-    float
-
-    Raises
-    ------
-    ValueError
-        If `tolerance` is not positive or no temperature meets it (a hardmax margin is already lost
-        as ``tau -> 0``).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from token_dynamics.interpolation import (
-    ...     critical_temperature, softmax_deviation_bound)
-    >>> from token_dynamics.interpolation import build_hardmax_interpolator
-    >>> X = [np.array([[0.0, 0.0], [1.0, 0.0]]), np.array([[0.0, 0.0], [0.0, 1.0]])]
-    >>> interp = build_hardmax_interpolator(X, [X[0][:1], X[1]], rng=0)
-    >>> tau = critical_temperature(interp.transformer, X, 1e-6)
-    >>> bool(softmax_deviation_bound(interp.transformer, X, tau)[0].max() <= 1e-6)
-    True
-    """
-    tolerance = check_positive(tolerance, "tolerance")
-    _check_transformer(transformer)
-    with float_guard("the critical temperature", "rescale `inputs`"):
-        return _critical_temperature(transformer, inputs, tolerance)
-
-
-def _critical_temperature(transformer: Transformer, inputs: Any, tolerance: float) -> float:
-    states = transformer.layer_states(as_sequences(inputs, d=transformer.dim))
-    scale = max(1.0, max(float(np.abs(Z).max()) for st in states for Z in st)) ** 2
-
-    terms = _BoundTerms(transformer, states)  # once: each bisection step is then cheap
-
-    def ok(tau: float) -> bool:
-        return float(terms.bounds(tau).max()) <= tolerance
-
-    lo, hi = np.log(TAU_RANGE[0] * scale), np.log(TAU_RANGE[1] * scale)
-    if not ok(np.exp(lo)):
-        raise ValueError(
-            "no temperature meets `tolerance`: a hardmax margin is lost to the deviations "
-            "already at tau -> 0; increase `tolerance`."
-        )
-    if ok(np.exp(hi)):
-        return float(np.exp(hi))
-    for _ in range(N_BISECTION):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if ok(np.exp(mid)) else (lo, mid)
-    return float(np.exp(lo))
-
-
-def substitution_errors(
-    transformer: Transformer, inputs: Any, targets: Any, taus: Any
-) -> np.ndarray:
-    """Largest relative Hausdorff error when every attention layer is softmax at ``tau``.
-
-    Parameters
-    ----------
-    transformer : Transformer
-    inputs, targets : lists of arrays, shapes (n_j, d) and (m_j, d)
-    taus : array_like, shape (k,)
-
-    Returns
-    -------
-    ndarray, shape (k,)
-
-    Raises
-    ------
-    ValueError
-        If a temperature is not positive or `inputs` do not match the transformer's dimension.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from token_dynamics.interpolation import substitution_errors
-    >>> from token_dynamics.interpolation import build_hardmax_interpolator
-    >>> X = [np.array([[0.0, 0.0], [1.0, 0.0]]), np.array([[0.0, 0.0], [0.0, 1.0]])]
-    >>> Y = [X[0][:1], X[1]]
-    >>> interp = build_hardmax_interpolator(X, Y, rng=0)
-    >>> err = substitution_errors(interp.transformer, X, Y, [10.0, 1e-3])
-    >>> bool(err[0] > 1e-3 and err[1] < 1e-10)
-    True
-    """
-    _check_transformer(transformer)
-    taus = np.atleast_1d(as_real_array(taus, "taus"))
-    if taus.ndim != 1 or np.any(taus <= 0):
-        raise ValueError(f"`taus` must be a 1-D array of positive temperatures; got {taus!r}.")
-    X = as_sequences(inputs, d=transformer.dim)
-    out = []
-    with float_guard("the substitution errors", "rescale `inputs` and `targets`"):
-        for tau in taus:
-            T = transformer.with_attention("softmax", float(tau))
-            out.append(relative_hausdorff_errors(T(X), targets).max())
-    return np.array(out)
-
-
 @dataclass(frozen=True, eq=False)
-class SoftmaxInterpolator:
-    """Result of :func:`build_softmax_interpolator`.
+class SoftmaxInterpolator(_InterpolatorCounts):
+    r"""Result of :func:`build_softmax_interpolator`.
 
     Attributes
     ----------
@@ -350,7 +50,16 @@ class SoftmaxInterpolator:
     errors : ndarray, shape (N,)
         Relative Hausdorff error of each sequence.
     n_separation : int
+        Number ``S`` of separation blocks of the hardmax plan.
     m : ndarray of int, shape (N,)
+        Output lengths ``m_j``.
+    n_blocks, n_params : int
+        Blocks and parameters of the network (properties).
+    max_error : float
+        Largest relative Hausdorff error (property).
+    paper_bound : int
+        The block count :math:`2\sum_j m_j + 3N` reported for the paper's Theorem 1.8
+        (property; see :func:`paper_block_count`).
 
     Examples
     --------
@@ -368,6 +77,7 @@ class SoftmaxInterpolator:
     (True, True)
     """
 
+    attention: ClassVar[str] = "softmax"
     transformer: Transformer
     tau: float
     tau_star: float
@@ -375,86 +85,13 @@ class SoftmaxInterpolator:
     collapse_radius: float
     plateau_fill: float
     exact_collapse: bool
-    errors: np.ndarray
+    errors: FloatArray
     n_separation: int
-    m: np.ndarray
-
-    @property
-    def n_blocks(self) -> int:
-        return self.transformer.n_blocks
-
-    @property
-    def max_error(self) -> float:
-        return float(self.errors.max())
-
-    @property
-    def paper_bound(self) -> int:
-        """The block count reported for the paper's softmax theorem, ``2 sum(m) + 3 N``."""
-        return paper_block_count(self.m, "softmax")
-
-
-def snap_layer(c: float, delta: float, w: Any, e: Any, y: Any) -> FeedForward:
-    r"""Width-4 residual layer that snaps a segment of the line :math:`\{a w\}` onto ``y``.
-
-    With :math:`t = \langle e, x\rangle` and breakpoints :math:`c \mp \delta`,
-    :math:`c \mp \delta/2`, the layer :math:`x \mapsto x + \sum_k W_k \sigma(t - b_k)` equals
-    ``y`` for every ``a w`` with :math:`|a - c| \le \delta/2` and is the identity where
-    :math:`|t - c| \ge \delta`. Requires :math:`\langle e, w\rangle = 1`.
-
-    Parameters
-    ----------
-    c, delta : float
-        Centre of the segment (line coordinate) and half-width of the window.
-    w : array_like, shape (d,)
-        Direction of the line.
-    e : array_like, shape (d,)
-        Projection direction, with ``<e, w> = 1``.
-    y : array_like, shape (d,)
-        Destination.
-
-    Returns
-    -------
-    FeedForward
-
-    Raises
-    ------
-    ValueError
-        If `delta` is not positive or :math:`\langle e, w\rangle \ne 1`.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from token_dynamics.interpolation import snap_layer
-    >>> ff = snap_layer(2.0, 0.4, [1.0, 0.0], [1.0, 0.0], [5.0, 5.0])
-    >>> ff(np.array([[1.9, 0.0], [2.1, 0.0], [0.0, 0.0], [9.0, 0.0]])).round(12).tolist()
-    [[5.0, 5.0], [5.0, 5.0], [0.0, 0.0], [9.0, 0.0]]
-    """
-    c = check_real(c, "c")
-    w = as_vector(w, "w")
-    e, y = as_vector(e, "e", size=w.size), as_vector(y, "y", size=w.size)
-    delta = check_positive(delta, "delta")
-    with float_guard("the snap layer", "rescale `c`, `delta` and `y`"):
-        return _snap_layer(c, delta, w, e, y)
-
-
-def _snap_layer(c: float, delta: float, w: np.ndarray, e: np.ndarray, y: np.ndarray):
-    if abs(float(e @ w) - 1.0) > 1e-12:
-        raise ValueError(f"`e` must satisfy <e, w> = 1; got {float(e @ w)!r}.")
-    b1, b2, b3, b4 = c - delta, c - delta / 2, c + delta / 2, c + delta
-    W2 = (b1 * w - y) / (b2 - b1)
-    W1 = -w - W2
-    W4 = (y - b3 * w) / (b4 - b3)
-    W3 = w - W4
-    return FeedForward(
-        U=np.tile(e, (4, 1)),
-        b=-np.array([b1, b2, b3, b4]),
-        W=np.column_stack([W1, W2, W3, W4]),
-        eta=1.0,
-    )
+    m: IntArray
 
 
 def build_softmax_interpolator(
-    inputs: Any, targets: Any, *, tau: float | None = None, rng: Any = None
+    inputs: ArrayLike, targets: ArrayLike, *, tau: float | None = None, rng: SeedLike = None
 ) -> SoftmaxInterpolator:
     r"""Build a softmax transformer that interpolates the data, with an exact collapse.
 
@@ -463,24 +100,33 @@ def build_softmax_interpolator(
     one non-residual feed-forward layer (:math:`\eta = 0`, width 1) that maps every token onto
     a generic line; then, per leader, one width-4 residual layer that is *constant* on a
     neighbourhood of the leader's point of the line, so that the whole near-collapsed cluster
-    lands exactly on its target. Blocks: ``S + 2 sum(m) + 1 <= 2 sum(m) + N``.
+    lands exactly on its target. Blocks:
 
-    Cost: 1.4 s of CPU time for N = 40 sequences of 16 tokens with 4 targets each in d = 4
-    (321 blocks; measured, ``benchmarks/run.py interpolation``). The critical temperature is
-    linear in blocks x tokens; the hardmax plan deduplicates all tokens at each of its blocks,
-    which grows like blocks x tokens^2 and dominates for hundreds of sequences.
+    .. math:: L = S + 2\sum_{j=1}^N m_j + 1 \le 2\sum_{j=1}^N m_j + N \le 2\sum_{j=1}^N m_j + 3N,
+
+    the last count being the one reported for the paper's softmax theorem.
+
+    Cost: 1.0 s of CPU time for N = 40 sequences of 16 tokens with 4 targets each in d = 4
+    (321 blocks; measured, ``benchmarks/run.py interpolation``), about half in the hardmax
+    plan and half in the critical temperature. Both grow like blocks x tokens (up to a log):
+    the critical temperature computes each layer's norms and margins once, not at each of its
+    bisection steps.
 
     Parameters
     ----------
-    inputs, targets : lists of array_like, shapes (n_j, d) and (m_j, d)
-        As for :func:`build_hardmax_interpolator`.
+    inputs : list of array_like, shapes (n_j, d)
+        Input sequences, as for :func:`build_hardmax_interpolator`.
+    targets : list of array_like, shapes (m_j, d)
+        Target sets, as for :func:`build_hardmax_interpolator`.
     tau : float, optional
         Softmax temperature; the computed critical temperature ``tau_star`` by default.
     rng : Generator, int or None
+        Draws the hardmax plan's directions and positions and the line of the snapping stage.
 
     Returns
     -------
     SoftmaxInterpolator
+        The network, the temperatures, the measured collapse and the errors.
 
     Raises
     ------
@@ -489,11 +135,14 @@ def build_softmax_interpolator(
         positive.
     TypeError
         If an array argument is not real, or `rng` is not a Generator, a seed or None.
+    FloatingPointError
+        If the critical temperature's bound overflows (rescale the data).
 
     References
     ----------
     A. Alcalde, G. Fantuzzi, E. Zuazua, *Exact sequence interpolation with transformers*,
-    arXiv:2502.02270 (the snapping stage here is our construction).
+    arXiv:2502.02270 (the softmax result of its abstract; the snapping stage here is
+    this book's construction).
 
     Examples
     --------
@@ -508,7 +157,7 @@ def build_softmax_interpolator(
     X, Y = check_dataset(inputs, targets)
     rng = as_rng(rng)
     plan = build_hardmax_interpolator(X, Y, rng=rng)
-    S, K, d = plan.n_separation, int(plan.m.sum()), X[0].shape[1]
+    S, K, d = plan.n_separation, int(plan.m.sum()), int(X[0].shape[1])
     head = Transformer(plan.transformer.blocks[: S + K])
     collapsed = plan.phase("collapsed").sequences
     centers = []  # (sequence, actual collapsed leader position) in move order
@@ -525,7 +174,7 @@ def build_softmax_interpolator(
     w = rng.normal(size=d)
     w /= np.linalg.norm(w)
     project = FeedForward(U=e0[None, :], b=np.array([b0]), W=w[:, None], eta=0.0)
-    line = list(a + b0)
+    line = a + b0
     blocks = [TransformerBlock(project, SelfAttention())]
     deltas = []
     for k in range(K):
@@ -533,8 +182,9 @@ def build_softmax_interpolator(
         for trial in range(16):
             g = np.zeros(d) if trial == 0 else rng.normal(size=d)
             e = w + (g - (g @ w) * w)  # <e, w> = 1: line points keep their coordinate
-            others = [line[i] for i in range(k + 1, K)] + [targets_flat[i] @ e for i in range(k)]
-            delta = 0.5 * min((abs(t - line[k]) for t in others), default=2.0)
+            # the later leaders' points and the earlier targets must stay off this plateau
+            others = np.concatenate([line[k + 1 :], targets_flat[:k] @ e])
+            delta = 0.5 * float(np.abs(others - line[k]).min()) if others.size else 1.0
             if best is None or delta > best[0]:
                 best = (delta, e)
         delta, e = cast(tuple[float, np.ndarray], best)  # set at trial 0

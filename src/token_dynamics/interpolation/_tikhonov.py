@@ -1,47 +1,25 @@
-"""Tikhonov-regularised training of a one-block transformer (private).
+"""The Tikhonov experiment's data set and objective: one softmax block trained to interpolate
+sequence means, with its exact interpolant (private; re-exported by
+:mod:`token_dynamics.interpolation`).
 
-The experiment of the authors' code (``tikhonov/``), with numpy gradients and scipy's L-BFGS
-instead of Adam, and with the threshold computed from the correct norm of the exact interpolant.
+The experiment of the authors' code (``tikhonov/``), with numpy gradients, and with the
+threshold computed from the correct norm of the exact interpolant.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-from .._typing import ArrayLike, SeedLike
-from .._validation import (
-    as_real_array,
-    as_rng,
-    as_vector,
-    check_instance,
-    check_int,
-    check_positive,
-    float_guard,
-    progress_bar,
-)
+from .._typing import ArrayLike, FloatArray, SeedLike
+from .._validation import as_rng, as_vector, check_instance, check_int, check_positive, float_guard
 from ..attention import softmax_weights
-from ..diagnostics import fit_power_law
 
-__all__ = [
-    "TikhonovData",
-    "TikhonovFit",
-    "TikhonovSweep",
-    "tikhonov_dataset",
-    "tikhonov_objective",
-    "tikhonov_sweep",
-    "train_tikhonov",
-]
+__all__ = ["TikhonovData", "tikhonov_dataset", "tikhonov_objective"]
 
 #: Softmax temperature of the model, as in the authors' experiment.
 TAU = 1.0
-#: Adam's moment decay rates and denominator guard (the usual defaults, as in the authors' code).
-ADAM_BETAS = (0.9, 0.999)
-ADAM_EPS = 1e-8
-#: Scale of the random initialisation (rho and eta start at 0, as in the authors' code).
-INIT_SCALE = 0.1
 
 
 @dataclass(frozen=True, eq=False)
@@ -87,95 +65,13 @@ class TikhonovData:
     width: int
 
 
-@dataclass(frozen=True, eq=False)
-class TikhonovFit:
-    r"""One regularised training run: ``theta`` minimises (locally) ``L + eps |theta|^2``.
-
-    A global minimiser :math:`\theta_\varepsilon` of
-    :math:`J_\varepsilon = \mathcal L + \varepsilon\lVert\theta\rVert^2` has
-    :math:`\mathcal L(\theta_\varepsilon) \le J_\varepsilon(\theta_\varepsilon) \le
-    J_\varepsilon(\theta^\star) = \varepsilon\lVert\theta^\star\rVert^2` for the exact
-    interpolant :math:`\theta^\star`: that is ``threshold``.
-
-    Attributes
-    ----------
-    eps : float
-        The Tikhonov parameter :math:`\varepsilon`.
-    theta : ndarray, shape (P,)
-        The best iterate.
-    loss : float
-        Its loss :math:`\mathcal L(\theta)`.
-    objective : float
-        Its objective :math:`J_\varepsilon(\theta)`.
-    threshold : float
-        ``eps * data.exact_norm_sq``, the bound on the loss of a global minimiser.
-    n_iter : int
-        Number of optimiser steps taken.
-
-    Examples
-    --------
-    Returned by :func:`train_tikhonov`:
-
-    >>> import numpy as np
-    >>> from token_dynamics.interpolation import tikhonov_dataset, train_tikhonov
-    >>> data = tikhonov_dataset(2, 4, 2, 2, rng=0)
-    >>> fit = train_tikhonov(data, 0.1, epochs=100, rng=0)
-    >>> bool(np.isclose(fit.objective, fit.loss + 0.1 * fit.theta @ fit.theta))
-    True
-    >>> fit.n_iter, fit.theta.shape
-    (100, (20,))
-    """
-
-    eps: float
-    theta: np.ndarray
-    loss: float
-    objective: float
-    threshold: float
-    n_iter: int
-
-
-@dataclass(frozen=True, eq=False)
-class TikhonovSweep:
-    r"""Runs over several ``eps`` and the fitted log-log slope of the loss against ``eps``.
-
-    Attributes
-    ----------
-    eps : ndarray, shape (k,)
-        The Tikhonov parameters, in the order trained.
-    loss : ndarray, shape (k,)
-        The loss of each run's best iterate.
-    threshold : ndarray, shape (k,)
-        ``eps * data.exact_norm_sq`` for each run (see :class:`TikhonovFit`).
-    slope : float
-        Least-squares slope of :math:`\log\mathcal L` against :math:`\log\varepsilon` (NaN for
-        a single run).
-    fits : tuple of TikhonovFit
-        The runs themselves.
-
-    Examples
-    --------
-    Returned by :func:`tikhonov_sweep`:
-
-    >>> from token_dynamics.interpolation import tikhonov_dataset, tikhonov_sweep
-    >>> data = tikhonov_dataset(2, 4, 2, 2, rng=0)
-    >>> sweep = tikhonov_sweep(data, [1e-1, 1e-2], epochs=100, rng=0)
-    >>> sweep.loss.shape, len(sweep.fits), [f.eps for f in sweep.fits]
-    ((2,), 2, [0.1, 0.01])
-    """
-
-    eps: np.ndarray
-    loss: np.ndarray
-    threshold: np.ndarray
-    slope: float
-    fits: tuple[TikhonovFit, ...]
-
-
-def _unpack(theta: np.ndarray, d: int, w: int):
+def _unpack(theta: FloatArray, d: int, w: int) -> list[FloatArray]:
+    """Split ``theta`` into ``q, k, V, rho, U, b, W, eta`` (``rho`` and ``eta`` 0-d arrays)."""
     i = 0
     out = []
     for shape in ((d,), (d,), (d, d), (), (w, d), (w,), (d, w), ()):
         size = int(np.prod(shape))
-        out.append(theta[i : i + size].reshape(shape) if shape else theta[i])
+        out.append(theta[i : i + size].reshape(shape))
         i += size
     return out
 
@@ -249,9 +145,15 @@ def tikhonov_dataset(
     )
 
 
-def tikhonov_objective(theta: Any, data: TikhonovData, eps: float) -> tuple[float, np.ndarray]:
-    r"""Objective :math:`J_\varepsilon = \mathcal L + \varepsilon\lVert\theta\rVert^2` and its
-    gradient, with :math:`\mathcal L = \frac1N\sum_j \max_i |\mathrm T_i(X^j) - y^j|^2`.
+def tikhonov_objective(
+    theta: ArrayLike, data: TikhonovData, eps: float
+) -> tuple[float, FloatArray]:
+    r"""The Tikhonov-regularised objective and its gradient:
+
+    .. math:: J_\varepsilon(\theta) = \mathcal L(\theta) + \varepsilon\lVert\theta\rVert^2,
+              \qquad \mathcal L(\theta) = \frac1N\sum_{j=1}^N \max_i |\mathrm T_i(X^j) - y^j|^2,
+
+    the loss being the mean squared Hausdorff distance of each output to its target point.
 
     The model is one block, softmax attention then feed-forward (the authors' order):
     :math:`z_i = \rho x_i + V\sum_\ell \mathrm{softmax}_\ell(\langle q, x_i\rangle\langle k,
@@ -278,7 +180,15 @@ def tikhonov_objective(theta: Any, data: TikhonovData, eps: float) -> tuple[floa
     ValueError
         If `theta` contains NaN or infinite entries.
     TypeError
-        If an array argument is not real (complex, boolean, string or object).
+        If an array argument is not real, or `data` is not a :class:`TikhonovData`.
+    FloatingPointError
+        If the objective overflows (start from a smaller `theta`).
+
+    References
+    ----------
+    A. Alcalde, G. Fantuzzi, E. Zuazua, *Exact sequence interpolation with transformers*,
+    arXiv:2502.02270 (regularised training), and the authors' repository
+    ``DCN-FAU-AvH/exactInterpTF`` (``tikhonov/``: the model and the loss).
 
     Examples
     --------
@@ -306,11 +216,13 @@ def tikhonov_objective(theta: Any, data: TikhonovData, eps: float) -> tuple[floa
         return _objective(theta, X, Y, data.width, eps)
 
 
-def _check_data(data: Any) -> None:
+def _check_data(data: object) -> None:
     check_instance(data, TikhonovData, "data", "Build one with tikhonov_dataset().")
 
 
-def _objective(theta: np.ndarray, X: np.ndarray, Y: np.ndarray, width: int, eps: float):
+def _objective(
+    theta: FloatArray, X: FloatArray, Y: FloatArray, width: int, eps: float
+) -> tuple[float, FloatArray]:
     N, _, d = X.shape
     q, k, V, rho, U, b, W, eta = _unpack(theta, d, width)
     a, c = X @ q, X @ k  # (N, n)
@@ -344,195 +256,3 @@ def _objective(theta: np.ndarray, X: np.ndarray, Y: np.ndarray, width: int, eps:
     dk = np.einsum("nj,njd->d", dc, X)
     grad = np.concatenate([dq, dk, dV.ravel(), [d_rho], dU.ravel(), db, dW.ravel(), [d_eta]])
     return loss + eps * float(theta @ theta), grad + 2.0 * eps * theta
-
-
-def train_tikhonov(
-    data: TikhonovData,
-    eps: float,
-    *,
-    theta0: Any = None,
-    epochs: int = 3000,
-    lr: float = 1e-2,
-    rng: SeedLike = None,
-    progress: bool = False,
-) -> TikhonovFit:
-    """Minimise ``L + eps |theta|^2`` by full-batch Adam with a cosine-annealed step, from
-    ``theta0`` (random, ``rho = eta = 0``, by default); returns the best iterate.
-
-    Runs for seconds to minutes: each epoch is one objective and gradient evaluation over the
-    whole data set (the authors' 50 000 epochs take minutes), hence ``progress``.
-
-    Adam is the authors' optimiser. The loss is a maximum over tokens, hence not smooth, and a
-    quasi-Newton method (L-BFGS) was measured here to stall at its kinks.
-
-    Parameters
-    ----------
-    data : TikhonovData
-    eps : float
-        Weight decay (Tikhonov parameter), positive.
-    theta0 : array_like, shape (P,), optional
-    epochs : int
-        Number of Adam steps.
-    lr : float
-        Initial step, annealed to 0 along a cosine.
-    rng : Generator, int or None
-        Draws the initialisation.
-    progress : bool
-        Show a ``tqdm`` progress bar over the epochs.
-
-    Returns
-    -------
-    TikhonovFit
-        ``threshold`` is ``eps * data.exact_norm_sq``, the bound on the loss of a global
-        minimiser.
-
-    Raises
-    ------
-    ValueError
-        If `eps` or `lr` is not positive, `epochs` is not a positive integer or `theta0` has the
-        wrong shape.
-    FloatingPointError
-        If the objective becomes non-finite (lower `lr`).
-
-    Examples
-    --------
-    >>> from token_dynamics.interpolation import tikhonov_dataset, train_tikhonov
-    >>> data = tikhonov_dataset(4, 6, 2, 2, rng=0)
-    >>> fit = train_tikhonov(data, 1e-2, epochs=500, rng=0)
-    >>> bool(fit.loss <= fit.threshold)
-    True
-    """
-    _check_data(data)
-    eps = check_positive(eps, "eps")
-    epochs = check_int(epochs, "epochs")
-    lr = check_positive(lr, "lr")
-    with float_guard("the Tikhonov training", f"lower `lr` (now {lr:g}) or `eps` (now {eps:g})"):
-        return _train(data, eps, theta0, epochs, lr, rng, progress)
-
-
-def _train(data, eps, theta0, epochs, lr, rng, progress) -> TikhonovFit:
-    d = data.inputs.shape[2]
-    size = _n_params(d, data.width)
-    if theta0 is None:
-        theta0 = INIT_SCALE * as_rng(rng).normal(size=size)
-        theta0[2 * d + d * d] = 0.0  # rho
-        theta0[-1] = 0.0  # eta
-    theta = as_real_array(theta0, "theta0")
-    if theta.shape != (size,):
-        raise ValueError(f"`theta0` must have shape ({size},); got {theta.shape}.")
-    m1, m2 = np.zeros(size), np.zeros(size)
-    best_J, best = np.inf, theta.copy()
-    bar = progress_bar(progress, epochs, f"train_tikhonov (eps = {eps:g})")
-    for t in range(1, epochs + 1):
-        J, g = tikhonov_objective(theta, data, eps)
-        if not np.isfinite(J):
-            raise FloatingPointError(
-                f"the objective became non-finite at step {t}; lower `lr` (now {lr:g})."
-            )
-        if J < best_J:
-            best_J, best = J, theta.copy()
-        step = lr * 0.5 * (1.0 + np.cos(np.pi * t / epochs))
-        m1 = ADAM_BETAS[0] * m1 + (1 - ADAM_BETAS[0]) * g
-        m2 = ADAM_BETAS[1] * m2 + (1 - ADAM_BETAS[1]) * g * g
-        hat1 = m1 / (1 - ADAM_BETAS[0] ** t)
-        hat2 = m2 / (1 - ADAM_BETAS[1] ** t)
-        theta = theta - step * hat1 / (np.sqrt(hat2) + ADAM_EPS)
-        if bar is not None:
-            bar.update(1)
-    if bar is not None:
-        bar.close()
-    J, _ = tikhonov_objective(theta, data, eps)
-    if J < best_J:
-        best_J, best = J, theta
-    return TikhonovFit(
-        eps=eps,
-        theta=best,
-        loss=float(tikhonov_objective(best, data, 0.0)[0]),
-        objective=float(best_J),
-        threshold=eps * data.exact_norm_sq,
-        n_iter=epochs,
-    )
-
-
-def tikhonov_sweep(
-    data: TikhonovData,
-    eps_values: ArrayLike,
-    *,
-    epochs: Any = 3000,
-    lr: float = 1e-2,
-    rng: SeedLike = None,
-    progress: bool = False,
-) -> TikhonovSweep:
-    """Train for each ``eps`` in the order given, warm-starting each run from the previous one
-    (the authors do not re-initialise), and fit the slope of log(loss) against log(eps).
-
-    ``epochs`` is one number or one per ``eps``: smaller ``eps`` needs longer runs (the authors
-    use 5 000, 10 000 and 50 000 epochs for 1e-1, 1e-2 and 1e-3): the authors' sweep takes
-    minutes. ``progress`` shows one ``tqdm`` bar per ``eps`` over its epochs.
-
-    Parameters
-    ----------
-    data : TikhonovData
-        The data set, from :func:`tikhonov_dataset`.
-    eps_values : array_like, shape (k,)
-        Tikhonov parameters, positive, trained in this order.
-    epochs : int or array_like of int, shape (k,), keyword-only
-        Adam steps, one number for all runs or one per ``eps``.
-    lr : float, keyword-only
-        Initial step of each run.
-    rng : Generator, int or None, keyword-only
-        Draws the initialisation of the first run.
-    progress : bool, keyword-only
-        Show a ``tqdm`` bar per run.
-
-    Returns
-    -------
-    TikhonovSweep
-
-    Raises
-    ------
-    ValueError
-        If an ``eps`` is not positive or `epochs` does not match `eps_values`.
-    FloatingPointError
-        If a run's objective becomes non-finite.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from token_dynamics.interpolation import tikhonov_dataset, tikhonov_sweep
-    >>> data = tikhonov_dataset(4, 6, 2, 2, rng=0)
-    >>> sweep = tikhonov_sweep(data, [1e-1, 1e-2], epochs=200, rng=0)
-    >>> bool(np.all(sweep.loss <= sweep.threshold))
-    True
-    """
-    _check_data(data)
-    eps_values = as_vector(eps_values, "eps_values")
-    if eps_values.size < 2 or np.any(eps_values <= 0):
-        raise ValueError(
-            "`eps_values` must hold at least two positive values (the sweep fits a slope); got "
-            f"{eps_values!r}."
-        )
-    if isinstance(epochs, (int, np.integer)) and not isinstance(epochs, bool):
-        epochs = [epochs] * eps_values.size
-    if not isinstance(epochs, (list, tuple, np.ndarray)) or len(epochs) != eps_values.size:
-        raise ValueError(
-            f"`epochs` must be one integer or one per `eps` ({eps_values.size}); got {epochs!r}."
-        )
-    epochs = [check_int(n, "epochs") for n in epochs]
-    fits = []
-    theta = None
-    for eps, n_epochs in zip(eps_values, epochs, strict=True):
-        fit = train_tikhonov(
-            data, float(eps), theta0=theta, epochs=int(n_epochs), lr=lr, rng=rng, progress=progress
-        )
-        fits.append(fit)
-        theta = fit.theta
-    loss = np.array([f.loss for f in fits])
-    slope = fit_power_law(eps_values, loss).slope
-    return TikhonovSweep(
-        eps=eps_values,
-        loss=loss,
-        threshold=np.array([f.threshold for f in fits]),
-        slope=slope,
-        fits=tuple(fits),
-    )

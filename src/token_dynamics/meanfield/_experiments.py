@@ -167,9 +167,9 @@ def mean_field_errors(
         raise ValueError("`mean0` must be zero when d >= 2 (the exact reference is centred).")
     try:
         if d == 1:
-            ref = softmax_gaussian_1d([0.0, T], m0[0], S0[0, 0], v, A[0, 0], beta=beta)
+            ref = softmax_gaussian_1d(A[0, 0], v, m0[0], S0[0, 0], [0.0, T], beta=beta)
         else:
-            ref = softmax_gaussian_centred([0.0, T], S0, A, v, beta=beta)
+            ref = softmax_gaussian_centred(A, v, S0, [0.0, T], beta=beta)
     except ValueError as exc:
         if "blow-up" not in str(exc):
             raise

@@ -10,13 +10,20 @@ import base64
 import itertools
 import re
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
+from matplotlib.collections import PathCollection
+from matplotlib.typing import ColorType
 
+from .._typing import ArrayLike, FloatArray
 from .._validation import check_int, check_positive
-from ._clouds import _check_dim, _colour, _states, plot_sphere
-from ._style import compress_png
+from ._clouds import _check_dim, _colour, _scatter, _states, plot_sphere
+from ._style import _compress_png
+
+if TYPE_CHECKING:
+    from ..integrators import Trajectory
+    from ..interpolation import Transformer
 
 __all__ = [
     "MAX_ANIMATION_BYTES",
@@ -24,7 +31,6 @@ __all__ = [
     "AnimationHTML",
     "animate",
     "animate_layers",
-    "layer_frames",
 ]
 
 
@@ -67,11 +73,11 @@ def _self_contained(html: str) -> str:
 
 
 def _compress_frames(html: str) -> str:
-    """Re-encode every embedded PNG frame with the book's palette (:func:`compress_png`)."""
+    """Re-encode every embedded PNG frame with the book's palette (:func:`_compress_png`)."""
 
-    def one(match: re.Match) -> str:
+    def one(match: re.Match[str]) -> str:
         data = re.sub(r"[\\\s]", "", match.group(1))  # matplotlib breaks lines with "\\"
-        png = compress_png(base64.b64decode(data))
+        png = _compress_png(base64.b64decode(data))
         return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
     return re.sub(r"data:image/png;base64,([A-Za-z0-9+/=\\\s]+)", one, html)
@@ -80,8 +86,16 @@ def _compress_frames(html: str) -> str:
 class AnimationHTML(str):
     """HTML text of an animation that a notebook displays as such (``_repr_html_``).
 
+    Returned by :func:`animate` and :func:`animate_layers`; a ``str`` otherwise.
+
+    Parameters
+    ----------
+    html : str
+        The HTML text.
+
     Examples
     --------
+    >>> from token_dynamics.plotting import AnimationHTML
     >>> AnimationHTML("<p>frame</p>")._repr_html_()
     '<p>frame</p>'
     """
@@ -91,7 +105,7 @@ class AnimationHTML(str):
 
 
 def animate(
-    trajectory: Any,
+    trajectory: Trajectory | ArrayLike,
     *,
     sphere: bool = False,
     max_frames: int = MAX_ANIMATION_FRAMES,
@@ -99,9 +113,9 @@ def animate(
     interval: int = 80,
     dpi: float = 72.0,
     figsize: tuple[float, float] = (4.0, 4.0),
-    color: Any = "C0",
+    color: ColorType | Sequence[ColorType] = "C0",
     title: str | None = None,
-    labels: Any = None,
+    labels: Sequence[str] | None = None,
 ) -> AnimationHTML:
     """Self-contained HTML animation (jshtml) of a token trajectory in 2D or 3D.
 
@@ -118,12 +132,17 @@ def animate(
     sphere : bool
         Draw the unit circle/sphere behind the tokens and fix the limits to it.
     max_frames : int
+        The most frames drawn (at least 2).
     max_bytes : int
+        The most bytes of HTML.
     interval : int
         Milliseconds between frames.
     dpi : float
+        Resolution of the frames.
     figsize : (float, float)
-    color : color
+        Size of the frames, in inches.
+    color : color or sequence of colors
+        Of every token, or one per token.
     title : str, optional
         Title; ``{t}`` in it is replaced by the frame's time (its index for a bare array).
     labels : sequence of str, shape (T,), optional
@@ -135,13 +154,23 @@ def animate(
     AnimationHTML
         A ``str`` of HTML (with ``_repr_html_``) that needs no external file or server.
 
+    Raises
+    ------
+    ValueError
+        If the states are not a finite ``(T, n, d)`` array with ``d`` = 2 or 3, ``labels`` has
+        not one entry per state, a cap is not a positive integer, or two frames exceed
+        ``max_bytes``.
+
     References
     ----------
     B. Geshkovski, C. Letrouit, Y. Polyanskiy, P. Rigollet, arXiv:2312.10794, 2023.
 
     Examples
     --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
     >>> import numpy as np
+    >>> from token_dynamics.plotting import animate
     >>> states = np.linspace(1, 0, 4)[:, None, None] * np.ones((4, 3, 2))
     >>> html = animate(states, max_frames=3)
     >>> "<script" in html and "http" not in html
@@ -159,10 +188,9 @@ def animate(
     interval = check_int(interval, "interval")
     dpi = check_positive(dpi, "dpi")
     times = getattr(trajectory, "times", None)
-    if labels is not None:
-        labels = [str(label) for label in labels]
-        if len(labels) != T:
-            raise ValueError(f"`labels` must hold one title per state ({T}); got {len(labels)}.")
+    titles = None if labels is None else [str(label) for label in labels]
+    if titles is not None and len(titles) != T:
+        raise ValueError(f"`labels` must hold one title per state ({T}); got {len(titles)}.")
     if sphere:
         lo, hi = np.full(d, -1.1), np.full(d, 1.1)
     else:
@@ -181,16 +209,16 @@ def animate(
                 getattr(ax, f"set_{'xyz'[k]}lim")(a, b)
             if d == 2:
                 ax.set_aspect("equal")
-            scat = cast(Any, ax).scatter(*states[frames[0]].T, s=14, color=color)
+            scat = _scatter(ax, states[frames[0]], s=14, color=color)
 
-            def update(k: int) -> tuple[Any, ...]:
+            def update(k: int) -> tuple[PathCollection]:
                 X = states[frames[k]]
                 if d == 2:
                     scat.set_offsets(X)
                 else:
                     cast(Any, scat)._offsets3d = (X[:, 0], X[:, 1], X[:, 2])
-                if labels is not None:
-                    ax.set_title(labels[frames[k]])
+                if titles is not None:
+                    ax.set_title(titles[frames[k]])
                 elif title is not None:
                     t = times[frames[k]] if times is not None else frames[k]
                     ax.set_title(title.replace("{t}", f"{t:.2f}"))
@@ -219,7 +247,7 @@ def animate(
         n_frames = max(2, min(fit, n_frames - 1))
 
 
-def layer_frames(states: Sequence[Sequence[Any]], *, substeps: int = 3) -> np.ndarray:
+def _layer_frames(states: Sequence[Sequence[ArrayLike]], *, substeps: int = 3) -> FloatArray:
     """Stack the token sets of every layer into one array of frames, with ``substeps``
     straight-line frames between consecutive layers (the layers themselves are jumps).
 
@@ -235,7 +263,7 @@ def layer_frames(states: Sequence[Sequence[Any]], *, substeps: int = 3) -> np.nd
 
     Examples
     --------
-    >>> layer_frames([[np.zeros((1, 2))], [np.ones((1, 2))]], substeps=2)[:, 0, 0].tolist()
+    >>> _layer_frames([[np.zeros((1, 2))], [np.ones((1, 2))]], substeps=2)[:, 0, 0].tolist()
     [0.0, 0.5, 1.0]
     """
     substeps = check_int(substeps, "substeps")
@@ -248,18 +276,45 @@ def layer_frames(states: Sequence[Sequence[Any]], *, substeps: int = 3) -> np.nd
 
 
 def animate_layers(
-    transformer: Any, inputs: Sequence[Any], *, substeps: int = 2, **kwargs: Any
-) -> Any:
+    transformer: Transformer, inputs: Sequence[ArrayLike], *, substeps: int = 2, **kwargs: Any
+) -> AnimationHTML:
     """Self-contained HTML animation of the token sets through every layer of a network.
 
-    Tokens keep the colour of their sequence. Extra keyword arguments go to
-    :func:`token_dynamics.plotting.animate` (``max_frames``, ``dpi``, ``figsize``, ``title``).
+    The first two coordinates of the tokens are drawn; tokens keep the colour of their
+    sequence, and ``substeps`` straight-line frames join consecutive layers (a layer itself is
+    a jump).
+
+    Parameters
+    ----------
+    transformer : Transformer
+        Any object with ``layer_states(inputs)`` (a list over layers of lists over sequences).
+    inputs : sequence of array_like, shapes (n_j, d)
+        The input sequences, ``d >= 2``.
+    substeps : int
+        Frames from one layer to the next.
+    **kwargs
+        Passed to :func:`animate` (``max_frames``, ``dpi``, ``figsize``, ``title``).
 
     Returns
     -------
     AnimationHTML
+        The animation, as :func:`animate` returns it.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import numpy as np
+    >>> from token_dynamics.interpolation import build_hardmax_interpolator
+    >>> from token_dynamics.plotting import animate_layers
+    >>> X = [np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([[-1.0, 0.5], [0.5, -1.0]])]
+    >>> Y = [np.array([[0.5, 0.5]]), np.array([[-0.5, 0.5]])]
+    >>> net = build_hardmax_interpolator(X, Y, rng=0).transformer
+    >>> html = animate_layers(net, X, max_frames=4, dpi=20, figsize=(2.0, 2.0))
+    >>> html.count("data:image/png;base64")
+    4
     """
     states = transformer.layer_states(inputs)
     colours = [_colour(j) for j, Z in enumerate(states[0]) for _ in range(Z.shape[0])]
-    frames = layer_frames([[Z[:, :2] for Z in s] for s in states], substeps=substeps)
+    frames = _layer_frames([[Z[:, :2] for Z in s] for s in states], substeps=substeps)
     return animate(frames, color=colours, **kwargs)

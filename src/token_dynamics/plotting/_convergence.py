@@ -5,12 +5,22 @@ tokens, a depth or a temperature, with the fitted slope and reference slopes.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.axis import Axis
+from matplotlib.container import ErrorbarContainer
+from matplotlib.lines import Line2D
 from matplotlib.ticker import LogFormatterSciNotation, LogLocator, NullFormatter
+from matplotlib.typing import ColorType
 
-from ._curves import BAND_SE
+from .._typing import ArrayLike, FloatArray
+from ._bands import BAND_SE
+
+if TYPE_CHECKING:
+    from ..interpolation import TikhonovSweep
+    from ..stochastic import DeepLimitError
 
 __all__ = ["LOG_FLOOR", "plot_limit_grid", "plot_loglog", "plot_tikhonov"]
 
@@ -20,7 +30,7 @@ __all__ = ["LOG_FLOOR", "plot_limit_grid", "plot_loglog", "plot_tikhonov"]
 LOG_FLOOR = 1e-17
 
 
-def _log_ticks(axis: Any, span: float) -> None:
+def _log_ticks(axis: Axis, span: float) -> None:
     """Tick labels of a log axis that never collide: labels at 1, 2 and 5 times the powers of
     ten over less than two decades (where powers of ten alone are too few), powers of ten
     alone over more."""
@@ -31,34 +41,39 @@ def _log_ticks(axis: Any, span: float) -> None:
         axis.set_minor_formatter(NullFormatter())
 
 
-def _fit_slope(x: np.ndarray, y: np.ndarray) -> float:
+def _fit_slope(x: FloatArray, y: FloatArray) -> float:
     return float(np.polyfit(np.log(x), np.log(y), 1)[0])
 
 
 def plot_loglog(
-    ax: Any,
-    x: Any,
-    y: Any,
+    ax: Axes,
+    x: ArrayLike,
+    y: ArrayLike,
     *,
     xlabel: str,
     ylabel: str,
     label: str | None = None,
-    yerr: Any = None,
-    samples: Any = None,
+    yerr: ArrayLike | None = None,
+    samples: ArrayLike | None = None,
     fit: bool | float = False,
     guides: Mapping[str, float] | None = None,
     marks: Mapping[str, float] | None = None,
-    color: Any = None,
+    color: ColorType | None = None,
     **style: Any,
-) -> list:
+) -> list[Line2D | ErrorbarContainer]:
     r"""Log-log plot of an error (or a count) ``y`` against ``x``, with its slope.
 
     The one convergence plot of the book: errors against a step, a number of tokens, a depth, a
     width or a temperature. A power law :math:`y = C x^p` is a line of slope :math:`p`.
 
+    .. math::
+
+        \log y = p \log x + \log C.
+
     Parameters
     ----------
-    ax : matplotlib Axes
+    ax : matplotlib.axes.Axes
+        A 2D axes.
     x, y : array_like, shape (k,)
         Positive ``x``; values ``y <= 0`` (an exact result) are drawn at ``LOG_FLOOR``.
     xlabel, ylabel : str
@@ -83,12 +98,22 @@ def plot_loglog(
 
     Returns
     -------
-    list of matplotlib artists
-        The curve first.
+    list of matplotlib.lines.Line2D or matplotlib.container.ErrorbarContainer
+        The curve first (an ``ErrorbarContainer`` when ``yerr`` is given), then the fit, the
+        samples, the guides and the marks that were asked for.
+
+    Raises
+    ------
+    ValueError
+        If ``x`` and ``y`` are not 1-D of one shape, or ``x`` is not positive.
 
     Examples
     --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
     >>> import matplotlib.pyplot as plt
+    >>> import numpy as np
+    >>> from token_dynamics.plotting import plot_loglog
     >>> fig, ax = plt.subplots()
     >>> h = np.array([0.1, 0.05, 0.025])
     >>> arts = plot_loglog(ax, h, h**2, xlabel="step $h$", ylabel="error", fit=True,
@@ -105,7 +130,7 @@ def plot_loglog(
             f"and {y.shape}."
         )
     y = np.where(y > 0, y, LOG_FLOOR)
-    curve_style = {"marker": "o", "linestyle": "-"} | style
+    curve_style: dict[str, Any] = {"marker": "o", "linestyle": "-"} | style
     if "ls" in style:
         curve_style.pop("linestyle")
     if yerr is not None:
@@ -118,7 +143,8 @@ def plot_loglog(
             label=label,
             **curve_style,
         )
-        artists, color = [bars], bars.lines[0].get_color()
+        artists: list[Line2D | ErrorbarContainer] = [bars]
+        color = bars.lines[0].get_color()
     else:
         (line,) = ax.plot(x, y, color=color, label=label, **curve_style)
         artists, color = [line], line.get_color()
@@ -149,49 +175,92 @@ def plot_loglog(
         _log_ticks(axis, v.max() / v.min())
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    if any(not a.get_label().startswith("_") for a in ax.get_lines()) or label or marks:
+    if any(not str(a.get_label()).startswith("_") for a in ax.get_lines()) or label or marks:
         ax.legend(fontsize="small")
     return artists
 
 
-def plot_tikhonov(ax: Any, sweep: Any, *, authors_norm_sq: float | None = None) -> list:
-    """Minimal training loss against the weight decay ``eps`` (log-log), with the threshold
-    ``eps |theta*|^2`` and a slope-one reference line.
+def plot_tikhonov(
+    ax: Axes, sweep: TikhonovSweep, *, authors_norm_sq: float | None = None
+) -> list[Line2D]:
+    r"""Trained loss against the weight decay :math:`\varepsilon` (log-log), with the threshold
+    :math:`\varepsilon\|\theta^*\|^2` and a reference line of slope one.
 
     Parameters
     ----------
-    ax : matplotlib Axes
+    ax : matplotlib.axes.Axes
+        A 2D axes.
     sweep : TikhonovSweep
+        From :func:`token_dynamics.interpolation.tikhonov_sweep`.
     authors_norm_sq : float, optional
         Also draw the threshold computed with this (the authors' code's) squared norm.
 
     Returns
     -------
-    list of matplotlib artists
+    list of matplotlib.lines.Line2D
+        The loss, the slope-one line through its first point, the threshold, and the authors'
+        threshold if asked for.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> from token_dynamics.interpolation import tikhonov_dataset, tikhonov_sweep
+    >>> from token_dynamics.plotting import plot_tikhonov
+    >>> data = tikhonov_dataset(2, 4, 2, 2, rng=0)
+    >>> sweep = tikhonov_sweep(data, [1e-1, 1e-2], epochs=100, rng=0)
+    >>> fig, ax = plt.subplots()
+    >>> [a.get_label() for a in plot_tikhonov(ax, sweep)][:2]
+    ['trained loss', 'slope 1']
+    >>> plt.close(fig)
     """
-    eps, loss = np.asarray(sweep.eps), np.asarray(sweep.loss)
-    artists = list(ax.loglog(eps, loss, "o-", label="trained loss"))
-    artists += ax.loglog(
-        eps, sweep.threshold, "s--", label=r"threshold $\varepsilon\|\theta^*\|^2$"
+    eps = np.asarray(sweep.eps, dtype=float)
+    xlabel, ylabel = r"weight decay $\varepsilon$", "loss"
+    artists = plot_loglog(
+        ax,
+        eps,
+        sweep.loss,
+        xlabel=xlabel,
+        ylabel=ylabel,
+        label="trained loss",
+        guides={"slope 1": 1.0},
+    )
+    artists += plot_loglog(
+        ax,
+        eps,
+        sweep.threshold,
+        xlabel=xlabel,
+        ylabel=ylabel,
+        label=r"threshold $\varepsilon\|\theta^*\|^2$",
+        marker="s",
+        ls="--",
     )
     if authors_norm_sq is not None:
-        artists += ax.loglog(
-            eps, eps * authors_norm_sq, "^:", color="C3", label="threshold of the authors' code"
+        artists += plot_loglog(
+            ax,
+            eps,
+            eps * authors_norm_sq,
+            xlabel=xlabel,
+            ylabel=ylabel,
+            label="threshold of the authors' code",
+            marker="^",
+            ls=":",
+            color="C3",
         )
-    ref = loss[0] * eps / eps[0]
-    artists += ax.loglog(eps, ref, ":", color="0.5", label="slope 1")
-    ax.set_xlabel(r"weight decay $\varepsilon$")
-    ax.set_ylabel("loss")
-    ax.legend()
-    return artists
+    return cast(list[Line2D], artists)  # without `yerr`, plot_loglog draws only Line2D
 
 
-def plot_limit_grid(ax: Any, error: Any, *, grid_times: bool = False) -> list:
-    """Mean error of the discrete model against the SDE, one line per width, against ``L``.
+def plot_limit_grid(
+    ax: Axes, error: DeepLimitError, *, grid_times: bool = False
+) -> list[ErrorbarContainer]:
+    r"""Mean error of the discrete model against the SDE, one line per width, against the
+    depth ``L``, with bars of +-``BAND_SE`` standard errors over the paths (log-log).
 
     Parameters
     ----------
-    ax : matplotlib Axes
+    ax : matplotlib.axes.Axes
+        A 2D axes.
     error : DeepLimitError
         From :func:`token_dynamics.stochastic.deep_limit_error`.
     grid_times : bool
@@ -199,16 +268,23 @@ def plot_limit_grid(ax: Any, error: Any, *, grid_times: bool = False) -> list:
 
     Returns
     -------
-    list of ErrorbarContainer
+    list of matplotlib.container.ErrorbarContainer
+        One per width.
 
     Examples
     --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
     >>> import matplotlib.pyplot as plt
+    >>> import numpy as np
+    >>> from token_dynamics.plotting import plot_limit_grid
     >>> from token_dynamics.stochastic import DeepLimitError
     >>> e = DeepLimitError(np.array([2.0, 4.0]), (None,), np.ones((3, 2, 1)),
     ...                    np.ones((3, 2, 1)), np.zeros((3, 2, 1)))
     >>> fig, ax = plt.subplots()
-    >>> bars = plot_limit_grid(ax, e)
+    >>> (bars,) = plot_limit_grid(ax, e)
+    >>> bars.get_label()
+    'm = inf'
     >>> plt.close(fig)
     """
     values = error.grid if grid_times else error.sup
@@ -217,13 +293,17 @@ def plot_limit_grid(ax: Any, error: Any, *, grid_times: bool = False) -> list:
     for j, m in enumerate(error.widths):
         mean = values[:, :, j].mean(axis=0)
         se = values[:, :, j].std(axis=0, ddof=1) / np.sqrt(n)
-        label = "m = inf" if m is None else f"m = {m}"
-        bars.append(
-            ax.errorbar(error.depths, mean, yerr=BAND_SE * se, fmt="o-", capsize=3, label=label)
+        (curve, *_) = plot_loglog(
+            ax,
+            error.depths,
+            mean,
+            yerr=se,
+            label="m = inf" if m is None else f"m = {m}",
+            xlabel="depth $L$ (layers)",
+            ylabel="sup error" if not grid_times else "error at layer times",
         )
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("depth $L$ (layers)")
-    ax.set_ylabel("sup error" if not grid_times else "error at layer times")
-    ax.legend(frameon=False)
+        bars.append(cast(ErrorbarContainer, curve))  # with `yerr`, the curve is an errorbar
+    depths = np.asarray(error.depths)
+    ax.set_xticks(depths, [f"{L:g}" for L in depths])  # a few depths: label each one
+    ax.xaxis.set_minor_formatter(NullFormatter())
     return bars

@@ -4,12 +4,21 @@ landscape, a table of exponents.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.contour import QuadContourSet
+from matplotlib.image import AxesImage
+from matplotlib.table import Table
 
+from .._typing import ArrayLike
 from .._validation import as_matrix
 from ._clouds import _label_coordinates
+
+if TYPE_CHECKING:
+    from ..stochastic import NoiseExponents
 
 __all__ = [
     "plot_attention_matrix",
@@ -20,16 +29,18 @@ __all__ = [
 
 
 def plot_attention_matrix(
-    ax: Any, P: Any, *, cmap: str = "viridis", colorbar: bool = True, **kwargs: Any
-) -> Any:
+    ax: Axes, P: ArrayLike, *, cmap: str = "viridis", colorbar: bool = True, **kwargs: Any
+) -> AxesImage:
     """Image of an attention matrix, query ``i`` down the rows and key ``j`` across.
 
     Parameters
     ----------
-    ax : matplotlib Axes
+    ax : matplotlib.axes.Axes
+        A 2D axes.
     P : array_like, shape (n, m)
         E.g. ``field.attention_matrix(X)``.
     cmap : str
+        The colour map.
     colorbar : bool
         Add a colour bar next to the axes.
     **kwargs
@@ -38,6 +49,12 @@ def plot_attention_matrix(
     Returns
     -------
     matplotlib.image.AxesImage
+        The image of ``P``.
+
+    Raises
+    ------
+    ValueError
+        If ``P`` is not a 2-D array.
 
     References
     ----------
@@ -45,7 +62,11 @@ def plot_attention_matrix(
 
     Examples
     --------
-    >>> import numpy as np, matplotlib.pyplot as plt
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> import numpy as np
+    >>> from token_dynamics.plotting import plot_attention_matrix
     >>> fig, ax = plt.subplots()
     >>> plot_attention_matrix(ax, np.eye(3) / 1.0).get_array().shape
     (3, 3)
@@ -60,26 +81,35 @@ def plot_attention_matrix(
     return image
 
 
-def plot_cosine_matrix(ax: Any, X: Any) -> Any:
-    """The Gram matrix of a cloud of unit tokens, rows ordered by a hierarchical clustering.
+def plot_cosine_matrix(ax: Axes, X: ArrayLike) -> AxesImage:
+    r"""The Gram matrix :math:`C_{ij} = \langle x_i, x_j\rangle` of a cloud of unit tokens,
+    rows ordered by a hierarchical clustering (average linkage on :math:`1 - C_{ij}`).
 
     Clusters show as blocks of ones; an antipodal pair of clusters as blocks of minus ones.
 
     Parameters
     ----------
-    ax : matplotlib Axes
-    X : (N, d) array_like
+    ax : matplotlib.axes.Axes
+        A 2D axes; its ticks are removed.
+    X : array_like, shape (N, d)
         Unit tokens.
 
     Returns
     -------
-    AxesImage
+    matplotlib.image.AxesImage
+        The reordered Gram matrix, on the colour scale ``[-1, 1]``.
 
     Examples
     --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
     >>> import matplotlib.pyplot as plt
+    >>> import numpy as np
+    >>> from token_dynamics.plotting import plot_cosine_matrix
     >>> fig, ax = plt.subplots()
-    >>> image = plot_cosine_matrix(ax, np.eye(3))
+    >>> image = plot_cosine_matrix(ax, np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]]))
+    >>> np.asarray(image.get_array()).diagonal().tolist()
+    [1.0, 1.0, 1.0]
     >>> plt.close(fig)
     """
     from scipy.cluster import hierarchy
@@ -94,12 +124,42 @@ def plot_cosine_matrix(ax: Any, X: Any) -> Any:
     return image
 
 
-def plot_energy_landscape(ax: Any, xs: Any, ys: Any, values: Any, *, levels: int = 20) -> Any:
-    """Filled contour plot of an energy on the grid ``xs`` x ``ys`` (``values[j, i]``).
+def plot_energy_landscape(
+    ax: Axes, xs: ArrayLike, ys: ArrayLike, values: ArrayLike, *, levels: int = 20
+) -> QuadContourSet:
+    """Filled contour plot of an energy on the grid ``xs`` x ``ys``, with a colour bar.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        A 2D axes.
+    xs : array_like, shape (k,)
+        The first coordinates of the grid.
+    ys : array_like, shape (l,)
+        The second coordinates.
+    values : array_like, shape (l, k)
+        ``values[j, i]``: the energy at ``(xs[i], ys[j])``.
+    levels : int
+        Number of contour levels.
 
     Returns
     -------
-    QuadContourSet
+    matplotlib.contour.QuadContourSet
+        The filled contours.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> import numpy as np
+    >>> from token_dynamics.plotting import plot_energy_landscape
+    >>> grid = np.linspace(-1, 1, 5)
+    >>> fig, ax = plt.subplots()
+    >>> cs = plot_energy_landscape(ax, grid, grid, np.add.outer(grid**2, grid**2), levels=4)
+    >>> float(cs.levels.min()) <= 0.0 and float(cs.levels.max()) >= 2.0
+    True
+    >>> plt.close(fig)
     """
     cs = ax.contourf(np.asarray(xs), np.asarray(ys), np.asarray(values), levels=levels)
     ax.figure.colorbar(cs, ax=ax, label="energy")
@@ -108,27 +168,34 @@ def plot_energy_landscape(ax: Any, xs: Any, ys: Any, values: Any, *, levels: int
     return cs
 
 
-def plot_noise_exponent_table(ax: Any, rows: Any) -> Any:
+def plot_noise_exponent_table(ax: Axes, rows: Sequence[NoiseExponents]) -> Table:
     r"""Rows of :class:`~token_dynamics.stochastic.NoiseExponents` as a table (the paper's Table 1).
 
     Three significant digits, as the paper prints them; rows with :math:`\bar\lambda < 0` in bold.
 
     Parameters
     ----------
-    ax : matplotlib Axes
+    ax : matplotlib.axes.Axes
         Its axis frame is switched off.
     rows : sequence of NoiseExponents
+        One row of the table each.
 
     Returns
     -------
     matplotlib.table.Table
+        The table, with a header row.
 
     Examples
     --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
     >>> import matplotlib.pyplot as plt
+    >>> from token_dynamics.plotting import plot_noise_exponent_table
     >>> from token_dynamics.stochastic import relu_noise_exponents
     >>> fig, ax = plt.subplots()
     >>> table = plot_noise_exponent_table(ax, [relu_noise_exponents(5)])
+    >>> table[1, 0].get_text().get_text()
+    'relu'
     >>> plt.close(fig)
     """
     header = ["activation", "d", "σ", "κ(1)", "κ'(1)", "λ₁", "λ̄"]

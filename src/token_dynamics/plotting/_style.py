@@ -13,7 +13,9 @@ from __future__ import annotations
 import io
 from typing import Any, cast
 
-__all__ = ["OKABE_ITO", "PNG_COLORS", "STYLE", "compress_png", "figure_png", "use_house_style"]
+from matplotlib.figure import Figure
+
+__all__ = ["OKABE_ITO", "PNG_COLORS", "STYLE", "figure_png", "use_house_style"]
 
 #: Okabe & Ito (2002), "Color Universal Design": blue, orange, bluish green, vermillion,
 #: reddish purple, sky blue, yellow, black.
@@ -51,16 +53,19 @@ STYLE: dict[str, Any] = {
 PNG_COLORS = 128
 
 
-def compress_png(png: bytes, *, colors: int = PNG_COLORS) -> bytes:
+def _compress_png(png: bytes, *, colors: int = PNG_COLORS) -> bytes:
     """Re-encode a PNG with a palette of at most ``colors`` colours (no dithering).
 
     Examples
     --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
     >>> import matplotlib.pyplot as plt
+    >>> from token_dynamics.plotting import figure_png
     >>> fig, ax = plt.subplots()
     >>> _ = ax.plot([0, 1], [0, 1])
     >>> png, width, height = figure_png(fig)
-    >>> png[:8] == b"\\x89PNG\\r\\n\\x1a\\n" and len(compress_png(png)) <= len(png)
+    >>> png[:8] == b"\\x89PNG\\r\\n\\x1a\\n" and len(_compress_png(png)) <= len(png)
     True
     >>> plt.close(fig)
     """
@@ -73,23 +78,57 @@ def compress_png(png: bytes, *, colors: int = PNG_COLORS) -> bytes:
     return out.getvalue()
 
 
-def figure_png(fig: Any, *, scale: float = 2.0, dpi: float | None = None) -> tuple[bytes, int, int]:
+def figure_png(
+    fig: Figure, *, scale: float = 2.0, dpi: float | None = None
+) -> tuple[bytes, int, int]:
     """The figure as a compressed PNG with ``scale`` pixels per screen pixel.
 
-    Returns the PNG and the size at which to show it, in CSS pixels: drawn at ``scale`` times
-    ``dpi`` (default: the figure's), the image stays sharp on a high-density screen.
+    Drawn at ``scale`` times ``dpi``, the image stays sharp on a high-density screen when shown
+    at the returned size; its palette holds at most :data:`PNG_COLORS` colours.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        The figure (left open).
+    scale : float
+        Pixels of the PNG per CSS pixel (2: a "retina" image).
+    dpi : float, optional
+        Screen resolution of the figure; default: the figure's own.
+
+    Returns
+    -------
+    png : bytes
+        The PNG file.
+    width, height : int
+        The size at which to show it, in CSS pixels.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> from token_dynamics.plotting import figure_png
+    >>> fig, ax = plt.subplots(figsize=(2, 1), dpi=100)
+    >>> _ = ax.plot([0, 1], [0, 1])
+    >>> png, width, height = figure_png(fig)
+    >>> import io
+    >>> from PIL import Image
+    >>> pixels = Image.open(io.BytesIO(png)).size  # twice the size shown, up to rounding
+    >>> abs(pixels[0] - 2 * width) <= 1 and abs(pixels[1] - 2 * height) <= 1
+    True
+    >>> plt.close(fig)
     """
     dpi = fig.dpi if dpi is None else dpi
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=scale * dpi, bbox_inches="tight")
-    png = compress_png(buffer.getvalue())
+    png = _compress_png(buffer.getvalue())
     from PIL import Image
 
     width, height = Image.open(io.BytesIO(png)).size
     return png, round(width / scale), round(height / scale)
 
 
-def _notebook_png(fig: Any) -> Any:
+def _notebook_png(fig: Figure) -> tuple[bytes, dict[str, int]] | None:
     """IPython's ``image/png`` of a figure: 2x pixels, shown at 1x (``retina``), compressed."""
     if not fig.axes and not fig.lines:  # an empty figure shows nothing, as in matplotlib_inline
         return None
@@ -100,9 +139,13 @@ def _notebook_png(fig: Any) -> Any:
 def use_house_style() -> None:
     """Apply :data:`STYLE` and the Okabe-Ito colour cycle; in a notebook, render at 2x.
 
+    Importing :mod:`token_dynamics.plotting` calls it; call it again after changing
+    ``matplotlib.rcParams``.
+
     Examples
     --------
     >>> import matplotlib as mpl
+    >>> from token_dynamics.plotting import use_house_style
     >>> use_house_style()
     >>> mpl.rcParams["axes.prop_cycle"].by_key()["color"][1]
     '#E69F00'
