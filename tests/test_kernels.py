@@ -256,6 +256,7 @@ def test_wide_products_share_tiles_or_run_on_the_calling_thread(monkeypatch):
     monkeypatch.setattr(K_, "_executor", lambda workers: calls.append(workers) or _Inline())
     monkeypatch.setattr(K_, "THREADS", 2)
     monkeypatch.setattr(K_, "PARALLEL_MIN_ELEMENTS", 0)
+    monkeypatch.setattr(K_, "BLAS_THREADED", True)  # as without OPENBLAS_NUM_THREADS=1
     rng = np.random.default_rng(10)
     for d, field, method, pooled in [
         (K_.POOL_MAX_INNER + 1, Unnormalised, "attention_matrix", False),
@@ -285,10 +286,14 @@ def test_wide_products_share_tiles_or_run_on_the_calling_thread(monkeypatch):
 @pytest.mark.parametrize("n_rows", [1, 300, 16384, 100_000])
 @pytest.mark.parametrize("n_cols", [1, 257, 16384, 100_000])
 @pytest.mark.parametrize("inner", [3, 4, 5, 18, 66, 1000])
-def test_tiles_cover_the_scores_once_with_serial_products(n_rows, n_cols, inner):
+@pytest.mark.parametrize("blas_threaded", [True, False])
+def test_tiles_cover_the_scores_once_with_serial_products(
+    monkeypatch, n_rows, n_cols, inner, blas_threaded
+):
     """Row blocks and key tiles partition the score matrix; wide tiles keep each product under
-    SERIAL_BLAS_MACS multiply-adds and every tile within BLOCK_ELEMENTS entries (bounded
-    memory per worker)."""
+    SERIAL_BLAS_MACS multiply-adds (threaded BLAS) or take TILE_ENTRIES entries (BLAS on one
+    thread), and every tile stays within BLOCK_ELEMENTS entries (bounded memory per worker)."""
+    monkeypatch.setattr(K_, "BLAS_THREADED", blas_threaded)
     rows, cols = K_.tiles(n_rows, n_cols, inner)
     for parts, total in ((rows, n_rows), (cols, n_cols)):
         assert parts[0].start == 0 and parts[-1].stop == total
@@ -296,8 +301,10 @@ def test_tiles_cover_the_scores_once_with_serial_products(n_rows, n_cols, inner)
         assert all(p.stop > p.start for p in parts)
     entries = (rows[0].stop - rows[0].start) * (cols[0].stop - cols[0].start)
     assert entries <= max(K_.BLOCK_ELEMENTS, n_cols if n_cols <= K_.BLOCK_ELEMENTS else 0)
-    if inner > K_.POOL_MAX_INNER:
+    if inner > K_.POOL_MAX_INNER and blas_threaded:
         assert entries * inner <= max(K_.SERIAL_BLAS_MACS, inner)
+    elif inner > K_.POOL_MAX_INNER:
+        assert entries <= max(K_.TILE_ENTRIES, K_.SERIAL_BLAS_MACS // inner)
 
 
 @pytest.mark.parametrize(("beta", "far"), [(1.0, 1.0), (250.0, 1.0), (400.0, 1.0), (1.0, 30.0)])
