@@ -234,7 +234,8 @@ def softmax_shift(
     f_norm = np.sqrt(np.einsum("ij,ij->i", F, F).astype(np.float64))
     # probe keys: the extreme keys along each coordinate, the longest key, the key of largest
     # bias and an even sample; the best of them is within a few |f| |g| of the true maximum
-    probes = [G.argmax(axis=0), G.argmin(axis=0), [g_sq.argmax()]]
+    GT = np.ascontiguousarray(G.T)  # argmax along contiguous rows: 10x faster than axis=0
+    probes = [GT.argmax(axis=1), GT.argmin(axis=1), [g_sq.argmax()]]
     if bias is not None:
         probes.append([bias.argmax()])
     probes.append(np.linspace(0, G.shape[0] - 1, min(G.shape[0], PROBE_KEYS)).astype(int))
