@@ -21,6 +21,7 @@ Sinkhorn iteration that does not converge warns (``SinkhornConvergenceWarning``)
 from ._base import AttentionField
 from ._composite import VARIANTS, Causal, MultiHead, make_field, with_positions
 from ._kernels import BLOCK_ELEMENTS
+from ._l2 import L2
 from ._sinkhorn import (
     SINKHORN_MAX_ITER,
     Sinkhorn,
@@ -30,7 +31,7 @@ from ._sinkhorn import (
     sinkhorn_plan,
 )
 from ._softmax import softmax_weights
-from ._variants import L2, Hardmax, Linear, Sigmoid, Softmax, Unnormalised
+from ._variants import Hardmax, Linear, Sigmoid, Softmax, Unnormalised
 
 __all__ = [
     "BLOCK_ELEMENTS",

@@ -17,9 +17,10 @@ from ._base import (
     positive_keys,
     scatter_columns,
 )
+from ._l2 import L2
 from ._masked import causal_matrix, causal_rows
 from ._sinkhorn import Sinkhorn
-from ._variants import L2, Hardmax, Linear, Sigmoid, Softmax, Unnormalised
+from ._variants import Hardmax, Linear, Sigmoid, Softmax, Unnormalised
 
 __all__ = ["VARIANTS", "Causal", "MultiHead", "make_field", "with_positions"]
 

@@ -31,7 +31,7 @@ terms are below ``e^-700`` of the row's largest term, far under round-off. Rows 
 than a slab (n > 65536) are cut into key tiles too.
 
 Scale. Scores that could leave the floating range (tokens of norm ~1e155 in float64) are
-computed on factors rescaled by powers of two (:func:`rescale_scores`, exact) and handed to
+computed on factors rescaled by powers of two (``_scale.rescale_scores``, exact) and handed to
 the transforms with the exponent of their scale, which each transform restores after its
 shift: the softmax and hardmax weights stay exact where a finite answer exists.
 """
@@ -47,7 +47,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .._linalg import BLOCK_ELEMENTS, power_of_two_scale, row_blocks
+from .._linalg import BLOCK_ELEMENTS, row_blocks
+from ._scale import rescale_scores
 from ._softmax import Transform, exp_limits, exp_transform, softmax_shift, softmax_transform
 
 
@@ -194,41 +195,6 @@ def scores(F: np.ndarray, G: np.ndarray, rows: slice, bias: np.ndarray | None) -
     return S
 
 
-#: Headroom kept below the largest float of the dtype by the scores, in powers of two: a score
-#: bound within ``max / 2**SCORE_HEADROOM`` leaves room for the sums of a few thousand terms of
-#: that size and for the squared row norms of the shift bounds; beyond it the factors are
-#: rescaled (:func:`rescale_scores`).
-SCORE_HEADROOM = 16
-
-
-def rescale_scores(
-    F: np.ndarray, G: np.ndarray, bias: np.ndarray | None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, int]:
-    """Factors of the scores ``F G^T + bias``, rescaled by powers of two when those could
-    overflow: ``(F / 2**a, G / 2**b, bias / 2**(a + b), a + b)``, so that the true scores are
-    the rescaled ones times ``2**e``, ``e = a + b``; unchanged with ``e = 0`` otherwise.
-
-    The test costs O(n d): the Cauchy-Schwarz bound ``k max|F| max|G| + max|bias|`` on the
-    scores and ``k max|F|^2``, ``k max|G|^2`` on the squared row norms, against the largest
-    float over ``2**SCORE_HEADROOM``. Division by a power of two is exact.
-    """
-    k = max(F.shape[1], 1)
-    limit = float(np.finfo(F.dtype).max) * 2.0**-SCORE_HEADROOM
-    f = float(np.max(np.abs(F), initial=0.0))
-    g = float(np.max(np.abs(G), initial=0.0))
-    b = 0.0 if bias is None else float(np.max(np.abs(bias), initial=0.0))
-    with np.errstate(over="ignore"):
-        fits = k * f * g + b <= limit and k * f * f <= limit and k * g * g <= limit
-    if fits:
-        return F, G, bias, 0
-    a = int(np.frexp(float(power_of_two_scale(F)))[1]) - 1
-    c = int(np.frexp(float(power_of_two_scale(G)))[1]) - 1
-    F, G = np.ldexp(F, -a).astype(F.dtype, copy=False), np.ldexp(G, -c).astype(G.dtype, copy=False)
-    if bias is not None:
-        bias = np.ldexp(bias, -(a + c)).astype(bias.dtype, copy=False)
-    return F, G, bias, a + c
-
-
 def apply_rows(
     F: np.ndarray,
     G: np.ndarray,
@@ -247,7 +213,7 @@ def apply_rows(
     row-stochastic average). The arrays share one floating dtype (float64 or float32), which
     the result has too.
 
-    Scores that could overflow are rescaled first (:func:`rescale_scores`) and every transform
+    Scores that could overflow are rescaled first (``_scale.rescale_scores``) and every transform
     gets the exponent of their scale. With ``transform=softmax_transform`` (or
     ``exp_transform``, whose rows then get their shift back) the slabs are tiles of rows and keys
     whose sums are
@@ -416,7 +382,7 @@ def matrix_rows(
     log2_scale: int = 0,
 ) -> np.ndarray:
     """Dense matrix ``w_j kernel_ij`` (rows normalised when asked), row block by row block;
-    scores that could overflow are rescaled first (:func:`rescale_scores`)."""
+    scores that could overflow are rescaled first (``_scale.rescale_scores``)."""
     F, G, bias, e = rescale_scores(F, G, bias)
     e += log2_scale  # factors the caller already rescaled (true scores: S * 2**e)
     out = np.empty((F.shape[0], G.shape[0]), dtype=F.dtype)

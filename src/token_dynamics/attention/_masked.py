@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _kernels
+from ._scale import rescale_scores
 from ._softmax import softmax_transform
 
 __all__: list[str] = []
@@ -69,7 +70,7 @@ def causal_rows(
     """Masked softmax average ``sum_{j: pk_j <= pq_i} P_ij R_j[:-1]``, the last column of ``R``
     holding the key weights (``_kernels.apply_rows`` with ``normalise=True``, masked)."""
     order_k, order_q, counts = _prefixes(pq, pk)
-    F, G, _, e = _kernels.rescale_scores(F[order_q], G[order_k], None)
+    F, G, _, e = rescale_scores(F[order_q], G[order_k], None)
     Rs = R[order_k]
     out = np.empty((F.shape[0], R.shape[1] - 1), dtype=F.dtype)
 
@@ -88,7 +89,7 @@ def causal_matrix(
 ) -> np.ndarray:
     """Dense masked softmax matrix ``P_ij`` (rows sum to one over the keys each query sees)."""
     order_k, order_q, counts = _prefixes(pq, pk)
-    F, G, _, e = _kernels.rescale_scores(F[order_q], G[order_k], None)
+    F, G, _, e = rescale_scores(F[order_q], G[order_k], None)
     ws = w[order_k]
     out = np.zeros((F.shape[0], G.shape[0]), dtype=F.dtype)
     for rows in _blocks(counts):

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-from ._kernels import accumulate, apply_rows, rescale_scores
+from ._kernels import accumulate, apply_rows
+from ._scale import rescale_scores
 from ._softmax import exp_limits
 
 #: Exponent above which :func:`sigmoid_transform` hands a slab to ``scipy.special.expit``:

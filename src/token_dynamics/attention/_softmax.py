@@ -8,7 +8,7 @@ normalised and unnormalised exponential kernels; :func:`softmax_shift` gives eac
 for the tiled softmax path from O(n d) bounds.
 
 Scores may reach the kernels scaled down by a power of two ``2**e`` (true scores
-``S * 2**e``, see ``_kernels.rescale_scores``), when the true ones would overflow: the
+``S * 2**e``, see ``_scale.rescale_scores``), when the true ones would overflow: the
 transforms take that exponent and shift each row by its maximum *before* restoring the scale,
 so the shifted scores lie in ``[-inf, 0]`` and the exponentials stay finite.
 """
