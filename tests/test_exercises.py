@@ -38,7 +38,7 @@ def _right_and_wrong():
     w_lambda = np.sqrt(2 / 6) * np.linalg.norm(tokens[0, 1:] - tokens[1, 1:])
     m0, s0, v, a, T = 0.5, 0.4, 0.8, -0.6, 1.5
     x = (m0 + np.sqrt(s0) * ndtri((np.arange(1000) + 0.5) / 1000))[:, None]
-    exact = td.meanfield.softmax_gaussian_1d(a, v, m0, s0, [0.0, T])
+    exact = td.gaussian.softmax_gaussian_1d(a, v, m0, s0, [0.0, T])
     # the reader's own step (0.05): the check's 2% covers it
     final = td.integrate(td.Softmax([[a]], [[v]]), x, [0, T], dt=0.05).final
     w_quantiles = (

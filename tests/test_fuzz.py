@@ -4,8 +4,10 @@ Every public callable (the ``__all__`` of ``token_dynamics`` and of each public 
 plotting and widgets aside, see :data:`tests.fuzz_api.EXCLUDED_MODULES`) is called with one
 argument spoiled at a time: bad shapes, NaN, inf, huge and tiny magnitudes, empty inputs, wrong
 dtypes, n <= d, duplicated tokens, zero covariances, extreme scalars. A case ends cleanly with a
-finite result, a result whose status reports the failure, a ``ValueError``/``TypeError`` that
-names an argument in backticks, or a ``FloatingPointError``; within
+finite result, a documented +inf (a callable of :data:`tests.fuzz_api.INFINITE_BY_DESIGN`, whose
+docstring says when: an infinite blow-up time, a void bound), a result whose status reports the
+failure, a ``ValueError``/``TypeError`` that names an argument in backticks, or a
+``FloatingPointError``; within
 :data:`tests.fuzz_api.TIME_LIMIT`, with warnings turned into errors, its inputs unmodified.
 
 Hypothesis draws the cases: the named corruptions, and factors drawn over the whole float64
@@ -22,6 +24,7 @@ so the list only shrinks.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +32,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from .fuzz_api import CLEAN, all_cases, public_callables, run_case, scalable, valid_arguments
+from .fuzz_api import (
+    CLEAN,
+    INFINITE_BY_DESIGN,
+    all_cases,
+    public_callables,
+    run_case,
+    scalable,
+    valid_arguments,
+)
 
 #: The profiles: name -> (derandomize, cases per callable).
 PROFILES = {"quick": (True, 25), "long": (False, 2000)}
@@ -127,6 +138,29 @@ def test_the_sweep_detects_each_kind_of_defect():
         outcome = _call(planted, {"X": X.copy()})
         assert outcome not in CLEAN, planted.__name__
     assert _call(lambda X: float(np.sum(X)), {"X": X}) == "finite"
+
+
+def test_documented_inf_is_listed_and_documented():
+    """+inf is clean only for a listed public callable whose docstring says when it occurs."""
+    short = {name.rsplit(".", 1)[-1]: func for name, func in CALLABLES.items()}
+    for key in INFINITE_BY_DESIGN:
+        assert key in short, f"{key} of INFINITE_BY_DESIGN is not a public callable"
+        assert re.search(r"\binf\b", short[key].__doc__ or ""), f"{key}: say when it is inf"
+
+
+def test_inf_counts_only_where_documented():
+    """The same +inf is a defect from an unlisted callable; NaN and -inf from a listed one."""
+    from . import fuzz_api
+
+    X = np.ones((2, 2))
+    assert _call(lambda X: np.inf, {"X": X}) == "non-finite result returned silently"
+    fuzz_api.INFINITE_BY_DESIGN["planted"] = "a test"
+    try:
+        assert _call(lambda X: np.array([1.0, np.inf]), {"X": X}) == "documented inf"
+        for bad in (np.nan, -np.inf):
+            assert _call(lambda X, bad=bad: np.array([1.0, bad]), {"X": X}) not in CLEAN
+    finally:
+        del fuzz_api.INFINITE_BY_DESIGN["planted"]
 
 
 def _call(func, kwargs):

@@ -9,6 +9,8 @@ from scipy.integrate import solve_ivp
 
 from token_dynamics import meanfield as mf
 from token_dynamics.attention import Causal, Softmax
+from token_dynamics.diagnostics import fit_power_law
+from token_dynamics.gaussian import softmax_gaussian_1d, softmax_gaussian_centred
 from token_dynamics.integrators import integrate
 from token_dynamics.wasserstein import conditional_w2, wasserstein1, wasserstein2
 
@@ -202,7 +204,7 @@ def test_particle_flow_converges_with_the_step():
 @pytest.mark.statement("mf-prop-gaussian-1d")
 def test_gaussian_1d_closed_form_solves_the_moment_ode():
     times = np.linspace(0, T1, 7)
-    sol = mf.softmax_gaussian_1d(A1, V1, M0, S0, times)
+    sol = softmax_gaussian_1d(A1, V1, M0, S0, times)
 
     def rhs(t, y):
         m, s = y
@@ -222,7 +224,7 @@ def test_gaussian_1d_matches_particles():
     n = 1000
     X0 = M0 + np.sqrt(S0) * ndtri((np.arange(n) + 0.5) / n)
     XT = integrate(Softmax([[A1]], [[V1]]), X0[:, None], [0.0, T1], dt=0.1).states[-1]
-    sol = mf.softmax_gaussian_1d(A1, V1, M0, S0, [T1])
+    sol = softmax_gaussian_1d(A1, V1, M0, S0, [T1])
     from token_dynamics.wasserstein import w2_gaussian_1d
 
     w0 = w2_gaussian_1d(X0, M0, S0)
@@ -237,7 +239,7 @@ def test_gaussian_centred_closed_form():
     S = B @ B.T + 0.2 * np.eye(2)
     A = -np.eye(2) + 0.3 * rng.normal(size=(2, 2))
     v, times = 0.7, np.linspace(0, 1, 5)
-    sol = mf.softmax_gaussian_centred(A, v, S, times)
+    sol = softmax_gaussian_centred(A, v, S, times)
 
     def rhs(t, y):
         C = y.reshape(2, 2)
@@ -247,22 +249,22 @@ def test_gaussian_centred_closed_form():
     np.testing.assert_allclose(sol.covariances.reshape(5, 4), ode.y.T, rtol=1e-8, atol=1e-12)
     np.testing.assert_array_equal(sol.means, 0.0)
     # The 1-D case agrees with the scalar formula at zero mean.
-    one = mf.softmax_gaussian_centred([[A1]], V1, [[S0]], times)
+    one = softmax_gaussian_centred([[A1]], V1, [[S0]], times)
     np.testing.assert_allclose(
-        one.covariances, mf.softmax_gaussian_1d(A1, V1, 0.0, S0, times).covariances, rtol=1e-13
+        one.covariances, softmax_gaussian_1d(A1, V1, 0.0, S0, times).covariances, rtol=1e-13
     )
 
 
 def test_gaussian_blow_up_is_reported():
     # v a > 0: blow-up at t* = 1 / (2 v a s0) = 1.98413 for v = 0.7, a = 0.9, s0 = 0.4.
     with pytest.raises(ValueError, match=r"blow-up .* t\* = 1.98413"):
-        mf.softmax_gaussian_1d(0.9, 0.7, 0.0, 0.4, [0.0, 2.0])
+        softmax_gaussian_1d(0.9, 0.7, 0.0, 0.4, [0.0, 2.0])
     with pytest.raises(ValueError, match="blow-up"):
-        mf.softmax_gaussian_centred(np.eye(2), 1.0, np.eye(2), [0.0, 2.0])
+        softmax_gaussian_centred(np.eye(2), 1.0, np.eye(2), [0.0, 2.0])
     with pytest.raises(ValueError, match="`times` must be nonnegative"):
-        mf.softmax_gaussian_1d(0.9, 0.7, 0.0, 0.4, [1.0, 0.5])
+        softmax_gaussian_1d(0.9, 0.7, 0.0, 0.4, [1.0, 0.5])
     with pytest.raises(ValueError, match="`var0` must be positive"):
-        mf.softmax_gaussian_1d(0.9, 0.7, 0.0, 0.0, [1.0])
+        softmax_gaussian_1d(0.9, 0.7, 0.0, 0.0, [1.0])
 
 
 # --- the mean-field limit -------------------------------------------------------------------------
@@ -320,10 +322,10 @@ def test_mean_field_2d_decreases():
 
 
 def test_fit_power_law_and_validation():
-    fit = mf.fit_power_law([10, 100, 1000], [3.0, 0.3, 0.03])
+    fit = fit_power_law([10, 100, 1000], [3.0, 0.3, 0.03])
     np.testing.assert_allclose([fit.slope, fit(10.0)], [-1.0, 3.0], rtol=1e-12)
     with pytest.raises(ValueError, match="must be positive"):
-        mf.fit_power_law([1, 2], [1.0, -1.0])
+        fit_power_law([1, 2], [1.0, -1.0])
     with pytest.raises(ValueError, match="`mean0` must be zero"):
         mf.mean_field_errors([10], cov0=np.eye(2), A=np.eye(2), v=1.0, T=0.1, mean0=[1.0, 0.0])
     with pytest.raises(ValueError, match="`ns` must be at least 1"):
@@ -431,11 +433,11 @@ def test_sink_keeps_the_sensitivity_bounded():
         sunk.append(
             mf.first_token_sensitivity(field, X, sink=np.zeros((1, 2)), sink_mass=0.5).sup_ratio
         )
-    fit = mf.fit_power_law(ns, plain)
+    fit = fit_power_law(ns, plain)
     assert 0.4 <= fit.slope <= 0.6  # sqrt(n) growth, up to the O(1/n) corrections
     # With the sink the ratio does not grow (it even decays like n^{-1/2}: the moved token has
     # mass (1 - w0)/n against the sink's w0) and stays below the proposition's L_mu(R) / w0.
-    assert mf.fit_power_law(ns, sunk).slope < 0.1
+    assert fit_power_law(ns, sunk).slope < 0.1
     assert max(sunk) <= mf.lipschitz_measure(np.sqrt(2) + 0.1, A, V) / 0.5
     # The lambda-average (what W_{2,lambda} stability uses) stays bounded even without a sink:
     # by the discrete Hardy inequality it is at most 2 L_mu(R), R = sqrt(2) + 0.1 here.
@@ -577,6 +579,38 @@ def test_gronwall_bound_is_sharp_for_a_rigid_shift():
     check = mf.stability_check(Softmax([[0.0]], [[1.0]]), X, X + 0.01, [0.0, 0.5, 1.0], p=1)
     np.testing.assert_allclose(np.log(check.run.ratio), check.bound.log_constant, atol=1e-6)
     assert abs(check.looseness) < 1e-6
+
+
+@pytest.mark.parametrize("name", ["softmax", "l2", "sigmoid", "sinkhorn", "multihead", "time"])
+def test_gronwall_bound_past_float64_is_inf_not_nan(name):
+    # At t = 1e200 the radius bound R0 e^{bt} exceeds float64: the bound is inf there (void),
+    # never NaN, and the finite bounds at the earlier times are those of the short grid.
+    field = Softmax(_A2, _V2) if name == "softmax" else _variant(name)
+    if name == "time":
+        # V(t) = (1 + t) V: the growth exponent ~ t^2/2 = 5e399 leaves float64 inside the
+        # quadrature (first on [0, 5e199]), which then cannot bound it: a named failure, not NaN.
+        with pytest.raises(
+            FloatingPointError, match=r"growth exponent of the radius bound on \[0, 5e\+199"
+        ):
+            mf.gronwall_bound(field, [0.0, 0.5, 1e200], 0.8)
+        return
+    long = mf.gronwall_bound(field, [0.0, 0.5, 1e200], 0.8)
+    short = mf.gronwall_bound(field, [0.0, 0.5], 0.8)
+    assert long.radius[-1] == np.inf and long.log_constant[-1] == np.inf
+    for key in ("radius", "lipschitz_x", "lipschitz_measure", "log_constant"):
+        values = getattr(long, key)
+        assert not np.any(np.isnan(values)), key
+        np.testing.assert_array_equal(values[:2], getattr(short, key), err_msg=key)
+
+
+def test_gronwall_bound_past_float64_keeps_what_does_not_depend_on_the_radius():
+    # A = 0: L_x = 0 and L_mu = ||V|| at every radius, so log C(t) = ||V|| t stays exact at
+    # t = 1e200 although R(t) = R0 e^{||V|| t} is inf (0 * inf is taken as 0, its limit).
+    b = mf.gronwall_bound(Softmax(np.zeros((2, 2)), 0.5 * np.eye(2)), [0.0, 1.0, 1e200], 1.0)
+    assert b.radius[-1] == np.inf
+    np.testing.assert_allclose(b.log_constant, [0.0, 0.5, 0.5e200], rtol=1e-12)
+    np.testing.assert_array_equal(b.lipschitz_x, 0.0)
+    np.testing.assert_allclose(b.lipschitz_measure, 0.5, rtol=1e-15)
 
 
 @pytest.mark.statement("mf-thm-masked")

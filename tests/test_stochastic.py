@@ -14,7 +14,7 @@ from scipy import special
 from token_dynamics import stochastic as sto
 from token_dynamics.attention import Softmax
 from token_dynamics.sampling import uniform_sphere
-from token_dynamics.stochastic import _kernels, _model
+from token_dynamics.stochastic import _kernels, _mlp, _model
 
 from .helpers import loglog_slope
 
@@ -60,18 +60,48 @@ def test_kernel_matches_monte_carlo_of_the_paper_variables(activation, d, sigma)
     assert abs(float(dk) - sample.mean()) < 4 * sample.std() / np.sqrt(n)
 
 
+def _dblquad(f, sa, sv):
+    """``E[f(A + vY) f(A - vY)]``, ``A ~ N(0, sa^2)``, ``v = sv``, by adaptive 2-D quadrature
+    (scipy's ``nquad``, independent of the library's rules), in standard variables on
+    [-12, 12]^2 (Gaussian mass outside below 1e-31). The outer integral is split where ``f``
+    bends (``|sa a| <= 40``: points +-c / sa), the inner one where ``sa a +- sv y`` changes
+    sign (the kink of ReLU)."""
+    from scipy import integrate
+
+    def integrand(y, a):
+        dens = np.exp(-0.5 * (a * a + y * y)) / (2.0 * np.pi)
+        return float(f(np.float64(sa * a + sv * y)) * f(np.float64(sa * a - sv * y))) * dens
+
+    def inner_opts(a):
+        kink = abs(sa * a / sv) if sv > 0 else 0.0
+        pts = [p for p in (-kink, kink) if -12.0 < p < 12.0]
+        opts = {"limit": 200, "epsabs": 1e-15, "epsrel": 1e-13}
+        return {**opts, "points": pts} if pts else opts
+
+    cuts = [c / sa for c in (0.5, 2.0, 8.0, 40.0) if sa > 0 and c / sa < 12.0]
+    outer = {"limit": 400, "epsabs": 1e-15, "epsrel": 1e-13, "points": [0.0, *cuts]}
+    outer["points"] += [-c for c in cuts]
+    val, _ = integrate.nquad(integrand, [[-12.0, 12.0], [-12.0, 12.0]], opts=[inner_opts, outer])
+    return val
+
+
+def _reference(activation, d, sigma_U, t, derivative=False):
+    """The kernel (or its derivative) at inner products `t` by :func:`_dblquad`."""
+    sa, sv = np.sqrt(sigma_U**2 + (1 + t) / (2 * d)), np.sqrt((1 - t) / (2 * d))
+    f = (DSIGMA if derivative else SIGMA)[activation]
+    val = np.array([_dblquad(f, a, v) for a, v in zip(sa, sv, strict=True)])
+    return val / d if derivative else val
+
+
 @pytest.mark.statement("sto-prop-kernel")
 @pytest.mark.parametrize("activation", sto.ACTIVATIONS)
 @pytest.mark.parametrize(("d", "sigma_U"), [(2, 0.0), (5, 0.1), (4, 1.0)])
 def test_kernel_matches_adaptive_quadrature(activation, d, sigma_U):
     """Closed forms and Gauss-Hermite against scipy's adaptive 2-D quadrature (an independent
-    integrator, asked for 1e-13 absolute): the 1e-10 accuracy the docstring promises."""
+    integrator, asked for 1e-13): the 1e-10 accuracy the docstring promises."""
     t = np.array([-1.0, -0.4, 0.3, 0.9, 1.0])
-    s2 = 1 / d + sigma_U**2
-    c = t / d + sigma_U**2
-    sa, sv = np.sqrt((s2 + c) / 2), np.sqrt((s2 - c) / 2)
-    ref = [_kernels._dblquad(SIGMA[activation], a, v) for a, v in zip(sa, sv, strict=True)]
-    dref = [_kernels._dblquad(DSIGMA[activation], a, v) / d for a, v in zip(sa, sv, strict=True)]
+    ref = _reference(activation, d, sigma_U, t)
+    dref = _reference(activation, d, sigma_U, t, derivative=True)
     k = sto.kappa(t, activation, d=d, sigma_U=sigma_U, sigma_W=0.2)
     dk = sto.kappa_prime(t, activation, d=d, sigma_U=sigma_U)
     np.testing.assert_allclose(k, np.array(ref) + 0.04, atol=1e-10, rtol=0)
@@ -81,6 +111,49 @@ def test_kernel_matches_adaptive_quadrature(activation, d, sigma_U):
         np.testing.assert_allclose(dk[1:-1], dref[1:-1], atol=1e-8, rtol=0)
     else:
         np.testing.assert_allclose(dk, dref, atol=1e-10, rtol=0)
+
+
+@pytest.mark.statement("sto-prop-kernel")
+@pytest.mark.parametrize("activation", sto.ACTIVATIONS)
+@pytest.mark.parametrize("sigma_U", [1e-2, 1e-1, 1.0, 10.0, 30.0, 100.0])
+def test_kernel_is_accurate_for_wide_pre_activations(activation, sigma_U):
+    """Over sigma_U in [1e-2, 1e2] (pre-activations far wider than the bend of the activation,
+    where fixed Gauss-Hermite rules agree on a wrong value) kappa and kappa' match the adaptive
+    2-D quadrature to 1e-6 relative: the reference is asked for 1e-13, the library's adaptive
+    rule for 1e-12, so 1e-6 leaves six digits of margin for the references' error estimates."""
+    d, t = 5, np.array([-0.4, 0.9])
+    k = sto.kappa(t, activation, d=d, sigma_U=sigma_U)
+    dk = sto.kappa_prime(t, activation, d=d, sigma_U=sigma_U)
+    np.testing.assert_allclose(k, _reference(activation, d, sigma_U, t), rtol=1e-6)
+    if activation != "relu":  # the ReLU step derivative is checked in the closed-form tests
+        np.testing.assert_allclose(dk, _reference(activation, d, sigma_U, t, True), rtol=1e-6)
+
+
+@pytest.mark.parametrize("activation", ["tanh", "sigmoid", "erf"])
+def test_bounded_kernels_are_finite_at_any_bias(activation):
+    """A bounded activation: kappa -> (f(inf)^2 + f(-inf)^2) / 2 as sigma_U -> inf, and
+    kappa'(t) ~ C / sigma_U (the bend of f is hit with probability ~ 1/sigma_U): at 1e100 and
+    1e200 the kernel is its limit to rounding and sigma_U kappa' is the same constant."""
+    limit = {"tanh": 1.0, "sigmoid": 0.5, "erf": 1.0}[activation]
+    t = np.array([-0.5, 0.5])
+    scaled = []
+    for s in (1e100, 1e200):
+        np.testing.assert_allclose(sto.kappa(t, activation, d=5, sigma_U=s), limit, rtol=1e-14)
+        scaled.append(s * sto.kappa_prime(t, activation, d=5, sigma_U=s))
+    # the correction to C / sigma_U is O(1 / sigma_U^2): the two agree to the 1e-12 rule
+    np.testing.assert_allclose(scaled[0], scaled[1], rtol=1e-9)
+    assert np.all(scaled[0] > 0)
+
+
+@pytest.mark.parametrize("activation", ["relu", "silu"])
+def test_growing_kernels_beyond_float64_raise(activation):
+    """ReLU and SiLU kernels grow like sigma_U^2 / 2: at 1e200 not representable, said so."""
+    with pytest.raises(FloatingPointError, match="kernel kappa"):
+        sto.kappa(0.5, activation, d=5, sigma_U=1e200)
+    with pytest.raises(FloatingPointError, match="kernel kappa"):
+        sto.kappa(0.5, "tanh", d=5, sigma_W=1e200)
+    # the derivative tends to 1 / (2d) and stays finite
+    np.testing.assert_allclose(sto.kappa_prime(0.5, activation, d=5, sigma_U=1e200), 0.1, rtol=1e-9)
 
 
 @pytest.mark.statement("sto-prop-kernel")
@@ -245,7 +318,7 @@ def test_layer_is_equation_1_1():
     model = sto.StochasticTransformer(sto.MLPNoise("silu", width=m, sigma_U=0.2, sigma_W=0.1), V=V)
     res = sto.simulate(model, X, T=h, L=1, rng=7)
     g = np.random.default_rng(7)
-    U, bU, W, bW = _model._draw_weights(model.noise, 1, d, g)
+    U, bU, W, bW = _mlp._draw_weights(model.noise, 1, d, g)
     S = X @ X.T
     P = np.exp(S - S.max(axis=1, keepdims=True))
     P /= P.sum(axis=1, keepdims=True)
@@ -265,8 +338,8 @@ def test_tiled_mlp_equals_the_dense_product(activation):
     d, n, m = 5, 300, 700
     Y = uniform_sphere(n, d, rng=rng)[None]
     noise = sto.MLPNoise(activation, width=m, sigma_U=0.3, sigma_W=0.2)
-    U, bU, W, bW = _model._draw_weights(noise, 1, d, rng)
-    tiled = _model._mlp(activation, Y, U, bU, W, bW)
+    U, bU, W, bW = _mlp._draw_weights(noise, 1, d, rng)
+    tiled = _mlp._mlp(activation, Y, U, bU, W, bW)
     dense = (W[0] @ SIGMA[activation](U[0] @ Y[0].T + bU[0][:, None])).T / np.sqrt(m) + bW[0]
     np.testing.assert_allclose(tiled[0], dense, atol=1e-12)
 
@@ -604,3 +677,49 @@ def test_fullsize_propagation_of_chaos(d):
     # a bound: the measured slope at most the bound's, with 0.1 for the SE of four means
     assert study.slope <= bound + 0.1
     assert np.all(np.diff(study.mean) < 0)
+
+
+# --------------------------------------------------------------------------------------------
+# extreme arguments: finite where the answer is, named errors where it is not
+
+
+def test_transformer_checks_its_matrices_at_construction():
+    Q = np.eye(3)
+    for bad in (np.nan, np.inf):
+        M = np.eye(3)
+        M[0, 1] = bad
+        for name in ("Q", "K", "V"):
+            with pytest.raises(ValueError, match=f"`{name}`"):
+                sto.StochasticTransformer(sto.MLPNoise(), **{name: M})
+    with pytest.raises(ValueError, match="same size"):
+        sto.StochasticTransformer(sto.MLPNoise(), Q=np.eye(3), V=np.eye(2))
+    model = sto.StochasticTransformer(sto.MLPNoise(), Q=Q)
+    Q[0, 0] = 5.0  # the model holds its own copy
+    np.testing.assert_array_equal(model.matrices(3)[0], np.eye(3))
+
+
+def test_mc_estimate_is_scale_free():
+    """Mean and standard error are homogeneous of degree one: at 1e200 and 1e-200 they are the
+    unit-scale ones times the factor, to the rounding of the scaled samples (1e-14)."""
+    values = np.random.default_rng(2).standard_normal((50, 3))
+    ref = sto.mc_estimate(values)
+    for k in (1e200, 1e-200):
+        est = sto.mc_estimate(k * values)
+        np.testing.assert_allclose(est.mean, k * ref.mean, rtol=1e-13)
+        np.testing.assert_allclose(est.stderr, k * ref.stderr, rtol=1e-13)
+    huge = sto.mc_estimate([1e308, -1e308, 1e308])  # deviations whose squares overflow
+    assert np.isfinite(huge.stderr) and huge.mean == pytest.approx(1e308 / 3)
+
+
+def test_layer_norm_remainder_names_its_arguments():
+    v, w = [1.0, 0.0], [0.3, 0.4]
+    with pytest.raises(ValueError, match="`w` must be a non-zero"):
+        sto.layer_norm_remainder(v, [0.0, 0.0], [1e-2, 1e-3])
+    for bad in (1e-2, [1e-2], [[1e-2, 1e-3]], [1e-2, -1e-3]):
+        with pytest.raises(ValueError, match="`scales`"):
+            sto.layer_norm_remainder(v, w, bad)
+    with pytest.raises(ValueError, match="vanished to rounding"):
+        sto.layer_norm_remainder(v, [3e-200, 4e-200], [1e-2, 1e-3])
+    # the second-order remainder ~ |eps w|^3 / 2 is not representable at |eps w| = 1e198
+    with pytest.raises(FloatingPointError, match="layer-norm expansion"):
+        sto.layer_norm_remainder(v, [3e200, 4e200], [1e-2, 1e-3])

@@ -516,3 +516,103 @@ def test_figures_2_to_6_full_size(activation):
                     rate = sto.dissipation_rate(activation, d=d, beta=1.0, sigma_U=s, sigma_W=s)
                     bound = np.exp(rate * FIGURES_2_6["T"]) * run.energy[0]
                     assert run.energy[-1] <= 1e3 * bound, (activation, d, s, scale)
+
+
+# -- extreme arguments: finite where the answer is, named errors where it is not ----------------
+
+
+def test_dissipation_function_in_the_log_domain_matches_the_quotient():
+    """At beta = 800, beta (1 - u) runs from 400 to 1600 over u in [-1, 0.5]: across e^709 the
+    function switches to its log-domain form. Against beta G e^-x / (1 - e^-x), x = beta (1 - u)
+    (an independent rewriting, finite for x > 0), with G from lemma_4_1_terms: to 1e-12
+    relative (the logs of numbers of size 1e3 cost a few hundred ulps)."""
+    beta, kw = 800.0, {"d": 64, "sigma_U": 0.1, "sigma_W": 0.1}
+    u = np.linspace(-1.0, 0.5, 31)
+    G = sto.lemma_4_1_terms(u, "relu", beta=beta, **kw).G
+    x = beta * (1 - u)
+    ref = beta * G * np.exp(-x) / -np.expm1(-x)
+    F = sto.dissipation_function(u, "relu", beta=beta, **kw)
+    # past the switch F ~ x^2 e^-x is below 1e-300, where floats are subnormal or nearly so
+    # and carry fewer digits: an absolute 1e-300 there
+    np.testing.assert_allclose(F, ref, rtol=1e-12, atol=1e-300)
+    assert np.any(x > 709.8) and np.any(x < 709.7)  # both forms are used
+    assert np.any(F[x < 709.7] > 1e-200)  # and the direct one on numbers with all their digits
+
+
+def test_dissipation_at_huge_beta_is_finite_and_keeps_its_limit():
+    """beta = 1e200: F vanishes away from the diagonal (e^-beta(1-u) wins), F(1) = -lambda_bar
+    exactly, and the rate lies in [lambda_bar, 0] as Lemma 4.1 says."""
+    kw = {"d": 64, "sigma_U": 0.1, "sigma_W": 0.1}
+    lam_bar = sto.relu_noise_exponents(64, sigma_U=0.1, sigma_W=0.1).lambda_bar
+    F = sto.dissipation_function([-1.0, 0.0, 0.9, 1.0], "relu", beta=1e200, **kw)
+    np.testing.assert_array_equal(F[:3], 0.0)
+    assert F[3] == pytest.approx(-lam_bar, rel=1e-14)
+    rate = sto.dissipation_rate("relu", beta=1e200, **kw)
+    assert lam_bar <= rate <= 0.0
+
+
+def test_noise_energy_drift_beyond_float64_is_an_error_and_a_dirac_drifts_zero():
+    X = sampling.uniform_sphere(4, 5, rng=3)
+    # the largest inner product of distinct tokens is 0.46: the drift is about e^(0.46 beta)
+    with pytest.raises(FloatingPointError, match=r"noise drift of the energy.*`beta`"):
+        sto.noise_energy_drift(X, "relu", beta=1e4, sigma_U=0.1)
+    # a Dirac mass: G(1) = 0 on every pair, whatever beta
+    assert sto.noise_energy_drift(np.repeat(X[:1], 3, 0), "relu", beta=1e200, sigma_U=0.1) == 0.0
+    # with the largest exponential taken out and put back in the log domain, the drift is the
+    # plain sum -beta/2 sum_(i != j) e^(beta u) G(u) / n^2 where that is representable (beta =
+    # 300 and 1000, where e^beta alone overflows), to the few hundred ulps of exp and log at
+    # arguments of size 1000
+    off = ~np.eye(4, dtype=bool)
+    u = np.clip(X @ X.T, -1.0, 1.0)
+    for beta in (300.0, 1000.0):
+        G = sto.lemma_4_1_terms(u.ravel(), "relu", d=5, beta=beta, sigma_U=0.1).G
+        terms = np.exp(beta * u[off]) * G.reshape(u.shape)[off]
+        plain = -0.5 * beta * terms.sum() / 16
+        drift = sto.noise_energy_drift(X, "relu", beta=beta, sigma_U=0.1)
+        assert drift == pytest.approx(plain, rel=1e-10)
+
+
+def test_relu_exponents_beyond_float64_raise():
+    with pytest.raises(FloatingPointError, match=r"ReLU noise exponents.*`sigma_U`"):
+        sto.relu_noise_exponents(64, sigma_U=1e200)
+    with pytest.raises(FloatingPointError, match="kernel kappa"):
+        sto.noise_exponents("relu", d=64, sigma_W=1e200)
+    # a bounded activation has finite exponents at any bias
+    row = sto.noise_exponents("tanh", d=64, sigma_U=1e200)
+    assert row.kappa_1 == pytest.approx(1.0, rel=1e-14)
+
+
+def test_estimators_are_scale_free():
+    """The decay rate is the same for energies times 1e200 and divided by 1e200 for times
+    times 1e200; the separation exponent is unchanged by scaling the states. Exact up to the
+    rounding of the scaled inputs (1e-13 relative)."""
+    rng = np.random.default_rng(5)
+    t = np.linspace(0.0, 2.0, 6)
+    E = rng.uniform(0.5, 2.0, (40, 1)) * np.exp(-0.7 * t) * rng.uniform(0.9, 1.1, (40, 6))
+    ref = sto.energy_decay_rate(t, E)
+    for scaled in (sto.energy_decay_rate(t, 1e200 * E), sto.energy_decay_rate(t, 1e-200 * E)):
+        assert scaled.mean == pytest.approx(ref.mean, rel=1e-13)
+        assert scaled.stderr == pytest.approx(ref.stderr, rel=1e-10)
+    slow = sto.energy_decay_rate(1e200 * t, E)
+    assert slow.mean * 1e200 == pytest.approx(ref.mean, rel=1e-13)
+    fast = sto.energy_decay_rate(1e-200 * t, E)
+    assert fast.mean * 1e-200 == pytest.approx(ref.mean, rel=1e-13)
+    S = rng.standard_normal((3, 4, 2, 5))
+    base = sto.separation_exponent(np.arange(4.0), S).mean
+    for k in (1e200, 1e-200):
+        assert sto.separation_exponent(np.arange(4.0), k * S).mean == pytest.approx(base, rel=1e-12)
+
+
+def test_experiment_and_exponent_arguments_are_named():
+    model = sto.StochasticTransformer(sto.MLPNoise("relu", width=None), V=np.zeros((5, 5)))
+    with pytest.raises(ValueError, match=r"`T`.*too short"):
+        sto.two_point_lyapunov_exponent(model, 5, T=1e-200, L=4, n_paths=2, rng=0)
+    with pytest.raises(ValueError, match="`separation`"):
+        sto.two_point_lyapunov_exponent(model, 5, T=1.0, L=4, separation=1e-200, rng=0)
+    for bad in ("1.0", 1j, None):
+        with pytest.raises(ValueError, match="`scale`"):
+            sto.synchronization_experiment("relu", 3, scale=bad, n_tokens=3, L=2, width=4)
+    with pytest.raises(TypeError, match="`X`"):
+        sto.synchronization_energy([[1.0, 0.0], [1.0]], 1.0)
+    with pytest.raises(ValueError, match="`times`"):
+        sto.separation_exponent(np.zeros((1, 2)), np.ones((2, 2, 2, 3)))

@@ -108,7 +108,7 @@ def test_figure_sliders_bad_ranges(ranges, match):
 def test_figures_reach_the_output_widget_from_the_kernel_side(monkeypatch):
     """In a kernel the figure becomes the Output widget's only output, set on the model (no
     output capture, which makes nbclient miss cell replies: jupyter/nbclient#312)."""
-    monkeypatch.setattr(td_widgets, "_in_kernel", lambda: True)
+    monkeypatch.setattr("token_dynamics.widgets._static._in_kernel", lambda: True)
     box = figure_sliders(lambda ax, a: ax.plot([0, a]), a=(0.0, 1.0, 0.1, 0.5))
     box.sliders["a"].value = 0.7
     (output,) = box.children[-1].outputs

@@ -11,7 +11,17 @@ from collections.abc import Iterator
 
 import numpy as np
 
-__all__ = ["BLOCK_ELEMENTS", "power_of_two_scale", "psd_factor", "psd_sqrt", "row_blocks"]
+__all__ = [
+    "BLOCK_ELEMENTS",
+    "LOG_FLOAT_MAX",
+    "power_of_two_scale",
+    "psd_factor",
+    "psd_sqrt",
+    "row_blocks",
+]
+
+#: Largest argument of ``exp`` that stays finite in float64 (log of the largest double).
+LOG_FLOAT_MAX = float(np.log(np.finfo(np.float64).max))
 
 #: Number of float64 entries in one slab of the score matrix (rows x keys): 2**16 entries are
 #: 512 KiB, so a slab and its product stay in a core's L2 cache. Measured on the 2-core machine

@@ -21,9 +21,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from numbers import Integral, Real
-from typing import Any
+from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import numpy as np
+from numpy.typing import DTypeLike
+
+from ._typing import FloatArray, ParameterLike, SeedLike
+
+if TYPE_CHECKING:  # tqdm is imported only when a bar is asked for
+    from tqdm import tqdm
+
+_T = TypeVar("_T")
 
 __all__ = [
     "MATRIX_RTOL",
@@ -66,7 +74,7 @@ MATRIX_RTOL = 1e-10
 _REAL_KINDS = "iuf"
 
 
-def as_real_array(value: Any, name: str, *, neg_inf: bool = False) -> np.ndarray:
+def as_real_array(value: object, name: str, *, neg_inf: bool = False) -> FloatArray:
     """Return a fresh, finite float64 array of any shape, from real numbers only.
 
     Raises ``TypeError`` naming `name` for complex, boolean, string or object input (which
@@ -112,7 +120,7 @@ def as_real_array(value: Any, name: str, *, neg_inf: bool = False) -> np.ndarray
     return arr
 
 
-def as_tokens(X: Any, name: str = "X", *, d: int | None = None) -> np.ndarray:
+def as_tokens(X: object, name: str = "X", *, d: int | None = None) -> FloatArray:
     """Return tokens as a fresh float64 array of shape ``(n, d)``.
 
     Raises ``ValueError`` naming `name` if the array is not 2-D with at least one
@@ -136,7 +144,7 @@ def as_tokens(X: Any, name: str = "X", *, d: int | None = None) -> np.ndarray:
     return arr
 
 
-def as_sphere_tokens(X: Any, name: str = "X", *, tol: float = SPHERE_TOL) -> np.ndarray:
+def as_sphere_tokens(X: object, name: str = "X", *, tol: float = SPHERE_TOL) -> FloatArray:
     """Return tokens of shape ``(n, d)`` that lie on the unit sphere (rows of norm one)."""
     arr = as_tokens(X, name)
     with np.errstate(over="ignore"):  # a row too long for its squared norm is far off the sphere
@@ -149,7 +157,7 @@ def as_sphere_tokens(X: Any, name: str = "X", *, tol: float = SPHERE_TOL) -> np.
     return arr
 
 
-def as_vector(x: Any, name: str, *, size: int | None = None) -> np.ndarray:
+def as_vector(x: object, name: str, *, size: int | None = None) -> FloatArray:
     """Return a finite 1-D float64 array (optionally of length `size`)."""
     arr = as_real_array(x, name)
     if arr.ndim != 1 or (size is not None and arr.shape[0] != size):
@@ -159,8 +167,8 @@ def as_vector(x: Any, name: str, *, size: int | None = None) -> np.ndarray:
 
 
 def as_matrix(
-    M: Any, name: str, *, shape: tuple[int | None, int | None] | None = None
-) -> np.ndarray:
+    M: object, name: str, *, shape: tuple[int | None, int | None] | None = None
+) -> FloatArray:
     """Return a finite 2-D float64 array; ``None`` entries of `shape` are free."""
     arr = as_real_array(M, name)
     if arr.ndim != 2:
@@ -174,13 +182,13 @@ def as_matrix(
 
 
 def as_times(
-    times: Any,
+    times: object,
     name: str = "times",
     *,
     strict: bool = True,
     nonnegative: bool = False,
     scalar: bool = False,
-) -> np.ndarray:
+) -> FloatArray:
     """Return times as a fresh 1-D float64 array of at least one entry, in increasing order.
 
     ``strict=True`` asks for strictly increasing times (output times of a solver),
@@ -209,7 +217,7 @@ def as_times(
     return arr
 
 
-def as_square(M: Any, name: str, *, d: int | None = None) -> np.ndarray:
+def as_square(M: object, name: str, *, d: int | None = None) -> FloatArray:
     """Return a finite square ``(d, d)`` float64 matrix (any ``d`` when `d` is None).
 
     Examples
@@ -223,11 +231,13 @@ def as_square(M: Any, name: str, *, d: int | None = None) -> np.ndarray:
     return arr
 
 
-def _scale(M: np.ndarray) -> float:
+def _scale(M: FloatArray) -> float:
     return float(np.max(np.abs(M))) if M.size else 0.0
 
 
-def as_symmetric(M: Any, name: str, *, d: int | None = None, what: str = "symmetric") -> np.ndarray:
+def as_symmetric(
+    M: object, name: str, *, d: int | None = None, what: str = "symmetric"
+) -> FloatArray:
     """Return the symmetric part of a square matrix that is symmetric up to :data:`MATRIX_RTOL`.
 
     `what` words the requirement in the error (``"`A` must be <what>; ..."``).
@@ -248,7 +258,7 @@ def as_symmetric(M: Any, name: str, *, d: int | None = None, what: str = "symmet
     return 0.5 * S + 0.5 * S.T  # halves first: no overflow near the largest float
 
 
-def as_covariance(cov: Any, name: str = "cov", *, d: int | None = None) -> np.ndarray:
+def as_covariance(cov: object, name: str = "cov", *, d: int | None = None) -> FloatArray:
     """Return a symmetric positive semidefinite ``(d, d)`` float64 matrix or raise ValueError.
 
     Symmetry and the sign of the smallest eigenvalue are judged with the one tolerance
@@ -271,7 +281,7 @@ def as_covariance(cov: Any, name: str = "cov", *, d: int | None = None) -> np.nd
     return S
 
 
-def as_weights(w: Any, n: int, name: str = "weights") -> np.ndarray:
+def as_weights(w: object, n: int, name: str = "weights") -> FloatArray:
     """Return probability weights of shape ``(n,)``: nonnegative, summing to one.
 
     ``None`` gives the uniform weights ``1/n`` of the empirical measure.
@@ -288,15 +298,15 @@ def as_weights(w: Any, n: int, name: str = "weights") -> np.ndarray:
 
 
 def as_parameter(
-    P: Any, name: str, *, shape: tuple[int | None, int | None]
-) -> Callable[[float], np.ndarray]:
+    P: ParameterLike, name: str, *, shape: tuple[int | None, int | None]
+) -> Callable[[float], FloatArray]:
     """Normalise a constant or time-dependent matrix parameter to a function of time.
 
     A constant is validated once; a callable ``t -> array`` is validated at each call.
     """
     if callable(P):
 
-        def value(t: float) -> np.ndarray:
+        def value(t: float) -> FloatArray:
             return as_matrix(P(t), f"{name}(t={t:g})", shape=shape)
 
         return value
@@ -305,7 +315,7 @@ def as_parameter(
     return lambda t: const
 
 
-def check_positive(value: Any, name: str, *, allow_zero: bool = False) -> float:
+def check_positive(value: object, name: str, *, allow_zero: bool = False) -> float:
     """Return `value` as a float after checking it is finite and positive."""
     if isinstance(value, bool) or not isinstance(value, Real) or not np.isfinite(float(value)):
         raise ValueError(f"`{name}` must be a finite real number; got {value!r}.")
@@ -315,7 +325,7 @@ def check_positive(value: Any, name: str, *, allow_zero: bool = False) -> float:
     return float(value)
 
 
-def check_real(value: Any, name: str) -> float:
+def check_real(value: object, name: str) -> float:
     """Return `value` as a float after checking it is a finite real number (not a bool)."""
     if isinstance(value, bool) or not isinstance(value, Real) or not np.isfinite(float(value)):
         raise ValueError(f"`{name}` must be a finite real number; got {value!r}.")
@@ -327,7 +337,7 @@ def check_real(value: Any, name: str) -> float:
 MIN_RTOL = 100 * np.finfo(np.float64).eps
 
 
-def check_rtol(value: Any) -> float:
+def check_rtol(value: object) -> float:
     """Return the relative tolerance `rtol` after checking it is at least :data:`MIN_RTOL`."""
     rtol = check_positive(value, "rtol")
     if rtol < MIN_RTOL:
@@ -338,7 +348,7 @@ def check_rtol(value: Any) -> float:
     return rtol
 
 
-def check_int(value: Any, name: str, *, minimum: int = 1) -> int:
+def check_int(value: object, name: str, *, minimum: int = 1) -> int:
     """Return `value` as an int after checking it is an integer >= `minimum`."""
     if isinstance(value, bool) or not isinstance(value, Integral):
         raise ValueError(f"`{name}` must be an integer; got {value!r}.")
@@ -347,7 +357,7 @@ def check_int(value: Any, name: str, *, minimum: int = 1) -> int:
     return int(value)
 
 
-def as_rng(rng: Any) -> np.random.Generator:
+def as_rng(rng: SeedLike) -> np.random.Generator:
     """Normalise `rng` (a Generator, a seed, or None) through ``np.random.default_rng``."""
     try:
         return np.random.default_rng(rng)
@@ -357,14 +367,14 @@ def as_rng(rng: Any) -> np.random.Generator:
         ) from exc
 
 
-def check_bool(value: Any, name: str) -> bool:
+def check_bool(value: object, name: str) -> bool:
     """Return `value` after checking it is True or False (not 0, 1 or a string)."""
     if not isinstance(value, bool):
         raise ValueError(f"`{name}` must be True or False; got {value!r}.")
     return value
 
 
-def progress_bar(progress: Any, total: float, desc: str) -> Any:
+def progress_bar(progress: object, total: float, desc: str) -> tqdm[NoReturn] | None:
     """Check the `progress` flag of a solver and return a ``tqdm`` bar (or None when off)."""
     if not check_bool(progress, "progress"):
         return None
@@ -381,7 +391,7 @@ def progress_bar(progress: Any, total: float, desc: str) -> Any:
 DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
 
 
-def as_dtype(dtype: Any, name: str = "dtype", *, like: Any = None) -> np.dtype:
+def as_dtype(dtype: DTypeLike | None, name: str = "dtype", *, like: object = None) -> np.dtype:
     """Return the computing dtype: float64 or float32 (``"float64"``, ``np.float32``, ...).
 
     ``None`` gives float32 when ``like`` is a float32 array (a computation keeps the precision
@@ -402,7 +412,7 @@ def as_dtype(dtype: Any, name: str = "dtype", *, like: Any = None) -> np.dtype:
     return dt
 
 
-def check_instance(value: Any, cls: type | tuple[type, ...], name: str, fix: str) -> Any:
+def check_instance(value: object, cls: type[_T] | tuple[type[_T], ...], name: str, fix: str) -> _T:
     """Return `value` after checking it is an instance of `cls` (a ``TypeError`` naming `name`
     and saying how to build one, `fix`, otherwise)."""
     if not isinstance(value, cls):

@@ -9,12 +9,10 @@ the cell, named, so that nothing the prose refers to is hidden from the reader.
 
 from __future__ import annotations
 
-from typing import Any
-
 __all__ = ["glue"]
 
 
-def glue(name: str, variable: Any, display: bool = True) -> None:
+def glue(name: str, variable: object, display: bool = True) -> None:
     """Record `variable` under `name` for the book's prose, or show it where there is no book.
 
     Parameters

@@ -9,13 +9,12 @@ bounded for large ``n``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from scipy.spatial.distance import cdist
 from scipy.special import logsumexp
 
-from ._linalg import power_of_two_scale, row_blocks
+from ._linalg import LOG_FLOAT_MAX, power_of_two_scale, row_blocks
 from ._typing import ArrayLike
 from ._validation import (
     as_matrix,
@@ -38,9 +37,6 @@ __all__ = [
     "min_inner_product",
     "numerical_rank",
 ]
-
-#: Largest argument of ``exp`` that stays finite in float64 (log of the largest double).
-LOG_FLOAT_MAX = float(np.log(np.finfo(np.float64).max))
 
 
 def empirical_mean(X: ArrayLike, weights: ArrayLike | None = None) -> np.ndarray:
@@ -212,7 +208,7 @@ def min_inner_product(X: ArrayLike) -> float:
 
 @float_guard("the interaction energy", "scale `X`, `A` or `beta` down")
 def interaction_energy(
-    X: ArrayLike, beta: float = 1.0, weights: ArrayLike | None = None, *, A: Any = None
+    X: ArrayLike, beta: float = 1.0, weights: ArrayLike | None = None, *, A: ArrayLike | None = None
 ) -> float:
     r"""Interaction energy of the tokens' measure,
 
@@ -337,7 +333,7 @@ def cluster_count(X: ArrayLike, tol: float) -> int:
         labels = new
 
 
-def numerical_rank(M: Any, rtol: float | None = None) -> int:
+def numerical_rank(M: ArrayLike, rtol: float | None = None) -> int:
     r"""Number of singular values of ``M`` above ``rtol`` times the largest one.
 
     .. math:: \operatorname{rank}_{\mathrm{rtol}}(M) = \#\{i : \sigma_i(M) >

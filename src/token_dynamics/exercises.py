@@ -19,7 +19,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
 
 import numpy as np
 from scipy.optimize import brentq
@@ -27,10 +26,9 @@ from scipy.special import ndtri
 
 from . import diagnostics, stochastic, wasserstein
 from .attention import Softmax
-from .gaussian import moment_matched_cloud, solve_moments
+from .gaussian import moment_matched_cloud, softmax_gaussian_1d, solve_moments
 from .gradient_flow import circle_metastability, energy_rate
 from .integrators import integrate
-from .meanfield import softmax_gaussian_1d
 from .sampling import uniform_sphere
 
 __all__ = ["CHECKS", "AnswerCheck", "ExerciseCheck", "check_answer", "exercise_labels"]
@@ -101,13 +99,13 @@ class ExerciseCheck:
     tolerance: str = ""
 
 
-def _number(answer: Any) -> float:
+def _number(answer: object) -> float:
     if isinstance(answer, bool) or not np.isscalar(answer) or not np.isreal(answer):
         raise TypeError(f"`answer` must be a real number, not {answer!r}")
     return float(np.real(answer))
 
 
-def _pair(answer: Any) -> tuple[float, float]:
+def _pair(answer: object) -> tuple[float, float]:
     values = np.asarray(answer, dtype=float) if not isinstance(answer, str) else None
     if values is None or values.shape != (2,):
         raise TypeError(f"`answer` must be a pair of numbers, not {answer!r}")
@@ -320,7 +318,7 @@ def exercise_labels() -> list[str]:
     return sorted(CHECKS)
 
 
-def check_answer(exercise: str, answer: Any, **inputs: Any) -> AnswerCheck:
+def check_answer(exercise: str, answer: object, **inputs: object) -> AnswerCheck:
     """Say whether `answer` answers the computational exercise `exercise`, without the answer.
 
     Parameters

@@ -32,11 +32,12 @@ import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+from numpy.typing import DTypeLike
 from scipy.integrate import solve_ivp
 
+from ._typing import ArrayLike, FloatArray
 from ._validation import (
     as_dtype,
     as_times,
@@ -115,8 +116,8 @@ class Trajectory:
         return self.states[-1]
 
 
-def _choice(value: Any, name: str, options: tuple[str, ...]) -> str:
-    if value not in options:
+def _choice(value: object, name: str, options: tuple[str, ...]) -> str:
+    if not isinstance(value, str) or value not in options:
         raise ValueError(f"`{name}` must be one of {options}; got {value!r}.")
     return value
 
@@ -134,9 +135,9 @@ def _blow_up(t: float, method: str, what: str = "tokens") -> FloatingPointError:
 
 
 def integrate(
-    field: Callable[[float, np.ndarray], Any],
-    X0: Any,
-    times: Any,
+    field: Callable[[float, FloatArray], ArrayLike],
+    X0: ArrayLike,
+    times: ArrayLike,
     *,
     method: str = "rk4",
     dt: float | None = None,
@@ -145,7 +146,7 @@ def integrate(
     atol: float = 1e-12,
     progress: bool = False,
     ivp_method: str | None = None,
-    dtype: Any = np.float64,
+    dtype: DTypeLike = np.float64,
 ) -> Trajectory:
     r"""Integrate :math:`\dot X(t) = f(t, X(t))` from ``X0`` and sample it at ``times``.
 

@@ -25,7 +25,6 @@ arXiv:2501.18322. Sander, Ablin, Blondel, Peyré, *Sinkformers*, AISTATS 2022. G
 Letrouit, Polyanskiy, Rigollet, *A Mathematical Perspective on Transformers*, arXiv:2312.10794.
 """
 
-from ..diagnostics import LOG_FLOAT_MAX as LOG_FLOAT_MAX
 from ._circle import CircleMetastability, circle_metastability
 from ._energy import (
     energy_along,
@@ -51,7 +50,6 @@ from ._metric import (
     twisted_metric,
     twisted_wasserstein,
 )
-from ._sinkhorn import FD_STEP as FD_STEP
 from ._sinkhorn import (
     BuresWassersteinCheck,
     bures_wasserstein_velocity,

@@ -6,10 +6,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._linalg import psd_sqrt
+from .._linalg import LOG_FLOAT_MAX, psd_sqrt
 from .._typing import ArrayLike, FloatArray
 from .._validation import as_covariance, as_real_array, as_square, as_vector, float_guard
-from ..diagnostics import LOG_FLOAT_MAX
 
 __all__ = [
     "GaussianEnergy",

@@ -135,7 +135,7 @@ def twisted_metric(A: ArrayLike, V: ArrayLike) -> TwistedMetric:
             f"{lam.max():.3g}): (x - y)^T P^-1 (x - y) is not a cost; choose `V` = P A with P "
             "definite."
         )
-    return TwistedMetric(P, sign, np.linalg.inv(sign * P))
+    return TwistedMetric(P, sign, np.linalg.inv(sign * P).astype(np.float64, copy=False))
 
 
 @float_guard("the twisted Wasserstein distance", "rescale `X`, `Y`, `A` or `V`")

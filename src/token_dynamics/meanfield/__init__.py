@@ -21,8 +21,10 @@ from :func:`gronwall_bound`, compared with two measured flows by :func:`stabilit
 The exact Gaussian solutions used as references
 (:func:`~token_dynamics.gaussian.softmax_gaussian_1d`,
 :func:`~token_dynamics.gaussian.softmax_gaussian_centred`, returning a
-:class:`~token_dynamics.gaussian.GaussianPath`) live in
-:mod:`token_dynamics.gaussian` and are re-exported here. The module also gives the mean-field
+:class:`~token_dynamics.gaussian.GaussianPath`) live in :mod:`token_dynamics.gaussian`, and the
+power-law fit of the rates (:func:`~token_dynamics.diagnostics.fit_power_law`) in
+:mod:`token_dynamics.diagnostics`: each object has one home, and this package does not
+re-export them. The module also gives the mean-field
 experiments (:func:`mean_field_errors`, :func:`stability_ratios`) and the helpers of masked (causal)
 attention with positions in column 0 (:func:`causal_cloud`, :func:`first_token_solution`,
 :func:`conditional_sensitivity`, :func:`first_token_sensitivity`).
@@ -35,26 +37,21 @@ References
    empirical measure", Probab. Theory Relat. Fields 162, 2015.
 """
 
-from ..diagnostics import PowerLawFit, fit_power_law
-from ..gaussian import GaussianPath, softmax_gaussian_1d, softmax_gaussian_centred
 from ._estimates import (
-    StabilityBound,
     lipschitz_measure,
     lipschitz_x,
     softmax_jacobian,
-    stability_constant,
     support_radius,
     support_radius_bound,
 )
-from ._experiments import DEFAULT_DT as DEFAULT_DT
-from ._experiments import REFERENCE_FACTOR as REFERENCE_FACTOR
 from ._experiments import (
     MeanFieldErrors,
     StabilityRun,
     mean_field_errors,
     stability_ratios,
 )
-from ._lipschitz import FieldConstants, field_constants, gronwall_bound, measured_constants
+from ._gronwall import StabilityBound, gronwall_bound, stability_constant
+from ._lipschitz import FieldConstants, field_constants, measured_constants
 from ._masked import (
     MaskedCloud,
     Sensitivity,
@@ -67,10 +64,8 @@ from ._stability import StabilityCheck, stability_check
 
 __all__ = [
     "FieldConstants",
-    "GaussianPath",
     "MaskedCloud",
     "MeanFieldErrors",
-    "PowerLawFit",
     "Sensitivity",
     "StabilityBound",
     "StabilityCheck",
@@ -80,14 +75,11 @@ __all__ = [
     "field_constants",
     "first_token_sensitivity",
     "first_token_solution",
-    "fit_power_law",
     "gronwall_bound",
     "lipschitz_measure",
     "lipschitz_x",
     "mean_field_errors",
     "measured_constants",
-    "softmax_gaussian_1d",
-    "softmax_gaussian_centred",
     "softmax_jacobian",
     "stability_check",
     "stability_constant",

@@ -6,12 +6,7 @@ the Gronwall stability constant, and the Jacobian :math:`\beta V\operatorname{Co
 
 from __future__ import annotations
 
-import itertools
-from dataclasses import dataclass
-from typing import Any
-
 import numpy as np
-from scipy.integrate import quad
 
 from .._typing import ArrayLike
 from .._validation import (
@@ -27,11 +22,9 @@ from .._validation import (
 from ..attention import softmax_weights
 
 __all__ = [
-    "StabilityBound",
     "lipschitz_measure",
     "lipschitz_x",
     "softmax_jacobian",
-    "stability_constant",
     "support_radius",
     "support_radius_bound",
 ]
@@ -73,7 +66,7 @@ def support_radius(X: ArrayLike, *, weights: ArrayLike | None = None) -> float:
 
 
 @float_guard("the support radius bound", "shorten `times` or scale `V` down")
-def support_radius_bound(times: ArrayLike, R0: float, V: Any) -> np.ndarray:
+def support_radius_bound(times: ArrayLike, R0: float, V: ArrayLike) -> np.ndarray:
     r"""Bound :math:`R(t) = R_0 e^{\lVert V\rVert t}` on the support radius under softmax.
 
     Softmax outputs :math:`V` times a convex combination of tokens, so
@@ -115,7 +108,7 @@ def support_radius_bound(times: ArrayLike, R0: float, V: Any) -> np.ndarray:
 
 
 @float_guard("the Lipschitz constant in x", "lower `R`, `beta` or the norms of `A` and `V`")
-def lipschitz_x(R: Any, A: Any, V: Any, *, beta: float = 1.0) -> np.ndarray:
+def lipschitz_x(R: ArrayLike, A: ArrayLike, V: ArrayLike, *, beta: float = 1.0) -> np.ndarray:
     r"""Lipschitz constant :math:`\beta\lVert V\rVert\lVert A\rVert R^2` of :math:`\Gamma_\mu` in x.
 
     Valid for :math:`|x| \le R` and :math:`\operatorname{supp}\mu \subset B(0,R)`, because
@@ -155,7 +148,7 @@ def lipschitz_x(R: Any, A: Any, V: Any, *, beta: float = 1.0) -> np.ndarray:
 @float_guard(
     "the Lipschitz constant in the measure", "lower `R`, `beta` or the norms of `A` and `V`"
 )
-def lipschitz_measure(R: Any, A: Any, V: Any, *, beta: float = 1.0) -> np.ndarray:
+def lipschitz_measure(R: ArrayLike, A: ArrayLike, V: ArrayLike, *, beta: float = 1.0) -> np.ndarray:
     r"""Lipschitz constant of :math:`\mu\mapsto\Gamma_\mu(x)` in :math:`W_1` on :math:`B(0,R)`.
 
     .. math::
@@ -177,6 +170,7 @@ def lipschitz_measure(R: Any, A: Any, V: Any, *, beta: float = 1.0) -> np.ndarra
     Returns
     -------
     ndarray, same shape as `R`
+        ``inf`` where :math:`e^{2\kappa R^2}` leaves float64 (the bound is void, not wrong).
 
     Raises
     ------
@@ -199,111 +193,12 @@ def lipschitz_measure(R: Any, A: Any, V: Any, *, beta: float = 1.0) -> np.ndarra
         return _opnorm(as_square(V, "V")) * (1.0 + 2.0 * k * R**2) * np.exp(2.0 * k * R**2)
 
 
-@dataclass(frozen=True)
-class StabilityBound:
-    """Gronwall stability bound along the support-radius bound.
-
-    Attributes
-    ----------
-    times : ndarray, shape (T,)
-    radius : ndarray, shape (T,)
-        :math:`R(t) = R_0\\exp\\int_0^t b(s)\\,ds` (:math:`R_0 e^{\\lVert V\\rVert t}` for
-        softmax).
-    lipschitz_x, lipschitz_measure : ndarray, shape (T,)
-        The two Lipschitz constants evaluated at :math:`R(t)` (for the Hardy bound of masked
-        attention, ``lipschitz_measure`` holds :math:`\\frac{p}{p-1}L_\\mu`).
-    log_constant : ndarray, shape (T,)
-        :math:`\\log C(t, R_0) = \\int_0^t (L_x + L_\\mu)(R(s))\\,ds`; the constant itself
-        overflows quickly, its logarithm does not.
-
-    Examples
-    --------
-    Returned by :func:`stability_constant`; the radius follows :math:`R_0 e^{\\lVert V\\rVert
-    t}` and the constant grows from :math:`C(0, R_0) = 1`:
-
-    >>> import numpy as np
-    >>> from token_dynamics.meanfield import stability_constant
-    >>> b = stability_constant([0.0, 0.5, 1.0], 0.5, -np.eye(2), np.eye(2))
-    >>> bool(np.allclose(b.radius, 0.5 * np.exp(b.times)))
-    True
-    >>> float(b.log_constant[0]), bool(np.all(np.diff(b.log_constant) > 0))
-    (0.0, True)
-    """
-
-    times: np.ndarray
-    radius: np.ndarray
-    lipschitz_x: np.ndarray
-    lipschitz_measure: np.ndarray
-    log_constant: np.ndarray
-
-
-@float_guard(
-    "the stability constant", "shorten `times` or lower `R0`, `beta` and the norms of `A` and `V`"
-)
-def stability_constant(
-    times: ArrayLike, R0: float, A: Any, V: Any, *, beta: float = 1.0
-) -> StabilityBound:
-    r"""Stability constant :math:`C(t,R_0)` with :math:`W_p(\mu_t,\nu_t) \le C\,W_p(\mu_0,\nu_0)`.
-
-    .. math:: \log C(t, R_0) = \int_0^t \big(L_x(R(s)) + L_\mu(R(s))\big)\,ds ,
-
-    for every :math:`p \ge 1` and both initial supports in :math:`B(0, R_0)`: couple the two
-    Lagrangian flows optimally at time 0; the coupled distance grows at rate at most
-    :math:`L_x + L_\mu` because :math:`W_1 \le W_p`.
-
-    Parameters
-    ----------
-    times : array_like, shape (T,)
-    R0 : float
-    A, V : array_like, shape (d, d)
-    beta : float
-
-    Returns
-    -------
-    StabilityBound
-        ``log_constant`` is ``inf`` from the time the integrand overflows float64 (the bound is
-        then void, not wrong).
-
-    Raises
-    ------
-    ValueError
-        If `times` are negative or decreasing or `A`, `V` are not square.
-    TypeError
-        If an array argument is not real (complex, boolean, string or object).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from token_dynamics.meanfield import stability_constant
-    >>> b = stability_constant([0.0, 1.0], 0.0, np.eye(2), np.eye(2))
-    >>> b.log_constant.round(6)  # R0 = 0: only the measure term ||V|| survives
-    array([0., 1.])
-    """
-    t = as_times(times, strict=False, nonnegative=True, scalar=True)
-    A, V = as_square(A, "A"), as_square(V, "V")
-    radius = support_radius_bound(t, R0, V)
-
-    def rate(s: float) -> float:
-        r = float(support_radius_bound(s, R0, V)[0])
-        return float(lipschitz_x(r, A, V, beta=beta) + lipschitz_measure(r, A, V, beta=beta))
-
-    pieces = [0.0] + [quad(rate, a, b, limit=200)[0] for a, b in itertools.pairwise(t)]
-    log_c = np.cumsum(pieces) + quad(rate, 0.0, t[0], limit=200)[0]
-    return StabilityBound(
-        times=t,
-        radius=radius,
-        lipschitz_x=lipschitz_x(radius, A, V, beta=beta),
-        lipschitz_measure=lipschitz_measure(radius, A, V, beta=beta),
-        log_constant=log_c,
-    )
-
-
 @float_guard("the softmax Jacobian", "scale `A`, `beta` or the tokens down")
 def softmax_jacobian(
     Y: ArrayLike,
     X: ArrayLike,
-    A: Any,
-    V: Any,
+    A: ArrayLike,
+    V: ArrayLike,
     *,
     beta: float = 1.0,
     weights: ArrayLike | None = None,

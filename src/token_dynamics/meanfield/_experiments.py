@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -21,7 +20,7 @@ from .._validation import (
     check_positive,
     float_guard,
 )
-from ..attention import Softmax
+from ..attention import AttentionField, Softmax
 from ..diagnostics import PowerLawFit, fit_power_law
 from ..gaussian import softmax_gaussian_1d, softmax_gaussian_centred
 from ..integrators import integrate
@@ -78,7 +77,11 @@ class MeanFieldErrors:
 
 
 def _flow(
-    field: Any, X0: np.ndarray, times: np.ndarray, dt: float, weights: ArrayLike | None = None
+    field: AttentionField,
+    X0: np.ndarray,
+    times: np.ndarray,
+    dt: float,
+    weights: ArrayLike | None = None,
 ) -> np.ndarray:
     rhs = field if weights is None else (lambda t, X: field.velocity(X, t, weights=weights))
     return integrate(rhs, X0, times, method="rk4", dt=dt).states
@@ -89,7 +92,7 @@ def mean_field_errors(
     ns: ArrayLike,
     *,
     cov0: ArrayLike,
-    A: Any,
+    A: ArrayLike,
     v: float,
     T: float,
     mean0: ArrayLike | None = None,
@@ -231,7 +234,7 @@ class StabilityRun:
 
 @float_guard("the stability ratios", "rescale `X0` and `Y0` or shorten `times`")
 def stability_ratios(
-    field: Any,
+    field: AttentionField,
     X0: ArrayLike,
     Y0: ArrayLike,
     times: ArrayLike,
@@ -246,7 +249,7 @@ def stability_ratios(
     Parameters
     ----------
     field : AttentionField
-        Any field with ``velocity(X, t, weights=...)``.
+        A field with ``velocity(X, t, weights=...)``.
     X0, Y0 : array_like, shape (n, d)
         The two initial clouds (same weights).
     times : array_like, shape (T,)

@@ -1,4 +1,4 @@
-r"""A priori estimates of every attention variant on a ball, and their Gronwall bound (private).
+r"""A priori constants of every attention variant on a ball: growth and Lipschitz (private).
 
 For a field :math:`\Gamma_{\mu,t}` and measures supported in :math:`B(0, R)`, three constants
 carry the well-posedness and stability theory of the Transformer PDE:
@@ -9,23 +9,19 @@ carry the well-posedness and stability theory of the Transformer PDE:
   :math:`W_1`, hence in every :math:`W_p`, :math:`p \ge 1` (because :math:`W_1 \le W_p`).
 
 :func:`field_constants` returns them for softmax, l2, sigmoid, Sinkhorn, multi-head and masked
-attention, with constant or time-dependent parameters; :func:`gronwall_bound` integrates them
-along the support-radius bound into :math:`\log C(t, R_0)`.
+attention, with constant or time-dependent parameters; :func:`gronwall_bound` (in ``_gronwall``)
+integrates them along the support-radius bound into :math:`\log C(t, R_0)`.
 """
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
-from scipy.integrate import quad
 
-from .._typing import ArrayLike
+from .._typing import ArrayLike, ParameterLike
 from .._validation import (
     as_matrix,
-    as_times,
     as_tokens,
     check_instance,
     check_positive,
@@ -34,13 +30,9 @@ from .._validation import (
 )
 from ..attention import L2, AttentionField, Causal, MultiHead, Sigmoid, Sinkhorn, Softmax
 from ..wasserstein import wasserstein1
-from ._estimates import StabilityBound, lipschitz_measure, lipschitz_x, support_radius
+from ._estimates import support_radius
 
-__all__ = ["FieldConstants", "field_constants", "gronwall_bound", "measured_constants"]
-
-#: Relative accuracy asked of the quadratures of the Gronwall exponent: far below the
-#: looseness of the bound itself, so the computed bound is the bound up to rounding.
-QUAD_RTOL = 1e-10
+__all__ = ["FieldConstants", "field_constants", "measured_constants"]
 
 
 @dataclass(frozen=True)
@@ -78,11 +70,11 @@ class FieldConstants:
     lipschitz_measure: float
 
 
-def _check_field(field: Any) -> None:
+def _check_field(field: object) -> None:
     check_instance(field, AttentionField, "field", "Pass e.g. attention.Softmax(A, V).")
 
 
-def _at(P: Any, name: str, t: float) -> np.ndarray:
+def _at(P: ParameterLike, name: str, t: float) -> np.ndarray:
     """Value of a constant or time-dependent parameter at time ``t``."""
     return as_matrix(P(t) if callable(P) else P, f"{name}(t={t:g})" if callable(P) else name)
 
@@ -91,35 +83,60 @@ def _norm(M: np.ndarray) -> float:
     return float(np.linalg.norm(M, 2))
 
 
+def _times(c: float, x: float) -> float:
+    """The product ``c x`` of nonnegative factors with ``0 inf = 0``.
+
+    The radius bound :math:`R(t)` may exceed float64 (it is then ``inf``). Each constant is a
+    nondecreasing function of :math:`R` with nonnegative coefficients, so its value there is its
+    limit as :math:`R \\to \\infty`: ``inf`` for a term that grows, the term's exact value for one
+    whose coefficient is zero (it vanishes at every finite radius).
+    """
+    if c == 0 or x == 0:
+        return 0.0
+    with np.errstate(over="ignore"):
+        return float(c * x)
+
+
+def _squared(c: float, R: float) -> float:
+    """:math:`c R^2` with ``0 inf = 0`` and ``inf`` once it leaves float64."""
+    return _times(_times(c, R), R)
+
+
+def _exp(u: float) -> float:
+    """:math:`e^u`, ``inf`` once it leaves float64 (a void constant, not a failure)."""
+    with np.errstate(over="ignore"):
+        return float(np.exp(u))
+
+
 def _softmax(A: np.ndarray, V: np.ndarray, R: float) -> FieldConstants:
-    return FieldConstants(_norm(V), float(lipschitz_x(R, A, V)), float(lipschitz_measure(R, A, V)))
+    nV, u = _norm(V), _squared(_norm(A), R)
+    return FieldConstants(nV, _times(nV, u), _times(nV, (1 + 2 * u) * _exp(2 * u)))
 
 
 def _l2(field: L2, R: float, t: float) -> FieldConstants:
     Q, K = _at(field.Qbar, "Qbar", t), _at(field.Kbar, "Kbar", t)
     nV, q, k = _norm(_at(field.V, "V", t)), _norm(Q), _norm(K)
     s = field.s
-    with np.errstate(over="ignore"):
-        lip_mu = nV * (1 + 4 * k * (q + k) * R**2 / s) * np.exp((q + k) ** 2 * R**2 / s)
-    return FieldConstants(nV, 2 * nV * _norm(K.T @ Q) * R**2 / s, float(lip_mu))
+    lip_x = _squared(2 * _norm(K.T @ Q) / s, R)
+    lip_mu = (1 + _squared(4 * k * (q + k) / s, R)) * _exp(_squared((q + k) ** 2 / s, R))
+    return FieldConstants(nV, _times(nV, lip_x), _times(nV, lip_mu))
 
 
 def _sigmoid(field: Sigmoid, R: float, t: float) -> FieldConstants:
-    nV, kappa = _norm(_at(field.V, "V", t)), _norm(_at(field.A, "A", t))
-    return FieldConstants(nV, nV * kappa * R**2 / 4, nV * (1 + kappa * R**2 / 4))
+    nV, u = _norm(_at(field.V, "V", t)), _squared(_norm(_at(field.A, "A", t)) / 4, R)
+    return FieldConstants(nV, _times(nV, u), _times(nV, 1 + u))
 
 
 def _sinkhorn(field: Sinkhorn, R: float, t: float) -> FieldConstants:
     nV = _norm(_at(field.V, "V", t))
-    u = _norm(_at(field.A, "A", t)) * R**2 / field.eps
-    with np.errstate(over="ignore"):
-        lip_mu = nV * np.exp(4 * u) * (1 + 5 * u + u * np.exp(2 * u))
-    return FieldConstants(nV, nV * u, float(lip_mu))
+    u = _squared(_norm(_at(field.A, "A", t)) / field.eps, R)
+    lip_mu = _exp(4 * u) * (1 + 5 * u + _times(u, _exp(2 * u)))
+    return FieldConstants(nV, _times(nV, u), _times(nV, lip_mu))
 
 
 @float_guard("the field constants", "lower `R` or the norms of the parameters")
 def field_constants(
-    field: Any, R: float, t: float = 0.0, *, sink_mass: float | None = None
+    field: AttentionField, R: float, t: float = 0.0, *, sink_mass: float | None = None
 ) -> FieldConstants:
     r"""Growth, Lipschitz-in-x and Lipschitz-in-measure constants of a field on :math:`B(0,R)`.
 
@@ -164,6 +181,7 @@ def field_constants(
     Returns
     -------
     FieldConstants
+        A constant that exceeds float64 is ``inf`` (the estimate is then void, not wrong).
 
     Raises
     ------
@@ -186,8 +204,13 @@ def field_constants(
     (2.0, 0.5, 2.5)
     """
     _check_field(field)
-    R = check_positive(R, "R", allow_zero=True)
-    t = check_real(t, "t")
+    return _constants(field, check_positive(R, "R", allow_zero=True), check_real(t, "t"), sink_mass)
+
+
+def _constants(
+    field: AttentionField, R: float, t: float, sink_mass: float | None
+) -> FieldConstants:
+    """:func:`field_constants` for a checked `R` (``inf`` allowed: the limit as R grows)."""
     if isinstance(field, Softmax):
         return _softmax(abs(field.beta) * _at(field.A, "A", t), _at(field.V, "V", t), R)
     if isinstance(field, L2):
@@ -197,11 +220,11 @@ def field_constants(
     if isinstance(field, Sinkhorn):
         return _sinkhorn(field, R, t)
     if isinstance(field, MultiHead):
-        parts = [field_constants(h, R, t) for h in field.heads]
+        parts = [_constants(h, R, t, None) for h in field.heads]
         scales = [1.0] * len(parts) if field.W is None else [_norm(_at(W, "W", t)) for W in field.W]
         return FieldConstants(
             *(
-                float(sum(c * getattr(p, name) for c, p in zip(scales, parts, strict=True)))
+                float(sum(_times(c, getattr(p, name)) for c, p in zip(scales, parts, strict=True)))
                 for name in ("growth", "lipschitz_x", "lipschitz_measure")
             )
         )
@@ -224,131 +247,14 @@ def field_constants(
     )
 
 
-@float_guard("the Gronwall bound", "shorten `times` or lower `R0`")
-def gronwall_bound(
-    field: Any,
-    times: ArrayLike,
-    R0: float,
-    *,
-    sink_mass: float | None = None,
-    hardy_p: float | None = None,
-) -> StabilityBound:
-    r"""Stability bound :math:`W_p(\mu_t,\nu_t) \le C(t,R_0)\,W_p(\mu_0,\nu_0)` of any variant.
-
-    .. math::
-
-        R(t) = R_0 \exp\Big(\int_0^t b(s)\,ds\Big), \qquad
-        \log C(t, R_0) = \int_0^t \big(L_x(R(s), s) + L_\mu(R(s), s)\big)\,ds,
-
-    with the constants of :func:`field_constants` at time :math:`s`, valid for every
-    :math:`p \ge 1` when both initial measures are supported in :math:`B(0, R_0)` (for masked
-    attention: :math:`W_{p,\lambda}` and a sink of mass `sink_mass`). For masked attention
-    without a sink, `hardy_p` :math:`= p \in (1, \infty)` gives instead the bound through
-    Hardy's inequality, valid in :math:`W_{p,\lambda}` when the position marginal is uniform on
-    distinct positions (or Lebesgue):
-
-    .. math::
-
-        \log C(t, R_0) = \int_0^t \Big(L_x(R(s), s) + \frac{p}{p - 1}\,L_\mu(R(s), s)\Big)\,ds,
-
-    with the unmasked softmax constants. The integrals are computed by adaptive quadrature
-    (relative accuracy ``QUAD_RTOL`` = 1e-10).
-
-    Parameters
-    ----------
-    field : Softmax, L2, Sigmoid, Sinkhorn, MultiHead or Causal
-    times : array_like, shape (T,)
-        Nonnegative, nondecreasing times.
-    R0 : float
-        Radius of a ball holding both initial supports.
-    sink_mass : float, optional
-        For ``Causal`` only (see :func:`field_constants`).
-    hardy_p : float, optional
-        For ``Causal`` only, instead of `sink_mass`: the order :math:`p \in (1, \infty)` of
-        the Hardy bound.
-
-    Returns
-    -------
-    StabilityBound
-        ``log_constant`` is ``inf`` once the integrand overflows float64 (the bound is then
-        void, not wrong).
-
-    Raises
-    ------
-    ValueError
-        If `times` are negative or decreasing, `R0` is negative, `sink_mass` is missing for
-        ``Causal`` or `hardy_p` is given where it does not apply (see :func:`field_constants`).
-    TypeError
-        If `field` is not a variant for which the book states the estimates.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from token_dynamics.attention import Softmax
-    >>> from token_dynamics.meanfield import gronwall_bound
-    >>> b = gronwall_bound(Softmax(np.zeros((1, 1)), np.eye(1)), [0.0, 1.0], 1.0)
-    >>> b.radius.round(4), b.log_constant.round(6)  # A = 0: only L_mu = ||V|| = 1
-    (array([1.    , 2.7183]), array([0., 1.]))
-    """
-    _check_field(field)
-    t = as_times(times, strict=False, nonnegative=True, scalar=True)
-    R0 = check_positive(R0, "R0", allow_zero=True)
-    hardy = _hardy_factor(field, hardy_p, sink_mass)
-
-    def consts(s: float, r: float) -> FieldConstants:
-        if hardy is None:
-            return field_constants(field, r, s, sink_mass=sink_mass)
-        # Hardy's constant p/(p-1) times the unmasked softmax constant (the sink mass 1)
-        c = field_constants(field, r, s, sink_mass=1.0)
-        return FieldConstants(c.growth, c.lipschitz_x, hardy * c.lipschitz_measure)
-
-    def radius(s: float) -> float:
-        growth = quad(lambda u: consts(u, R0).growth, 0.0, s, epsrel=QUAD_RTOL)[0] if s else 0.0
-        return R0 * float(np.exp(growth))
-
-    def rate(s: float) -> float:
-        c = consts(s, radius(s))
-        return c.lipschitz_x + c.lipschitz_measure
-
-    def piece(a: float, b: float) -> float:
-        # the rate is finite and continuous until the exponentials overflow float64
-        with np.errstate(over="ignore"):
-            if not all(np.isfinite(rate(s)) for s in (a, 0.5 * (a + b), b)):
-                return np.inf
-            return quad(rate, a, b, epsrel=QUAD_RTOL, limit=200)[0] if b > a else 0.0
-
-    edges = np.concatenate([[0.0], t])
-    pieces = [piece(a, b) for a, b in itertools.pairwise(edges)]
-    radii = np.array([radius(s) for s in t])
-    at_t = [consts(s, r) for s, r in zip(t, radii, strict=True)]
-    return StabilityBound(
-        times=t,
-        radius=radii,
-        lipschitz_x=np.array([c.lipschitz_x for c in at_t]),
-        lipschitz_measure=np.array([c.lipschitz_measure for c in at_t]),
-        log_constant=np.cumsum(pieces),
-    )
-
-
-def _hardy_factor(field: Any, hardy_p: float | None, sink_mass: float | None) -> float | None:
-    """Hardy's constant p/(p-1) for `hardy_p`, after checking that it applies."""
-    if hardy_p is None:
-        return None
-    if not isinstance(field, Causal):
-        raise ValueError("`hardy_p` applies to masked attention (`Causal`) only; omit it.")
-    if sink_mass is not None:
-        raise ValueError("Pass either `sink_mass` or `hardy_p`, not both.")
-    p = float(hardy_p)
-    if not 1 < p < np.inf:
-        raise ValueError(
-            f"`hardy_p` must lie in (1, inf): Hardy's inequality fails for p = 1; got {hardy_p!r}."
-        )
-    return p / (p - 1)
-
-
 @float_guard("the measured constants", "rescale the tokens and queries")
 def measured_constants(
-    field: Any, X: ArrayLike, Y: ArrayLike, queries: Any, other_queries: Any, t: float = 0.0
+    field: AttentionField,
+    X: ArrayLike,
+    Y: ArrayLike,
+    queries: ArrayLike,
+    other_queries: ArrayLike,
+    t: float = 0.0,
 ) -> FieldConstants:
     r"""The three constants as measured on tokens: the quantities the estimates bound.
 

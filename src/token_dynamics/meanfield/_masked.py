@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from scipy.linalg import expm
@@ -18,7 +17,7 @@ from .._validation import (
     check_positive,
     float_guard,
 )
-from ..attention import with_positions
+from ..attention import AttentionField, with_positions
 from ..wasserstein import conditional_w2
 from ._lipschitz import _check_field
 
@@ -60,7 +59,9 @@ class MaskedCloud:
     n_sink: int
 
 
-def causal_cloud(X: ArrayLike, *, sink: Any = None, sink_mass: float = 0.0) -> MaskedCloud:
+def causal_cloud(
+    X: ArrayLike, *, sink: ArrayLike | None = None, sink_mass: float = 0.0
+) -> MaskedCloud:
     r"""Attach positions (and optionally an attention sink) to a sequence of tokens.
 
     Without a sink, token :math:`i = 1..n` sits at :math:`s_i = (i-1)/n` with weight
@@ -121,7 +122,7 @@ def causal_cloud(X: ArrayLike, *, sink: Any = None, sink_mass: float = 0.0) -> M
 
 
 @float_guard("the first token", "shorten `times` or scale `V` down")
-def first_token_solution(x0: ArrayLike, V: Any, times: ArrayLike) -> np.ndarray:
+def first_token_solution(x0: ArrayLike, V: ArrayLike, times: ArrayLike) -> np.ndarray:
     r"""Exact path :math:`x_1(t) = e^{tV}x_1(0)` of a token that attends only to itself.
 
     Under causal softmax attention the first token (alone at the smallest position) sees only
@@ -193,7 +194,7 @@ class Sensitivity:
 
 @float_guard("the conditional sensitivity", "rescale `Z` and `Z_perturbed`")
 def conditional_sensitivity(
-    field: Any, Z: Any, Z_perturbed: Any, *, weights: ArrayLike | None = None
+    field: AttentionField, Z: ArrayLike, Z_perturbed: ArrayLike, *, weights: ArrayLike | None = None
 ) -> Sensitivity:
     r"""Lipschitz ratios of :math:`\mu\mapsto\Gamma_\mu` for masked tokens, queries held fixed.
 
@@ -254,7 +255,12 @@ def conditional_sensitivity(
 
 @float_guard("the first-token sensitivity", "rescale `X` or lower `delta`")
 def first_token_sensitivity(
-    field: Any, X: ArrayLike, *, sink: Any = None, sink_mass: float = 0.0, delta: float = 0.1
+    field: AttentionField,
+    X: ArrayLike,
+    *,
+    sink: ArrayLike | None = None,
+    sink_mass: float = 0.0,
+    delta: float = 0.1,
 ) -> Sensitivity:
     r"""Sensitivity of the masked field to a move of the first (non-sink) token.
 

@@ -3,16 +3,16 @@ r"""Measured stability of two token flows against the Gronwall bound of their va
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from .._typing import ArrayLike
 from .._validation import as_tokens, as_weights, float_guard
-from ..attention import Causal
-from ._estimates import StabilityBound, support_radius
+from ..attention import AttentionField, Causal
+from ._estimates import support_radius
 from ._experiments import DEFAULT_DT, StabilityRun, stability_ratios
-from ._lipschitz import _check_field, gronwall_bound
+from ._gronwall import StabilityBound, gronwall_bound
+from ._lipschitz import _check_field
 
 __all__ = ["StabilityCheck", "stability_check"]
 
@@ -72,7 +72,7 @@ class StabilityCheck:
 
 @float_guard("the stability check", "rescale `X0` and `Y0` or shorten `times`")
 def stability_check(
-    field: Any,
+    field: AttentionField,
     X0: ArrayLike,
     Y0: ArrayLike,
     times: ArrayLike,
@@ -115,6 +115,8 @@ def stability_check(
     Returns
     -------
     StabilityCheck
+        Its ``bound`` is that of :func:`gronwall_bound`: ``inf`` (void, and then ``holds``) from
+        the time the constant leaves float64.
 
     Raises
     ------

@@ -16,18 +16,28 @@ afresh at every layer (chapters "Stochastic scaling limits" and "Synchronization
   and its Monte-Carlo estimate (chapter "Synchronization by noise").
 """
 
+from ._chaos import *  # noqa: F403
+from ._chaos import __all__ as _chaos_all
+from ._deep_limit import *  # noqa: F403
+from ._deep_limit import __all__ as _deep_limit_all
 from ._dissipation import *  # noqa: F403
 from ._dissipation import __all__ as _dissipation_all
 from ._energy import *  # noqa: F403
 from ._energy import __all__ as _energy_all
+from ._estimates import *  # noqa: F403
+from ._estimates import __all__ as _estimates_all
+from ._experiments import *  # noqa: F403
+from ._experiments import __all__ as _experiments_all
 from ._exponents import *  # noqa: F403
 from ._exponents import __all__ as _exponents_all
 from ._kernels import *  # noqa: F403
 from ._kernels import __all__ as _kernels_all
-from ._limits import *  # noqa: F403
-from ._limits import __all__ as _limits_all
+from ._mlp import *  # noqa: F403
+from ._mlp import __all__ as _mlp_all
 from ._model import *  # noqa: F403
 from ._model import __all__ as _model_all
+from ._remainders import *  # noqa: F403
+from ._remainders import __all__ as _remainders_all
 from ._sde import *  # noqa: F403
 from ._sde import __all__ as _sde_all
 from ._synchronization import *  # noqa: F403
@@ -35,11 +45,16 @@ from ._synchronization import __all__ as _synchronization_all
 
 __all__ = [
     *_kernels_all,
+    *_mlp_all,
     *_model_all,
     *_sde_all,
-    *_limits_all,
+    *_estimates_all,
+    *_deep_limit_all,
+    *_chaos_all,
+    *_remainders_all,
     *_energy_all,
     *_exponents_all,
     *_dissipation_all,
     *_synchronization_all,
+    *_experiments_all,
 ]

@@ -15,7 +15,9 @@ from typing import Any
 import numpy as np
 from scipy import optimize
 
-from .._validation import as_real_array, as_sphere_tokens, as_weights
+from .._linalg import LOG_FLOAT_MAX
+from .._typing import ArrayLike
+from .._validation import as_real_array, as_sphere_tokens, as_weights, float_guard
 from ._energy import _beta, _half_gaps
 from ._exponents import NoiseExponents, check_assumption_1, noise_exponents
 from ._kernels import _interpolant
@@ -36,6 +38,9 @@ DISSIPATION_GRID = 801
 #: 1e-10 d / (1 - u) in G(u) / (1 - u). Over the gap F moves by O(TAYLOR_GAP) for smooth
 #: activations and O(TAYLOR_GAP^(1/2)) for ReLU (kappa'' is unbounded at 1).
 TAYLOR_GAP = 1e-3
+#: Above this ``beta`` Lemma 4.1's quotient is computed in the log domain (``beta^2`` would
+#: overflow beyond 1e154; any value far below that and far above the paper's beta works).
+LARGE_BETA = 1e100
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,8 @@ class Lemma41Terms:
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.stochastic import lemma_4_1_terms
     >>> t = lemma_4_1_terms([-1.0, 1.0], "sigmoid", d=5, beta=1.0)
     >>> bool(np.all(t.G1 >= 0)), bool(np.allclose(t.G, t.G0 + t.G1))
     (True, True)
@@ -66,7 +73,7 @@ class Lemma41Terms:
     G: np.ndarray
 
 
-def _inner_products(u: Any) -> np.ndarray:
+def _inner_products(u: ArrayLike) -> np.ndarray:
     arr = np.atleast_1d(as_real_array(u, "u"))
     if arr.ndim != 1 or not np.all(np.isfinite(arr)) or np.any(np.abs(arr) > 1):
         raise ValueError("`u` must be a finite 1-D array of inner products in [-1, 1].")
@@ -86,21 +93,44 @@ def _terms(u: np.ndarray, row: NoiseExponents, k, beta: float) -> Lemma41Terms:
     return Lemma41Terms(u, G0, G1, G0 + beta * G1)
 
 
+def _quotient(u: np.ndarray, row: NoiseExponents, k, beta: float) -> np.ndarray:
+    r"""``beta G(u) / expm1(beta (1 - u))`` for ``u < 1``, finite for every ``beta``.
+
+    Directly while :math:`\beta(1-u)` and :math:`\beta` are moderate; otherwise in the log
+    domain, :math:`\log|F| = 2\log\beta + \log|G_0/\beta + G_1| - \beta(1-u)
+    - \log(1 - e^{-\beta(1-u)})`, where :math:`\beta^2 G_1` and :math:`e^{\beta(1-u)}` would
+    overflow although their quotient (tiny) does not.
+    """
+    x = beta * (1 - u)
+    out = np.empty_like(u)
+    direct = (x <= LOG_FLOAT_MAX) & (beta <= LARGE_BETA)
+    if np.any(direct):
+        t = _terms(u[direct], row, k, beta)
+        out[direct] = beta * t.G / np.expm1(x[direct])
+    if not np.all(direct):
+        t = _terms(u[~direct], row, k, 0.0)  # G0 and G1 without the product beta G1
+        h = t.G0 / beta + t.G1
+        xs = x[~direct]
+        with np.errstate(divide="ignore"):  # h = 0 gives log 0 = -inf and F = 0, exactly
+            log_F = 2 * np.log(beta) + np.log(np.abs(h)) - xs - np.log1p(-np.exp(-xs))
+        out[~direct] = np.sign(h) * np.exp(log_F)
+    return out
+
+
 def _F(u: np.ndarray, row: NoiseExponents, k, beta: float) -> np.ndarray:
     """Lemma 4.1's F, with its secant to the limit at 1 within TAYLOR_GAP of the diagonal."""
     far = u < 1 - TAYLOR_GAP
     out = np.empty_like(u)
-    out[far] = beta * _terms(u[far], row, k, beta).G / np.expm1(beta * (1 - u[far]))
+    out[far] = _quotient(u[far], row, k, beta)
     if not np.all(far):
-        u0 = np.array([1 - TAYLOR_GAP])
-        F0 = float(beta * _terms(u0, row, k, beta).G[0] / np.expm1(beta * TAYLOR_GAP))
+        F0 = float(_quotient(np.array([1 - TAYLOR_GAP]), row, k, beta)[0])
         slope = (-row.lambda_bar - F0) / TAYLOR_GAP
         out[~far] = -row.lambda_bar + slope * (u[~far] - 1)
     return out
 
 
 def lemma_4_1_terms(
-    u: Any,
+    u: ArrayLike,
     activation: str,
     *,
     d: int,
@@ -128,12 +158,22 @@ def lemma_4_1_terms(
     -------
     Lemma41Terms
 
+    Raises
+    ------
+
+    ValueError
+        If `u` is not a finite 1-D array in ``[-1, 1]``, `beta` is not positive, or a noise
+        argument is invalid (as in :func:`noise_exponents`).
+    FloatingPointError
+        If the kernel exceeds the float64 range.
+
     References
     ----------
     Agazzi et al., arXiv:2604.26898, Lemma 4.1.
 
     Examples
     --------
+    >>> from token_dynamics.stochastic import lemma_4_1_terms
     >>> t = lemma_4_1_terms([1.0], "relu", d=5, beta=1.0)
     >>> abs(float(t.G[0])) < 1e-12          # G vanishes on the diagonal
     True
@@ -145,7 +185,7 @@ def lemma_4_1_terms(
 
 
 def dissipation_function(
-    u: Any,
+    u: ArrayLike,
     activation: str,
     *,
     d: int,
@@ -164,7 +204,8 @@ def dissipation_function(
     The limit follows from :math:`G(1) = 0` and :math:`G'(1) = G_0'(1) = \bar\lambda`
     (:math:`G_1` vanishes to second order at 1). Within ``TAYLOR_GAP`` of 1, where the quotient
     loses digits, :math:`F` is replaced by its secant between :math:`1 - \text{TAYLOR\_GAP}`
-    and :math:`1`.
+    and :math:`1`. For large ``beta`` the quotient is computed in the log domain: it is finite
+    (and tends to 0 away from the diagonal) for every ``beta``.
 
     Parameters
     ----------
@@ -178,12 +219,22 @@ def dissipation_function(
     -------
     ndarray, shape (k,)
 
+    Raises
+    ------
+
+    ValueError
+        If `u` is not a finite 1-D array in ``[-1, 1]``, `beta` is not positive, or a noise
+        argument is invalid (as in :func:`noise_exponents`).
+    FloatingPointError
+        If the kernel exceeds the float64 range.
+
     References
     ----------
     Agazzi et al., arXiv:2604.26898, Lemma 4.1.
 
     Examples
     --------
+    >>> from token_dynamics.stochastic import dissipation_function
     >>> F = dissipation_function([1.0], "relu", d=64, beta=1.0, sigma_U=0.1, sigma_W=0.1)
     >>> float(F[0])                            # -lambda_bar
     0.899375
@@ -205,9 +256,13 @@ def dissipation_rate(
 ) -> float:
     r"""The rate :math:`\bar\lambda' = -\inf_{[-1,1]} F` of Agazzi et al. (2026), Lemma 4.1.
 
-    Under Assumption 1 it is negative and, since :math:`F(1) = -\bar\lambda`, it satisfies
-    :math:`\bar\lambda \le \bar\lambda' < 0`; it bounds the noise terms of the Itô formula,
-    :math:`-\frac12\beta e^{\beta u}G(u) \le \bar\lambda'\,\frac12(e^\beta - e^{\beta u})`.
+    Under Assumption 1 (which forces :math:`d > 3`) it is negative, and it bounds the noise
+    terms of the Itô formula,
+    :math:`-\frac12\beta e^{\beta u}G(u) \le \bar\lambda'\,\frac12(e^\beta - e^{\beta u})`
+    (Lemma 4.1). Since :math:`\inf F \le F(1) = -\bar\lambda`, it also satisfies
+    :math:`\bar\lambda \le \bar\lambda'` (derived in this book from the definition; the end of
+    the paper's proof writes the comparison the other way, :math:`\bar\lambda' \le \bar\lambda`,
+    which the definition excludes unless the two are equal).
     The infimum is taken on a grid of ``DISSIPATION_GRID`` points, refined by a bounded search.
 
     Parameters
@@ -224,12 +279,25 @@ def dissipation_rate(
     -------
     float
 
+    .. math:: \bar\lambda' = -\inf_{u\in[-1,1]} F(u),\qquad
+              \bar\lambda \le \bar\lambda' < 0 \text{ under Assumption 1}.
+
+    Raises
+    ------
+    AssumptionError
+        If `strict` and Assumption 1 fails.
+    ValueError
+        If `beta` is not positive or a noise argument is invalid.
+    FloatingPointError
+        If the kernel exceeds the float64 range.
+
     References
     ----------
     Agazzi et al., arXiv:2604.26898, Lemma 4.1 and Theorem 1.4.
 
     Examples
     --------
+    >>> from token_dynamics.stochastic import dissipation_rate
     >>> rate = dissipation_rate("relu", d=64, beta=1.0, sigma_U=0.1, sigma_W=0.1)
     >>> bool(-0.899375 <= rate < 0)
     True
@@ -252,13 +320,13 @@ def dissipation_rate(
 
 
 def noise_energy_drift(
-    X: Any,
+    X: ArrayLike,
     activation: str,
     *,
     beta: float,
     sigma_U: float = 0.0,
     sigma_W: float = 0.0,
-    weights: Any = None,
+    weights: ArrayLike | None = None,
 ) -> float:
     r"""Itô drift of :math:`\mathcal S_\beta(\mu^N_t)` due to the common noise, at the tokens ``X``,
 
@@ -284,12 +352,23 @@ def noise_energy_drift(
     -------
     float
 
+    Raises
+    ------
+
+    ValueError
+        If `X` is not a finite real array of unit rows (tokens on the sphere), `beta` is not
+        positive, or a noise argument is invalid.
+    FloatingPointError
+        If the drift, of the order of :math:`\beta e^\beta`, exceeds the float64 range (``beta``
+        above about 700 for tokens not all equal).
+
     References
     ----------
     Agazzi et al., arXiv:2604.26898, §4 (proof of Theorem 1.4).
 
     Examples
     --------
+    >>> from token_dynamics.stochastic import noise_energy_drift
     >>> import numpy as np
     >>> X = np.array([[1.0, 0, 0, 0, 0], [0, 1.0, 0, 0, 0]])
     >>> noise_energy_drift(X, "relu", beta=1.0) < 0      # ReLU noise brings them closer
@@ -298,7 +377,26 @@ def noise_energy_drift(
     X = as_sphere_tokens(X)
     w = as_weights(weights, X.shape[0])
     beta = _beta(beta)
-    u = np.clip(1 - _half_gaps(X), -1.0, 1.0)
+    gaps = _half_gaps(X)  # 1 - u, exact near the diagonal
+    u = np.clip(1 - gaps, -1.0, 1.0)
     row, k = _noise(activation, X.shape[1], sigma_U, sigma_W)
-    G = _terms(u.ravel(), row, k, beta).G.reshape(u.shape)
-    return float(-0.5 * beta * np.einsum("ij,ij,i,j->", np.exp(beta * u), G, w, w))
+    fix = "lower `beta` (the drift is of the order of e^beta times the energy's scale)"
+    with float_guard("the noise drift of the energy", fix):
+        G = _terms(u.ravel(), row, k, beta).G.reshape(u.shape)
+        G[gaps == 0] = 0.0  # G(1) = 0 (Lemma 4.1): coincident pairs do not drift, exactly
+        live = G != 0
+        if not np.any(live):
+            return 0.0
+        # -beta/2 e^(beta m) sum w_i w_j e^(beta (u_ij - m)) G(u_ij), m the largest u_ij of a
+        # pair that drifts: no exponential overflows, and the largest term is not lost
+        m = float(np.max(u[live]))
+        total = float(np.einsum("ij,ij,i,j->", np.exp(beta * (u - m)), G, w, w))
+        if total == 0.0:
+            return 0.0
+        log_size = np.log(0.5 * beta) + beta * m + np.log(abs(total))
+        if log_size > LOG_FLOAT_MAX:
+            raise FloatingPointError(
+                f"the noise drift of the energy leaves the float64 range (about e^{log_size:.4g})"
+                f" at `beta` = {beta:g}; {fix}."
+            )
+        return float(-np.sign(total) * np.exp(log_size))

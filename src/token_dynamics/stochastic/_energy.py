@@ -13,17 +13,16 @@ from typing import Any
 import numpy as np
 
 from .. import geometry
+from .._linalg import LOG_FLOAT_MAX
+from .._typing import ArrayLike
 from .._validation import as_real_array, as_sphere_tokens, as_square, as_weights, check_positive
 
 __all__ = ["attention_forcing", "energy_derivative", "synchronization_energy"]
 
-#: log of the largest float64: e^beta overflows beyond it.
-LOG_FLOAT_MAX = float(np.log(np.finfo(np.float64).max))
 
-
-def _sphere_stack(X: Any, name: str = "X") -> np.ndarray:
+def _sphere_stack(X: ArrayLike, name: str = "X") -> np.ndarray:
     """Tokens of shape ``(..., n, d)`` on the unit sphere, as a fresh float64 array."""
-    arr = np.asarray(X, dtype=np.float64) if not isinstance(X, np.ndarray) else X
+    arr = as_real_array(X, name)
     if arr.ndim < 2:
         raise ValueError(
             f"`{name}` must have shape (..., n, d) with one token per row; got shape {arr.shape}."
@@ -43,7 +42,7 @@ def _beta(beta: Any) -> float:
 
 
 def synchronization_energy(
-    X: Any, beta: float, weights: Any = None, *, scaled: bool = False
+    X: ArrayLike, beta: float, weights: ArrayLike | None = None, *, scaled: bool = False
 ) -> np.ndarray:
     r"""The energy of Agazzi et al. (2026) that a common noise dissipates,
 
@@ -53,8 +52,8 @@ def synchronization_energy(
         \, d\mu(x)\, d\mu(y)
         = \frac{e^\beta}2 \sum_{i,j} w_i w_j \big(1 - e^{-\beta(1 - \langle x_i, x_j\rangle)}\big).
 
-    The paper writes it :math:`\mathcal E_\beta` (eq. (1.5)); this library and the book write
-    :math:`\mathcal S_\beta`, to keep it apart from the interaction energy
+    The paper writes it :math:`\mathcal E_\beta` (§1.1, the energy of Theorem 1.4); this library
+    and the book write :math:`\mathcal S_\beta`, to keep it apart from the interaction energy
     :math:`E_\beta = \frac1{2\beta}\iint e^{\beta\langle x,y\rangle}`
     (:func:`token_dynamics.diagnostics.interaction_energy`), which attention increases. It is
     nonnegative on the sphere and vanishes exactly at a Dirac mass; the two are related by
@@ -79,16 +78,23 @@ def synchronization_energy(
 
     Raises
     ------
+    ValueError
+        If `X` is not of shape ``(..., n, d)`` with unit rows, `beta` is not positive, or
+        `weights` is not a probability vector of length ``n``.
+    TypeError
+        If `X` is ragged or holds complex numbers, booleans or strings.
     FloatingPointError
         If :math:`e^\beta` overflows (``beta`` above about 709) and ``scaled`` is false.
 
     References
     ----------
     A. Agazzi, G. Bruno, E. Mosig García, S. Saviozzi, M. Romito, *Stochastic scaling limits and
-    synchronization by noise in deep transformer models*, arXiv:2604.26898, 2026, eq. (1.5).
+    synchronization by noise in deep transformer models*, arXiv:2604.26898, 2026, §1.1 and
+    Theorem 1.4.
 
     Examples
     --------
+    >>> from token_dynamics.stochastic import synchronization_energy
     >>> import numpy as np
     >>> X = np.array([[1.0, 0.0], [0.0, 1.0]])
     >>> round(float(synchronization_energy(X, 1.0)), 12)       # (e - 1) / 4
@@ -111,7 +117,9 @@ def synchronization_energy(
     return np.exp(beta) * value
 
 
-def energy_derivative(X: Any, velocity: Any, beta: float, weights: Any = None) -> float:
+def energy_derivative(
+    X: ArrayLike, velocity: ArrayLike, beta: float, weights: ArrayLike | None = None
+) -> float:
     r"""Time derivative of :math:`\mathcal S_\beta(\mu)` when the tokens move with ``velocity``,
 
     .. math::
@@ -138,12 +146,22 @@ def energy_derivative(X: Any, velocity: Any, beta: float, weights: Any = None) -
     -------
     float
 
+    Raises
+    ------
+
+    ValueError
+        If `X` is not a finite real array of unit rows (tokens on the sphere), `velocity` is
+        not finite of the shape of `X`, or `beta` is not positive.
+    FloatingPointError
+        If :math:`e^\beta` overflows (``beta`` above about 709).
+
     References
     ----------
     Agazzi et al., arXiv:2604.26898, §4 (term (I)) and Remark 1.6.
 
     Examples
     --------
+    >>> from token_dynamics.stochastic import energy_derivative
     >>> import numpy as np
     >>> X = np.array([[1.0, 0.0], [0.0, 1.0]])
     >>> V = np.array([[0.0, 1.0], [1.0, 0.0]])   # both tokens turn towards each other
@@ -165,7 +183,13 @@ def energy_derivative(X: Any, velocity: Any, beta: float, weights: Any = None) -
 
 
 def attention_forcing(
-    X: Any, beta: float, *, Q: Any = None, K: Any = None, V: Any = None, weights: Any = None
+    X: ArrayLike,
+    beta: float,
+    *,
+    Q: ArrayLike | None = None,
+    K: ArrayLike | None = None,
+    V: ArrayLike | None = None,
+    weights: ArrayLike | None = None,
 ) -> float:
     r"""The ratio :math:`\frac{d}{dt}\mathcal S_\beta / \mathcal S_\beta` along the noiseless
     attention flow of the model (1.1), at the tokens ``X``.
@@ -190,12 +214,24 @@ def attention_forcing(
     -------
     float
 
+    .. math:: \frac{\tfrac{d}{dt}\mathcal S_\beta(\mu)}{\mathcal S_\beta(\mu)},\qquad
+              \dot x_i = P_{x_i}\sum_j \mathrm{softmax}_j\langle Qx_i, Kx_j\rangle\,Vx_j .
+
+    Raises
+    ------
+    ValueError
+        If `X` is not a finite real array of unit rows (tokens on the sphere), a matrix is
+        not finite ``(d, d)``, or all tokens coincide (zero energy).
+    FloatingPointError
+        If :math:`e^\beta` overflows (``beta`` above about 709).
+
     References
     ----------
     Agazzi et al., arXiv:2604.26898, Assumption 2 and Remark 1.6.
 
     Examples
     --------
+    >>> from token_dynamics.stochastic import attention_forcing
     >>> import numpy as np
     >>> X = np.eye(3)
     >>> attention_forcing(X, 1.0) <= 0                  # Q = K = V = I, beta = 1

@@ -9,10 +9,13 @@ module).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._validation import check_int, check_positive
+import numpy as np
+
+from .._validation import check_int, check_positive, float_guard
 from ._kernels import kappa, kappa_prime
 
 __all__ = [
@@ -32,7 +35,9 @@ __all__ = [
 ODD_ACTIVATIONS = ("tanh", "erf")
 #: The grid of the paper's Table 1 and Figures 2-6 (Appendix B).
 TABLE_1_ACTIVATIONS = ("relu", "silu", "sigmoid", "tanh")
+#: The token dimensions ``d`` of the paper's Table 1.
 TABLE_1_DIMENSIONS = (5, 64, 128)
+#: The bias standard deviations of the paper's Table 1 (``sigma_U = sigma_W``).
 TABLE_1_SIGMAS = (0.0, 0.1)
 
 
@@ -41,6 +46,7 @@ class AssumptionError(ValueError):
 
     Examples
     --------
+    >>> from token_dynamics.stochastic import AssumptionError
     >>> issubclass(AssumptionError, ValueError)
     True
     """
@@ -67,6 +73,7 @@ class NoiseExponents:
 
     Examples
     --------
+    >>> from token_dynamics.stochastic import noise_exponents
     >>> row = noise_exponents("tanh", d=4)
     >>> row.odd, row.assumption_1
     (True, False)
@@ -119,7 +126,7 @@ def noise_exponents(
         \bar\lambda = (d-1)\kappa'(1) - (d-3)\kappa(1), \qquad
         \lambda_1 = \frac{\bar\lambda}2 - \kappa(1) - \kappa'(1),
 
-    with :math:`\kappa(1)` and :math:`\kappa'(1)` (Lemma 4.2) from
+    with :math:`\kappa(1)` (§1.3.2) and :math:`\kappa'(1)` (Lemma 4.2) from
     :func:`token_dynamics.stochastic.kappa` and :func:`token_dynamics.stochastic.kappa_prime`.
 
     Parameters
@@ -135,12 +142,21 @@ def noise_exponents(
     -------
     NoiseExponents
 
+    Raises
+    ------
+
+    ValueError
+        If `activation` is unknown, `d` < 2, or a bias is negative or not finite.
+    FloatingPointError
+        If :math:`\kappa(1)` exceeds the float64 range (ReLU and SiLU at biases near 1e154).
+
     References
     ----------
-    Agazzi et al., arXiv:2604.26898, Remark 1.5, Assumption 1, Lemma 4.2 and Table 1.
+    Agazzi et al., arXiv:2604.26898, Remark 1.5, Assumption 1, §1.3.2, Lemma 4.2 and Table 1.
 
     Examples
     --------
+    >>> from token_dynamics.stochastic import noise_exponents
     >>> row = noise_exponents("relu", d=5)
     >>> round(row.lambda_1, 12), round(row.lambda_bar, 12)
     (-0.1, 0.2)
@@ -152,7 +168,8 @@ def noise_exponents(
 
 
 def relu_noise_exponents(d: int, *, sigma_U: float = 0.0, sigma_W: float = 0.0) -> NoiseExponents:
-    r"""The closed forms of Agazzi et al. (2026), Proposition 1.5, for the ReLU activation,
+    r"""The closed forms of Agazzi et al. (2026), Proposition 1.5 (the kernel values are from its
+    proof), for the ReLU activation,
 
     .. math::
 
@@ -171,28 +188,40 @@ def relu_noise_exponents(d: int, *, sigma_U: float = 0.0, sigma_W: float = 0.0) 
     -------
     NoiseExponents
 
+    Raises
+    ------
+
+    ValueError
+        If `d` < 2 or a bias is negative or not finite.
+    FloatingPointError
+        If an exponent exceeds the float64 range (biases near 1e154).
+
     References
     ----------
     Agazzi et al., arXiv:2604.26898, Proposition 1.5 (proved as Proposition 4.3).
 
     Examples
     --------
+    >>> from token_dynamics.stochastic import relu_noise_exponents
     >>> relu_noise_exponents(64, sigma_U=0.1, sigma_W=0.1).lambda_bar
     -0.899375
     """
     d, sigma_U, sigma_W = _noise_args(d, sigma_U, sigma_W)
-    s = sigma_U**2 + 2 * sigma_W**2
-    k1 = 0.5 * (1 / d + sigma_U**2) + sigma_W**2
+    fix = "lower `sigma_U` or `sigma_W` (the exponents grow like their squares)"
+    with float_guard("the ReLU noise exponents", fix):
+        sU, sW = np.float64(sigma_U), np.float64(sigma_W)
+        s = sU**2 + 2 * sW**2
+        k1 = 0.5 * (1 / d + sU**2) + sW**2
+        lam_1 = -1 / (2 * d) - s * (d - 1) / 4
+        lam_bar = 1 / d - s * (d - 3) / 2
     k1p = 1 / (2 * d)
-    lam_1 = -1 / (2 * d) - s * (d - 1) / 4
-    lam_bar = 1 / d - s * (d - 3) / 2
-    return NoiseExponents("relu", d, sigma_U, sigma_W, k1, k1p, lam_1, lam_bar)
+    return NoiseExponents("relu", d, sigma_U, sigma_W, float(k1), k1p, float(lam_1), float(lam_bar))
 
 
 def noise_exponent_table(
-    activations: Any = TABLE_1_ACTIVATIONS,
-    dimensions: Any = TABLE_1_DIMENSIONS,
-    sigmas: Any = TABLE_1_SIGMAS,
+    activations: Sequence[str] = TABLE_1_ACTIVATIONS,
+    dimensions: Sequence[int] = TABLE_1_DIMENSIONS,
+    sigmas: Sequence[float] = TABLE_1_SIGMAS,
 ) -> list[NoiseExponents]:
     r"""The paper's Table 1: :func:`noise_exponents` over a grid, with :math:`\sigma_U = \sigma_W`.
 
@@ -208,12 +237,21 @@ def noise_exponent_table(
     list of NoiseExponents
         Activation-major, then dimension, then sigma (the paper's order).
 
+    Raises
+    ------
+
+    ValueError
+        If `activation` is unknown, `d` < 2, or a bias is negative or not finite.
+    FloatingPointError
+        If :math:`\kappa(1)` exceeds the float64 range (ReLU and SiLU at biases near 1e154).
+
     References
     ----------
     Agazzi et al., arXiv:2604.26898, Appendix B, Table 1.
 
     Examples
     --------
+    >>> from token_dynamics.stochastic import noise_exponent_table
     >>> rows = noise_exponent_table(["relu"], [5], [0.0])
     >>> rows[0].kappa_1
     0.1
@@ -247,9 +285,16 @@ def check_assumption_1(
     ------
     AssumptionError
         Naming the failing condition and what would fix it.
+    ValueError
+        If an argument is invalid (as in :func:`noise_exponents`).
+
+    References
+    ----------
+    Agazzi et al., arXiv:2604.26898, Assumption 1 and Theorem 1.4.
 
     Examples
     --------
+    >>> from token_dynamics.stochastic import check_assumption_1
     >>> check_assumption_1("relu", d=64, sigma_U=0.1, sigma_W=0.1).lambda_bar < 0
     True
     >>> check_assumption_1("relu", d=64)  # doctest: +ELLIPSIS

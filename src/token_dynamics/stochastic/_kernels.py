@@ -15,22 +15,24 @@ so :math:`\kappa(t) = \mathbb E[\sigma(V_1)\sigma(V_2)] + \sigma_W^2` and, by Pr
 ReLU and erf have closed forms; SiLU, sigmoid and tanh are integrated by tensor Gauss-Hermite
 quadrature in the paper's variables :math:`V_{1,2} = A \pm vY` (Agazzi et al. 2026, §4.2),
 with the number of nodes doubled until two successive rules agree to :data:`QUADRATURE_TOL`,
-and by adaptive 2-D quadrature (:func:`scipy.integrate.dblquad`) where Gauss-Hermite would need
-more than :data:`MAX_NODES` nodes (very wide pre-activations).
+while the mean part ``A`` is narrow (:data:`GH_MAX_SCALE`); wider pre-activations, and any
+case where the rules do not agree within :data:`MAX_NODES` nodes, go to adaptive quadrature
+over ``A`` with an error estimate (:func:`scipy.integrate.quad_vec`, breakpoints at the bend
+of the activation). Nothing squares ``sigma_U``: the kernel of a bounded activation is finite
+for every finite bias, and a kernel beyond the float64 range (ReLU and SiLU grow like
+:math:`\sigma_U^2`) raises ``FloatingPointError``.
 """
 
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from scipy import integrate, special
 
-from .._validation import as_real_array, check_int, check_positive
-
-if TYPE_CHECKING:  # the options' TypedDict of scipy-stubs (no runtime module)
-    from scipy.integrate._typing import QuadOpts
+from .._typing import ArrayLike
+from .._validation import as_real_array, check_int, check_positive, float_guard
 
 __all__ = ["ACTIVATIONS", "kappa", "kappa_prime"]
 
@@ -47,6 +49,20 @@ FIRST_NODES = 32
 #: Largest Gauss-Hermite rule tried before falling back to adaptive quadrature (numpy's rule
 #: overflows in its weights from about 400 nodes); one rule costs MAX_NODES^2 evaluations per t.
 MAX_NODES = 256
+#: Largest standard deviation of the pre-activations' mean part ``A`` for which the tensor
+#: Gauss-Hermite rules are used: their nodes near 0 are about ``s_a / sqrt(n)`` apart in the
+#: variable of ``f``, so beyond ~1.5 they step over the bend of a steep activation and two
+#: successive rules can agree on a wrong value (tanh' at s_a = 100: both near 0).
+GH_MAX_SCALE = 1.5
+#: Nodes of the inner Gauss-Hermite rule of the adaptive quadrature (see ``_adaptive``).
+INNER_NODES = 128
+#: Relative tolerance asked of the adaptive quadrature (``quad_vec``, maximum norm over t).
+ADAPTIVE_RTOL = 1e-12
+#: Breakpoints of the adaptive quadrature, in units of ``f``'s own scale: the bend of every
+#: activation lies within |x| < 40 (tanh(40) = 1 - 4e-35).
+FEATURE_SCALES = (0.5, 2.0, 8.0, 40.0)
+#: What to do when the kernel leaves the float64 range.
+KERNEL_FIX = "lower `sigma_U` or `sigma_W` (the kernel grows like their squares)"
 #: Chebyshev degree cap of the cached interpolant that simulations evaluate the kernel with
 #: (the kernel is analytic in t for smooth activations; the coefficients decay geometrically).
 MAX_DEGREE = 512
@@ -68,7 +84,10 @@ def _activation(name: str):
     if name == "erf":
         return special.erf, (lambda x: 2.0 / np.sqrt(np.pi) * np.exp(-(x**2)))
     if name == "tanh":
-        return np.tanh, (lambda x: 1.0 / np.cosh(x) ** 2)
+        # sech^2 x = 4 e^(-2|x|) / (1 + e^(-2|x|))^2: no overflow of cosh at large |x|
+        return np.tanh, (
+            lambda x: 4.0 * np.exp(-2.0 * np.abs(x)) / (1.0 + np.exp(-2.0 * np.abs(x))) ** 2
+        )
     if name == "sigmoid":
         return special.expit, (lambda x: special.expit(x) * special.expit(-x))
     # silu(x) = x expit(x), silu'(x) = expit(x) (1 + x expit(-x))
@@ -94,51 +113,90 @@ def _gauss_hermite(f, sa: np.ndarray, sv: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
-def _dblquad(f, sa: float, sv: float) -> float:
-    """Adaptive 2-D quadrature of the same expectation (the independent reference), in standard
-    variables on [-12, 12]^2 (the Gaussian mass outside is below 1e-31), the inner integral
-    split where ``sa a +- sv y`` changes sign (the kink of ReLU, harmless elsewhere)."""
+def _adaptive(f, sa: np.ndarray, sv: np.ndarray) -> np.ndarray:
+    r"""The same expectation by adaptive quadrature over ``A``, for wide pre-activations.
 
-    def integrand(y, a):
-        dens = np.exp(-0.5 * (a * a + y * y)) / (2.0 * np.pi)
-        return float(f(np.float64(sa * a + sv * y)) * f(np.float64(sa * a - sv * y))) * dens
-
-    def inner_opts(a):
-        kink = abs(sa * a / sv) if sv > 0 else 0.0
-        pts = [p for p in (-kink, kink) if -12.0 < p < 12.0]
-        opts = {"limit": 200, "epsabs": 1e-14, "epsrel": 1e-13}
-        return {**opts, "points": pts} if pts else opts
-
-    outer: QuadOpts = {"limit": 200, "epsabs": 1e-14, "epsrel": 1e-13, "points": [0.0]}
-    val, _ = integrate.nquad(integrand, [[-12.0, 12.0], [-12.0, 12.0]], opts=[inner_opts, outer])
-    return float(val)
-
-
-def _pair_expectation(f, s2: float, c: np.ndarray) -> np.ndarray:
-    r"""``E[f(V_1) f(V_2)]`` for centred Gaussians of variance ``s2`` and covariance ``c``.
-
-    Written as :math:`V_{1,2} = A \pm vY` with :math:`\operatorname{Var}A = (s^2 + c)/2` and
-    :math:`v^2 = (s^2 - c)/2`.
+    In the standard variable :math:`z = A/s_a` the integrand :math:`\varphi(z)\,g(s_a z)`,
+    :math:`g(a) = \mathbb E_Y[f(a + vY) f(a - vY)]`, varies on the scale :math:`1/s_a` near
+    :math:`z = 0` (where ``f`` bends) and on the scale 1 elsewhere: :func:`scipy.integrate.quad_vec`
+    with breakpoints at :math:`\pm c/s_a` resolves both, with an error estimate, for every ``t``
+    at once. The inner expectation over ``Y`` is a Gauss-Hermite rule of :data:`INNER_NODES`
+    nodes: :math:`v \le 1/\sqrt d \le 2^{-1/2}` and ``f`` is analytic in the strip
+    :math:`|\operatorname{Im} x| < \pi/2`, so the integrand is analytic in ``y`` in a strip of
+    half-width at least 2.2, where the rule converges geometrically (at d = 2, the worst case,
+    128 nodes agree with 256 to rounding for every smooth activation and its derivative).
+    The Gaussian mass outside :math:`|z| \le 12` is below 1e-32.
     """
-    sa = np.sqrt(np.clip(0.5 * (s2 + c), 0.0, None))
-    sv = np.sqrt(np.clip(0.5 * (s2 - c), 0.0, None))
-    z, w = _hermite_rule(128)
-    scale = max(float(w @ f(np.sqrt(s2) * z) ** 2), 1e-300)  # E[f(V)^2] >= |E[f(V1) f(V2)]|
-    n = FIRST_NODES
-    prev = _gauss_hermite(f, sa, sv, n)
-    while n < MAX_NODES:
-        n *= 2
-        cur = _gauss_hermite(f, sa, sv, n)
-        if np.max(np.abs(cur - prev)) <= QUADRATURE_TOL * scale:
-            return cur
-        prev = cur
-    bad = np.abs(cur - prev) > QUADRATURE_TOL * scale
-    out = cur.copy()
-    out[bad] = [_dblquad(f, a, v) for a, v in zip(sa[bad], sv[bad], strict=True)]
+    z, w = _hermite_rule(INNER_NODES)
+    y = sv[:, None] * z[None, :]
+
+    def integrand(x: float) -> np.ndarray:
+        a = (sa * x)[:, None]
+        return (f(a + y) * f(a - y)) @ w * (np.exp(-0.5 * x * x) / np.sqrt(2.0 * np.pi))
+
+    wide = sa[sa > 0]
+    widths = [float(wide.min()), float(wide.max())] if wide.size else []
+    cuts = {c / s for c in FEATURE_SCALES for s in widths if c / s < 12.0}
+    points = sorted({0.0} | cuts | {-p for p in cuts})
+    val, err, info = integrate.quad_vec(
+        integrand,
+        -12.0,
+        12.0,
+        epsabs=1e-300,
+        epsrel=ADAPTIVE_RTOL,
+        norm="max",
+        points=points,
+        limit=20_000,
+        full_output=True,
+    )
+    if not info.success or not err <= 1e3 * ADAPTIVE_RTOL * np.max(np.abs(val)) + 1e-300:
+        raise FloatingPointError(
+            f"the adaptive quadrature of the kernel did not converge (error estimate {err:.1e}); "
+            "lower `sigma_U`."
+        )
+    return np.asarray(val, dtype=np.float64)
+
+
+def _pair_expectation(f, sa: np.ndarray, sv: np.ndarray) -> np.ndarray:
+    r"""``E[f(A + vY) f(A - vY)]`` for :math:`A\sim\mathcal N(0, s_a^2)`, ``v = sv``, ``Y``
+    standard normal (1-D arrays ``sa``, ``sv``).
+
+    Tensor Gauss-Hermite rules, doubled until two agree, where :math:`s_a \le`
+    :data:`GH_MAX_SCALE` (the rules then resolve the bend of ``f``); :func:`_adaptive`
+    elsewhere, and wherever the rules did not agree.
+    """
+    out = np.empty(sa.shape)
+    narrow = sa <= GH_MAX_SCALE
+    if np.any(narrow):
+        a, v = sa[narrow], sv[narrow]
+        z, w = _hermite_rule(128)
+        s = float(np.max(np.hypot(a, v)))
+        scale = max(float(w @ f(s * z) ** 2), 1e-300)  # E[f(V)^2] >= |E[f(V1) f(V2)]|
+        n = FIRST_NODES
+        prev = _gauss_hermite(f, a, v, n)
+        while n < MAX_NODES:
+            n *= 2
+            cur = _gauss_hermite(f, a, v, n)
+            if np.max(np.abs(cur - prev)) <= QUADRATURE_TOL * scale:
+                break
+            prev = cur
+        bad = np.abs(cur - prev) > QUADRATURE_TOL * scale
+        if np.any(bad):
+            cur[bad] = _adaptive(f, a[bad], v[bad])
+        out[narrow] = cur
+    if not np.all(narrow):
+        out[~narrow] = _adaptive(f, sa[~narrow], sv[~narrow])
     return out
 
 
-def _check_t(t: Any) -> np.ndarray:
+def _scales(d: int, sigma_U: float, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    r"""Standard deviations :math:`s_a = (\sigma_U^2 + \frac{1+t}{2d})^{1/2}` and
+    :math:`v = (\frac{1-t}{2d})^{1/2}` of ``A`` and ``vY``, without squaring ``sigma_U``
+    (finite for every finite bias)."""
+    return np.hypot(sigma_U, np.sqrt((1.0 + t) / (2 * d))), np.sqrt((1.0 - t) / (2 * d))
+
+
+def _check_t(t: ArrayLike) -> np.ndarray:
     arr = as_real_array(t, "t")
     if not np.all(np.isfinite(arr)) or np.any(np.abs(arr) > 1.0 + 1e-12):
         raise ValueError(
@@ -157,38 +215,53 @@ def _check_params(activation, d, sigma_U, sigma_W):
 
 
 def _kappa(activation: str, d: int, sigma_U: float, sigma_W: float, t: np.ndarray) -> np.ndarray:
-    """``kappa(t)`` for validated arguments (any shape)."""
-    s2 = 1.0 / d + sigma_U**2
-    c = t / d + sigma_U**2
-    if activation == "relu":
-        # arc-cosine kernel of degree one: E[V1+ V2+] = s^2 (sin th + (pi - th) cos th) / (2 pi)
-        rho = np.clip(c / s2, -1.0, 1.0)
-        val = s2 / (2.0 * np.pi) * (np.sqrt(1.0 - rho**2) + (np.pi - np.arccos(rho)) * rho)
-    elif activation == "erf":
-        val = 2.0 / np.pi * np.arcsin(np.clip(2.0 * c / (1.0 + 2.0 * s2), -1.0, 1.0))
-    else:
-        f, _ = _activation(activation)
-        val = _pair_expectation(f, s2, c.ravel()).reshape(c.shape)
-    return val + sigma_W**2
+    """``kappa(t)`` for validated arguments (any shape), or a FloatingPointError where it
+    exceeds the float64 range (ReLU and SiLU grow like ``sigma_U^2``; ``sigma_W^2`` is added)."""
+    with float_guard("the kernel kappa", KERNEL_FIX):
+        if activation == "relu":
+            # arc-cosine kernel of degree one: E[V1+ V2+] = s^2 (sin th + (pi - th) cos th) / 2pi
+            # with 1 - cos th = q^2, q = sqrt(1 - t) / (1 + d sigma_U^2)^(1/2) (no cancellation)
+            root = np.hypot(1.0, np.sqrt(d) * sigma_U)
+            q = np.minimum(np.sqrt(1.0 - t) / root, np.sqrt(2.0))  # q^2 <= 2: rho >= -1
+            rho = 1.0 - q * q
+            theta = 2.0 * np.arcsin(np.minimum(q / np.sqrt(2.0), 1.0))
+            val = (
+                (root * root / d)
+                / (2.0 * np.pi)
+                * (q * np.sqrt(np.maximum(2.0 - q * q, 0.0)) + (np.pi - theta) * rho)
+            )
+        elif activation == "erf":
+            # 2/pi arcsin(2c / (1 + 2 s^2)), 1 - 2c / (1 + 2 s^2) = p^2
+            p = np.sqrt(1.0 + 2.0 * (1.0 - t) / d) / np.hypot(
+                np.sqrt(1.0 + 2.0 / d), np.sqrt(2.0) * sigma_U
+            )
+            val = 2.0 / np.pi * np.arcsin(np.clip(1.0 - p * p, -1.0, 1.0))
+        else:
+            f, _ = _activation(activation)
+            sa, sv = _scales(d, sigma_U, t)
+            val = _pair_expectation(f, sa.ravel(), sv.ravel()).reshape(t.shape)
+        return val + np.float64(sigma_W) ** 2
 
 
 def _kappa_prime(activation: str, d: int, sigma_U: float, t: np.ndarray) -> np.ndarray:
     """``kappa'(t)`` (Price's formula) for validated arguments; at ``t = 1`` Lemma 4.2's value."""
-    s2 = 1.0 / d + sigma_U**2
-    c = t / d + sigma_U**2
-    if activation == "relu":
-        # P(V1 > 0, V2 > 0) = 1/4 + arcsin(rho) / (2 pi)
-        rho = np.clip(c / s2, -1.0, 1.0)
-        return (0.25 + np.arcsin(rho) / (2.0 * np.pi)) / d
-    if activation == "erf":
-        # E[erf'(V1) erf'(V2)] = (4/pi) / sqrt((1 + 2 s^2)^2 - 4 c^2)
-        return 4.0 / np.pi / np.sqrt((1.0 + 2.0 * s2) ** 2 - 4.0 * c**2) / d
-    _, df = _activation(activation)
-    return _pair_expectation(df, s2, c.ravel()).reshape(c.shape) / d
+    with float_guard("the kernel derivative kappa'", KERNEL_FIX):
+        if activation == "relu":
+            # P(V1 > 0, V2 > 0) = 1/4 + arcsin(rho) / (2 pi)
+            q = np.minimum(np.sqrt(1.0 - t) / np.hypot(1.0, np.sqrt(d) * sigma_U), np.sqrt(2.0))
+            return (0.25 + np.arcsin(np.maximum(1.0 - q * q, -1.0)) / (2.0 * np.pi)) / d
+        if activation == "erf":
+            # E[erf'(V1) erf'(V2)] = (4/pi) / sqrt((1 + 2 s^2 - 2c)(1 + 2 s^2 + 2c))
+            lo = np.sqrt(1.0 + 2.0 * (1.0 - t) / d)
+            hi = np.hypot(np.sqrt(1.0 + 2.0 * (1.0 + t) / d), 2.0 * sigma_U)
+            return 4.0 / np.pi / lo / hi / d
+        _, df = _activation(activation)
+        sa, sv = _scales(d, sigma_U, t)
+        return _pair_expectation(df, sa.ravel(), sv.ravel()).reshape(t.shape) / d
 
 
 def kappa(
-    t: Any, activation: str, *, d: int, sigma_U: float = 0.0, sigma_W: float = 0.0
+    t: ArrayLike, activation: str, *, d: int, sigma_U: float = 0.0, sigma_W: float = 0.0
 ) -> np.ndarray:
     r"""The covariance kernel :math:`\kappa(t)` of the random MLP on the sphere.
 
@@ -215,6 +288,16 @@ def kappa(
         Same shape as `t`, accurate to 1e-10 (closed forms for ReLU and erf; Gauss-Hermite
         quadrature checked by doubling, or adaptive quadrature, otherwise).
 
+    Raises
+    ------
+
+    ValueError
+        If `activation` is not one of :data:`ACTIVATIONS`, `d` < 2, a bias is negative or not
+        finite, or `t` leaves ``[-1, 1]``.
+    FloatingPointError
+        If the value exceeds the float64 range (ReLU and SiLU grow like :math:`\sigma_U^2`, and
+        :math:`\sigma_W^2` is added), or the adaptive quadrature does not converge.
+
     References
     ----------
     A. Agazzi, G. Bruno, E. Mosig García, S. Saviozzi, M. Romito, *Stochastic scaling limits
@@ -223,6 +306,7 @@ def kappa(
 
     Examples
     --------
+    >>> from token_dynamics.stochastic import kappa
     >>> float(kappa(1.0, "relu", d=5))          # (1/d) / 2
     0.1
     >>> round(float(kappa(1.0, "relu", d=64, sigma_U=0.1, sigma_W=0.1)), 6)  # Table 1
@@ -235,7 +319,7 @@ def kappa(
 
 
 def kappa_prime(
-    t: Any, activation: str, *, d: int, sigma_U: float = 0.0, sigma_W: float = 0.0
+    t: ArrayLike, activation: str, *, d: int, sigma_U: float = 0.0, sigma_W: float = 0.0
 ) -> np.ndarray:
     r"""The derivative :math:`\kappa'(t)` of :func:`kappa` (Price's formula).
 
@@ -257,12 +341,23 @@ def kappa_prime(
     ndarray
         Same shape as `t`.
 
+    Raises
+    ------
+
+    ValueError
+        If `activation` is not one of :data:`ACTIVATIONS`, `d` < 2, a bias is negative or not
+        finite, or `t` leaves ``[-1, 1]``.
+    FloatingPointError
+        If the value exceeds the float64 range (ReLU and SiLU grow like :math:`\sigma_U^2`, and
+        :math:`\sigma_W^2` is added), or the adaptive quadrature does not converge.
+
     References
     ----------
     Agazzi et al., arXiv:2604.26898, 2026, Lemma 4.2 and §1.3.2.
 
     Examples
     --------
+    >>> from token_dynamics.stochastic import kappa_prime
     >>> float(kappa_prime(1.0, "relu", d=5, sigma_U=0.3))  # 1/(2d), whatever the bias
     0.1
     >>> round(float(kappa_prime(1.0, "tanh", d=128)), 5)   # Table 1: 7.69e-3

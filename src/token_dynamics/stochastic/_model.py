@@ -15,222 +15,27 @@ Arrays carry the Monte-Carlo paths first: states ``(paths, n, d)``, trajectories
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, cast
 
 import numpy as np
-from scipy import special
+from numpy.typing import DTypeLike
 
 from .. import attention as _attention
+from .._typing import ArrayLike, SeedLike
 from .._validation import (
     as_dtype,
     as_matrix,
-    as_real_array,
     as_rng,
-    as_sphere_tokens,
+    as_square,
     check_int,
     check_positive,
 )
-from ._kernels import _check_activation, _interpolant, kappa, kappa_prime
+from ._mlp import TILE_ELEMENTS, MLPNoise, _as_initial, _draw_field
 
-__all__ = ["MLPNoise", "StochasticResult", "StochasticTransformer", "simulate"]
+__all__ = ["StochasticResult", "StochasticTransformer", "simulate"]
 
 #: Smallest admissible norm before normalising: far below any realistic value (|v| >= 1 - O(h)
 #: after a step), so hitting it means the step was too large for the noise and is reported.
 MIN_NORM = 1e-8
-#: Largest array (entries) a batched step allocates at once: an ``n x n`` score matrix over a
-#: group of paths, or an ``n x m`` hidden layer. Larger problems are cut into row slabs
-#: (attention) and (rows x hidden units) tiles (MLP) of about this size, which stay in a core's
-#: L2 cache, so the memory of a layer is O(n d + m d) (the weights), whatever ``n`` and ``m``.
-TILE_ELEMENTS = 2**14
-#: Rows of one MLP tile (fewer when ``n`` is smaller); its hidden units fill TILE_ELEMENTS.
-#: Measured at N = 4096, d = 16, m = 4096 and 16384 on the 2-core machine: 128 x 128 tiles ran
-#: within 10 % of 256 x 64 and 64 x 256 and 25 % faster than 1024 x 16; tiles large enough for
-#: OpenBLAS to thread their products (up to 4096 x 256) were at most 20 % faster, for 16x the
-#: memory. The MLP is bound by its skinny products: one whole-array MLP takes longer.
-TILE_ROWS = 128
-#: Relative jitter added to a kernel matrix before its Cholesky factor: above the 1e-16 n
-#: rounding of its entries (n <= 10^4) and at the 1e-10 accuracy of the kernel itself.
-JITTER = 1e-10
-
-
-@dataclass(frozen=True, eq=False)
-class MLPNoise:
-    r"""The random MLP of one layer, drawn afresh at every layer (Agazzi et al. 2026, §1.1).
-
-    .. math:: G(y) = \tfrac1{\sqrt m}\,W\sigma\big(\tfrac1{\sqrt d}Uy + b_U\big) + b_W,
-
-    ``U`` (m, d) and ``W`` (d, m) with i.i.d. standard normal entries,
-    :math:`b_U\sim\mathcal N(0,\sigma_U^2 I_m)`, :math:`b_W\sim\mathcal N(0,\sigma_W^2 I_d)`.
-    Its covariance is :math:`\kappa(\langle x,y\rangle) I_d` at every width (:func:`kappa`).
-
-    Parameters
-    ----------
-    activation : {"relu", "silu", "sigmoid", "tanh", "erf"}
-    width : int or None
-        Width ``m``; ``None`` is the infinite-width limit, the centred Gaussian field with
-        covariance :math:`\kappa(\langle x, y\rangle) I_d`, sampled exactly at the tokens.
-    sigma_U, sigma_W : float
-        Standard deviations of the hidden and output biases.
-
-    References
-    ----------
-    Agazzi et al., arXiv:2604.26898, 2026, §1.1 and Remark 1.1.
-
-    Examples
-    --------
-    >>> noise = MLPNoise("relu", width=16)
-    >>> float(noise.kappa(1.0, d=4))
-    0.125
-    >>> noise.sample(np.eye(4), rng=0).shape
-    (4, 4)
-    """
-
-    activation: str = "relu"
-    width: int | None = 64
-    sigma_U: float = 0.0
-    sigma_W: float = 0.0
-
-    def __post_init__(self) -> None:
-        _check_activation(self.activation)
-        if self.width is not None:
-            check_int(self.width, "width", minimum=1)
-        check_positive(self.sigma_U, "sigma_U", allow_zero=True)
-        check_positive(self.sigma_W, "sigma_W", allow_zero=True)
-
-    def kappa(self, t: Any, *, d: int) -> np.ndarray:
-        """:func:`kappa` with this noise's activation and biases."""
-        return kappa(t, self.activation, d=d, sigma_U=self.sigma_U, sigma_W=self.sigma_W)
-
-    def kappa_prime(self, t: Any, *, d: int) -> np.ndarray:
-        """:func:`kappa_prime` with this noise's activation and bias."""
-        return kappa_prime(t, self.activation, d=d, sigma_U=self.sigma_U, sigma_W=self.sigma_W)
-
-    def sample(self, Y: Any, *, rng: Any = None) -> np.ndarray:
-        """One draw of ``G`` evaluated at the rows of ``Y``.
-
-        Parameters
-        ----------
-        Y : (n, d) or (paths, n, d) array_like
-            Points on the unit sphere; with a paths axis, one independent draw per path.
-        rng : Generator, int or None
-
-        Returns
-        -------
-        ndarray
-            ``G(y_i)``, same shape as `Y`.
-        """
-        arr = np.asarray(Y, dtype=np.float64)
-        pts = _as_initial(arr, arr.shape[0] if arr.ndim == 3 else 1)
-        G = _draw_field(self, pts, as_rng(rng))
-        return G if arr.ndim == 3 else G[0]
-
-
-def _kernel_matrix(noise: MLPNoise, Y: np.ndarray) -> np.ndarray:
-    """``kappa(<y_i, y_j>)`` for unit rows ``Y`` (paths, n, d): shape (paths, n, n)."""
-    d = Y.shape[-1]
-    k = _interpolant(noise.activation, d, float(noise.sigma_U), float(noise.sigma_W))
-    return k(np.clip(Y @ np.swapaxes(Y, -1, -2), -1.0, 1.0))
-
-
-def _psd_root(K: np.ndarray) -> np.ndarray:
-    """A factor ``R`` with ``R R^T = K + eps I`` for a batch of symmetric PSD kernel matrices.
-
-    Cholesky of ``K`` plus :data:`JITTER` times its largest diagonal entry (degenerate kernels,
-    e.g. coincident tokens, have a factor, and the sampled covariance is exact to 1e-10
-    relative); where even that fails, the eigenvalue root with negative rounding clipped.
-    Cholesky is 50 to 250 times faster than ``eigh`` on the small batched matrices of the
-    simulations (measured at 60 x 40 x 40).
-    """
-    n = K.shape[-1]
-    scale = np.max(np.diagonal(K, axis1=-2, axis2=-1), axis=-1)
-    try:
-        return np.linalg.cholesky(K + (JITTER * scale)[..., None, None] * np.eye(n))
-    except np.linalg.LinAlgError:
-        lam, U = np.linalg.eigh(0.5 * (K + np.swapaxes(K, -1, -2)))
-        return U * np.sqrt(np.clip(lam, 0.0, None))[..., None, :]
-
-
-def _gaussian_field(noise: MLPNoise, Y: np.ndarray, Z: np.ndarray) -> np.ndarray:
-    """The infinite-width field at ``Y`` (paths, n, d) from standard normals ``Z`` (same shape):
-    Gaussian with covariance kappa(<y_i, y_j>) I_d, the same root for each of the d columns."""
-    return _psd_root(_kernel_matrix(noise, Y)) @ Z
-
-
-def _sigma_inplace(activation: str):
-    """The activation applied in place to a float64 array."""
-    if activation == "relu":
-        return lambda u: np.maximum(u, 0.0, out=u)
-    if activation == "erf":
-        return lambda u: special.erf(u, out=u)
-    if activation == "tanh":
-        return lambda u: np.tanh(u, out=u)
-    if activation == "sigmoid":
-        return lambda u: special.expit(u, out=u)
-    return lambda u: np.multiply(u, special.expit(u), out=u)  # silu
-
-
-def _mlp(activation: str, Y, U, bU, W, bW) -> np.ndarray:
-    """``W sigma(U y_i + b_U) / sqrt(m) + b_W`` for ``Y`` (paths, n, d), ``U`` (paths, m, d)
-    (already divided by sqrt(d)), ``bU`` (paths, m), ``W`` (paths, d, m), ``bW`` (paths, d),
-    without an ``n x m`` array when ``n m`` exceeds :data:`TILE_ELEMENTS`.
-
-    Small layers are computed over groups of paths at once; larger ones per path in tiles of
-    (rows x hidden units), the activation in place and each tile's product with ``W``
-    accumulated into its rows (in a fixed order: results do not depend on the threads), on the
-    attention module's worker threads when ``d`` is small enough for its pool.
-    """
-    sigma = _sigma_inplace(activation)
-    paths, n, _ = Y.shape
-    m = U.shape[1]
-    if n * m <= TILE_ELEMENTS:
-        step = max(1, TILE_ELEMENTS // (n * m))
-        g = np.empty_like(Y)
-        for p in range(0, paths, step):
-            H = Y[p : p + step] @ np.swapaxes(U[p : p + step], -1, -2)
-            H += bU[p : p + step, None, :]
-            g[p : p + step] = sigma(H) @ np.swapaxes(W[p : p + step], -1, -2)
-    else:
-        kernels = _attention._kernels
-        g = np.zeros_like(Y)
-        rows = min(n, TILE_ROWS)
-        units = max(1, TILE_ELEMENTS // rows)
-        tiles = [(p, slice(r, min(r + rows, n))) for p in range(paths) for r in range(0, n, rows)]
-
-        def task(group) -> None:
-            with np.errstate(over="ignore", invalid="ignore"):  # per thread; see _normalise
-                for p, r in group:
-                    Yr, gr = Y[p, r], g[p, r]
-                    for c in range(0, m, units):
-                        H = Yr @ U[p, c : c + units].T
-                        H += bU[p, c : c + units]
-                        gr += sigma(H) @ W[p, :, c : c + units].T
-
-        kernels._run(task, tiles, paths * n * m, Y.shape[2])
-    g /= np.sqrt(m)
-    g += bW[:, None, :]
-    return g
-
-
-def _draw_weights(noise: MLPNoise, paths: int, d: int, rng: np.random.Generator):
-    """``(U / sqrt(d), b_U, W, b_W)`` of one layer for every path."""
-    m = cast(int, noise.width)  # finite: the infinite width draws no weights
-    U = rng.standard_normal((paths, m, d)) / np.sqrt(d)
-    bU = noise.sigma_U * rng.standard_normal((paths, m))
-    W = rng.standard_normal((paths, d, m))
-    bW = noise.sigma_W * rng.standard_normal((paths, d))
-    return U, bU, W, bW
-
-
-def _draw_field(noise: MLPNoise, Y: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """``G(y_i)`` (paths, n, d) in the dtype of ``Y``: a fresh MLP per path, or the exact
-    Gaussian field (whose kernel root is computed in float64). The draws do not depend on the
-    dtype: a float32 run sees the float64 run's weights, rounded."""
-    paths, _, d = Y.shape
-    if noise.width is None:
-        G = _gaussian_field(noise, Y.astype(np.float64), rng.standard_normal(Y.shape))
-        return G.astype(Y.dtype, copy=False)
-    weights = _draw_weights(noise, paths, d, rng)
-    return _mlp(noise.activation, Y, *(w.astype(Y.dtype, copy=False) for w in weights))
 
 
 @dataclass(frozen=True, eq=False)
@@ -252,26 +57,48 @@ class StochasticTransformer:
     Q, K, V : (d, d) array_like or None
         Fixed across layers; ``None`` is the identity.
 
+    Raises
+    ------
+
+    TypeError
+        If `noise` is not an :class:`MLPNoise`.
+    ValueError
+        If `Q`, `K` or `V` is not a finite real square matrix, or their sizes differ.
+
     References
     ----------
     Agazzi et al., arXiv:2604.26898, 2026, §1.1, eq. (1.1).
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.stochastic import MLPNoise, StochasticTransformer
     >>> model = StochasticTransformer(MLPNoise("tanh", width=32), V=np.zeros((3, 3)))
     >>> A, V = model.matrices(3)
     >>> A.shape, bool(model.attention_off(3))
     ((3, 3), True)
     """
 
-    noise: MLPNoise = MLPNoise()
-    Q: Any = None
-    K: Any = None
-    V: Any = None
+    noise: MLPNoise = MLPNoise()  # noqa: RUF009 (frozen: one shared default is safe)
+    Q: ArrayLike | None = None
+    K: ArrayLike | None = None
+    V: ArrayLike | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.noise, MLPNoise):
             raise TypeError(f"`noise` must be an MLPNoise; got {type(self.noise).__name__}.")
+        sizes = set()
+        for name in ("Q", "K", "V"):
+            M = getattr(self, name)
+            if M is not None:
+                M = as_square(M, name)  # a finite real (d, d) copy: the caller's array is kept
+                M.setflags(write=False)
+                object.__setattr__(self, name, M)
+                sizes.add(M.shape[0])
+        if len(sizes) > 1:
+            raise ValueError(
+                f"`Q`, `K` and `V` must have the same size (d, d); got sizes {sorted(sizes)}."
+            )
 
     def matrices(self, d: int) -> tuple[np.ndarray, np.ndarray]:
         """Return ``(A, V)`` with ``A = K^T Q`` (scores ``<A x_i, x_j> = <Q x_i, K x_j>``)."""
@@ -301,6 +128,8 @@ class StochasticResult:
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.stochastic import MLPNoise, StochasticTransformer, simulate
     >>> model = StochasticTransformer(MLPNoise("relu", width=4))
     >>> res = simulate(model, np.eye(2), T=1.0, L=4, n_paths=3, rng=0, save_every=2)
     >>> res.times.tolist(), res.X.shape, res.status
@@ -364,23 +193,6 @@ def _noise_step(Y, h, G, what: str) -> np.ndarray:
         return _normalise(Y + float(np.sqrt(h)) * G, what)  # a Python float keeps the dtype
 
 
-def _as_initial(X0: Any, paths: int, name: str = "X0") -> np.ndarray:
-    """Initial tokens ``(n, d)`` (same for every path) or ``(paths, n, d)``, on the sphere."""
-    arr = np.array(as_real_array(X0, name), dtype=np.float64)
-    X: np.ndarray
-    if arr.ndim == 3:
-        if arr.shape[0] != paths:
-            raise ValueError(
-                f"`{name}` of shape (n_paths, N, d) must have n_paths = {paths}; got {arr.shape}."
-            )
-        X = as_sphere_tokens(arr.reshape(-1, arr.shape[-1]), name).reshape(arr.shape)
-    else:
-        X = np.broadcast_to(as_sphere_tokens(arr, name), (paths, *arr.shape)).copy()
-    if X.shape[-1] < 2:
-        raise ValueError(f"the dimension `d` must be at least 2; `{name}` has d = {X.shape[-1]}.")
-    return X
-
-
 def _progress(iterable, progress: bool, desc: str):
     if not progress:
         return iterable
@@ -391,7 +203,9 @@ def _progress(iterable, progress: bool, desc: str):
     return tqdm(iterable, desc=desc, leave=False)
 
 
-def _common_args(X0, T, L, n_paths, save_every, rng):
+def _common_args(
+    X0: ArrayLike, T: float, L: int, n_paths: int, save_every: int, rng: SeedLike
+) -> tuple[float, int, np.ndarray, list[int], np.random.Generator]:
     """Validate the arguments shared by the two simulators."""
     T = check_positive(T, "T")
     L = check_int(L, "L", minimum=1)
@@ -417,15 +231,15 @@ def _run(step, X: np.ndarray, T: float, L: int, keep: list, progress: bool, desc
 
 def simulate(
     model: StochasticTransformer,
-    X0: Any,
+    X0: ArrayLike,
     *,
     T: float,
     L: int,
     n_paths: int = 1,
-    rng: Any = None,
+    rng: SeedLike = None,
     save_every: int = 1,
     progress: bool = False,
-    dtype: Any = np.float64,
+    dtype: DTypeLike = np.float64,
 ) -> StochasticResult:
     r"""Run ``L`` layers of the paper's model (1.1), step ``T / L``, on independent paths.
 
@@ -467,8 +281,11 @@ def simulate(
 
     Raises
     ------
+    TypeError
+        If `model` is not a :class:`StochasticTransformer`.
     ValueError
-        Bad shapes, tokens off the sphere, ``d < 2``, ``L < 1``.
+        Bad shapes, tokens off the sphere, ``d < 2``, ``L < 1``, a `dtype` other than float64
+        or float32.
     FloatingPointError
         If a token becomes non-finite or zero (never a silent NaN).
 
@@ -478,6 +295,8 @@ def simulate(
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from token_dynamics.stochastic import MLPNoise, StochasticTransformer, simulate
     >>> model = StochasticTransformer(MLPNoise("relu", width=8, sigma_U=0.1, sigma_W=0.1))
     >>> res = simulate(model, np.eye(3), T=1.0, L=10, n_paths=4, rng=0)
     >>> res.X.shape, float(res.times[-1])

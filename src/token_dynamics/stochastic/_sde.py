@@ -12,17 +12,16 @@ without truncating its Karhunen-Loève expansion.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
+from .._typing import ArrayLike, SeedLike
 from ._kernels import _interpolant
+from ._mlp import _gaussian_field
 from ._model import (
     StochasticResult,
     StochasticTransformer,
     _attention_drift,
     _common_args,
-    _gaussian_field,
     _normalise,
     _run,
 )
@@ -64,12 +63,12 @@ def _sde_step(model, X, h, A, V, off, kappa1, Z, method, what):
 
 def simulate_sde(
     model: StochasticTransformer,
-    X0: Any,
+    X0: ArrayLike,
     *,
     T: float,
     L: int,
     n_paths: int = 1,
-    rng: Any = None,
+    rng: SeedLike = None,
     save_every: int = 1,
     method: str = "projected",
     progress: bool = False,
@@ -106,13 +105,25 @@ def simulate_sde(
     StochasticResult
         ``X`` of shape ``(n_paths, K, N, d)``.
 
+    Raises
+    ------
+
+    TypeError
+        If `model` is not a :class:`StochasticTransformer`.
+    ValueError
+        If `method` is unknown, `T` is not positive, `L`, `n_paths` or `save_every` is not a
+        positive integer, or `X0` is not a cloud of unit vectors of dimension ``d >= 2``.
+    FloatingPointError
+        If a token becomes non-finite or zero (a step too large for the noise): raise `L`.
+
     References
     ----------
-    Agazzi et al., arXiv:2604.26898, 2026, §1.2 (the limit SDE) and §2.1 (its Euler scheme).
+    Agazzi et al., arXiv:2604.26898, 2026, §1.1 (the limit SDE) and §2.1 (its Euler scheme).
 
     Examples
     --------
-    >>> from token_dynamics.stochastic import MLPNoise
+    >>> import numpy as np
+    >>> from token_dynamics.stochastic import MLPNoise, StochasticTransformer, simulate_sde
     >>> model = StochasticTransformer(MLPNoise("erf", width=None))
     >>> res = simulate_sde(model, np.eye(3), T=1.0, L=20, n_paths=2, rng=0)
     >>> res.X.shape

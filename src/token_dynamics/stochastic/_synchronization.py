@@ -1,41 +1,41 @@
-r"""Synchronization by a common noise, measured: Monte-Carlo rates and the paper's experiments
-(private module).
+r"""Synchronization by a common noise, measured: Monte-Carlo rates (private module).
 
-- :func:`energy_decay_rate`, :func:`separation_exponent`,
-  :func:`two_point_lyapunov_exponent` -- Monte-Carlo estimators of the decay rate of
-  Theorem 1.4 and of the top Lyapunov exponent of Agazzi et al. (2026);
-- :func:`synchronization_experiment` -- one panel of their Figures 1-6.
+:func:`energy_decay_rate`, :func:`separation_exponent` and
+:func:`two_point_lyapunov_exponent` -- Monte-Carlo estimators of the decay rate of the mean
+energy (which Theorem 1.4 of Agazzi et al. (2026) bounds by :math:`\varepsilon + \bar\lambda'`)
+and of the top Lyapunov exponent of the noise (their Remark 1.5).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 import numpy as np
 
 from .. import geometry
+from .._linalg import power_of_two_scale
+from .._typing import ArrayLike, SeedLike
 from .._validation import (
     as_real_array,
     as_rng,
+    as_vector,
     check_int,
     check_positive,
+    float_guard,
 )
-from ._energy import synchronization_energy
-from ._limits import MCEstimate, mc_estimate
-from ._model import MLPNoise, StochasticTransformer, simulate
+from ._estimates import MCEstimate, mc_estimate
+from ._model import StochasticTransformer
 from ._sde import simulate_sde
 
-__all__ = [
-    "SynchronizationRun",
-    "energy_decay_rate",
-    "separation_exponent",
-    "synchronization_experiment",
-    "two_point_lyapunov_exponent",
-]
+#: How far above the rounding of the log-separation (eps / separation) the diffusive change
+#: sqrt(kappa(1) T) of two_point_lyapunov_exponent must be for the exponent to mean anything.
+MIN_RESOLUTION = 1e3
+#: Smallest separation of two_point_lyapunov_exponent: the small eigenvalue of the pair's kernel
+#: matrix, about kappa'(1) separation^2, stays above the 1e-10 relative jitter of its factor.
+MIN_SEPARATION = 1e-4
+
+__all__ = ["energy_decay_rate", "separation_exponent", "two_point_lyapunov_exponent"]
 
 
-def energy_decay_rate(times: Any, energies: Any) -> MCEstimate:
+def energy_decay_rate(times: ArrayLike, energies: ArrayLike) -> MCEstimate:
     r"""Exponential rate of the mean energy :math:`\mathbb E\,\mathcal S_\beta(\mu_t)` over paths.
 
     The slope of the least-squares line through :math:`(t_k, \log \bar E_k)`, where
@@ -56,12 +56,27 @@ def energy_decay_rate(times: Any, energies: Any) -> MCEstimate:
         ``mean`` is the rate, ``stderr`` its standard error over the paths, ``samples`` the
         number of paths.
 
+    .. math:: \hat r = \sum_k c_k\log\bar E_k,\qquad
+              c_k = \frac{t_k - \bar t}{\sum_l (t_l - \bar t)^2}.
+
+    Times and energies are divided by powers of two before the squares (exactly): the rate and
+    its error are finite wherever they are representable.
+
+    Raises
+    ------
+    ValueError
+        If `times` does not hold two distinct times, `energies` is not finite of shape
+        ``(paths, T)`` with two paths, or a mean is not positive.
+    FloatingPointError
+        If the rate exceeds the float64 range (times of order 1e-300).
+
     References
     ----------
     Agazzi et al., arXiv:2604.26898, Theorem 1.4 (the bound this rate is compared with).
 
     Examples
     --------
+    >>> from token_dynamics.stochastic import energy_decay_rate
     >>> import numpy as np
     >>> t = np.linspace(0, 1, 5)
     >>> E = np.exp(-2 * t) * np.array([[1.0], [1.2], [0.8]])
@@ -77,18 +92,34 @@ def energy_decay_rate(times: Any, energies: Any) -> MCEstimate:
             f"`energies` must have shape (paths, {t.size}) with at least two paths; "
             f"got shape {E.shape}."
         )
+    # times and energies divided by powers of two (exact): no square overflows or underflows;
+    # log mean_k = log(scaled mean_k) + log(factor_k), and the rate scales as 1 / (the factor of
+    # the times); the standard error does not depend on the factors of the energies
+    t_scale = float(power_of_two_scale(t))
+    ts = t / t_scale
+    e_scale = power_of_two_scale(E, axis=0)[0]  # one factor per time: cov / (mean mean) keeps
+    E = E / e_scale
     mean = E.mean(axis=0)
-    if not np.all(np.isfinite(E)) or np.any(mean <= 0):
-        raise ValueError("`energies` must be finite with positive means over the paths.")
-    c = (t - t.mean()) / np.sum((t - t.mean()) ** 2)
-    rate = float(c @ np.log(mean))
+    if np.any(mean <= 0):
+        raise ValueError("`energies` must have positive means over the paths.")
+    c = (ts - ts.mean()) / np.sum((ts - ts.mean()) ** 2)
     cov = np.cov(E, rowvar=False) / E.shape[0]
     g = c / mean
-    return MCEstimate(rate, float(np.sqrt(max(g @ cov @ g, 0.0))), E.shape[0])
+    fix = "measure the rate in other units of time (rescale `times`)"
+    with float_guard("the energy decay rate", fix):
+        rate = float(c @ (np.log(mean) + np.log(e_scale))) / t_scale
+        stderr = float(np.sqrt(max(g @ cov @ g, 0.0))) / t_scale
+    return MCEstimate(rate, stderr, E.shape[0])
 
 
-def separation_exponent(times: Any, states: Any) -> MCEstimate:
-    r"""Top Lyapunov exponent from two nearby tokens, :math:`\mathbb E\log(|X_T-Y_T|/|X_0-Y_0|)/T`.
+def separation_exponent(times: ArrayLike, states: ArrayLike) -> MCEstimate:
+    r"""Top Lyapunov exponent from two nearby tokens sharing the noise.
+
+    .. math:: \hat\lambda_1 = \frac1{t_{\rm last} - t_{\rm first}}\,\mathbb E\log
+              \frac{|X_{t_{\rm last}} - Y_{t_{\rm last}}|}{|X_{t_{\rm first}} - Y_{t_{\rm first}}|},
+
+    the mean over paths; the distances are computed from differences rescaled by powers of two
+    (any scale of `states`).
 
     Parameters
     ----------
@@ -103,7 +134,14 @@ def separation_exponent(times: Any, states: Any) -> MCEstimate:
     MCEstimate
         ``mean`` is the rate, ``stderr`` its standard error over the paths, ``samples`` the
         number of paths.
-        Mean over paths of the log-growth per unit time, with its standard error.
+
+    Raises
+    ------
+    ValueError
+        If `times` is not 1-D increasing from first to last, or `states` is not finite of shape
+        ``(paths, T, 2, d)`` with two paths.
+    FloatingPointError
+        If the two tokens coincide at the first or the last time.
 
     References
     ----------
@@ -111,6 +149,7 @@ def separation_exponent(times: Any, states: Any) -> MCEstimate:
 
     Examples
     --------
+    >>> from token_dynamics.stochastic import separation_exponent
     >>> import numpy as np
     >>> x = np.array([1.0, 0.0]); y = np.array([np.cos(1e-6), np.sin(1e-6)])
     >>> z = np.array([np.cos(1e-7), np.sin(1e-7)])
@@ -118,7 +157,7 @@ def separation_exponent(times: Any, states: Any) -> MCEstimate:
     >>> round(float(separation_exponent([0.0, 1.0], S).mean), 6)
     -2.302585
     """
-    t = as_real_array(times, "times")
+    t = as_vector(times, "times")
     S = as_real_array(states, "states")
     if S.ndim != 4 or S.shape[2] != 2 or S.shape[1] != t.size or S.shape[0] < 2:
         raise ValueError(
@@ -127,12 +166,16 @@ def separation_exponent(times: Any, states: Any) -> MCEstimate:
         )
     if t.size < 2 or t[-1] <= t[0]:
         raise ValueError("`times` must increase from its first to its last entry.")
-    gap = np.linalg.norm(S[:, :, 0] - S[:, :, 1], axis=-1)
-    if np.any(gap[:, [0, -1]] <= 0):
+    # log |x - y| from the difference divided by a power of two (exact): no overflow at any scale
+    diff = S[:, [0, -1], 0] - S[:, [0, -1], 1]
+    scale = power_of_two_scale(diff, axis=-1)[..., 0]
+    if np.any(np.all(diff == 0, axis=-1)):
         raise FloatingPointError(
             "the two tokens coincide at the first or last time; start them apart (e.g. 1e-6)."
         )
-    g = np.log(gap[:, -1] / gap[:, 0]) / (t[-1] - t[0])
+    log_gap = np.log(scale) + np.log(np.linalg.norm(diff / scale[..., None], axis=-1))
+    with float_guard("the separation exponent", "use a longer horizon (`times`)"):
+        g = (log_gap[:, 1] - log_gap[:, 0]) / (t[-1] - t[0])
     return mc_estimate(g)
 
 
@@ -144,7 +187,7 @@ def two_point_lyapunov_exponent(
     L: int,
     n_paths: int = 100,
     separation: float = 1e-3,
-    rng: Any = None,
+    rng: SeedLike = None,
 ) -> MCEstimate:
     r"""Top Lyapunov exponent of the limit SDE, from two nearby tokens sharing the noise.
 
@@ -152,8 +195,9 @@ def two_point_lyapunov_exponent(
     :math:`y = \mathrm{LN}(x + \text{separation}\cdot v)`, :math:`v` a uniform unit tangent
     vector at :math:`x`; the
     two tokens follow :func:`token_dynamics.stochastic.simulate_sde` and the exponent is
-    :func:`separation_exponent` over ``[0, T]``. For the noise alone it estimates
-    :math:`\lambda_1 = \frac{d-3}2\kappa'(1) - \frac{d-1}2\kappa(1)`.
+    :func:`separation_exponent` over ``[0, T]``. For the noise alone it estimates (Remark 1.5)
+
+    .. math:: \lambda_1 = \frac{d-3}2\kappa'(1) - \frac{d-1}2\kappa(1).
 
     Parameters
     ----------
@@ -179,12 +223,24 @@ def two_point_lyapunov_exponent(
         ``mean`` is the rate, ``stderr`` its standard error over the paths, ``samples`` the
         number of paths.
 
+    Raises
+    ------
+
+    TypeError
+        If `model` is not a :class:`StochasticTransformer`.
+    ValueError
+        If `separation` is outside ``[1e-4, 1]``, `T` is too short for the separation
+        to change above its rounding, or an integer argument is out of range.
+    FloatingPointError
+        If a token becomes non-finite or zero (raise `L`), or the pair coincides.
+
     References
     ----------
     Agazzi et al., arXiv:2604.26898, Remark 1.5 and Proposition 1.5.
 
     Examples
     --------
+    >>> from token_dynamics.stochastic import StochasticTransformer, two_point_lyapunov_exponent
     >>> import numpy as np
     >>> from token_dynamics.stochastic import MLPNoise
     >>> model = StochasticTransformer(MLPNoise("relu", width=None), V=np.zeros((5, 5)))
@@ -196,7 +252,24 @@ def two_point_lyapunov_exponent(
 
     d = check_int(d, "d", minimum=2)
     separation = check_positive(separation, "separation")
+    if not MIN_SEPARATION <= separation <= 1.0:
+        raise ValueError(
+            f"`separation` must lie in [{MIN_SEPARATION:g}, 1]; got {separation:g}. Below, the "
+            "2 x 2 kernel matrix of the pair is singular to rounding; above, the pair is not "
+            "in the linear regime."
+        )
     n_paths = check_int(n_paths, "n_paths", minimum=2)
+    T = check_positive(T, "T")
+    # the log-separation is known to eps / separation; the noise moves it by about
+    # sqrt(kappa(1) T) over [0, T]: below MIN_RESOLUTION times the former, nothing is measured
+    kappa1 = float(model.noise.kappa(1.0, d=d)) if isinstance(model, StochasticTransformer) else 1.0
+    floor = MIN_RESOLUTION * np.finfo(np.float64).eps / separation
+    if kappa1 * T < floor**2:
+        raise ValueError(
+            f"`T` = {T:g} is too short: the separation changes by about sqrt(kappa(1) T) = "
+            f"{np.sqrt(kappa1 * T):.2g} in log, below the rounding of its measurement "
+            f"({floor:.2g}); pass T >= {floor**2 / kappa1:.2g}."
+        )
     rng = as_rng(rng)
     x = uniform_sphere(n_paths, d, rng=rng)
     v = geometry.project_tangent(x, rng.standard_normal((n_paths, d)))
@@ -206,129 +279,3 @@ def two_point_lyapunov_exponent(
         model, np.stack([x, y], axis=1), T=T, L=L, n_paths=n_paths, rng=rng, save_every=L
     )
     return separation_exponent(res.times, res.X)
-
-
-@dataclass(frozen=True)
-class SynchronizationRun:
-    r"""One panel of the paper's Figures 1-6: a token cloud through the layers of one model.
-
-    Attributes
-    ----------
-    activation : str or None
-        ``None`` for the model without MLP (attention only).
-    d : int
-    sigma : float
-        Bias standard deviation, ``sigma_U = sigma_W = sigma``.
-    scale : float
-        Attention scale, ``V = scale * I`` (``Q = K = I``).
-    times : ndarray, shape (K,)
-        Depths ``t = l T / L`` of the saved layers.
-    X : ndarray, shape (K, N, d)
-        Tokens at the saved layers (one path).
-    energy : ndarray, shape (K,)
-        :math:`\mathcal S_\beta` of the tokens at the saved layers.
-
-    Examples
-    --------
-    >>> run = synchronization_experiment(None, 3, n_tokens=4, L=5, rng=0)
-    >>> run.cosines().shape, run.energy.shape
-    ((6, 6), (6,))
-    """
-
-    activation: str | None
-    d: int
-    sigma: float
-    scale: float
-    times: np.ndarray
-    X: np.ndarray
-    energy: np.ndarray
-
-    def cosines(self) -> np.ndarray:
-        """Pairwise cosine similarities ``<x_i, x_j>``, ``i < j``, shape (K, N (N - 1) / 2)."""
-        i, j = np.triu_indices(self.X.shape[1], 1)
-        return np.einsum("knd,knd->kn", self.X[:, i], self.X[:, j])
-
-
-def synchronization_experiment(
-    activation: str | None,
-    d: int,
-    *,
-    sigma: float = 0.0,
-    scale: float = 1.0,
-    n_tokens: int = 64,
-    L: int = 150,
-    T: float = 5.0,
-    width: int = 256,
-    beta: float = 1.0,
-    save_every: int = 1,
-    rng: Any = None,
-) -> SynchronizationRun:
-    r"""Run one panel of the paper's experiments (Figure 1 and Appendix B, Figures 2-6).
-
-    ``n_tokens`` tokens uniform on :math:`\mathbb S^{d-1}` go through ``L`` layers of the model
-    (1.1) with depth ``T``: softmax attention with :math:`Q = K = I` and :math:`V =
-    \text{scale}\cdot I` (``scale = 0``: noise only), then the random MLP of width ``width``
-    with biases of standard deviation ``sigma`` (:func:`token_dynamics.stochastic.simulate`).
-    With ``activation=None`` there is no MLP: each layer is
-    :math:`\mathrm{LN}(X + \frac TL\,\mathrm{Attn}(X))`, an Euler step on the sphere
-    (:func:`token_dynamics.integrators.integrate`).
-
-    Parameters
-    ----------
-    activation : str or None
-    d : int
-    sigma : float
-    scale : float
-    n_tokens, L : int
-    T : float
-    width : int
-    beta : float
-        Inverse temperature of the energy :math:`\mathcal S_\beta` recorded along the run.
-    save_every : int
-    rng : Generator, int or None
-
-    Returns
-    -------
-    SynchronizationRun
-
-    References
-    ----------
-    Agazzi et al., arXiv:2604.26898, §1.3 (Figure 1) and Appendix B (Figures 2-6).
-
-    Examples
-    --------
-    >>> run = synchronization_experiment("relu", 5, n_tokens=8, L=10, width=16, rng=0)
-    >>> run.X.shape, run.energy.shape
-    ((11, 8, 5), (11,))
-    """
-    from .. import attention, integrators, sampling
-
-    d = check_int(d, "d", minimum=2)
-    sigma = check_positive(sigma, "sigma", allow_zero=True)
-    if isinstance(scale, bool) or not np.isfinite(scale):
-        raise ValueError(f"`scale` must be a finite real number; got {scale!r}.")
-    rng = as_rng(rng)
-    X0 = sampling.uniform_sphere(check_int(n_tokens, "n_tokens", minimum=2), d, rng=rng)
-    V = float(scale) * np.eye(d)
-    if activation is None:
-        field = attention.Softmax(np.eye(d), V)
-        L, save_every = check_int(L, "L"), check_int(save_every, "save_every")
-        times = np.linspace(0.0, T, L + 1)[::save_every]
-        traj = integrators.integrate(
-            lambda t, X: field.velocity(X),
-            X0,
-            times,
-            method="euler",
-            dt=T / L,
-            geometry="sphere",
-        )
-        times, X = traj.times, traj.states
-    else:
-        noise = MLPNoise(activation, width=width, sigma_U=sigma, sigma_W=sigma)
-        res = simulate(
-            StochasticTransformer(noise, V=V), X0, T=T, L=L, rng=rng, save_every=save_every
-        )
-        times, X = res.times, res.X[0]
-    return SynchronizationRun(
-        activation, d, sigma, float(scale), times, X, synchronization_energy(X, beta)
-    )

@@ -25,14 +25,9 @@ References
    Deep Transformers", arXiv:2501.18322, 2025 (the conditional distance for masked attention).
 """
 
-from ._conditional import POSITION_TOL as POSITION_TOL
 from ._conditional import conditional_w2
 from ._discrete import wasserstein1, wasserstein2
 from ._gaussian import bures_wasserstein, w2_gaussian_1d
-from ._solvers import EMD_MAX_ITER as EMD_MAX_ITER
-from ._solvers import SINKHORN_ACCEPT as SINKHORN_ACCEPT
-from ._solvers import SINKHORN_MAX_ITER as SINKHORN_MAX_ITER
-from ._solvers import SINKHORN_STOP as SINKHORN_STOP
 from ._solvers import OptimalTransportError
 
 __all__ = [

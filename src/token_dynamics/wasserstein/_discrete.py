@@ -24,7 +24,7 @@ def _spd_factor(metric: ArrayLike, d: int) -> FloatArray:
     """Return L with ``metric = L @ L.T`` after checking that `metric` is SPD of shape (d, d)."""
     M = as_symmetric(metric, "metric", d=d)
     try:
-        return np.linalg.cholesky(M)
+        return np.linalg.cholesky(M).astype(np.float64, copy=False)  # float64 for the stubs
     except np.linalg.LinAlgError:
         raise ValueError(
             "`metric` must be positive definite (the ground cost (x - y)^T M (x - y) must be a "

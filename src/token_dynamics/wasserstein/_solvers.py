@@ -11,6 +11,14 @@ import ot
 from .._typing import FloatArray
 from .._validation import progress_bar
 
+__all__ = [
+    "EMD_MAX_ITER",
+    "SINKHORN_ACCEPT",
+    "SINKHORN_MAX_ITER",
+    "SINKHORN_STOP",
+    "OptimalTransportError",
+]
+
 #: Iteration cap of the network simplex. POT's default (1e5) is reached for n of a few thousand;
 #: 1e7 keeps exact W2 exact up to n ~ 1e4 points while still stopping a runaway solve.
 EMD_MAX_ITER = 10_000_000

@@ -1,200 +1,39 @@
-"""Interactive widgets (ipywidgets) over the library's pure functions.
-
-A leaf of the package: nothing else imports it, and it imports ipywidgets and matplotlib only
-when a builder is called. Each builder returns a widget whose callbacks call the same functions a
-notebook would call (``make_field``, ``integrate``, the plotting helpers), so what the widget
-shows is what the static figure next to it shows, at other parameter values.
-
-Each builder also precomputes a static view: the same figure drawn on a grid of parameter
-values, with HTML controls that switch between the frames. A live front end shows the widget;
-the book's static pages, which have no kernel, show the static view, which says what it is.
-"""
+"""The widget builders: an attention explorer and sliders over any figure (private)."""
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import io
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ._validation import as_tokens, as_vector, check_positive
-from .attention import VARIANTS, make_field
-from .integrators import GEOMETRIES, METHODS, Trajectory, integrate
+from .._typing import ArrayLike
+from .._validation import as_tokens, as_vector, check_positive
+from ..attention import VARIANTS, make_field
+from ..integrators import GEOMETRIES, METHODS, Trajectory, integrate
+from ._static import (
+    MAX_STATIC_FRAMES,
+    STATIC_STEPS,
+    Widget,
+    _ipywidgets,
+    _show,
+    _static_view,
+    _with_static_view,
+)
+
+if TYPE_CHECKING:  # matplotlib is imported when a builder is called
+    from matplotlib.axes import Axes
 
 __all__ = ["attention_explorer", "draw_variant", "figure_sliders"]
 
-#: Most frames a static view precomputes: each is a PNG of ~20-40 kB at the default size, and the
-#: site holds its explorers under a few MB (the site's size test caps the whole at 25 MB).
-MAX_STATIC_FRAMES = 64
-
-#: Values of a slider in the static view when none are given: enough to see the trend.
-STATIC_STEPS = 5
-
-#: Resolution of the static frames, in CSS pixels per inch of the figure (a 4-inch figure is
-#: shown 320 pixels wide); each frame holds twice as many pixels, for a high-density screen.
-STATIC_DPI = 80.0
-
-_PLAYER_JS = """(function () {
-  var root = document.getElementById("%(id)s");
-  var frames = %(frames)s, labels = %(labels)s, strides = %(strides)s;
-  var controls = root.querySelectorAll("[data-control]");
-  function show() {
-    var k = 0;
-    controls.forEach(function (c, i) {
-      var j = parseInt(c.value, 10);
-      k += strides[i] * j;
-      var out = root.querySelector("[data-value='" + i + "']");
-      if (out) { out.textContent = labels[i][j]; }
-    });
-    root.querySelector("img").src = frames[k];
-  }
-  controls.forEach(function (c) { c.addEventListener("input", show); });
-  show();
-})();"""
-
-
-def _png_uri(fig: Any) -> tuple[str, int]:
-    """A frame as a data URI of the book's compressed 2x PNG, and its width in CSS pixels."""
-    from .plotting import figure_png
-
-    png, width, _ = figure_png(fig, dpi=STATIC_DPI)
-    return "data:image/png;base64," + base64.b64encode(png).decode("ascii"), width
-
-
-def _static_view(
-    draw: Callable[..., Any],
-    controls: Sequence[tuple[str, Any, Sequence[str], int, str]],
-    *,
-    figsize: tuple[float, float],
-    projection: str | None = None,
-    note: str = "",
-) -> str:
-    """Self-contained HTML of precomputed frames with one control per parameter.
-
-    ``controls`` holds ``(name, values, labels, start, kind)`` with ``kind`` ``"range"`` (a
-    slider over the values) or ``"select"`` (a menu); ``draw(ax, *values)`` draws one frame on
-    fresh axes. Every combination of values is drawn once (row-major over ``controls``) and a
-    few lines of inline JavaScript show the frame the controls select: the page needs no kernel
-    and makes no outside request.
-    """
-    import html as html_lib
-    import itertools
-    import json
-
-    from matplotlib.figure import Figure
-
-    sizes = [len(values) for _, values, *_ in controls]
-    total = int(np.prod(sizes))
-    if total > MAX_STATIC_FRAMES:
-        raise ValueError(
-            f"The static view would draw {total} frames (more than {MAX_STATIC_FRAMES}); "
-            "give fewer values per control."
-        )
-    frames = []
-    for combo in itertools.product(*(values for _, values, *_ in controls)):
-        fig = Figure(figsize=figsize)
-        ax = fig.add_subplot(projection=projection)
-        draw(ax, *combo)
-        uri, width = _png_uri(fig)
-        frames.append(uri)
-    strides = [int(np.prod(sizes[i + 1 :])) for i in range(len(sizes))]
-    labels = [list(map(str, lab)) for _, _, lab, _, _ in controls]
-    uid = "td-explorer-" + hashlib.sha1("".join(frames).encode()).hexdigest()[:12]
-    parts = [f'<div class="td-explorer" id="{uid}">']
-    if note:
-        parts.append(f'<p class="td-explorer-note">{html_lib.escape(note)}</p>')
-    for i, (name, _, lab, start, kind) in enumerate(controls):
-        label = html_lib.escape(name)
-        if kind == "range":
-            parts.append(
-                f'<label>{label} <input type="range" data-control="{i}" min="0" '
-                f'max="{len(lab) - 1}" step="1" value="{start}" aria-label="{label}"> '
-                f'<output data-value="{i}">{html_lib.escape(lab[start])}</output></label>'
-            )
-        else:
-            options = "".join(
-                f'<option value="{j}"{" selected" if j == start else ""}>'
-                f"{html_lib.escape(text)}</option>"
-                for j, text in enumerate(lab)
-            )
-            parts.append(
-                f'<label>{label} <select data-control="{i}" aria-label="{label}">'
-                f"{options}</select></label>"
-            )
-    first = sum(s * c[3] for s, c in zip(strides, controls, strict=True))
-    alt = "Precomputed frame for " + ", ".join(c[0] for c in controls)
-    parts.append(f'<img alt="{html_lib.escape(alt)}" width="{width}" src="{frames[first]}">')
-    script = _PLAYER_JS % {
-        "id": uid,
-        "frames": json.dumps(frames),
-        "labels": json.dumps(labels),
-        "strides": json.dumps(strides),
-    }
-    parts.append(f"<script>{script}</script></div>")
-    return "\n".join(parts)
-
-
-def _with_static_view(box: Any, html: str) -> Any:
-    """Give the widget ``box`` a second representation, the static view ``html``.
-
-    A live front end (JupyterLab, Binder) shows the widget, which it ranks first; the book, whose
-    build ranks HTML above widgets (``_config.yml``), shows the static view, which responds
-    without a kernel.
-    """
-    live = box._repr_mimebundle_
-
-    def bundle(**kwargs: Any) -> dict[str, Any]:
-        return {**(live(**kwargs) or {}), "text/html": html}
-
-    box._repr_mimebundle_ = bundle
-    box.static_html = html
-    return box
-
-
-def _ipywidgets() -> Any:
-    try:
-        import ipywidgets
-    except ImportError as exc:  # pragma: no cover - ipywidgets is in the pinned environment
-        raise ImportError(
-            "The widgets need ipywidgets: pip install 'token-dynamics[widgets]'."
-        ) from exc
-    return ipywidgets
-
-
-def _in_kernel() -> bool:
-    try:
-        from IPython import get_ipython
-    except ImportError:  # pragma: no cover
-        return False
-    return getattr(get_ipython(), "kernel", None) is not None
-
-
-def _show(out: Any, fig: Any) -> None:
-    """Make ``fig`` the only output of the ``Output`` widget ``out``, set from the kernel side.
-
-    Not ``with out: display(fig)``: that capture makes nbclient (which executes the book) send
-    the widget's state back on the shell channel while it awaits the cell's reply there, and the
-    reply is then sometimes missed until the cell timeout (jupyter/nbclient#312; seen here in
-    about one run in three of the book build).
-    """
-    if not _in_kernel():  # outside a kernel there is nowhere to show the figure
-        return
-    png = io.BytesIO()
-    fig.savefig(png, format="png", bbox_inches="tight")  # as the inline backend renders it
-    data = {"image/png": base64.b64encode(png.getvalue()).decode("ascii"), "text/plain": repr(fig)}
-    out.outputs = ({"output_type": "display_data", "data": data, "metadata": {}},)
-
 
 def draw_variant(
-    ax: Any,
-    X0: Any,
+    ax: Axes,
+    X0: ArrayLike,
     variant: str,
     beta: float,
     *,
-    times: Any,
+    times: ArrayLike,
     geometry: str = "euclidean",
     method: str = "rk4",
     dt: float | None = 0.05,
@@ -234,7 +73,7 @@ def draw_variant(
     (2, 3, 2)
     >>> plt.close(fig)
     """
-    from .plotting import plot_sphere, plot_trajectories
+    from ..plotting import plot_sphere, plot_trajectories
 
     X0 = as_tokens(X0, "X0")
     field = make_field(variant, X0.shape[1], beta=beta)
@@ -248,16 +87,16 @@ def draw_variant(
 
 
 def attention_explorer(
-    X0: Any,
+    X0: ArrayLike,
     *,
-    times: Any = None,
+    times: ArrayLike | None = None,
     variants: Sequence[str] = VARIANTS,
     beta: float = 1.0,
     beta_range: tuple[float, float] = (0.1, 30.0),
     geometry: str = "euclidean",
     method: str = "rk4",
     dt: float | None = 0.05,
-) -> Any:
+) -> Widget:
     """A widget over the inverse temperature and the attention variant that redraws the cloud.
 
     A log-scale slider sets ``beta``, a drop-down menu the variant; each change calls
@@ -331,7 +170,7 @@ def attention_explorer(
     out = widgets.Output()
     box = widgets.VBox([slider, menu, out])
 
-    def redraw(_: Any = None) -> None:
+    def redraw(_: object = None) -> None:
         box.trajectory = draw_variant(
             ax, X0, menu.value, slider.value, times=times, geometry=geometry, method=method, dt=dt
         )
@@ -342,7 +181,7 @@ def attention_explorer(
     box.figure, box.slider, box.menu = fig, slider, menu
     redraw()
 
-    def frame(ax: Any, b: float, variant: str) -> None:
+    def frame(ax: Axes, b: float, variant: str) -> None:
         try:
             draw_variant(ax, X0, variant, b, times=times, geometry=geometry, method=method, dt=dt)
         except FloatingPointError as exc:
@@ -378,12 +217,12 @@ def attention_explorer(
 
 
 def figure_sliders(
-    draw: Callable[..., Any],
+    draw: Callable[..., object],
     *,
     figsize: tuple[float, float] = (4.0, 4.0),
-    static: Mapping[str, Any] | None = None,
+    static: Mapping[str, ArrayLike] | None = None,
     **ranges: tuple[float, float, float, float],
-) -> Any:
+) -> Widget:
     """Sliders over the keyword arguments of ``draw``, redrawing one figure on each change.
 
     The static view draws ``draw`` at every combination of the values in ``static`` (by
@@ -449,7 +288,7 @@ def figure_sliders(
     out = widgets.Output()
     box = widgets.VBox([*sliders.values(), out])
 
-    def redraw(_: Any = None) -> None:
+    def redraw(_: object = None) -> None:
         ax.clear()
         draw(ax, **{name: slider.value for name, slider in sliders.items()})
         _show(out, fig)
@@ -471,7 +310,7 @@ def figure_sliders(
     grids = {name: as_vector(values, f"static[{name!r}]") for name, values in static.items()}
     fixed = {name: float(spec[3]) for name, spec in ranges.items() if name not in grids}
 
-    def frame(ax: Any, *values: float) -> None:
+    def frame(ax: Axes, *values: float) -> None:
         draw(ax, **fixed, **{k: float(v) for k, v in zip(grids, values, strict=True)})
 
     controls = [
