@@ -18,7 +18,7 @@ from scipy.special import logsumexp
 
 from .._linalg import row_blocks
 from .._typing import FloatArray
-from ._kernels import EXP_FLOOR
+from ._softmax import EXP_FLOOR
 
 #: Bytes of the stored kernel (the plan at the last absorbed potentials) beyond which it is not
 #: kept but recomputed block by block at every iteration (one exponential per entry and

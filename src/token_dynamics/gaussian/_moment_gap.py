@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from .._linalg import power_of_two_scale
 from .._typing import ArrayLike, FloatArray, SeedLike
 from .._validation import (
     as_covariance,
@@ -220,5 +221,8 @@ def moment_gap_study(
             )
             for _ in range(repeats)
         ]
-        rms[k] = np.sqrt(np.mean(np.square(gaps)))
+        # rescaled by a power of two (exact) so that the squares cannot overflow
+        g = np.asarray(gaps)
+        scale = power_of_two_scale(g)
+        rms[k] = scale * np.sqrt(np.mean(np.square(g / scale)))
     return MomentGapStudy(ns=sizes, rms=rms, fit=diagnostics.fit_power_law(sizes, rms))
