@@ -59,7 +59,7 @@ class StepErrors:
 
     @property
     def order(self) -> float:
-        r"""Observed order: the slope :math:`p` of the least-squares fit
+        r"""The observed order, the slope :math:`p` of the least-squares fit
         :math:`\text{error} \approx C h^p` on a log-log scale.
 
         Raises

@@ -25,7 +25,7 @@ class _InterpolatorCounts:
     """Counts read off a constructed interpolator: blocks, parameters, largest error and the
     paper's block count for its attention (shared by the hardmax and softmax results)."""
 
-    #: Which theorem's count :attr:`paper_bound` reports: "hardmax" or "softmax".
+    #: Which theorem's count ``paper_bound`` reports: "hardmax" or "softmax".
     attention: ClassVar[str]
     transformer: Transformer
     errors: FloatArray
