@@ -275,7 +275,7 @@ class Causal(AttentionField):
         return scatter_columns(K_.matrix_rows(F, Xk[:, 1:], wk, transform, normalise=True), w)
 
 
-def with_positions(X: ArrayLike, positions: Any = None, *, n_sink: int = 0) -> np.ndarray:
+def with_positions(X: ArrayLike, *, positions: Any = None, n_sink: int = 0) -> np.ndarray:
     r"""Prepend a position column to tokens, for :class:`Causal`.
 
     Parameters
