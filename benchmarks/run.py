@@ -353,6 +353,7 @@ def _plain_scaling_step(K, a, b, u, v):
 
 def case_sinkhorn(cfg: argparse.Namespace) -> None:
     from token_dynamics.attention import _sinkhorn as sk
+    from token_dynamics.attention import _sinkhorn_scaling as ski
 
     n = cfg.n_sinkhorn
     rng = np.random.default_rng(0)
@@ -381,7 +382,7 @@ def case_sinkhorn(cfg: argparse.Namespace) -> None:
         "library (log-stabilised scaling)": lambda it: sk.sinkhorn_plan(
             S, eps, tol=1e-300, max_iter=it
         ),
-        "log-sum-exp updates (the previous solver)": lambda it: sk._alternating_iterations(
+        "log-sum-exp updates (the previous solver)": lambda it: ski.alternating_iterations(
             Ke, log_a, log_a, 1e-300, it
         ),
     }

@@ -254,6 +254,8 @@ OVERRIDES: dict[str, dict[str, Callable[[], Any]]] = {
     "trace_one_grid": {"n_angles": lambda: 4},
     "gaussian_energy": {"A": lambda: 0.3 * np.array(_A)},
     "gaussian_energy_along": {"A": lambda: 0.3 * np.array(_A)},
+    "sampled_gaussian_energy": {"A": lambda: 0.3 * np.array(_A)},
+    "observed_monotonicity": {"values": lambda: np.array([3.0, 2.0, 1.5])},
     "gaussian_translation_second_variation": {"A": lambda: 0.3 * np.array(_A)},
     "sinkhorn_bures_wasserstein_check": {"A": lambda: 0.3 * np.array(_A)},
     "sinkhorn_gaussian_cost": {"A": lambda: 0.3 * np.array(_A)},
@@ -266,6 +268,7 @@ OVERRIDES: dict[str, dict[str, Callable[[], Any]]] = {
     "relative_hausdorff_errors": {"outputs": lambda: _dataset()[1]},
     "overlapping_dataset": {"n_sequences": lambda: 2, "d": lambda: 2},
     "paper_block_count": {"m": lambda: np.array([2, 3])},
+    "block_count_bound": {"m": lambda: np.array([2, 3])},
     "resnet_counts": {"n_tokens": lambda: 3, "n_sequences": lambda: 2},
     "hat_move": {
         "points": _hat_points,
@@ -307,7 +310,10 @@ OVERRIDES: dict[str, dict[str, Callable[[], Any]]] = {
         "n_ref": lambda: 16,
         "dt": lambda: 0.1,
     },
+    "moment_gap_study": {"ns": lambda: np.array([4, 8]), "T": lambda: 0.3, "repeats": lambda: 2},
     "chaos_rate": {"N": lambda: np.array([4.0, 8.0])},
+    "hardmax_limit": {"betas": lambda: np.array([1.0, 4.0])},
+    "one_point_correlation": {"noise": lambda: td.stochastic.MLPNoise("relu")},
     "deep_limit_error": {
         "depths": lambda: np.array([2, 4]),
         "L_ref": lambda: 8,
@@ -368,6 +374,9 @@ RECORD_SOURCES: dict[str, str] = {
     "FieldConstants": "field_constants",
     "MaskedCloud": "causal_cloud",
     "MeanFieldErrors": "mean_field_errors",
+    "HardmaxLimit": "hardmax_limit",
+    "MeasureSymmetry": "measure_symmetry",
+    "MomentGapStudy": "moment_gap_study",
     "Sensitivity": "first_token_sensitivity",
     "StabilityBound": "gronwall_bound",
     "StabilityCheck": "stability_check",
@@ -675,6 +684,7 @@ INFINITE_BY_DESIGN = {
     "gaussian_energy_along": "inf where the Gaussian energy is infinite",
     "gronwall_bound": "radius and log_constant are inf once they exceed float64: a void bound",
     "stability_check": "its Gronwall bound is void (inf) once the constant overflows",
+    "hardmax_limit": "the gap is inf on a row whose scores all tie: no second-best score",
 }
 
 

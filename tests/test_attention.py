@@ -19,6 +19,7 @@ from scipy.special import expit, softmax
 from token_dynamics import attention as att
 from token_dynamics.attention import (
     L2,
+    SINKHORN_MAX_ITER,
     Causal,
     Hardmax,
     Linear,
@@ -296,6 +297,61 @@ def test_sinkhorn_symmetric_solver_is_fast_at_small_eps():
     np.testing.assert_allclose(res.plan.sum(axis=0), 1 / 60, rtol=0, atol=res.marginal_error)
 
 
+def test_sinkhorn_symmetric_solver_keeps_pace_with_the_alternating_one():
+    """Issue 15, item 11: on 2 tokens at eps = 0.1 whose plan is nearly anti-diagonal (each
+    token avoids itself), the averaged symmetric update contracts by (1 - lambda_min) / 2 ~
+    0.995 per update and missed 1e-9 after 1000 iterations where the alternating one converges
+    in ~750. Relaxed, it contracts as fast per matrix-vector product as the alternating one, so
+    their iteration counts (two products each) agree up to the few iterations it takes to read
+    the rate (10 %)."""
+    S = np.array([[-0.395, 0.2977], [0.2977, -0.0498]])
+    res = sinkhorn_plan(S, 0.1)  # symmetric: the relaxed symmetric update
+    alt = sinkhorn_plan(S + np.array([[0.0, 1e-9], [0.0, 0.0]]), 0.1)  # alternating updates
+    assert alt.converged and 500 < alt.n_iter < SINKHORN_MAX_ITER
+    assert res.converged and res.n_iter <= 1.1 * alt.n_iter
+    assert res.marginal_error <= 1e-9
+    np.testing.assert_array_equal(res.plan, res.plan.T)
+    # the same plan: the problems differ by 1e-9 in one score (1e-8 after division by eps)
+    np.testing.assert_allclose(res.plan, alt.plan, rtol=0, atol=1e-8)
+
+
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_sinkhorn_streamed_kernel_gives_the_stored_kernel_iterates(monkeypatch, symmetric):
+    """Beyond the memory budget the kernel is recomputed block by block with the same
+    elementwise operations as the stored one: the same iterates, the same plan, to the bit
+    (an absorption included: scores spread over 200 eps)."""
+    from token_dynamics.attention import _sinkhorn_scaling as scaling
+
+    rng = np.random.default_rng(20)
+    n = 300  # several row blocks of BLOCK_ELEMENTS
+    X = rng.standard_normal((n, 2))
+    A = np.array([[1.0, 0.3], [0.3, 0.6]]) if symmetric else np.array([[1.0, 0.7], [-0.2, 0.6]])
+    S = dense_scores(X, A)
+    S *= 200 * 0.1 / np.ptp(S)
+    stored = sinkhorn_plan(S, 0.1, max_iter=20_000)
+    monkeypatch.setattr(scaling, "KERNEL_MEMORY_BUDGET", 0)
+    streamed = sinkhorn_plan(S, 0.1, max_iter=20_000)
+    assert stored.converged and streamed.n_iter == stored.n_iter
+    np.testing.assert_array_equal(streamed.f, stored.f)
+    # the plan: the stored kernel scaled in place, or rebuilt at the final potentials (exp of
+    # a sum that differs by rounding: relative 1e-13 on entries of exponent up to ~200)
+    np.testing.assert_allclose(streamed.plan, stored.plan, rtol=1e-12, atol=0)
+
+
+def test_sinkhorn_scores_near_the_float64_limit():
+    """Fuzz case `S | max`: a score of 1e308 among scores of 1 is a finite problem (no warning);
+    the plan sends the first token's whole mass to itself. Divided by eps < 1 it overflows:
+    a FloatingPointError naming the quotient, not an inf."""
+    S = np.ones((3, 3))
+    S[0, 0] = 1e308
+    res = sinkhorn_plan(S, 1.0)
+    assert res.converged and res.marginal_error <= 1e-9
+    np.testing.assert_allclose(res.plan[0], [1 / 3, 0, 0], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(res.plan[1:, 1:], 1 / 6, rtol=0, atol=1e-9)
+    with pytest.raises(FloatingPointError, match="divided by `eps`"):
+        sinkhorn_plan(S, 0.1)
+
+
 def test_sinkhorn_non_convergence_is_reported():
     rng = np.random.default_rng(7)
     X = rng.standard_normal((10, 2))
@@ -524,3 +580,263 @@ def test_softmax_key_weight_below_the_exp_floor_gets_exact_attention():
     P = softmax_weights(np.array([[700.0, 0.0]]), log_weights=np.log([1e-303, 1.0]))
     r = np.exp(700.0 + np.log(1e-303))  # e^700 * 1e-303 against 1
     np.testing.assert_allclose(P, [[r / (1 + r), 1 / (1 + r)]], rtol=1e-12)
+
+
+@pytest.mark.statement("tok-prop-hardmax-limit")
+def test_hardmax_limit_errors_lie_below_both_bounds():
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((7, 2))
+    X = np.concatenate([X, X[:2]])  # exact duplicates: tied maximisers
+    A, V = random_params(rng, 2)
+    betas = [1.0, 4.0, 16.0, 64.0, 256.0]
+    limit = att.hardmax_limit(A, V, X, betas)
+    S = dense_scores(X, A)
+    # the margins: best minus second-best distinct score, read off the sorted rows
+    gaps = np.array([np.diff(np.unique(row))[-1] for row in S])
+    # (the reference scores are summed in another order: a few ulps of max|s| ~ 5 apart)
+    np.testing.assert_allclose(limit.gap, gaps, rtol=0, atol=1e-14)
+    np.testing.assert_allclose(limit.radius, np.linalg.norm(X, axis=1).max(), rtol=1e-15)
+    np.testing.assert_allclose(limit.trivial_bound, 2 * np.linalg.norm(V, 2) * limit.radius)
+    # the error is the softmax-hardmax distance itself (the same evaluations: to rounding)
+    hard = Hardmax(A, V).velocity(X)
+    for k, beta in enumerate(betas):
+        soft = Softmax(A, V, beta).velocity(X)
+        np.testing.assert_allclose(limit.error[k], np.linalg.norm(soft - hard, axis=1))
+    # the chain of the proposition, with round-off of two evaluations (1e-13) on the first
+    assert np.all(limit.error <= limit.sharp_bound + 1e-13)
+    assert np.all(limit.sharp_bound <= limit.crude_bound)
+    assert np.all(limit.sharp_bound <= limit.trivial_bound)
+    # the crude bound is 2 n |V| R exp(-beta gap): halving |V| halves every bound
+    half = att.hardmax_limit(A, 0.5 * V, X, betas)
+    np.testing.assert_allclose(half.crude_bound, 0.5 * limit.crude_bound, rtol=1e-14)
+    np.testing.assert_allclose(half.sharp_bound, 0.5 * limit.sharp_bound, rtol=1e-14)
+
+
+def test_hardmax_limit_with_all_scores_tied_and_bad_betas():
+    # A = 0: every score ties, the error and both bounds vanish, the gap is infinite
+    X = np.array([[0.0, 1.0], [1.0, 2.0], [-2.0, 0.5]])
+    limit = att.hardmax_limit(np.zeros((2, 2)), np.eye(2), X, [1.0, 100.0])
+    assert np.all(np.isinf(limit.gap))
+    np.testing.assert_allclose(limit.error, 0.0, atol=1e-15)  # both are the plain mean
+    np.testing.assert_array_equal(limit.crude_bound, 0.0)
+    np.testing.assert_array_equal(limit.sharp_bound, 0.0)
+    with pytest.raises(ValueError, match="`betas` must be positive"):
+        att.hardmax_limit(np.eye(2), np.eye(2), X, [0.0, 1.0])
+    with pytest.raises(ValueError, match="`X`"):
+        att.hardmax_limit(np.eye(3), np.eye(3), X, [1.0])
+
+
+@pytest.mark.statement("tok-prop-equivariance")
+def test_measure_symmetry_separates_the_measure_fields_from_the_others():
+    rng = np.random.default_rng(6)
+    X = rng.standard_normal((7, 2))
+    A, V = random_params(rng, 2)
+    # the exact unmasked variants: rounding, relative to the size of the velocities (1e-12)
+    for field in (Softmax(A, V), Linear(A, V), Hardmax(A, V), Unnormalised(A, V)):
+        sym = att.measure_symmetry(field, X, rng=0)
+        scale = max(1.0, np.abs(field.velocity(X)).max())
+        assert sym.permutation_error < 1e-12 * scale, (field, sym)
+        assert sym.duplication_error < 1e-12 * scale, (field, sym)
+    # a causal field with the positions attached as a coordinate: permuting the tokens
+    # permutes their positions too, and the velocities follow (rounding)
+    causal = att.measure_symmetry(Causal(A, V), with_positions(X), rng=0)
+    assert causal.permutation_error < 1e-12
+    with pytest.raises(TypeError, match="`field`"):
+        att.measure_symmetry(lambda t, X: X, X)
+
+
+# --- softmax_weights at its public entry (issue 15: named errors, -inf allowed) -------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"scores": [[0.0, np.nan]]}, ValueError, "`scores` contains NaN or \\+inf"),
+        ({"scores": [[0.0, np.inf]]}, ValueError, "`scores` contains NaN or \\+inf"),
+        ({"scores": [["a", "b"]]}, TypeError, "`scores` must be a real array-like"),
+        ({"scores": [[0.0, 1.0], [2.0]]}, TypeError, "`scores` must be a real array-like"),
+        ({"scores": None}, TypeError, "`scores` must be a real array-like"),
+        ({"scores": 1.0}, ValueError, "`scores` must be a non-empty array"),
+        ({"scores": [[0.0, -np.inf]], "log_weights": [-np.inf, 0.0]}, ValueError, "finite logit"),
+        ({"log_weights": [0.0, np.nan, 0.0]}, ValueError, "`log_weights` contains NaN"),
+        ({"log_weights": [0.0, 0.0]}, ValueError, "`log_weights` of shape \\(2,\\)"),
+        ({"log_weights": [[0.0], [0.0], [0.0]]}, ValueError, "`log_weights` of shape \\(3, 1\\)"),
+        ({"log_weights": np.zeros(0)}, ValueError, "`log_weights` of shape \\(0,\\)"),
+        ({"axis": 0.0}, TypeError, "`axis` must be an integer"),
+        ({"axis": True}, TypeError, "`axis` must be an integer"),
+        ({"axis": "1"}, TypeError, "`axis` must be an integer"),
+        ({"axis": 2}, ValueError, "`axis` = 2 is out of range"),
+        ({"axis": -3}, ValueError, "`axis` = -3 is out of range"),
+        ({"normalise": 1}, ValueError, "`normalise` must be True or False"),
+        ({"out": np.zeros((3, 2))}, ValueError, "`out` must be a float64 ndarray of shape"),
+        ({"scores": [[1e308, 0, 0]], "log_weights": [1e308, 0, 0]}, FloatingPointError, "logits"),
+    ],
+)
+def test_softmax_weights_refuses_bad_arguments_by_name(kwargs, error, match):
+    from token_dynamics.attention import softmax_weights
+
+    args = {"scores": np.array([[0.3, -0.2, 1.0], [0.1, 0.5, -2.0]])} | kwargs
+    with pytest.raises(error, match=match):
+        softmax_weights(**args)
+
+
+def test_softmax_weights_masks_with_minus_inf_and_leaves_its_input_alone():
+    # -inf is a masked key (weight exactly 0) or the log of a zero weight; the other weights
+    # are the softmax of the rest, to round-off; the input array is not modified, any axis
+    from token_dynamics.attention import softmax_weights
+
+    S = np.array([[0.0, -np.inf, np.log(3.0)], [1.0, 1.0, -np.inf]])
+    copy = S.copy()
+    P = softmax_weights(S, log_weights=np.log([1.0, 1.0, 1.0]))
+    np.testing.assert_allclose(P, [[0.25, 0.0, 0.75], [0.5, 0.5, 0.0]], rtol=1e-15)
+    np.testing.assert_array_equal(S, copy)
+    np.testing.assert_allclose(softmax_weights(S.T, axis=0), P.T, rtol=1e-15)
+    out = np.empty_like(S)
+    assert softmax_weights(S, out=out) is out
+    np.testing.assert_allclose(out, P, rtol=1e-15)
+
+
+# --- overflow-safe velocities at token norms ~1e155 (issue 15, defect 5) ----------------------
+
+# Scores of tokens of norm c = 2**520 (1e156) are about c**2, beyond float64; the kernels
+# rescale the factors by powers of two (exact). At that scale every gap between two distinct
+# scores times beta is far beyond 745, so the softmax weights are exactly the hardmax ones
+# (e^-gap is 0 in float64) and the velocity divided by c is the hardmax velocity of the
+# unscaled tokens, to round-off of the O(1) quantities (RTOL_VEL).
+HUGE = 2.0**520
+
+
+def _separated_tokens(n=6, d=3, seed=11):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(n, d)), rng.normal(size=(d, d)), rng.normal(size=(d, d))
+
+
+@pytest.mark.parametrize("scale", [HUGE, 2.0**1000])
+def test_softmax_at_huge_norms_is_the_hardmax_limit(scale):
+    X, A, V = _separated_tokens()
+    hard = Hardmax(A, V).velocity(X)
+    soft = Softmax(A, V).velocity(X * scale)
+    np.testing.assert_allclose(soft / scale, hard, rtol=1e-14, atol=1e-14 * np.abs(hard).max())
+    P = Softmax(A, V).attention_matrix(X * scale)
+    np.testing.assert_array_equal(P, Hardmax(A, V).attention_matrix(X))
+    # the hardmax itself is scale-free: the same tie sets at any scale
+    np.testing.assert_allclose(Hardmax(A, V).velocity(X * scale) / scale, hard, rtol=1e-14)
+    np.testing.assert_array_equal(
+        Hardmax(A, V).attention_matrix(X * scale), Hardmax(A, V).attention_matrix(X)
+    )
+
+
+def test_softmax_at_huge_norms_in_float32():
+    # float32 overflows from 3.4e38: tokens of norm 2**70 (1e21) have scores 1e42
+    X, A, V = _separated_tokens()
+    c = np.float32(2.0**70)
+    X32, A32, V32 = (M.astype(np.float32) for M in (X, A, V))
+    soft = Softmax(A32, V32).velocity(X32 * c)
+    assert soft.dtype == np.float32
+    hard = Hardmax(A32, V32).velocity(X32)
+    np.testing.assert_allclose(soft / c, hard, rtol=1e-5, atol=1e-5 * np.abs(hard).max())
+
+
+def test_huge_norm_variants_finite_or_named():
+    X, A, V = _separated_tokens()
+    Y = X * HUGE
+    # causal: the hardmax over the visible keys
+    Yp = with_positions(Y)
+    soft = Causal(A, V).velocity(Yp)[:, 1:] / HUGE
+    P = Causal(A, V).attention_matrix(Yp)
+    assert set(np.unique(P)) <= {0.0, 1.0}
+    np.testing.assert_allclose(soft, P @ X @ V.T, rtol=1e-14, atol=1e-14)
+    np.testing.assert_array_equal(np.tril(P), P)  # still causal
+    # multi-head: the sum of its heads' velocities
+    heads = MultiHead((Softmax(A, V), Softmax(A.T, V)))
+    np.testing.assert_allclose(
+        heads.velocity(Y),
+        Softmax(A, V).velocity(Y) + Softmax(A.T, V).velocity(Y),
+        rtol=1e-15,
+    )
+    # L2 with Qbar = Kbar = I: each query's nearest key is itself, so the velocity is V x_i
+    I3 = np.eye(3)
+    np.testing.assert_allclose(L2(I3, I3, V).velocity(Y) / HUGE, X @ V.T, rtol=1e-13, atol=1e-13)
+    # sigmoid of scores of size 1e312 is 1 or 0: the field is the mean of V x_j over s_ij > 0
+    S = X @ A.T @ X.T
+    ref = ((S > 0) / len(X)) @ X @ V.T
+    np.testing.assert_allclose(Sigmoid(A, V).velocity(Y) / HUGE, ref, rtol=1e-14, atol=1e-14)
+    # no finite answer: the unnormalised weights e^(s_ij) and the cubic linear field overflow
+    with pytest.raises(FloatingPointError, match="Unnormalised attention overflowed"):
+        Unnormalised(A, V).velocity(Y)
+    with pytest.raises(FloatingPointError, match="linear attention velocity"):
+        Linear(A, V).velocity(Y)
+
+
+# --- bounded memory of the other kernels (issue 20, item 1) -----------------------------------
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: Hardmax(np.eye(2), np.eye(2)),
+        lambda: Unnormalised(np.eye(2), np.eye(2), beta=0.1),
+        lambda: Sigmoid(np.eye(2), np.eye(2)),
+        lambda: Causal(np.eye(2), np.eye(2)),
+    ],
+    ids=["hardmax", "unnormalised", "sigmoid", "causal"],
+)
+def test_other_kernels_memory_is_bounded(make):
+    # as for the softmax: n = 10^4 tokens (a dense score matrix would be 800 MB); the extra
+    # memory is a few slabs of BLOCK_ELEMENTS scores (one per worker, with its masks) plus
+    # O(n d) arrays, whatever n: the softmax's bound, its 200 n bytes for tokens of 2 columns
+    # read as 100 bytes (about a dozen float64 copies) per entry of X (causal tokens carry a
+    # third column, their position)
+    rng = np.random.default_rng(5)
+    n = 10_000
+    field = make()
+    X = rng.standard_normal((n, 2))
+    if isinstance(field, Causal):
+        X = with_positions(X)
+    tracemalloc.start()
+    v = field.velocity(X)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert np.all(np.isfinite(v))
+    assert peak < 4 * 8 * att.BLOCK_ELEMENTS + 100 * X.size
+
+
+def test_hardmax_rows_longer_than_a_slab_use_key_tiles(monkeypatch):
+    # slabs of 16 scores: rows of 50 keys are cut into tiles of 4 keys (a first pass for each
+    # row's maximum, a second for the tie sums); with duplicated tokens (exact ties) the result
+    # is the dense tie-set average, to the round-off of sums of at most 50 terms
+    rng = np.random.default_rng(8)
+    X = rng.standard_normal((25, 3))
+    X = np.concatenate([X, X[:25]])
+    A, V = rng.normal(size=(3, 3)), rng.normal(size=(3, 3))
+    S = X @ A.T @ X.T
+    m = S.max(axis=1, keepdims=True)
+    tied = S >= m - 1e-9 * np.maximum(1.0, np.abs(m))
+    ref = (tied / tied.sum(axis=1, keepdims=True)) @ X @ V.T
+    monkeypatch.setattr(att._kernels, "BLOCK_ELEMENTS", 16)
+    np.testing.assert_allclose(Hardmax(A, V).velocity(X), ref, rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize("block", [7, 64, 10**6])
+def test_causal_prefix_slabs_match_the_dense_masked_softmax(monkeypatch, block):
+    # keys sorted by position, queries in blocks of at most `block` scores (7: fewer than a
+    # row; 10**6: one slab): the masked softmax P_ij ~ w_j e^(beta s_ij) 1{p_j <= p_i} of
+    # unsorted, partly equal positions and partly zero weights, to round-off of sums of n terms
+    rng = np.random.default_rng(21)
+    n, d, beta = 40, 3, 1.5
+    A, V = random_params(rng, d)
+    pos = rng.integers(0, 12, size=n) / 12.0
+    pos[5] = 0.0  # a sink, of positive weight: every query sees a token
+    X = with_positions(rng.standard_normal((n, d)), positions=pos)
+    w = rng.dirichlet(np.ones(n))
+    w[rng.choice(np.flatnonzero(pos > 0), 6, replace=False)] = 0.0
+    w /= w.sum()
+    S = beta * X[:, 1:] @ A.T @ X[:, 1:].T
+    K = w * np.exp(S - S.max(axis=1, keepdims=True)) * (pos[None, :] <= pos[:, None])
+    P = K / K.sum(axis=1, keepdims=True)
+    monkeypatch.setattr(att._kernels, "BLOCK_ELEMENTS", block)
+    field = Causal(A, V, beta=beta)
+    np.testing.assert_allclose(field.attention_matrix(X, weights=w), P, rtol=1e-13, atol=1e-16)
+    v = field.velocity(X, weights=w)
+    np.testing.assert_array_equal(v[:, 0], 0.0)
+    np.testing.assert_allclose(v[:, 1:], P @ X[:, 1:] @ V.T, rtol=1e-12, atol=1e-14)

@@ -15,6 +15,7 @@ from token_dynamics.diagnostics import (
     diameter,
     empirical_covariance,
     empirical_mean,
+    excess_kurtosis,
     interaction_energy,
     min_inner_product,
     numerical_rank,
@@ -148,3 +149,20 @@ def test_diameter_and_covariance_are_overflow_safe(scale):
             empirical_covariance(scale * X)
     with pytest.raises(FloatingPointError, match="diameter"):
         diameter([[-1e308, 0.0], [1e308, 0.0]])  # 2e308 > the largest float
+
+
+def test_excess_kurtosis_of_two_point_and_gaussian_clouds():
+    # two symmetric values: fourth moment = variance^2, so 1 - 3 exactly (to rounding)
+    X = np.array([[1.0, 5.0], [-1.0, 3.0], [1.0, 3.0], [-1.0, 5.0]])
+    np.testing.assert_allclose(excess_kurtosis(X), [-2.0, -2.0], rtol=1e-14)
+    # a Gaussian sample: zero within 5 standard errors sqrt(24 / n)
+    n = 20_000
+    G = np.random.default_rng(0).standard_normal((n, 3))
+    assert np.all(np.abs(excess_kurtosis(G)) < 5 * np.sqrt(24 / n))
+    # uniform: -6/5 (standard error sqrt(1.6 / n) ~ 0.01 at this n: 5 of them)
+    U = np.random.default_rng(1).uniform(-1, 1, size=(n, 1))
+    np.testing.assert_allclose(excess_kurtosis(U), [-1.2], atol=5 * np.sqrt(1.6 / n))
+    # invariant under shifts and scalings of a coordinate, even huge ones (no overflow)
+    np.testing.assert_allclose(excess_kurtosis(1e200 * G + 3.0), excess_kurtosis(G), rtol=1e-12)
+    with pytest.raises(ValueError, match="constant coordinate"):
+        excess_kurtosis(np.column_stack([G[:, 0], np.ones(n)]))

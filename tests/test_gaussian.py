@@ -6,6 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy.linalg import expm
 
+import token_dynamics as td
 from token_dynamics import gaussian as g
 
 from .helpers import loglog_slope, random_spd
@@ -841,3 +842,57 @@ def test_moment_matched_cloud_needs_more_tokens_than_dimensions():
         g.moment_matched_cloud(3, np.zeros(3), np.eye(3), rng=0)
     X = g.moment_matched_cloud(4, np.zeros(3), np.eye(3), rng=0)
     np.testing.assert_allclose(X.T @ X / 4, np.eye(3), atol=1e-13)  # exact up to rounding
+
+
+# --------------------------------------------------------------------------------------------
+# The moment gap between tokens and the moment ODE
+
+
+def test_moment_gap_is_the_largest_moment_difference():
+    rng = np.random.default_rng(3)
+    mean, cov = np.array([0.2, -0.1]), random_spd(rng, 2, shift=0.2)
+    X = g.moment_matched_cloud(40, mean, cov, rng=rng)
+    # the cloud has these moments exactly, up to rounding of O(1) numbers
+    assert g.moment_gap(X, mean, cov) < 1e-13
+    # moving one entry of either moment by delta makes the gap delta (to rounding)
+    delta = 0.03
+    shifted = mean + np.array([0.0, delta])
+    np.testing.assert_allclose(g.moment_gap(X, shifted, cov), delta, rtol=1e-12)
+    np.testing.assert_allclose(g.moment_gap(X, mean, cov + delta * np.eye(2)), delta, rtol=1e-12)
+    with pytest.raises(ValueError, match="`X`"):
+        g.moment_gap(X[:, :1], mean, cov)
+
+
+@pytest.mark.statement("gauss-prop-linear")
+def test_moment_gap_study_is_exact_for_linear_attention():
+    # the linear field of a cloud depends on its first two moments only, so a moment-matched
+    # cloud follows the moment ODE exactly: what is left is RK4's error, dt^4 = 1e-8 here,
+    # with an O(1) constant for these O(1) parameters
+    field = td.Linear([[0.4, 0.2], [-0.1, 0.3]], -0.5 * np.eye(2))
+    study = g.moment_gap_study(field, [0.3, 0.1], 0.5 * np.eye(2), 0.5, [20, 80], dt=0.01, rng=0)
+    assert np.all(study.rms < 1e-6), study.rms
+
+
+SOFTMAX = td.Softmax([[0.5, 0.2], [-0.3, 0.4]], [[0.6, -0.2], [0.1, 0.5]])
+
+
+def test_moment_gap_study_decays_like_the_monte_carlo_error():
+    # softmax tokens approach the Gaussian ODE like n^(-1/2). Each rms is over 16 clouds
+    # (relative spread ~ 1/sqrt(2 * 16) = 0.18); the slope fitted to five sizes over a
+    # factor 16 has a standard deviation ~ 0.18 / (std(log n) sqrt(5)) ~ 0.08: 0.25 is three
+    ns = [50, 100, 200, 400, 800]
+    cov = [[0.5, 0.1], [0.1, 0.3]]
+    study = g.moment_gap_study(SOFTMAX, [0.2, 0.0], cov, 0.3, ns, repeats=16, rng=1)
+    assert abs(study.fit.slope + 0.5) < 0.25, study.fit.slope
+    np.testing.assert_array_equal(study.ns, ns)
+
+
+def test_moment_gap_study_refuses_bad_sizes_and_a_blowup():
+    with pytest.raises(ValueError, match="`ns`"):
+        g.moment_gap_study(SOFTMAX, [0.0, 0.0], np.eye(2), 0.2, [100])
+    with pytest.raises(ValueError, match="`ns`"):
+        g.moment_gap_study(SOFTMAX, [0.0, 0.0], np.eye(2), 0.2, [1.5, 3.0])
+    # A = V = I blows up at t* = 1 / (2 * 0.4) = 1.25
+    blowup = td.Softmax(np.eye(2), np.eye(2))
+    with pytest.raises(ValueError, match="smaller `T`"):
+        g.moment_gap_study(blowup, np.zeros(2), 0.4 * np.eye(2), 2.0, [10, 20])

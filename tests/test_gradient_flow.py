@@ -560,3 +560,60 @@ def test_first_variation_and_gradient_are_log_domain():
             f(np.eye(2), X30)
     with pytest.raises(FloatingPointError, match="float64 range"):
         gf.translation_second_variation(np.eye(2), X30, [1.0, 0.0])
+
+
+@pytest.mark.statement("gf-prop-gaussian-energy")
+def test_sampled_gaussian_energy_agrees_with_the_closed_form():
+    # ||R A R|| < 1/2 for these (R = Sigma^(1/2)): the samples have a finite variance, so
+    # the estimate is within 4 standard errors of the closed form (a 6e-5 false alarm each)
+    rng = np.random.default_rng(11)
+    for _ in range(3):
+        A = 0.5 * rng.standard_normal((2, 2))
+        cov = random_spd(rng, 2, shift=0.1)
+        cov *= 0.3 / np.linalg.norm(cov, 2) / max(np.linalg.norm(A, 2), 1e-3)
+        mean = 0.5 * rng.standard_normal(2)
+        est = gf.sampled_gaussian_energy(A, mean, cov, 50_000, rng=rng)
+        closed = gf.gaussian_energy(A=A, mean=mean, cov=cov).value
+        assert abs(est.mean - closed) < 4 * est.stderr, (est, closed)
+        assert est.samples == 50_000
+
+
+def test_sampled_gaussian_energy_is_reproducible_and_reports_overflow():
+    args = ([[0.3, -0.4], [0.1, 0.5]], [0.4, -0.3], 0.3 * np.eye(2), 100)
+    a = gf.sampled_gaussian_energy(*args, rng=3)
+    b = gf.sampled_gaussian_energy(*args, rng=np.random.default_rng(3))
+    assert a.mean == b.mean and a.stderr == b.stderr
+    # a Dirac at a point where <A x, x> = 1e4: e^(1e4) overflows, a FloatingPointError
+    with pytest.raises(FloatingPointError, match="sampled interaction energy"):
+        gf.sampled_gaussian_energy(np.eye(2), [100.0, 0.0], np.zeros((2, 2)), 4, rng=0)
+    with pytest.raises(ValueError, match="`n`"):
+        gf.sampled_gaussian_energy(*args[:3], 1, rng=0)
+
+
+@pytest.mark.statement("gf-thm-monotonicity")
+@pytest.mark.parametrize("normalised", [True, False])
+def test_energy_rate_formula_is_the_derivative_along_the_field(normalised):
+    # two evaluations of the same O(1) sum in different orders: agreement to ~1e-13
+    rng = np.random.default_rng(8)
+    X = rng.standard_normal((9, 3))
+    B = 0.4 * rng.standard_normal((3, 3))
+    A = B + B.T
+    V = rng.standard_normal((3, 3))
+    w = rng.dirichlet(np.ones(9))
+    field = (Softmax if normalised else Unnormalised)(A, V)
+    along = gf.energy_rate(A=A, X=X, velocity=field.velocity(X, weights=w), weights=w)
+    formula = gf.energy_rate_formula(A, V, X, normalised=normalised, weights=w)
+    np.testing.assert_allclose(formula, along, rtol=1e-12)
+    # its sign is the predicted one when sym(AV) is semidefinite: V = A gives AV = A^2 >= 0
+    assert gf.energy_rate_formula(A, A, X, normalised=normalised) > 0
+    with pytest.raises(ValueError, match="`A`"):
+        gf.energy_rate_formula(B, V, X)
+
+
+def test_observed_monotonicity():
+    assert gf.observed_monotonicity([1.0, 2.0, 3.5]) == 1
+    assert gf.observed_monotonicity(np.exp(-np.linspace(0, 1, 5))) == -1
+    assert gf.observed_monotonicity([1.0, 2.0, 2.0]) == 0  # a flat step is not monotone
+    assert gf.observed_monotonicity([1.0, 0.5, 0.7]) == 0
+    with pytest.raises(ValueError, match="`values`"):
+        gf.observed_monotonicity([1.0])

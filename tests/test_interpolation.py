@@ -13,6 +13,7 @@ from token_dynamics.interpolation import (
     SelfAttention,
     Transformer,
     TransformerBlock,
+    block_count_bound,
     build_hardmax_interpolator,
     build_softmax_interpolator,
     critical_temperature,
@@ -80,6 +81,7 @@ def test_counts_follow_the_formulas(seed):
     assert L == S + 2 * m.sum()
     assert S <= N - 1
     assert L <= 2 * m.sum() + N - 1 <= paper_block_count(m, "hardmax") == 2 * m.sum() + 2 * N + 1
+    assert block_count_bound(m) == 2 * m.sum() + N - 1
     assert interp.transformer.max_width <= 4
     assert interp.n_params <= (8 * d + 5) * L + (4 * d + 1) * S + L
     for block in interp.transformer.blocks:
@@ -606,3 +608,10 @@ def test_distinct_points_match_the_greedy_scan_over_all_distances():
         P = centres[rng.integers(0, len(centres), size=n)] + spread * rng.normal(size=(n, d))
         for tol in (1e-9, 1e-2):
             np.testing.assert_array_equal(_distinct(P, tol), greedy(P, tol))
+
+
+def test_block_count_bound_refuses_what_is_not_a_length():
+    assert block_count_bound([0]) == 0  # one sequence with an empty target: no block
+    for bad in ([], [1.5], [-1], [[1, 2]], [2.0**60]):
+        with pytest.raises(ValueError, match="`m`"):
+            block_count_bound(bad)

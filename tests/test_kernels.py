@@ -26,6 +26,8 @@ from token_dynamics.attention import (
     Sigmoid,
     Softmax,
     Unnormalised,
+    _sigmoid,
+    _softmax,
     sinkhorn_plan,
     with_positions,
 )
@@ -119,7 +121,7 @@ def test_softmax_paths_agree_with_dense(monkeypatch, threaded, block, beta, far,
     A = np.array([[1.0, 0.4], [-0.3, 0.8]])
     V = rng.standard_normal((d, d))
     F = beta * X @ A.T
-    L, exact, clamp, _ = K_._softmax_shift(F, X, None)
+    L, exact, clamp, _ = _softmax.softmax_shift(F, X, None)
     if path == "folded shift":
         assert not exact.any() and not clamp.any()
     elif path == "clamped":
@@ -133,7 +135,7 @@ def test_softmax_paths_agree_with_dense(monkeypatch, threaded, block, beta, far,
     # the shift is a lower bound on the row maximum (up to the rounding of the products, a
     # few ulps), within SHIFT_SLACK where it is used
     assert np.all(L[~exact] <= smax[~exact] + 1e-13 * np.abs(smax[~exact]))
-    assert np.all(smax[~exact] - L[~exact] <= K_.SHIFT_SLACK)
+    assert np.all(smax[~exact] - L[~exact] <= _softmax.SHIFT_SLACK)
     ref = dense_softmax_velocity(X, A, V, beta)
     v = Softmax(A, V, beta).velocity(X)
     # relative to each row's scale: rows are averages of V x_j, O(10) here
@@ -163,11 +165,24 @@ def test_l2_and_sinkhorn_bias_paths_agree_with_dense(monkeypatch, threaded, bloc
     S = F @ G.T + bias
     P = softmax(S, axis=1)
     ref = P @ X
-    out = K_.apply_rows(F, G, R, K_.softmax_transform, bias=bias, normalise=True)
+    out = K_.apply_rows(F, G, R, _softmax.softmax_transform, bias=bias, normalise=True)
     assert_rounded(out, ref)
 
 
 def test_errors_raised_in_a_worker_reach_the_caller_in_serial_order(threaded):
+    """Tasks on the pool that raise: the caller gets the error of the earliest group (the
+    serial order), whichever worker finished first."""
+    blocks = [slice(i, i + 1) for i in range(16)]
+
+    def task(group: list[slice]) -> None:
+        if group[0].start >= 4:  # every group from the second on fails, naming itself
+            raise ValueError(f"group at {group[0].start}")
+
+    with pytest.raises(ValueError, match=r"group at 4$"):
+        K_._run(task, blocks, 10**9, 1)
+
+
+def test_causal_query_that_sees_no_token_is_named(threaded):
     """Causal attention: a query that sees no token raises, naming the first such query."""
     rng = np.random.default_rng(6)
     n = 300
@@ -234,38 +249,51 @@ def test_bad_threads_setting_is_named(monkeypatch, value):
 
 
 def test_wide_products_share_tiles_or_run_on_the_calling_thread(monkeypatch):
-    """Whole-row slabs with more than POOL_MAX_INNER inner columns stay off the pool (the
-    Unnormalised kernel); the softmax and sigmoid kernels cut wide products into tiles that
-    BLAS runs serially, and share those out to the pool at every d."""
+    """Whole-row slabs with more than POOL_MAX_INNER inner columns stay off the pool (the dense
+    attention matrix); the softmax, unnormalised and sigmoid kernels cut wide products into
+    tiles that BLAS runs serially, and share those out to the pool at every d."""
     calls = []
     monkeypatch.setattr(K_, "_executor", lambda workers: calls.append(workers) or _Inline())
     monkeypatch.setattr(K_, "THREADS", 2)
     monkeypatch.setattr(K_, "PARALLEL_MIN_ELEMENTS", 0)
+    monkeypatch.setattr(K_, "BLAS_THREADED", True)  # as without OPENBLAS_NUM_THREADS=1
     rng = np.random.default_rng(10)
-    for d, field, pooled in [
-        (K_.POOL_MAX_INNER + 1, Unnormalised, False),
-        (2, Unnormalised, True),
-        (16, Softmax, True),
-        (16, Sigmoid, True),
+    for d, field, method, pooled in [
+        (K_.POOL_MAX_INNER + 1, Unnormalised, "attention_matrix", False),
+        (2, Unnormalised, "attention_matrix", True),
+        (K_.POOL_MAX_INNER + 1, Unnormalised, "velocity", True),
+        (16, Softmax, "velocity", True),
+        (16, Sigmoid, "velocity", True),
     ]:
         calls.clear()
         X = rng.standard_normal((300, d)) / np.sqrt(d)
-        field(np.eye(d), np.eye(d)).velocity(X)
-        assert bool(calls) is pooled, (d, field)
+        getattr(field(np.eye(d), np.eye(d)), method)(X)
+        assert bool(calls) is pooled, (d, field, method)
     X = rng.standard_normal((300, 16)) / 4
     assert_rounded(
         Softmax(np.eye(16), np.eye(16)).velocity(X),
         dense_softmax_velocity(X, np.eye(16), np.eye(16), 1.0),
+    )
+    # the unnormalised kernel on the same tiles, its row shifts put back: sum_j e^(s_ij) x_j / n
+    # (scores of size ~1: round-off of sums of 300 terms)
+    S = X @ X.T
+    ref = np.exp(S) @ X / len(X)
+    np.testing.assert_allclose(
+        Unnormalised(np.eye(16), np.eye(16)).velocity(X), ref, rtol=1e-12, atol=1e-14
     )
 
 
 @pytest.mark.parametrize("n_rows", [1, 300, 16384, 100_000])
 @pytest.mark.parametrize("n_cols", [1, 257, 16384, 100_000])
 @pytest.mark.parametrize("inner", [3, 4, 5, 18, 66, 1000])
-def test_tiles_cover_the_scores_once_with_serial_products(n_rows, n_cols, inner):
+@pytest.mark.parametrize("blas_threaded", [True, False])
+def test_tiles_cover_the_scores_once_with_serial_products(
+    monkeypatch, n_rows, n_cols, inner, blas_threaded
+):
     """Row blocks and key tiles partition the score matrix; wide tiles keep each product under
-    SERIAL_BLAS_MACS multiply-adds and every tile within BLOCK_ELEMENTS entries (bounded
-    memory per worker)."""
+    SERIAL_BLAS_MACS multiply-adds (threaded BLAS) or take TILE_ENTRIES entries (BLAS on one
+    thread), and every tile stays within BLOCK_ELEMENTS entries (bounded memory per worker)."""
+    monkeypatch.setattr(K_, "BLAS_THREADED", blas_threaded)
     rows, cols = K_.tiles(n_rows, n_cols, inner)
     for parts, total in ((rows, n_rows), (cols, n_cols)):
         assert parts[0].start == 0 and parts[-1].stop == total
@@ -273,8 +301,10 @@ def test_tiles_cover_the_scores_once_with_serial_products(n_rows, n_cols, inner)
         assert all(p.stop > p.start for p in parts)
     entries = (rows[0].stop - rows[0].start) * (cols[0].stop - cols[0].start)
     assert entries <= max(K_.BLOCK_ELEMENTS, n_cols if n_cols <= K_.BLOCK_ELEMENTS else 0)
-    if inner > K_.POOL_MAX_INNER:
+    if inner > K_.POOL_MAX_INNER and blas_threaded:
         assert entries * inner <= max(K_.SERIAL_BLAS_MACS, inner)
+    elif inner > K_.POOL_MAX_INNER:
+        assert entries <= max(K_.TILE_ENTRIES, K_.SERIAL_BLAS_MACS // inner)
 
 
 @pytest.mark.parametrize(("beta", "far"), [(1.0, 1.0), (250.0, 1.0), (400.0, 1.0), (1.0, 30.0)])
@@ -290,7 +320,7 @@ def test_wide_tiles_agree_with_dense_on_every_path(monkeypatch, threaded, beta, 
     A = np.eye(d) + 0.3 * rng.standard_normal((d, d)) / 4
     V = rng.standard_normal((d, d))
     F = beta * X @ A.T
-    _, exact, clamp, unshifted = K_._softmax_shift(F, X, None)
+    _, exact, clamp, unshifted = _softmax.softmax_shift(F, X, None)
     assert unshifted == (beta == 1.0 and far == 1.0)
     if beta == 250.0:
         assert clamp.any() and not exact.all()
@@ -353,7 +383,7 @@ def test_sigmoid_rows_agree_with_expit_on_every_path(monkeypatch, threaded, bloc
     V = rng.standard_normal((d, d))
     S = X @ A.T @ X.T + b
     if scale > 1 or far > 1:
-        assert np.abs(S).max() > K_.SIGMOID_EXP_MAX
+        assert np.abs(S).max() > _sigmoid.SIGMOID_EXP_MAX
     ref = (expit(S) / n) @ X @ V.T
     v = Sigmoid(A, V, b=b).velocity(X)
     assert_rounded(v, ref)
@@ -366,8 +396,8 @@ def test_sigmoid_transform_matches_expit(b):
     reaching below -700 (subnormal tail)."""
     rng = np.random.default_rng(9)
     x = np.concatenate([np.linspace(-699.0, 800.0, 20000), 20 * rng.standard_normal(20000)])
-    y = K_.sigmoid_transform(x.reshape(40, -1).copy(), b).ravel()
+    y = _sigmoid.sigmoid_transform(x.reshape(40, -1).copy(), b).ravel()
     np.testing.assert_allclose(y, expit(x + b), rtol=1e-15, atol=0)
     assert np.all(y[x + b > 37] == 1.0)
     tail = np.linspace(-800.0, 0.0, 1001)
-    np.testing.assert_array_equal(K_.sigmoid_transform(tail.copy(), b), expit(tail + b))
+    np.testing.assert_array_equal(_sigmoid.sigmoid_transform(tail.copy(), b), expit(tail + b))

@@ -723,3 +723,26 @@ def test_layer_norm_remainder_names_its_arguments():
     # the second-order remainder ~ |eps w|^3 / 2 is not representable at |eps w| = 1e198
     with pytest.raises(FloatingPointError, match="layer-norm expansion"):
         sto.layer_norm_remainder(v, [3e200, 4e200], [1e-2, 1e-3])
+
+
+@pytest.mark.statement("sto-prop-one-point")
+def test_one_point_correlation_against_the_relu_closed_form():
+    # ReLU with biases: kappa(1) = (1/d + s_U^2) / 2 + s_W^2 (Lemma 4.2), so the correlation
+    # is exp(-(d - 1) kappa(1) t / 2), to rounding
+    d, s = 5, 0.3
+    times = np.linspace(0.0, 3.0, 7)
+    noise = sto.MLPNoise("relu", sigma_U=s, sigma_W=s)
+    kappa1 = 0.5 * (1 / d + s**2) + s**2
+    np.testing.assert_allclose(
+        sto.one_point_correlation(noise, times, d=d),
+        np.exp(-(d - 1) * kappa1 * times / 2),
+        rtol=1e-13,
+    )
+    # a later start time: the correlation with the token at that time
+    np.testing.assert_allclose(
+        sto.one_point_correlation(noise, times + 2.0, d=d),
+        sto.one_point_correlation(noise, times, d=d),
+        rtol=1e-13,
+    )
+    with pytest.raises(TypeError, match="`noise`"):
+        sto.one_point_correlation("relu", times, d=d)

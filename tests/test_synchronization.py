@@ -616,3 +616,31 @@ def test_experiment_and_exponent_arguments_are_named():
         sto.synchronization_energy([[1.0, 0.0], [1.0]], beta=1.0)
     with pytest.raises(ValueError, match="`times`"):
         sto.separation_exponent(np.zeros((1, 2)), np.ones((2, 2, 2, 3)))
+
+
+def test_pair_spread_is_twice_one_minus_the_squared_mean_on_the_sphere():
+    # |x - y|^2 = 2 - 2<x, y> on the sphere: the spread is 2 (1 - |mean|^2), to rounding
+    rng = np.random.default_rng(12)
+    X = sampling.uniform_sphere(9, 4, rng=rng)
+    w = rng.dirichlet(np.ones(9))
+    mean = w @ X
+    np.testing.assert_allclose(sto.pair_spread(X, weights=w), 2 * (1 - mean @ mean), rtol=1e-13)
+    # leading axes are kept, and a near-Dirac keeps its digits (no 1 - |mean|^2 cancellation)
+    eps = 1e-9
+    near = geometry.normalize(np.array([[1.0, 0.0], [1.0, eps]]))
+    stack = np.stack([X, X[::-1]])
+    np.testing.assert_allclose(sto.pair_spread(stack), sto.pair_spread(X), rtol=1e-13)
+    np.testing.assert_allclose(sto.pair_spread(near), 0.5 * eps**2, rtol=1e-6)
+
+
+@pytest.mark.statement("sync-prop-distance")
+@pytest.mark.parametrize("beta", [0.1, 1.0, 10.0, 1000.0])
+def test_distance_bound_holds_with_equality_for_antipodal_pairs(beta):
+    rng = np.random.default_rng(13)
+    clouds = np.stack([sampling.uniform_sphere(7, 3, rng=rng) for _ in range(20)])
+    # the bound, up to the rounding of the two sums (relative 1e-12)
+    assert np.all(sto.pair_spread(clouds) <= sto.distance_bound(clouds, beta) * (1 + 1e-12))
+    # equal or antipodal pairs only: |x - y|^2 = 2 (e^b - e^{b<x,y>}) / sinh(b) for each pair
+    x = sampling.uniform_sphere(1, 3, rng=rng)[0]
+    pm = np.array([x, -x, x])
+    np.testing.assert_allclose(sto.distance_bound(pm, beta), sto.pair_spread(pm), rtol=1e-12)

@@ -1,12 +1,21 @@
-"""The book's notebooks as code: find them, execute one, or extract their code for the linter.
+"""The book's notebooks as code: find them, execute one, check their imports, or extract their
+code for the linter.
 
 Usage: ``python tools/notebook_code.py OUT`` writes the code cells of every notebook to
-``OUT/<path>.py`` in order (jupytext's percent format), so that ruff can lint them.
-``notebooks()`` and ``execute()`` serve the notebook tests and the execution benchmark.
+``OUT/<path>.py`` in order (jupytext's percent format), so that ruff can lint them;
+``python tools/notebook_code.py --fix-imports FILE.md ...`` rewrites notebooks to the one
+import convention (after a merge brings back an alias, say).
+``notebooks()`` and ``execute()`` serve the notebook tests and the execution benchmark;
+``import_violations()`` checks the one import convention of the contributing guide.
 """
 
+import ast
+import importlib
+import re
 import sys
+import types
 from pathlib import Path
+from typing import Any
 
 import jupytext
 import yaml
@@ -54,6 +63,279 @@ def stderr_outputs(nb) -> list[tuple[int, str]]:
     ]
 
 
+#: The only ``from token_dynamics.<module> import <name>`` lines a notebook may have.
+ALLOWED_FROM = {("token_dynamics.book", "glue"), ("token_dynamics.exercises", "check_answer")}
+
+
+def code_cells(path: Path) -> list[str]:
+    """The source of every code cell of the jupytext notebook at `path`, in order."""
+    return [cell.source for cell in jupytext.read(path).cells if cell.cell_type == "code"]
+
+
+def _is_module(name: str) -> bool:
+    """Whether ``token_dynamics.<name>`` is a module of the package."""
+    try:
+        importlib.import_module(f"token_dynamics.{name}")
+    except ModuleNotFoundError:
+        return False
+    return True
+
+
+def import_violations(source: str) -> list[str]:
+    """What in the code `source` breaks the notebooks' import convention, one message per place.
+
+    The convention (CONTRIBUTING.md, "Notebook"): ``import token_dynamics as td`` for the names
+    the top level re-exports, used as ``td.name``; the modules a page uses imported by their own
+    name, without alias (``from token_dynamics import plotting, stochastic``), used as
+    ``plotting.plot_tokens``; and ``from token_dynamics.book import glue``,
+    ``from token_dynamics.exercises import check_answer``. Any other import of the package, a
+    ``td.<module>.<name>`` chain, a ``td.<name>`` the top level does not export, a
+    ``<module>.<name>`` that the top level re-exports (write ``td.<name>``), or one that
+    another module defines and this one re-exports (one home per object: write
+    ``<home>.<name>``) is reported.
+    """
+    import token_dynamics as td
+
+    violations: list[str] = []
+    modules: set[str] = set()
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        where = f"line {getattr(node, 'lineno', '?')}"
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] != "token_dynamics":
+                    continue
+                if (alias.name, alias.asname) != ("token_dynamics", "td"):
+                    shown = alias.name + (f" as {alias.asname}" if alias.asname else "")
+                    violations.append(
+                        f"{where}: `import {shown}`; write `import token_dynamics as td`"
+                    )
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == (
+            "token_dynamics"
+        ):
+            for alias in node.names:
+                if (node.module, alias.name) in ALLOWED_FROM and alias.asname is None:
+                    continue
+                if node.module == "token_dynamics" and alias.asname is None:
+                    if _is_module(alias.name):
+                        modules.add(alias.name)
+                        continue
+                    violations.append(
+                        f"{where}: `from token_dynamics import {alias.name}` imports a name, not "
+                        f"a module; use `td.{alias.name}`"
+                    )
+                    continue
+                shown = f"from {node.module} import {alias.name}" + (
+                    f" as {alias.asname}" if alias.asname else ""
+                )
+                violations.append(
+                    f"{where}: `{shown}`; import the module by its own name "
+                    f"(`from token_dynamics import <module>`) or use `td.<name>`"
+                )
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)):
+            continue
+        owner, name = node.value.id, node.attr
+        where = f"line {node.lineno}"
+        if owner == "td":
+            if name not in td.__all__:
+                violations.append(f"{where}: `td.{name}` is not exported by `token_dynamics`")
+            elif isinstance(getattr(td, name), types.ModuleType):
+                violations.append(
+                    f"{where}: `td.{name}.` reaches a module through `td`; write "
+                    f"`from token_dynamics import {name}` and use `{name}.<name>`"
+                )
+        elif owner in modules:
+            module = importlib.import_module(f"token_dynamics.{owner}")
+            obj = getattr(module, name, None)
+            home = getattr(obj, "__module__", None) or ""
+            if name in td.__all__ and getattr(td, name) is obj:
+                violations.append(
+                    f"{where}: `{owner}.{name}` is re-exported by the top level; write `td.{name}`"
+                )
+            elif home.startswith("token_dynamics.") and not (
+                home == module.__name__ or home.startswith(module.__name__ + ".")
+            ):
+                public = home.split(".")[1]
+                violations.append(
+                    f"{where}: `{owner}.{name}` lives in `{public}`; write `{public}.{name}`"
+                )
+    return violations
+
+
+_CODE_CELL = re.compile(r"(```\{code-cell\}[^\n]*\n)(.*?)(\n```)", re.S)
+
+
+def _cell_body(source: str) -> tuple[str, str]:
+    """Split a MyST code cell into its option header (``---`` block or ``:key:`` lines) and code."""
+    lines = source.split("\n")
+    i = 0
+    if lines and lines[0] == "---":
+        i = lines.index("---", 1) + 1
+    else:
+        while i < len(lines) and lines[i].startswith(":"):
+            i += 1
+    return "\n".join(lines[:i]), "\n".join(lines[i:])
+
+
+def _resolve(path: str) -> Any:
+    obj: Any = importlib.import_module("token_dynamics")
+    for part in path.split(".")[1:]:
+        if isinstance(obj, types.ModuleType):
+            try:
+                obj = importlib.import_module(f"{obj.__name__}.{part}")
+                continue
+            except ModuleNotFoundError:
+                pass
+        obj = getattr(obj, part)
+    return obj
+
+
+def fix_imports(path: Path) -> list[str]:
+    """Rewrite the notebook at `path` to the one import convention of :func:`import_violations`.
+
+    Every reference to the library in the code cells is rewritten from the page's own imports
+    (``tg.solve_moments`` -> ``gaussian.solve_moments``, ``Softmax`` -> ``td.Softmax``,
+    ``token_dynamics.plotting.x`` -> ``plotting.x``), the imports are replaced by
+    ``import token_dynamics as td`` and one ``from token_dynamics import ...`` line, and module
+    aliases in the prose (``tg.`` in a solution's code) are spelled out. Returns the modules the
+    page now imports. Run ``ruff`` and the notebook afterwards: a name the rewrite could not see
+    (a string, a ``getattr``) is left as it was.
+    """
+    import token_dynamics as td
+
+    text = path.read_text(encoding="utf-8")
+    cells = list(_CODE_CELL.finditer(text))
+    alias: dict[str, str] = {}
+    parsed = []
+    for m in cells:
+        header, body = _cell_body(m.group(2))
+        tree = ast.parse(body)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name.split(".")[0] == "token_dynamics":
+                        if a.asname:
+                            alias[a.asname] = a.name
+                        else:
+                            alias["token_dynamics"] = "token_dynamics"
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == (
+                "token_dynamics"
+            ):
+                for a in node.names:
+                    if (node.module, a.name) not in ALLOWED_FROM:
+                        alias[a.asname or a.name] = f"{node.module}.{a.name}"
+        parsed.append((header, body, tree))
+    used: set[str] = set()
+    uses_td = False
+
+    def canonical(full: str) -> str:
+        nonlocal uses_td
+        obj, parts = _resolve(full), full.split(".")
+        if isinstance(obj, types.ModuleType):
+            used.add(parts[1])
+            return parts[1]
+        name = parts[-1]
+        if name in td.__all__ and getattr(td, name) is obj:
+            uses_td = True
+            return f"td.{name}"
+        home = getattr(obj, "__module__", "") or ""
+        module = home.split(".")[1] if home.startswith("token_dynamics.") else parts[1]
+        if module.startswith("_"):
+            module = parts[1]
+        used.add(module)
+        return f"{module}.{name}"
+
+    def edits(tree: ast.AST) -> list[tuple[ast.expr, str]]:
+        out: list[tuple[ast.expr, str]] = []
+
+        def visit(node: ast.AST) -> None:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                return
+            if isinstance(node, ast.Attribute):
+                chain, root = [], node
+                while isinstance(root, ast.Attribute):
+                    chain.append(root)
+                    root = root.value
+                if isinstance(root, ast.Name) and root.id in alias:
+                    full, target = alias[root.id], None
+                    for a in reversed(chain):
+                        if not isinstance(_resolve(full), types.ModuleType):
+                            break
+                        full, target = f"{full}.{a.attr}", a
+                    out.append((target if target is not None else root, canonical(full)))
+                    return
+            if isinstance(node, ast.Name) and node.id in alias:
+                out.append((node, canonical(alias[node.id])))
+                return
+            for child in ast.iter_child_nodes(node):
+                visit(child)
+
+        visit(tree)
+        return out
+
+    def apply(src: str, found: list[tuple[ast.expr, str]]) -> str:
+        data = src.encode()  # ast offsets count bytes
+        starts = [0]
+        for line in data.split(b"\n"):
+            starts.append(starts[-1] + len(line) + 1)
+        spans = [
+            (
+                starts[n.lineno - 1] + n.col_offset,
+                starts[(n.end_lineno or n.lineno) - 1] + (n.end_col_offset or 0),
+                new.encode(),
+            )
+            for n, new in found
+        ]
+        for a, b, new in sorted(spans, reverse=True):
+            data = data[:a] + new + data[b:]
+        return data.decode()
+
+    bodies = [apply(body, edits(tree)) for _, body, tree in parsed]
+    placed = False
+    for k, body in enumerate(bodies):
+        lines = body.split("\n")
+        kill = [
+            node
+            for node in ast.parse(body).body
+            if (
+                isinstance(node, ast.Import)
+                and any(a.name.split(".")[0] == "token_dynamics" for a in node.names)
+            )
+            or (
+                isinstance(node, ast.ImportFrom)
+                and (node.module or "").split(".")[0] == "token_dynamics"
+                and not all((node.module, a.name) in ALLOWED_FROM for a in node.names)
+            )
+        ]
+        if not kill:
+            continue
+        first = kill[0].lineno - 1
+        for node in reversed(kill):
+            del lines[node.lineno - 1 : node.end_lineno]
+        if not placed:
+            block = ["import token_dynamics as td"] if uses_td else []
+            if used:
+                block.append("from token_dynamics import " + ", ".join(sorted(used)))
+            lines[first:first] = block
+            placed = True
+        bodies[k] = "\n".join(lines)
+    out, last = [], 0
+    for m, (header, _, _), body in zip(cells, parsed, bodies, strict=True):
+        out += [text[last : m.start(2)], (header + "\n" if header else "") + body]
+        last = m.end(2)
+    out.append(text[last:])
+    result = "".join(out)
+    # module aliases in the prose and in solutions' code: `tg.x` -> `gaussian.x`
+    for short, full in alias.items():
+        obj = _resolve(full)
+        parts = full.split(".")
+        if isinstance(obj, types.ModuleType) and len(parts) == 2 and short != parts[1]:
+            result = re.sub(rf"(?<![\w.]){re.escape(short)}\.", f"{parts[1]}.", result)
+    path.write_text(result, encoding="utf-8")
+    return sorted(used)
+
+
 def main(out: Path) -> None:
     for path in notebooks():
         nb = jupytext.read(path)
@@ -65,4 +347,8 @@ def main(out: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    if sys.argv[1] == "--fix-imports":
+        for name in sys.argv[2:]:
+            print(name, fix_imports(Path(name)))
+    else:
+        main(Path(sys.argv[1]))

@@ -13,9 +13,17 @@ from collections.abc import Callable
 from typing import Literal, TypeAlias
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike, DTypeLike, NDArray
 
-__all__ = ["ArrayLike", "FloatArray", "IVPMethod", "IntArray", "ParameterLike", "SeedLike"]
+__all__ = [
+    "ArrayLike",
+    "DTypeLike",
+    "FloatArray",
+    "IVPMethod",
+    "IntArray",
+    "ParameterLike",
+    "SeedLike",
+]
 
 #: A float64 array (tokens ``(n, d)``, trajectories ``(T, n, d)``, times ``(T,)``, ...).
 FloatArray: TypeAlias = NDArray[np.float64]

@@ -74,12 +74,13 @@ MATRIX_RTOL = 1e-10
 _REAL_KINDS = "iuf"
 
 
-def as_real_array(value: object, name: str) -> FloatArray:
+def as_real_array(value: object, name: str, *, neg_inf: bool = False) -> FloatArray:
     """Return a fresh, finite float64 array of any shape, from real numbers only.
 
     Raises ``TypeError`` naming `name` for complex, boolean, string or object input (which
     numpy would coerce, dropping an imaginary part or reading ``True`` as 1), and
-    ``ValueError`` for NaN or infinite entries.
+    ``ValueError`` for NaN or infinite entries. With ``neg_inf=True`` entries of ``-inf`` are
+    kept (logarithms: ``log 0``, a masked score); NaN and ``+inf`` are still refused.
 
     Examples
     --------
@@ -108,7 +109,13 @@ def as_real_array(value: object, name: str) -> FloatArray:
         )
         raise TypeError(f"`{name}` must be a real array-like; got an array of {what}.{fix}")
     arr = np.array(raw, dtype=np.float64, copy=True)
-    if not np.all(np.isfinite(arr)):
+    if neg_inf:
+        if np.any(np.isnan(arr) | (arr == np.inf)):
+            raise ValueError(
+                f"`{name}` contains NaN or +inf entries; pass finite values (or -inf, the "
+                "logarithm of a zero weight)."
+            )
+    elif not np.all(np.isfinite(arr)):
         raise ValueError(f"`{name}` contains NaN or infinite entries; pass finite values.")
     return arr
 
@@ -384,7 +391,7 @@ def progress_bar(progress: object, total: float, desc: str) -> tqdm[NoReturn] | 
 DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
 
 
-def as_dtype(dtype: DTypeLike, name: str = "dtype", *, like: object = None) -> np.dtype:
+def as_dtype(dtype: DTypeLike | None, name: str = "dtype", *, like: object = None) -> np.dtype:
     """Return the computing dtype: float64 or float32 (``"float64"``, ``np.float32``, ...).
 
     ``None`` gives float32 when ``like`` is a float32 array (a computation keeps the precision

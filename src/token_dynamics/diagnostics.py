@@ -32,6 +32,7 @@ __all__ = [
     "diameter",
     "empirical_covariance",
     "empirical_mean",
+    "excess_kurtosis",
     "fit_power_law",
     "interaction_energy",
     "min_inner_product",
@@ -444,3 +445,52 @@ def fit_power_law(x: ArrayLike, y: ArrayLike) -> PowerLawFit:
         raise ValueError("`x` and `y` must be positive, with at least two distinct `x`.")
     slope, intercept = np.polyfit(np.log(x), np.log(y), 1)
     return PowerLawFit(float(slope), float(intercept))
+
+
+def excess_kurtosis(X: ArrayLike) -> np.ndarray:
+    r"""Excess kurtosis of each coordinate of a token cloud: zero for a Gaussian.
+
+    .. math::
+
+        \kappa_k = \frac{\frac1n\sum_i (x_{ik} - \hat\alpha_k)^4}{\hat\Sigma_{kk}^2} - 3,
+
+    with :math:`\hat\alpha`, :math:`\hat\Sigma` the empirical mean and covariance. For an
+    i.i.d. Gaussian sample its standard error is about :math:`\sqrt{24/n}`; a value many
+    standard errors away says the cloud is not Gaussian.
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+        Tokens, one per row, with no constant coordinate.
+
+    Returns
+    -------
+    ndarray, shape (d,)
+
+    Raises
+    ------
+    ValueError
+        If a coordinate of `X` is constant (its kurtosis is undefined).
+
+    Examples
+    --------
+    Two symmetric values per coordinate have the smallest possible kurtosis, :math:`1 - 3`:
+
+    >>> import numpy as np
+    >>> from token_dynamics.diagnostics import excess_kurtosis
+    >>> X = np.array([[1.0, 5.0], [-1.0, 3.0]])
+    >>> excess_kurtosis(X)
+    array([-2., -2.])
+    """
+    Z = as_tokens(X, "X")
+    if np.any(np.ptp(Z, axis=0) == 0):
+        raise ValueError(
+            "`X` has a constant coordinate, whose kurtosis is undefined; drop that coordinate."
+        )
+    # the kurtosis is scale-free: divide each coordinate by its largest value first, so that
+    # neither the mean nor the fourth powers overflow
+    Z = Z / np.abs(Z).max(axis=0)
+    Y = Z - Z.mean(axis=0)
+    Y = Y / np.abs(Y).max(axis=0)
+    var = np.mean(Y**2, axis=0)
+    return np.mean(Y**4, axis=0) / var**2 - 3.0

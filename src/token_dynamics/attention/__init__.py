@@ -10,14 +10,20 @@ bounded for large ``n``; every normalised variant takes its weights from the one
 :func:`softmax_weights`.
 
 Failure policy (the library's): bad arguments raise ``ValueError``/``TypeError`` naming them;
-an overflow that no rescaling avoids (unnormalised attention) raises ``FloatingPointError``; a
+scores beyond the floating range (tokens of norm ~1e155 in float64) are computed on factors
+rescaled by powers of two, so the normalised variants (softmax, hardmax, l2, causal, multi-head)
+and the sigmoid return their finite values; an overflow that no rescaling avoids (unnormalised
+and linear attention, whose values leave the range) raises ``FloatingPointError``; a
 Sinkhorn iteration that does not converge warns (``SinkhornConvergenceWarning``) or, with
 ``strict=True``, raises ``SinkhornConvergenceError``, a ``FloatingPointError``.
 """
 
 from ._base import AttentionField
 from ._composite import VARIANTS, Causal, MultiHead, make_field, with_positions
-from ._kernels import BLOCK_ELEMENTS, softmax_weights
+from ._equivariance import MeasureSymmetry, measure_symmetry
+from ._hardmax_limit import HardmaxLimit, hardmax_limit
+from ._kernels import BLOCK_ELEMENTS
+from ._l2 import L2
 from ._sinkhorn import (
     SINKHORN_MAX_ITER,
     Sinkhorn,
@@ -26,7 +32,8 @@ from ._sinkhorn import (
     SinkhornPlan,
     sinkhorn_plan,
 )
-from ._variants import L2, Hardmax, Linear, Sigmoid, Softmax, Unnormalised
+from ._softmax import softmax_weights
+from ._variants import Hardmax, Linear, Sigmoid, Softmax, Unnormalised
 
 __all__ = [
     "BLOCK_ELEMENTS",
@@ -36,7 +43,9 @@ __all__ = [
     "AttentionField",
     "Causal",
     "Hardmax",
+    "HardmaxLimit",
     "Linear",
+    "MeasureSymmetry",
     "MultiHead",
     "Sigmoid",
     "Sinkhorn",
@@ -45,7 +54,9 @@ __all__ = [
     "SinkhornPlan",
     "Softmax",
     "Unnormalised",
+    "hardmax_limit",
     "make_field",
+    "measure_symmetry",
     "sinkhorn_plan",
     "softmax_weights",
     "with_positions",

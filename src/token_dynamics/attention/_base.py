@@ -4,23 +4,22 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-from .._typing import ArrayLike
+from .._typing import ArrayLike, DTypeLike, ParameterLike
 from .._validation import as_dtype, as_matrix, as_square, as_tokens, as_weights, check_real
 
-#: A matrix parameter: a constant array or a function of time returning one.
-Parameter = np.ndarray | Callable[[float], Any]
+#: A matrix parameter once checked: a read-only float64 array or a function of time.
+Parameter = np.ndarray | Callable[[float], ArrayLike]
 
 
-def check_time(t: Any) -> float:
+def check_time(t: object) -> float:
     """Return the time ``t`` as a finite float (named ValueError otherwise)."""
     return check_real(t, "t")
 
 
-def init_parameter(P: Any, name: str, *, square: bool = True) -> Parameter:
+def init_parameter(P: ParameterLike, name: str, *, square: bool = True) -> Parameter:
     """Validate a constant parameter once (fresh read-only float64 copy) or keep a callable."""
     if callable(P):
         return P
@@ -34,7 +33,7 @@ def eval_parameter(
     name: str,
     t: float,
     shape: tuple[int | None, int | None],
-    dtype: Any = np.float64,
+    dtype: DTypeLike = np.float64,
 ) -> np.ndarray:
     """Value of a parameter at time ``t``, checked against ``shape``, in ``dtype``."""
     if callable(P):
@@ -89,7 +88,7 @@ class AttentionField:
         return as_tokens(X, name, d=self._dim())
 
     def _inputs(
-        self, X: ArrayLike, t: float, weights: ArrayLike | None, dtype: Any
+        self, X: ArrayLike, t: float, weights: ArrayLike | None, dtype: DTypeLike | None
     ) -> tuple[np.ndarray, float, np.ndarray]:
         """Tokens, time and weights validated, in the computing dtype."""
         dt = as_dtype(dtype, like=X)
@@ -98,7 +97,12 @@ class AttentionField:
         return X, check_time(t), w
 
     def velocity(
-        self, X: ArrayLike, t: float = 0.0, *, weights: ArrayLike | None = None, dtype: Any = None
+        self,
+        X: ArrayLike,
+        t: float = 0.0,
+        *,
+        weights: ArrayLike | None = None,
+        dtype: DTypeLike | None = None,
     ) -> np.ndarray:
         r"""Velocity :math:`\Gamma_\mu(x_i)` of every token.
 
@@ -139,7 +143,7 @@ class AttentionField:
         t: float = 0.0,
         *,
         weights: ArrayLike | None = None,
-        dtype: Any = None,
+        dtype: DTypeLike | None = None,
     ) -> np.ndarray:
         r"""Field :math:`\Gamma_\mu(y)` of the measure of the tokens ``X`` at query points ``Y``.
 
@@ -173,7 +177,12 @@ class AttentionField:
         return self._velocity_at(Y, X, t, w)
 
     def attention_matrix(
-        self, X: ArrayLike, t: float = 0.0, *, weights: ArrayLike | None = None, dtype: Any = None
+        self,
+        X: ArrayLike,
+        t: float = 0.0,
+        *,
+        weights: ArrayLike | None = None,
+        dtype: DTypeLike | None = None,
     ) -> np.ndarray:
         """Attention matrix ``P`` of shape ``(n, n)`` with ``velocity = P @ X @ V(t).T``.
 
@@ -213,7 +222,7 @@ class AttentionField:
         """
         return self.velocity(X, t)
 
-    def with_weights(self, weights: ArrayLike) -> Callable[[float, Any], np.ndarray]:
+    def with_weights(self, weights: ArrayLike) -> Callable[[float, ArrayLike], np.ndarray]:
         r"""Right-hand side ``f(t, X)`` for the measure :math:`\sum_j w_j \delta_{x_j}` with
         fixed weights (the weights of particles do not change along the flow).
 
@@ -258,10 +267,10 @@ def scatter_columns(P_keys: np.ndarray, w: np.ndarray) -> np.ndarray:
     return P
 
 
-def fold_qk(Q: Any, K: Any) -> Parameter:
+def fold_qk(Q: ParameterLike, K: ParameterLike) -> Parameter:
     r"""Fold queries and keys into :math:`A = K^\top Q / \sqrt{k}` (constant or time-dependent)."""
 
-    def fold(Qt: Any, Kt: Any, suffix: str) -> np.ndarray:
+    def fold(Qt: ArrayLike, Kt: ArrayLike, suffix: str) -> np.ndarray:
         Qm = as_matrix(Qt, f"Q{suffix}")
         Km = as_matrix(Kt, f"K{suffix}", shape=Qm.shape)
         return Km.T @ Qm / np.sqrt(Qm.shape[0])

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-from .._typing import ArrayLike
+from .._typing import ArrayLike, DTypeLike
 from .._validation import as_matrix, as_tokens, as_vector, check_bool, check_int, check_real
-from . import _kernels as K_
 from ._base import (
     AttentionField,
     Parameter,
@@ -19,8 +17,10 @@ from ._base import (
     positive_keys,
     scatter_columns,
 )
+from ._l2 import L2
+from ._masked import causal_matrix, causal_rows
 from ._sinkhorn import Sinkhorn
-from ._variants import L2, Hardmax, Linear, Sigmoid, Softmax, Unnormalised
+from ._variants import Hardmax, Linear, Sigmoid, Softmax, Unnormalised
 
 __all__ = ["VARIANTS", "Causal", "MultiHead", "make_field", "with_positions"]
 
@@ -89,7 +89,12 @@ class MultiHead(AttentionField):
         return out
 
     def attention_matrix(
-        self, X: ArrayLike, t: float = 0.0, *, weights: ArrayLike | None = None, dtype: Any = None
+        self,
+        X: ArrayLike,
+        t: float = 0.0,
+        *,
+        weights: ArrayLike | None = None,
+        dtype: DTypeLike | None = None,
     ) -> np.ndarray:
         """Not defined for several heads: use :meth:`attention_matrices`.
 
@@ -121,7 +126,14 @@ class MultiHead(AttentionField):
 
     @classmethod
     def from_qkv(
-        cls, Q: Any, K: Any, V: Any, n_heads: int, *, beta: float = 1.0, W: Any = None
+        cls,
+        Q: ArrayLike,
+        K: ArrayLike,
+        V: ArrayLike,
+        n_heads: int,
+        *,
+        beta: float = 1.0,
+        W: ArrayLike | None = None,
     ) -> MultiHead:
         r"""Split ``Q, K, V`` of shape ``(H k, d)`` into ``H`` softmax heads of ``k`` rows each.
 
@@ -246,36 +258,25 @@ class Causal(AttentionField):
             raise ValueError(
                 "`X` must hold a token of positive weight at position 0 when `sink=True`."
             )
-        pq, pk = Y[:, 0], Xk[:, 0]
-
-        def transform(S, rows):
-            S[pk[None, :] > pq[rows, None]] = -np.inf
-            empty = np.all(np.isneginf(S), axis=1)
-            if np.any(empty):
-                i = rows.start + int(np.argmax(empty))
-                raise ValueError(
-                    f"query {i} (position {pq[i]:.3g}) sees no token of positive weight; "
-                    "give a positive weight to a token at or before it."
-                )
-            return K_.softmax_transform(S, rows)
-
-        return A, V, Xk, wk, transform
+        return A, V, Xk, wk
 
     def _velocity_at(self, Y, X, t, w):
-        A, V, Xk, wk, transform = self._prepare(Y, X, t, w)
+        A, V, Xk, wk = self._prepare(Y, X, t, w)
         Xc = Xk[:, 1:]
         R = np.column_stack([wk[:, None] * (Xc @ V.T), wk])
         out = np.zeros_like(Y)
-        out[:, 1:] = K_.apply_rows(self.beta * (Y[:, 1:] @ A.T), Xc, R, transform, normalise=True)
+        out[:, 1:] = causal_rows(self.beta * (Y[:, 1:] @ A.T), Xc, R, Y[:, 0], Xk[:, 0])
         return out
 
     def _matrix(self, X, t, w):
-        A, _, Xk, wk, transform = self._prepare(X, X, t, w)
+        A, _, Xk, wk = self._prepare(X, X, t, w)
         F = self.beta * (X[:, 1:] @ A.T)
-        return scatter_columns(K_.matrix_rows(F, Xk[:, 1:], wk, transform, normalise=True), w)
+        return scatter_columns(causal_matrix(F, Xk[:, 1:], wk, X[:, 0], Xk[:, 0]), w)
 
 
-def with_positions(X: ArrayLike, *, positions: Any = None, n_sink: int = 0) -> np.ndarray:
+def with_positions(
+    X: ArrayLike, *, positions: ArrayLike | None = None, n_sink: int = 0
+) -> np.ndarray:
     r"""Prepend a position column to tokens, for :class:`Causal`.
 
     Parameters
@@ -336,7 +337,12 @@ VARIANTS = ("softmax", "unnormalised", "hardmax", "l2", "sinkhorn", "sigmoid", "
 
 
 def make_field(
-    variant: str, d: int, *, beta: float = 1.0, A: Any = None, V: Any = None
+    variant: str,
+    d: int,
+    *,
+    beta: float = 1.0,
+    A: ArrayLike | None = None,
+    V: ArrayLike | None = None,
 ) -> AttentionField:
     r"""Build one attention variant from a name, with :math:`A = V = I_d` by default.
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import ClassVar, Self
 
 import numpy as np
 
-from .._validation import check_positive, check_real
-from . import _kernels as K_
+from .._typing import ParameterLike
+from .._validation import check_positive, check_real, float_guard
 from ._base import (
     AttentionField,
     Parameter,
@@ -19,8 +19,15 @@ from ._base import (
     positive_keys,
     scatter_columns,
 )
+from ._hardmax import hardmax_rows, tie_threshold
+from ._kernels import apply_rows, matrix_rows
+from ._sigmoid import sigmoid_rows, sigmoid_transform
+from ._softmax import Transform, exp_transform, softmax_transform
 
-__all__ = ["L2", "Hardmax", "Linear", "Sigmoid", "Softmax", "Unnormalised"]
+__all__ = ["Hardmax", "Linear", "Sigmoid", "Softmax", "Unnormalised"]
+
+#: What to do when linear attention, cubic in the tokens, leaves the float range.
+_LINEAR_FIX = "its size grows as |x|^3: scale the tokens, `A` or `V` down"
 
 
 def _overflow_check(out: np.ndarray, what: str) -> np.ndarray:
@@ -58,8 +65,18 @@ class _Bilinear(AttentionField):
             self.V, "V", t, (d, d), dt
         )
 
+    def _slab_matrix(
+        self, X: np.ndarray, t: float, w: np.ndarray, transform: Transform, *, normalise: bool
+    ) -> np.ndarray:
+        """Attention matrix of the weights ``transform(s_ij)`` (``_kernels.matrix_rows``)."""
+        A, _ = self._params(t, X)
+        Xk, wk = positive_keys(X, w)
+        return scatter_columns(matrix_rows(X @ A.T, Xk, wk, transform, normalise=normalise), w)
+
     @classmethod
-    def from_qk(cls, Q: Any, K: Any, V: Any, *args: Any, **kwargs: Any) -> Any:
+    def from_qk(
+        cls, Q: ParameterLike, K: ParameterLike, V: Parameter, *args: float, **kwargs: float
+    ) -> Self:
         r"""Build the field from queries and keys, :math:`A = K^\top Q/\sqrt{k}`.
 
         ``Q`` and ``K`` have shape ``(k, d)`` (or are functions of time returning such arrays);
@@ -78,7 +95,38 @@ class _Bilinear(AttentionField):
 
 
 @dataclass(frozen=True, eq=False)
-class Softmax(_Bilinear):
+class _Exponential(_Bilinear):
+    """Weights ``w_j e^{beta s_ij}``, normalised over the keys (softmax) or not (shared code)."""
+
+    beta: float = 1.0
+    _normalised: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "beta", check_real(self.beta, "beta"))
+
+    def _velocity_at(self, Y, X, t, w):
+        A, V = self._params(t, X)
+        Xk, wk = positive_keys(X, w)
+        F, R = self.beta * (Y @ A.T), wk[:, None] * (Xk @ V.T)
+        if self._normalised:
+            R = np.column_stack([R, wk])
+            return apply_rows(F, Xk, R, softmax_transform, normalise=True)
+        out = apply_rows(F, Xk, R, exp_transform, normalise=False)
+        return _overflow_check(out, "Unnormalised attention")
+
+    def _matrix(self, X, t, w):
+        A, _ = self._params(t, X)
+        Xk, wk = positive_keys(X, w)
+        F = self.beta * (X @ A.T)
+        if self._normalised:
+            return scatter_columns(matrix_rows(F, Xk, wk, softmax_transform, normalise=True), w)
+        P = matrix_rows(F, Xk, wk, exp_transform, normalise=False)
+        return scatter_columns(_overflow_check(P, "Unnormalised attention"), w)
+
+
+@dataclass(frozen=True, eq=False)
+class Softmax(_Exponential):
     r"""Softmax self-attention with inverse temperature :math:`\beta`.
 
     .. math::
@@ -117,27 +165,11 @@ class Softmax(_Bilinear):
     array([1., 1.])
     """
 
-    beta: float = 1.0
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        object.__setattr__(self, "beta", check_real(self.beta, "beta"))
-
-    def _velocity_at(self, Y, X, t, w):
-        A, V = self._params(t, X)
-        Xk, wk = positive_keys(X, w)
-        R = np.column_stack([wk[:, None] * (Xk @ V.T), wk])
-        return K_.apply_rows(self.beta * (Y @ A.T), Xk, R, K_.softmax_transform, normalise=True)
-
-    def _matrix(self, X, t, w):
-        A, _ = self._params(t, X)
-        Xk, wk = positive_keys(X, w)
-        P = K_.matrix_rows(self.beta * (X @ A.T), Xk, wk, K_.softmax_transform, normalise=True)
-        return scatter_columns(P, w)
+    _normalised: ClassVar[bool] = True
 
 
 @dataclass(frozen=True, eq=False)
-class Unnormalised(_Bilinear):
+class Unnormalised(_Exponential):
     r"""Unnormalised self-attention (USA): no division by the partition function.
 
     .. math::
@@ -169,24 +201,7 @@ class Unnormalised(_Bilinear):
            [0.5, 0.5]])
     """
 
-    beta: float = 1.0
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        object.__setattr__(self, "beta", check_real(self.beta, "beta"))
-
-    def _velocity_at(self, Y, X, t, w):
-        A, V = self._params(t, X)
-        Xk, wk = positive_keys(X, w)
-        R = wk[:, None] * (Xk @ V.T)
-        out = K_.apply_rows(self.beta * (Y @ A.T), Xk, R, K_.exp_transform, normalise=False)
-        return _overflow_check(out, "Unnormalised attention")
-
-    def _matrix(self, X, t, w):
-        A, _ = self._params(t, X)
-        Xk, wk = positive_keys(X, w)
-        P = K_.matrix_rows(self.beta * (X @ A.T), Xk, wk, K_.exp_transform, normalise=False)
-        return scatter_columns(_overflow_check(P, "Unnormalised attention"), w)
+    _normalised: ClassVar[bool] = False
 
 
 @dataclass(frozen=True, eq=False)
@@ -230,22 +245,20 @@ class Hardmax(_Bilinear):
         super().__post_init__()
         object.__setattr__(self, "tol", check_positive(self.tol, "tol", allow_zero=True))
 
-    def _transform(self, S, rows):
+    def _transform(self, S: np.ndarray, rows: slice, e: int) -> tuple[np.ndarray, None]:
         # the tie indicator overwrites the slab in place (no boolean or float copies)
-        np.greater_equal(S, K_.tie_threshold(S.max(axis=1, keepdims=True), self.tol), out=S)
+        np.greater_equal(S, tie_threshold(S.max(axis=1, keepdims=True), self.tol, e), out=S)
         return S, None
 
     def _velocity_at(self, Y, X, t, w):
         A, V = self._params(t, X)
         Xk, wk = positive_keys(X, w)
         R = np.column_stack([wk[:, None] * (Xk @ V.T), wk])
-        sums = K_.hardmax_rows(Y @ A.T, Xk, R, self.tol)
+        sums = hardmax_rows(Y @ A.T, Xk, R, self.tol)
         return sums[:, :-1] / sums[:, -1:]
 
     def _matrix(self, X, t, w):
-        A, _ = self._params(t, X)
-        Xk, wk = positive_keys(X, w)
-        return scatter_columns(K_.matrix_rows(X @ A.T, Xk, wk, self._transform, normalise=True), w)
+        return self._slab_matrix(X, t, w, self._transform, normalise=True)
 
 
 @dataclass(frozen=True, eq=False)
@@ -284,18 +297,16 @@ class Sigmoid(_Bilinear):
         super().__post_init__()
         object.__setattr__(self, "b", check_real(self.b, "b"))
 
-    def _transform(self, S, rows):
-        return K_.sigmoid_transform(S, self.b), None
+    def _transform(self, S: np.ndarray, rows: slice, e: int) -> tuple[np.ndarray, None]:
+        return sigmoid_transform(S, self.b, e), None
 
     def _velocity_at(self, Y, X, t, w):
         A, V = self._params(t, X)
         Xk, wk = positive_keys(X, w)
-        return K_.sigmoid_rows(Y @ A.T, Xk, wk[:, None] * (Xk @ V.T), self.b)
+        return sigmoid_rows(Y @ A.T, Xk, wk[:, None] * (Xk @ V.T), self.b)
 
     def _matrix(self, X, t, w):
-        A, _ = self._params(t, X)
-        Xk, wk = positive_keys(X, w)
-        return scatter_columns(K_.matrix_rows(X @ A.T, Xk, wk, self._transform, normalise=False), w)
+        return self._slab_matrix(X, t, w, self._transform, normalise=False)
 
 
 @dataclass(frozen=True, eq=False)
@@ -330,80 +341,11 @@ class Linear(_Bilinear):
 
     def _velocity_at(self, Y, X, t, w):
         A, V = self._params(t, X)
-        M2 = X.T @ (w[:, None] * X)
-        return Y @ A.T @ M2 @ V.T
+        with float_guard("the linear attention velocity", _LINEAR_FIX):
+            M2 = X.T @ (w[:, None] * X)
+            return Y @ A.T @ M2 @ V.T
 
     def _matrix(self, X, t, w):
         A, _ = self._params(t, X)
-        return (X @ A.T @ X.T) * w
-
-
-@dataclass(frozen=True, eq=False)
-class L2(AttentionField):
-    r"""L2 self-attention: Gaussian kernel of the distance between queries and keys.
-
-    .. math::
-
-        \Gamma_\mu(x) = \frac{\int e^{-|\bar Q x - \bar K y|^2/s}\, V y\, d\mu(y)}
-                             {\int e^{-|\bar Q x - \bar K y|^2/s}\, d\mu(y)} .
-
-    The term :math:`|\bar Q x|^2` cancels in the normalisation and is never computed, so the
-    scores are :math:`(2\langle \bar Q x_i, \bar K x_j\rangle - |\bar K x_j|^2)/s`.
-    Castin's code uses :math:`s = 1`, :math:`\bar Q = Q/\sqrt d`, :math:`\bar K = K`.
-
-    Parameters
-    ----------
-    Qbar, Kbar : array_like, shape (k, d), or callable ``t -> (k, d)``
-    V : array_like, shape (d, d), or callable ``t -> (d, d)``
-    s : float
-        Width (temperature) of the Gaussian kernel, positive.
-
-    References
-    ----------
-    H. Kim, G. Papamakarios, A. Mnih, *The Lipschitz Constant of Self-Attention*, ICML 2021.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from token_dynamics.attention import L2
-    >>> X = np.array([[0.0, 0.0], [1.0, 0.0]])
-    >>> P = L2(np.eye(2), np.eye(2), np.eye(2)).attention_matrix(X)
-    >>> np.round(P, 4)      # e^{-1} / (1 + e^{-1})
-    array([[0.7311, 0.2689],
-           [0.2689, 0.7311]])
-    """
-
-    Qbar: Parameter
-    Kbar: Parameter
-    V: Parameter
-    s: float = 1.0
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "Qbar", init_parameter(self.Qbar, "Qbar", square=False))
-        object.__setattr__(self, "Kbar", init_parameter(self.Kbar, "Kbar", square=False))
-        object.__setattr__(self, "V", init_parameter(self.V, "V"))
-        object.__setattr__(self, "s", check_positive(self.s, "s"))
-
-    def _dim(self) -> int | None:
-        return known_dim((self.V, 0), (self.Qbar, 1), (self.Kbar, 1))
-
-    def _parts(self, Y, X, t):
-        d = X.shape[1]
-        Qb = eval_parameter(self.Qbar, "Qbar", t, (None, d), X.dtype)
-        Kb = eval_parameter(self.Kbar, "Kbar", t, (Qb.shape[0], d), X.dtype)
-        G = X @ Kb.T
-        return (2.0 / self.s) * (Y @ Qb.T), G, -np.einsum("ij,ij->i", G, G) / self.s
-
-    def _velocity_at(self, Y, X, t, w):
-        V = eval_parameter(self.V, "V", t, (X.shape[1], X.shape[1]), X.dtype)
-        Xk, wk = positive_keys(X, w)
-        F, G, bias = self._parts(Y, Xk, t)
-        R = np.column_stack([wk[:, None] * (Xk @ V.T), wk])
-        return K_.apply_rows(F, G, R, K_.softmax_transform, bias=bias, normalise=True)
-
-    def _matrix(self, X, t, w):
-        eval_parameter(self.V, "V", t, (X.shape[1], X.shape[1]))
-        Xk, wk = positive_keys(X, w)
-        F, G, bias = self._parts(X, Xk, t)
-        P = K_.matrix_rows(F, G, wk, K_.softmax_transform, bias=bias, normalise=True)
-        return scatter_columns(P, w)
+        with float_guard("the linear attention matrix", _LINEAR_FIX):
+            return (X @ A.T @ X.T) * w

@@ -24,6 +24,8 @@ from ._experiments import *  # noqa: F403
 from ._experiments import __all__ as _experiments_all
 from ._isotropic_solutions import *  # noqa: F403
 from ._isotropic_solutions import __all__ as _isotropic_all
+from ._moment_gap import *  # noqa: F403
+from ._moment_gap import __all__ as _moment_gap_all
 from ._multihead import *  # noqa: F403
 from ._multihead import __all__ as _multihead_all
 from ._particles import *  # noqa: F403
@@ -49,6 +51,7 @@ __all__ = [
     *_ray_all,
     *_scalar_all,
     *_particles_all,
+    *_moment_gap_all,
     *_experiments_all,
     "sinkhorn_whitened_coupling",
 ]

@@ -50,6 +50,8 @@ from ._metric import (
     twisted_metric,
     twisted_wasserstein,
 )
+from ._monotonicity import energy_rate_formula, observed_monotonicity
+from ._sampled_energy import sampled_gaussian_energy
 from ._sinkhorn import (
     BuresWassersteinCheck,
     bures_wasserstein_velocity,
@@ -70,13 +72,16 @@ __all__ = [
     "energy_along",
     "energy_gradient",
     "energy_rate",
+    "energy_rate_formula",
     "first_variation",
     "gaussian_energy",
     "gaussian_energy_along",
     "gaussian_translation_second_variation",
     "gradient_flow_check",
     "monotonicity_sign",
+    "observed_monotonicity",
     "particle_energy",
+    "sampled_gaussian_energy",
     "sinkhorn_bures_wasserstein_check",
     "sinkhorn_gaussian_cost",
     "softmax_metric_density",

@@ -30,9 +30,9 @@ def _sinkhorn_args(
     """Validate a Gaussian ``(mean, cov)``, a symmetric ``A`` and ``eps > 0``."""
     alpha = as_vector(mean, "mean")
     d = alpha.shape[0]
-    A = as_symmetric(A, "A", d=d, what=SYMMETRIC_A)
+    Asym = as_symmetric(A, "A", d=d, what=SYMMETRIC_A)
     S = as_covariance(cov, "cov", d=d)
-    return alpha, S, A, check_positive(eps, "eps")
+    return alpha, S, Asym, check_positive(eps, "eps")
 
 
 def _sinkhorn_cross_covariance(cov: FloatArray, A: FloatArray, eps: float):

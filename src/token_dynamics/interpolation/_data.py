@@ -12,7 +12,13 @@ from ._blocks import Transformer, _magnitude, as_sequences
 from ._hausdorff import _closest_pair, _unchecked_hausdorff
 from ._moves import COINCIDE_RTOL, DISTINCT_RTOL, _distinct
 
-__all__ = ["check_dataset", "overlapping_dataset", "paper_block_count", "resnet_counts"]
+__all__ = [
+    "block_count_bound",
+    "check_dataset",
+    "overlapping_dataset",
+    "paper_block_count",
+    "resnet_counts",
+]
 
 
 class _InterpolatorCounts:
@@ -301,3 +307,42 @@ def check_dataset(
                     "tokens; input sequences must be pairwise distinct as sets."
                 )
     return X, Y
+
+
+def block_count_bound(m: ArrayLike) -> int:
+    r"""The book's bound on the blocks of the hardmax interpolator: ``2 sum(m) + N - 1``.
+
+    The construction uses :math:`L = S + 2\sum_j m_j` blocks with :math:`S \le N - 1`
+    separation blocks (proposition ``interp-prop-counts``), so
+
+    .. math:: L \le 2\sum_{j=1}^N m_j + N - 1,
+
+    below the count :func:`paper_block_count` reported for the paper's hardmax theorem.
+
+    Parameters
+    ----------
+    m : array_like of int, shape (N,)
+        Output lengths :math:`m_j`, one per sequence.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    ValueError
+        If `m` is not a 1-D array of nonnegative integers, or is empty.
+
+    Examples
+    --------
+    >>> from token_dynamics.interpolation import block_count_bound, paper_block_count
+    >>> block_count_bound([2, 1, 3]), paper_block_count([2, 1, 3])
+    (14, 19)
+    """
+    m = as_real_array(m, "m")
+    # lengths beyond 2^52 are not integers in float64 any more
+    if m.ndim != 1 or m.size == 0 or np.any(m < 0) or np.any(m != np.round(m)) or np.any(m > 2**52):
+        raise ValueError(
+            f"`m` must be a nonempty 1-D array of nonnegative integers below 2^52; got {m!r}."
+        )
+    return int(2 * m.sum() + m.size - 1)

@@ -272,7 +272,7 @@ def critical_temperature(transformer: Transformer, inputs: ArrayLike, tolerance:
 
 def _critical_temperature(transformer: Transformer, inputs: ArrayLike, tolerance: float) -> float:
     states = transformer.layer_states(as_sequences(inputs, d=transformer.dim))
-    scale = _magnitude(*states) ** 2
+    scale = float(np.float64(_magnitude(*states)) ** 2)  # numpy: an overflow is guarded
 
     terms = _BoundTerms(transformer, states)  # once: each bisection step is then cheap
 

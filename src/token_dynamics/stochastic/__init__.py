@@ -36,10 +36,14 @@ from ._mlp import *  # noqa: F403
 from ._mlp import __all__ as _mlp_all
 from ._model import *  # noqa: F403
 from ._model import __all__ as _model_all
+from ._one_point import *  # noqa: F403
+from ._one_point import __all__ as _one_point_all
 from ._remainders import *  # noqa: F403
 from ._remainders import __all__ as _remainders_all
 from ._sde import *  # noqa: F403
 from ._sde import __all__ as _sde_all
+from ._spread import *  # noqa: F403
+from ._spread import __all__ as _spread_all
 from ._synchronization import *  # noqa: F403
 from ._synchronization import __all__ as _synchronization_all
 
@@ -47,12 +51,14 @@ __all__ = [
     *_kernels_all,
     *_mlp_all,
     *_model_all,
+    *_one_point_all,
     *_sde_all,
     *_estimates_all,
     *_deep_limit_all,
     *_chaos_all,
     *_remainders_all,
     *_energy_all,
+    *_spread_all,
     *_exponents_all,
     *_dissipation_all,
     *_synchronization_all,

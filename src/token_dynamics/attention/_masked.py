@@ -1,0 +1,100 @@
+"""The causal (masked) softmax kernel: keys in order of position, prefix slabs (private).
+
+Query ``i`` sees key ``j`` iff ``p_j <= p_i`` (positions). With the keys sorted by position
+the keys a query sees are a prefix, of length ``c_i`` (a binary search), and with the queries
+sorted too a block of queries needs the keys up to its last query's prefix only: each slab
+``F[block] @ G[:c]^T`` has at most ``BLOCK_ELEMENTS`` scores, only the columns between the
+block's shortest and longest prefix are masked (``-inf``), and the keys no query of the block
+sees are never touched. About half the score matrix is computed (its causal triangle) and the
+extra memory is a slab per worker plus O(n d), whatever n. Orders of equal positions follow a
+stable sort, so the result depends on the positions only, not on the threads.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _kernels
+from ._scale import rescale_scores
+from ._softmax import softmax_transform
+
+__all__: list[str] = []
+
+
+def _prefixes(pq: np.ndarray, pk: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Key order, query order and each sorted query's prefix length; a query that sees no
+    key raises ``ValueError`` naming the first one (in the caller's order)."""
+    order_k = np.argsort(pk, kind="stable")
+    counts = np.searchsorted(pk[order_k], pq, side="right")
+    if np.any(counts == 0):
+        i = int(np.argmax(counts == 0))
+        raise ValueError(
+            f"query {i} (position {pq[i]:.3g}) sees no token of positive weight; "
+            "give a positive weight to a token at or before it."
+        )
+    order_q = np.argsort(pq, kind="stable")
+    return order_k, order_q, counts[order_q]
+
+
+def _blocks(counts: np.ndarray) -> list[slice]:
+    """Consecutive sorted queries whose slab (rows x the last row's prefix, the longest) has at
+    most ``BLOCK_ELEMENTS`` scores; at least one row each. O(n) in all."""
+    limit = max(int(_kernels.BLOCK_ELEMENTS), 1)
+    blocks, start, n = [], 0, counts.shape[0]
+    while start < n:
+        k_max = min(n - start, max(1, limit // int(counts[start])))
+        k = np.arange(1, k_max + 1)
+        # k * counts[start + k - 1] grows with k: the rows that fit are a prefix
+        fits = int(np.count_nonzero(k * counts[start : start + k_max] <= limit))
+        stop = start + max(1, fits)
+        blocks.append(slice(start, stop))
+        start = stop
+    return blocks
+
+
+def _slab(
+    F: np.ndarray, G: np.ndarray, counts: np.ndarray, rows: slice, e: int
+) -> tuple[np.ndarray, int]:
+    """Softmax numerators of a block of sorted queries over its longest prefix of keys."""
+    c0, c1 = int(counts[rows.start]), int(counts[rows.stop - 1])
+    S = np.dot(F[rows], G[:c1].T)  # a contiguous row block: BLAS reads its transpose, no copy
+    if c1 > c0:
+        hidden = np.arange(c0, c1)[None, :] >= counts[rows, None]
+        S[:, c0:c1][hidden] = -np.inf
+    return softmax_transform(S, rows, e)[0], c1
+
+
+def causal_rows(
+    F: np.ndarray, G: np.ndarray, R: np.ndarray, pq: np.ndarray, pk: np.ndarray
+) -> np.ndarray:
+    """Masked softmax average ``sum_{j: pk_j <= pq_i} P_ij R_j[:-1]``, the last column of ``R``
+    holding the key weights (``_kernels.apply_rows`` with ``normalise=True``, masked)."""
+    order_k, order_q, counts = _prefixes(pq, pk)
+    F, G, _, e = rescale_scores(F[order_q], G[order_k], None)
+    Rs = R[order_k]
+    out = np.empty((F.shape[0], R.shape[1] - 1), dtype=F.dtype)
+
+    def task(group: list[slice]) -> None:
+        for rows in group:
+            E, c1 = _slab(F, G, counts, rows, e)
+            sums = np.dot(E, Rs[:c1])
+            out[order_q[rows]] = sums[:, :-1] / sums[:, -1:]
+
+    _kernels._run(task, _blocks(counts), int(counts.sum()), max(F.shape[1], R.shape[1]))
+    return out
+
+
+def causal_matrix(
+    F: np.ndarray, G: np.ndarray, w: np.ndarray, pq: np.ndarray, pk: np.ndarray
+) -> np.ndarray:
+    """Dense masked softmax matrix ``P_ij`` (rows sum to one over the keys each query sees)."""
+    order_k, order_q, counts = _prefixes(pq, pk)
+    F, G, _, e = rescale_scores(F[order_q], G[order_k], None)
+    ws = w[order_k]
+    out = np.zeros((F.shape[0], G.shape[0]), dtype=F.dtype)
+    for rows in _blocks(counts):
+        E, c1 = _slab(F, G, counts, rows, e)
+        E *= ws[:c1]
+        E /= E.sum(axis=1, keepdims=True)
+        out[np.ix_(order_q[rows], order_k[:c1])] = E
+    return out
