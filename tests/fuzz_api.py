@@ -344,6 +344,12 @@ OVERRIDES: dict[str, dict[str, Callable[[], Any]]] = {
     "energy_decay_rate": {"energies": lambda: np.exp(-np.linspace(0, 1, 5))[None].repeat(3, 0)},
     "conditional_w2": {"X": _causal_tokens, "Y": lambda: _causal_tokens(1)},
     "w2_gaussian_1d": {"mean": lambda: 0.1, "weights": lambda: np.full(4, 0.25)},
+    "step_errors": {"reference": _tokens, "layers": lambda: [2, 4]},
+    "covariance_path_error": {
+        "path": lambda: np.tile(np.array(_COV), (3, 1, 1)),
+        "reference": lambda: np.tile(np.eye(D), (3, 1, 1)),
+    },
+    "count_moved_points": {"before": lambda: [_tokens()], "after": lambda: [_tokens(seed=1)]},
 }
 
 #: Result records (frozen dataclasses the library fills and returns), and the public callable
@@ -353,6 +359,8 @@ RECORD_SOURCES: dict[str, str] = {
     "Trajectory": "integrate",
     "SinkhornPlan": "sinkhorn_plan",
     "PowerLawFit": "fit_power_law",
+    "StepErrors": "step_errors",
+    "IdentityGaps": "covariance_identity_gaps",
     "AnswerCheck": "check_answer",
     "GaussianPath": "solve_moments",
     "ParticleMoments": "particle_moments",

@@ -25,7 +25,8 @@ Array conventions
 Modules
 -------
 ``attention`` (every variant as a velocity field), ``geometry`` (the sphere), ``integrators``
-(``integrate`` and ``Trajectory``), ``sampling``, ``diagnostics``, ``wasserstein`` (the only
+(``integrate`` and ``Trajectory``), ``discretisation`` (their error against the step),
+``sampling``, ``diagnostics``, ``wasserstein`` (the only
 module that calls POT), ``meanfield``, ``gaussian``, ``gradient_flow``, ``stochastic``,
 ``interpolation``; ``plotting`` and ``widgets`` are leaves, not imported here, and so is
 ``exercises`` (the check-your-answer cells of the book's computational exercises).
@@ -46,6 +47,7 @@ from importlib import metadata as _metadata
 from . import (
     attention,
     diagnostics,
+    discretisation,
     gaussian,
     geometry,
     gradient_flow,
@@ -106,6 +108,7 @@ __all__ = [
     "cluster_count",
     "diagnostics",
     "diameter",
+    "discretisation",
     "empirical_covariance",
     "empirical_mean",
     "gaussian",

@@ -10,6 +10,18 @@ import numpy as np
 from .._typing import ArrayLike, DTypeLike, ParameterLike
 from .._validation import as_dtype, as_matrix, as_square, as_tokens, as_weights, check_real
 
+__all__ = [
+    "AttentionField",
+    "Parameter",
+    "check_time",
+    "eval_parameter",
+    "fold_qk",
+    "init_parameter",
+    "known_dim",
+    "positive_keys",
+    "scatter_columns",
+]
+
 #: A matrix parameter once checked: a read-only float64 array or a function of time.
 Parameter = np.ndarray | Callable[[float], ArrayLike]
 

@@ -7,6 +7,11 @@ import numpy as np
 from ._kernels import tiles
 from ._scale import rescale_scores
 
+__all__ = [
+    "hardmax_rows",
+    "tie_threshold",
+]
+
 
 def tie_threshold(m: np.ndarray, tol: float, e: int = 0) -> np.ndarray:
     """Lowest score tied with the maximum ``m`` at relative tolerance ``tol`` (hardmax):

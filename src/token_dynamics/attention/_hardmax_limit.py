@@ -81,6 +81,8 @@ def hardmax_limit(A: ArrayLike, V: ArrayLike, X: ArrayLike, betas: ArrayLike) ->
     Returns
     -------
     HardmaxLimit
+        Its ``gap`` is ``inf`` for a token whose scores all tie (every key is a maximiser):
+        softmax and hardmax then agree exactly and both bounds are 0.
 
     Raises
     ------

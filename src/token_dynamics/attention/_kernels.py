@@ -51,6 +51,22 @@ from .._linalg import BLOCK_ELEMENTS, row_blocks
 from ._scale import rescale_scores
 from ._softmax import Transform, exp_limits, exp_transform, softmax_shift, softmax_transform
 
+__all__ = [
+    "BLAS_THREADED",
+    "PARALLEL_MIN_ELEMENTS",
+    "POOL_MAX_INNER",
+    "SERIAL_BLAS_MACS",
+    "TASKS_PER_THREAD",
+    "THREADS",
+    "TILE_ENTRIES",
+    "WIDE_ROWS",
+    "accumulate",
+    "apply_rows",
+    "matrix_rows",
+    "scores",
+    "tiles",
+]
+
 
 def _usable_cores() -> int:
     try:

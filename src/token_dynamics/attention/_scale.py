@@ -13,6 +13,11 @@ import numpy as np
 
 from .._linalg import power_of_two_scale
 
+__all__ = [
+    "SCORE_HEADROOM",
+    "rescale_scores",
+]
+
 #: Headroom kept below the largest float of the dtype by the scores, in powers of two: a score
 #: bound within ``max / 2**SCORE_HEADROOM`` leaves room for the sums of a few thousand terms of
 #: that size and for the squared row norms of the shift bounds; beyond it the factors are

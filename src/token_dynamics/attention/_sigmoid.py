@@ -9,6 +9,11 @@ from ._kernels import accumulate, apply_rows
 from ._scale import rescale_scores
 from ._softmax import exp_limits
 
+__all__ = [
+    "sigmoid_rows",
+    "sigmoid_transform",
+]
+
 #: Exponent above which :func:`sigmoid_transform` hands a slab to ``scipy.special.expit``:
 #: ``exp(-x)`` of a score ``x < -700`` would overflow to inf (a sigmoid below 1e-304, which
 #: expit still resolves into subnormals). In float32, 80 (exp overflows above 88.7).

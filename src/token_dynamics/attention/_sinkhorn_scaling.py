@@ -20,6 +20,20 @@ from .._linalg import row_blocks
 from .._typing import FloatArray
 from ._softmax import EXP_FLOOR
 
+__all__ = [
+    "ABSORB_LOG",
+    "KERNEL_MEMORY_BUDGET",
+    "RELAX_RATIO_SPREAD",
+    "RELAX_WINDOW",
+    "TRANSPOSE_TILE",
+    "alternating_iterations",
+    "alternating_scaling",
+    "symmetric_iterations",
+    "symmetric_scaling",
+    "symmetrize",
+    "tile_pairs",
+]
+
 #: Bytes of the stored kernel (the plan at the last absorbed potentials) beyond which it is not
 #: kept but recomputed block by block at every iteration (one exponential per entry and
 #: iteration, about 5x the cost of reading a stored entry here). 1 GiB: n = m = 11585 tokens;

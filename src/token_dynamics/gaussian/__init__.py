@@ -22,6 +22,8 @@ from ._equations import __all__ as _equations_all
 from ._equations import sinkhorn_whitened_coupling
 from ._experiments import *  # noqa: F403
 from ._experiments import __all__ as _experiments_all
+from ._identities import *  # noqa: F403
+from ._identities import __all__ as _identities_all
 from ._isotropic_solutions import *  # noqa: F403
 from ._isotropic_solutions import __all__ as _isotropic_all
 from ._moment_gap import *  # noqa: F403
@@ -32,6 +34,8 @@ from ._particles import *  # noqa: F403
 from ._particles import __all__ as _particles_all
 from ._path import *  # noqa: F403
 from ._path import __all__ as _path_all
+from ._path_error import *  # noqa: F403
+from ._path_error import __all__ as _path_error_all
 from ._ray_solutions import *  # noqa: F403
 from ._ray_solutions import __all__ as _ray_all
 from ._registry import *  # noqa: F403
@@ -43,8 +47,10 @@ from ._solve import __all__ as _solve_all
 
 __all__ = [
     *_path_all,
+    *_path_error_all,
     *_registry_all,
     *_equations_all,
+    *_identities_all,
     *_multihead_all,
     *_solve_all,
     *_isotropic_all,

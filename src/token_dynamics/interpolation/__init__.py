@@ -20,6 +20,8 @@ from ._blocks import *  # noqa: F403
 from ._blocks import __all__ as _blocks_all
 from ._data import *  # noqa: F403
 from ._data import __all__ as _data_all
+from ._displacement import *  # noqa: F403
+from ._displacement import __all__ as _displacement_all
 from ._hardmax import *  # noqa: F403
 from ._hardmax import __all__ as _hardmax_all
 from ._hausdorff import *  # noqa: F403
@@ -43,6 +45,7 @@ __all__ = [
     *_hausdorff_all,
     *_data_all,
     *_moves_all,
+    *_displacement_all,
     *_hardmax_all,
     *_temperature_all,
     *_softmax_all,

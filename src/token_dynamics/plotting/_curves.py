@@ -239,7 +239,7 @@ def plot_energy_staircase(
     >>> import matplotlib.pyplot as plt
     >>> from token_dynamics.gradient_flow import circle_metastability
     >>> from token_dynamics.plotting import plot_energy_staircase
-    >>> result = circle_metastability(8, 4.0, 10.0, n_times=5, rng=0)
+    >>> result = circle_metastability(4.0, 8, 10.0, n_times=5, rng=0)
     >>> fig, ax = plt.subplots()
     >>> len(plot_energy_staircase(ax, result))
     2

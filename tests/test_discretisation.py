@@ -1,0 +1,87 @@
+"""Tests of token_dynamics.discretisation: the error at time T against the step h = T/L."""
+
+import numpy as np
+import pytest
+
+import token_dynamics as td
+from token_dynamics.discretisation import StepErrors, step_errors
+from token_dynamics.meanfield import first_token_solution
+
+V_ROT = np.array([[-0.2, -1.0], [1.0, -0.2]])  # a damped rotation
+
+
+@pytest.fixture
+def causal_problem():
+    """Causal attention, whose first token solves x' = V x exactly whatever the others do:
+    an exact reference for the whole system at T = 1."""
+    rng = np.random.default_rng(3)
+    Z0 = td.with_positions(rng.normal(size=(8, 2)))
+    exact = first_token_solution(Z0[0, 1:], V_ROT, [1.0])  # shape (1, 2)
+    return td.Causal(np.eye(2), V_ROT), Z0, exact
+
+
+@pytest.mark.statement("tok-prop-resnet-euler")
+@pytest.mark.parametrize(("method", "order"), [("euler", 1), ("rk4", 4)])
+def test_orders_of_euler_and_rk4_against_the_exact_first_token(causal_problem, method, order):
+    """Global error ~ C h^p: the fitted slope is p to +-0.2 (h from 1/8 to 1/128 lies in the
+    asymptotic range; the RK4 errors, 6e-6 to 9e-11, stay far above rounding)."""
+    field, Z0, exact = causal_problem
+    study = step_errors(
+        field, Z0, 1.0, exact, [8, 16, 32, 64, 128], method=method, tokens=[0], coordinates=[1, 2]
+    )
+    np.testing.assert_array_equal(study.steps, 1.0 / np.array([8, 16, 32, 64, 128]))
+    assert np.all(np.diff(study.errors) < 0)  # each halving of h lowers the error
+    assert abs(study.order - order) < 0.2, study.order
+
+
+def test_one_euler_layer_is_compared_part_by_part():
+    """With L = 1 the Euler state is X0 + T v(X0) exactly (bitwise, one residual layer), so
+    the error is the norm of that part minus the reference, to rounding of one norm."""
+    rng = np.random.default_rng(4)
+    X0 = rng.normal(size=(5, 3))
+    field = td.Softmax(rng.normal(size=(3, 3)), rng.normal(size=(3, 3)))
+    ref = rng.normal(size=(2, 2))
+    final = X0 + 0.5 * field.velocity(X0)
+    study = step_errors(field, X0, 0.5, ref, [1], tokens=[4, 1], coordinates=[0, 2])
+    expected = np.linalg.norm(final[np.ix_([4, 1], [0, 2])] - ref)
+    np.testing.assert_allclose(study.errors, [expected], rtol=1e-15)
+    assert isinstance(study, StepErrors) and study.method == "euler"
+
+
+def test_inputs_are_not_modified(causal_problem):
+    field, Z0, exact = causal_problem
+    Z0_copy, exact_copy = Z0.copy(), exact.copy()
+    step_errors(field, Z0, 1.0, exact, [4, 8], tokens=[0], coordinates=[1, 2])
+    np.testing.assert_array_equal(Z0, Z0_copy)
+    np.testing.assert_array_equal(exact, exact_copy)
+
+
+def test_zero_error_has_no_order():
+    """A field with V = 0 does not move the tokens: every method is exact, no order exists."""
+    X0 = np.random.default_rng(5).normal(size=(4, 2))
+    study = step_errors(td.Softmax(np.eye(2), np.zeros((2, 2))), X0, 1.0, X0, [2, 4])
+    np.testing.assert_array_equal(study.errors, [0.0, 0.0])
+    with pytest.raises(ValueError, match="order cannot be fitted"):
+        _ = study.order
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"layers": [0, 4]}, "`layers`"),
+        ({"layers": [2.5]}, "`layers`"),
+        ({"layers": []}, "`layers`"),
+        ({"method": "solve_ivp"}, "`method`"),
+        ({"T": -1.0}, "`T`"),
+        ({"tokens": [9]}, "`tokens`"),
+        ({"coordinates": [True]}, "`coordinates`"),
+        ({"reference": np.zeros((3, 2))}, "`reference`"),
+    ],
+)
+def test_bad_arguments_are_named(kwargs, match):
+    X0 = np.random.default_rng(6).normal(size=(4, 2))
+    args = {"field": td.Softmax(np.eye(2), np.eye(2)), "X0": X0, "T": 1.0, "reference": X0}
+    args |= {"layers": [2, 4]}
+    args |= kwargs
+    with pytest.raises(ValueError, match=match):
+        step_errors(**args)
