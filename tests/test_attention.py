@@ -471,7 +471,7 @@ def test_attention_sink_block_evolves_autonomously():
     v = field.velocity(X)
     np.testing.assert_allclose(v[:3, 1:], Softmax(A, V).velocity(X[:3, 1:]), rtol=1e-13)
     with pytest.raises(ValueError, match="position 0"):
-        Causal(A, V, sink=True).velocity(with_positions(X[:, 1:], np.linspace(0.1, 1, 9)))
+        Causal(A, V, sink=True).velocity(with_positions(X[:, 1:], positions=np.linspace(0.1, 1, 9)))
 
 
 def test_make_field_builds_every_variant():
@@ -523,7 +523,7 @@ def test_inputs_are_not_mutated():
         (lambda: MultiHead(()), "`heads`"),
         (lambda: MultiHead((Softmax(np.eye(2), np.eye(2)),), W=(np.eye(2),) * 2), "`W`"),
         (lambda: MultiHead.from_qkv(np.eye(3), np.eye(3), np.eye(3), 2), "`n_heads`"),
-        (lambda: with_positions(np.ones((2, 2)), [0.0, 2.0]), "`positions`"),
+        (lambda: with_positions(np.ones((2, 2)), positions=[0.0, 2.0]), "`positions`"),
         (lambda: with_positions(np.ones((2, 2)), n_sink=3), "`n_sink`"),
     ],
 )
@@ -827,7 +827,7 @@ def test_causal_prefix_slabs_match_the_dense_masked_softmax(monkeypatch, block):
     A, V = random_params(rng, d)
     pos = rng.integers(0, 12, size=n) / 12.0
     pos[5] = 0.0  # a sink, of positive weight: every query sees a token
-    X = with_positions(rng.standard_normal((n, d)), pos)
+    X = with_positions(rng.standard_normal((n, d)), positions=pos)
     w = rng.dirichlet(np.ones(n))
     w[rng.choice(np.flatnonzero(pos > 0), 6, replace=False)] = 0.0
     w /= w.sum()

@@ -28,8 +28,10 @@ def test_weighted_moments_equal_repeated_tokens():
     counts = np.array([1, 3, 2, 1, 4])
     Xr = np.repeat(X, counts, axis=0)
     w = counts / counts.sum()
-    np.testing.assert_allclose(empirical_mean(X, w), Xr.mean(axis=0), rtol=1e-14)
-    np.testing.assert_allclose(empirical_covariance(X, w), np.cov(Xr.T, bias=True), rtol=1e-12)
+    np.testing.assert_allclose(empirical_mean(X, weights=w), Xr.mean(axis=0), rtol=1e-14)
+    np.testing.assert_allclose(
+        empirical_covariance(X, weights=w), np.cov(Xr.T, bias=True), rtol=1e-12
+    )
     C = empirical_covariance(X)
     np.testing.assert_array_equal(C, C.T)
     assert np.linalg.eigvalsh(C).min() > -1e-15
@@ -56,23 +58,27 @@ def test_diameter_in_blocks(monkeypatch):
 def test_interaction_energy_closed_forms():
     beta = 3.0
     one = np.tile([[0.0, 1.0]], (4, 1))
-    np.testing.assert_allclose(interaction_energy(one, beta), np.exp(beta) / (2 * beta), rtol=1e-14)
+    np.testing.assert_allclose(
+        interaction_energy(one, beta=beta), np.exp(beta) / (2 * beta), rtol=1e-14
+    )
     X = np.array([[1.0, 0.0], [0.0, 1.0]])  # orthogonal pair: (2 e^beta + 2) / 4 / (2 beta)
     np.testing.assert_allclose(
-        interaction_energy(X, beta), (np.exp(beta) + 1) / (4 * beta), rtol=1e-14
+        interaction_energy(X, beta=beta), (np.exp(beta) + 1) / (4 * beta), rtol=1e-14
     )
     w = np.array([0.25, 0.75])
     expected = (w[0] ** 2 * np.exp(beta) + w[1] ** 2 * np.exp(beta) + 2 * w[0] * w[1]) / (2 * beta)
-    np.testing.assert_allclose(interaction_energy(X, beta, w), expected, rtol=1e-14)
+    np.testing.assert_allclose(interaction_energy(X, beta=beta, weights=w), expected, rtol=1e-14)
     A = np.diag([2.0, 0.0])
     expected = (np.exp(2 * beta) + 3) / (8 * beta)
-    np.testing.assert_allclose(interaction_energy(X, beta, A=A), expected, rtol=1e-14)
+    np.testing.assert_allclose(interaction_energy(X, beta=beta, A=A), expected, rtol=1e-14)
     # large beta: summed in the log domain, finite while e^(beta) alone is near the limit
-    np.testing.assert_allclose(interaction_energy(one, 700.0), np.exp(700.0) / 1400, rtol=1e-12)
+    np.testing.assert_allclose(
+        interaction_energy(one, beta=700.0), np.exp(700.0) / 1400, rtol=1e-12
+    )
     with pytest.raises(FloatingPointError, match="float64 range"):
-        interaction_energy(one, 800.0)
+        interaction_energy(one, beta=800.0)
     # negative beta: 1/(2 beta) < 0
-    assert interaction_energy(X, -1.0) < 0
+    assert interaction_energy(X, beta=-1.0) < 0
 
 
 def test_cluster_count():
@@ -113,8 +119,8 @@ def test_numerical_rank():
     ("call", "match"),
     [
         (lambda: empirical_mean(np.ones(3)), "`X`"),
-        (lambda: empirical_covariance(np.ones((3, 2)), [1.0, 0.0, 0.5]), "`weights`"),
-        (lambda: interaction_energy(np.ones((2, 2)), 0.0), "`beta`"),
+        (lambda: empirical_covariance(np.ones((3, 2)), weights=[1.0, 0.0, 0.5]), "`weights`"),
+        (lambda: interaction_energy(np.ones((2, 2)), beta=0.0), "`beta`"),
         (lambda: interaction_energy(np.ones((2, 2)), A=np.eye(3)), "`A`"),
         (lambda: cluster_count(np.ones((2, 2)), -1.0), "`tol`"),
         (lambda: numerical_rank(np.ones(3)), "`M`"),

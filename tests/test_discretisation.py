@@ -16,7 +16,7 @@ def causal_problem():
     an exact reference for the whole system at T = 1."""
     rng = np.random.default_rng(3)
     Z0 = td.with_positions(rng.normal(size=(8, 2)))
-    exact = first_token_solution(Z0[0, 1:], V_ROT, [1.0])  # shape (1, 2)
+    exact = first_token_solution(V_ROT, Z0[0, 1:], [1.0])  # shape (1, 2)
     return td.Causal(np.eye(2), V_ROT), Z0, exact
 
 

@@ -95,7 +95,7 @@ def test_interaction_energy_is_nondecreasing_on_the_sphere(cls):
     X0 = uniform_sphere(20, 3, rng=4)
     field = cls(np.eye(3), np.eye(3), beta=beta)
     traj = integrate(field, X0, np.linspace(0, 5, 51), method="rk4", dt=0.01, geometry="sphere")
-    E = np.array([interaction_energy(X, beta) for X in traj.states])
+    E = np.array([interaction_energy(X, beta=beta) for X in traj.states])
     # non-decreasing up to round-off of the energy (~1e-15 relative to E ~ e^beta)
     assert np.all(np.diff(E) >= -1e-12 * E[:-1])
     assert E[-1] > E[0] and E[-1] <= np.exp(beta) / (2 * beta) * (1 + 1e-12)

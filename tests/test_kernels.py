@@ -186,7 +186,7 @@ def test_causal_query_that_sees_no_token_is_named(threaded):
     """Causal attention: a query that sees no token raises, naming the first such query."""
     rng = np.random.default_rng(6)
     n = 300
-    X = with_positions(rng.standard_normal((n, 2)), np.arange(n) / n)
+    X = with_positions(rng.standard_normal((n, 2)), positions=np.arange(n) / n)
     w = np.ones(n)
     w[:120] = 0.0  # queries 0..119 see no token of positive weight
     w /= w.sum()

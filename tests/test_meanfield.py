@@ -40,7 +40,7 @@ def test_support_grows_at_most_exponentially(seed):
     times = np.linspace(0.0, 1.0, 6)
     traj = integrate(Softmax(A, V), X0, times, dt=0.01)
     radius = np.array([mf.support_radius(X) for X in traj.states])
-    bound = mf.support_radius_bound(times, radius[0], V)
+    bound = mf.support_radius_bound(V, radius[0], times)
     # RK4 with h = 0.01 tracks the exact flow to ~1e-8 relative here; the bound is exact.
     assert np.all(radius <= bound * (1 + 1e-8))
 
@@ -55,7 +55,7 @@ def test_jacobian_formula_and_bound(seed):
     w = rng.dirichlet(np.ones(15))
     y = _ball(rng, 1, d, R)
     field = Softmax(A, V, beta=beta)
-    J = mf.softmax_jacobian(y, X, A, V, beta=beta, weights=w)[0]
+    J = mf.softmax_jacobian(A, V, X, y, beta=beta, weights=w)[0]
     # Central differences of the library's field at a query that is not a token: error O(h^2).
     h = 1e-5
     fd = np.column_stack(
@@ -69,7 +69,7 @@ def test_jacobian_formula_and_bound(seed):
         ]
     )
     np.testing.assert_allclose(J, fd, atol=1e-8)
-    assert np.linalg.norm(J, 2) <= mf.lipschitz_x(R, A, V, beta=beta) + 1e-12
+    assert np.linalg.norm(J, 2) <= mf.lipschitz_x(A, V, R, beta=beta) + 1e-12
 
 
 @pytest.mark.statement("mf-lem-lipschitz-mu")
@@ -85,7 +85,7 @@ def test_velocity_is_lipschitz_in_the_measure(seed):
     field = Softmax(A, V)
     gap = np.linalg.norm(field.velocity_at(queries, X) - field.velocity_at(queries, Y), axis=1)
     # Kantorovich duality bound of the lemma; the W1 solver is exact.
-    assert gap.max() <= mf.lipschitz_measure(R, A, V) * wasserstein1(X, Y) * (1 + 1e-10)
+    assert gap.max() <= mf.lipschitz_measure(A, V, R) * wasserstein1(X, Y) * (1 + 1e-10)
 
 
 @pytest.mark.statement("mf-thm-stability")
@@ -98,7 +98,7 @@ def test_gronwall_bound_holds(seed):
     R0 = max(mf.support_radius(X0), mf.support_radius(Y0))
     times = np.linspace(0.0, 1.0, 5)
     run = mf.stability_ratios(Softmax(A, V), X0, Y0, times, dt=0.05)
-    bound = mf.stability_constant(times, R0, A, V)
+    bound = mf.stability_constant(A, V, R0, times)
     # The theorem bounds W2(t)/W2(0) by C(t, R0) = exp(int (L_x + L_mu)); measured on a log scale.
     assert np.all(np.log(run.ratio) <= bound.log_constant + 1e-9)
     # W1 obeys the same bound.
@@ -109,13 +109,13 @@ def test_gronwall_bound_holds(seed):
 
 
 def test_stability_constant_shape():
-    b = mf.stability_constant([0.0, 0.5, 1.0], 1.0, 0.5 * np.eye(2), np.eye(2))
+    b = mf.stability_constant(0.5 * np.eye(2), np.eye(2), 1.0, [0.0, 0.5, 1.0])
     # Increasing in t, zero at t = 0, and the rate at R(t) is L_x + L_mu (by construction).
     assert b.log_constant[0] == 0.0
     assert np.all(np.diff(b.log_constant) > 0)
     np.testing.assert_allclose(b.radius, np.exp([0.0, 0.5, 1.0]), rtol=1e-14)
     # With R0 = 0 only the measure term ||V|| remains: log C = ||V|| t exactly (quad accuracy).
-    z = mf.stability_constant([0.0, 2.0], 0.0, np.eye(2), 3 * np.eye(2))
+    z = mf.stability_constant(np.eye(2), 3 * np.eye(2), 0.0, [0.0, 2.0])
     np.testing.assert_allclose(z.log_constant, [0.0, 6.0], rtol=1e-10)
 
 
@@ -344,7 +344,7 @@ def test_first_token_follows_its_own_linear_law():
     cloud = mf.causal_cloud(rng.normal(size=(12, 2)))
     times = np.linspace(0, 1, 5)
     traj = integrate(Causal(A, V), cloud.tokens, times, dt=0.01)
-    exact = mf.first_token_solution(cloud.tokens[0, 1:], V, times)
+    exact = mf.first_token_solution(V, cloud.tokens[0, 1:], times)
     # RK4 with h = 0.01 on a linear ODE: error ~ h^4 |V|^5 ~ 1e-9.
     np.testing.assert_allclose(traj.states[:, 0, 1:], exact, atol=1e-8)
     # Positions never move.
@@ -412,7 +412,7 @@ def test_masked_lipschitz_bound_with_prefix_average(seed):
         seen = Z[:, 0] <= s
         mass = w[seen].sum()
         avg = np.sum(w[seen] * per_pos[seen]) / mass
-        assert gap[i] <= mf.lipschitz_measure(R, A, V) * avg * (1 + 1e-10)
+        assert gap[i] <= mf.lipschitz_measure(A, V, R) * avg * (1 + 1e-10)
 
 
 @pytest.mark.statement("mf-prop-sink")
@@ -438,10 +438,10 @@ def test_sink_keeps_the_sensitivity_bounded():
     # With the sink the ratio does not grow (it even decays like n^{-1/2}: the moved token has
     # mass (1 - w0)/n against the sink's w0) and stays below the proposition's L_mu(R) / w0.
     assert fit_power_law(ns, sunk).slope < 0.1
-    assert max(sunk) <= mf.lipschitz_measure(np.sqrt(2) + 0.1, A, V) / 0.5
+    assert max(sunk) <= mf.lipschitz_measure(A, V, np.sqrt(2) + 0.1) / 0.5
     # The lambda-average (what W_{2,lambda} stability uses) stays bounded even without a sink:
     # by the discrete Hardy inequality it is at most 2 L_mu(R), R = sqrt(2) + 0.1 here.
-    assert max(means) <= 2 * mf.lipschitz_measure(np.sqrt(2) + 0.1, A, V)
+    assert max(means) <= 2 * mf.lipschitz_measure(A, V, np.sqrt(2) + 0.1)
     assert max(means) < 3 * min(means)
 
 
@@ -481,9 +481,9 @@ def _check_three_estimates(field, rng, t=0.0):
     X = _ball(rng, 15, d, R)
     Y = X + 0.05 * rng.normal(size=X.shape)
     Y *= np.minimum(1.0, R / np.linalg.norm(Y, axis=1, keepdims=True))  # stay in B(0, R)
-    m = mf.measured_constants(field, X, Y, _ball(rng, 30, d, R), _ball(rng, 30, d, R), t)
+    m = mf.measured_constants(field, X, Y, _ball(rng, 30, d, R), _ball(rng, 30, d, R), t=t)
     # The bounds hold at the radius of the ball that holds everything (at most R).
-    c = mf.field_constants(field, R, t)
+    c = mf.field_constants(field, R, t=t)
     # Growth and Lipschitz in x: exact inequalities, up to rounding.
     assert m.growth <= c.growth * (1 + 1e-12)
     assert m.lipschitz_x <= c.lipschitz_x * (1 + 1e-9)
@@ -533,7 +533,9 @@ def test_field_constants_closed_forms():
     np.testing.assert_allclose(two.lipschitz_measure, 4 * one.lipschitz_measure, rtol=1e-14)
     # Time-dependent parameters are evaluated at t.
     moving = Softmax(A, lambda t: (1 + t) * V)
-    assert mf.field_constants(moving, 1.0, 1.0).growth == 2 * mf.field_constants(moving, 1.0).growth
+    assert (
+        mf.field_constants(moving, 1.0, t=1.0).growth == 2 * mf.field_constants(moving, 1.0).growth
+    )
 
 
 def test_field_constants_validation():
@@ -592,10 +594,10 @@ def test_gronwall_bound_past_float64_is_inf_not_nan(name):
         with pytest.raises(
             FloatingPointError, match=r"growth exponent of the radius bound on \[0, 5e\+199"
         ):
-            mf.gronwall_bound(field, [0.0, 0.5, 1e200], 0.8)
+            mf.gronwall_bound(field, 0.8, [0.0, 0.5, 1e200])
         return
-    long = mf.gronwall_bound(field, [0.0, 0.5, 1e200], 0.8)
-    short = mf.gronwall_bound(field, [0.0, 0.5], 0.8)
+    long = mf.gronwall_bound(field, 0.8, [0.0, 0.5, 1e200])
+    short = mf.gronwall_bound(field, 0.8, [0.0, 0.5])
     assert long.radius[-1] == np.inf and long.log_constant[-1] == np.inf
     for key in ("radius", "lipschitz_x", "lipschitz_measure", "log_constant"):
         values = getattr(long, key)
@@ -606,7 +608,7 @@ def test_gronwall_bound_past_float64_is_inf_not_nan(name):
 def test_gronwall_bound_past_float64_keeps_what_does_not_depend_on_the_radius():
     # A = 0: L_x = 0 and L_mu = ||V|| at every radius, so log C(t) = ||V|| t stays exact at
     # t = 1e200 although R(t) = R0 e^{||V|| t} is inf (0 * inf is taken as 0, its limit).
-    b = mf.gronwall_bound(Softmax(np.zeros((2, 2)), 0.5 * np.eye(2)), [0.0, 1.0, 1e200], 1.0)
+    b = mf.gronwall_bound(Softmax(np.zeros((2, 2)), 0.5 * np.eye(2)), 1.0, [0.0, 1.0, 1e200])
     assert b.radius[-1] == np.inf
     np.testing.assert_allclose(b.log_constant, [0.0, 0.5, 0.5e200], rtol=1e-12)
     np.testing.assert_array_equal(b.lipschitz_x, 0.0)
@@ -631,7 +633,7 @@ def test_masked_stability_with_a_sink():
     # W_{2,lambda}(t) / W_{2,lambda}(0) <= exp(int L_x + L_mu / w0), positions fixed.
     assert check.holds
     # The sink's mass enters as 1 / w0: halving it raises the bound.
-    smaller = mf.gronwall_bound(Causal(_A2, _V2), [0.0, 1.0], check.R0, sink_mass=0.25)
+    smaller = mf.gronwall_bound(Causal(_A2, _V2), check.R0, [0.0, 1.0], sink_mass=0.25)
     assert smaller.log_constant[-1] > check.bound.log_constant[-1]
 
 
@@ -645,7 +647,7 @@ def test_stability_check_reads_the_sink_mass_from_the_data():
         mf.stability_check(*args, weights=cloud.weights, sink_mass=0.5)
     # By default the bound uses the data's w0 = 1/10, exactly as gronwall_bound does.
     check = mf.stability_check(*args, weights=cloud.weights)
-    ref = mf.gronwall_bound(Causal(_A2, _V2), [0.0, 0.5], check.R0, sink_mass=0.1)
+    ref = mf.gronwall_bound(Causal(_A2, _V2), check.R0, [0.0, 0.5], sink_mass=0.1)
     np.testing.assert_allclose(check.bound.log_constant, ref.log_constant, rtol=1e-12)
     assert check.holds
     # A smaller sink mass only weakens the bound and is accepted.
@@ -662,7 +664,7 @@ def test_stability_check_reads_the_sink_mass_from_the_data():
     with pytest.raises(ValueError, match="`hardy` applies to masked attention"):
         mf.stability_check(Softmax(_A2, _V2), np.eye(2), 2 * np.eye(2), [0.0], hardy=True)
     with pytest.raises(ValueError, match=r"`hardy_p` must lie in \(1, inf\)"):
-        mf.gronwall_bound(Causal(_A2, _V2), [0.0, 1.0], 1.0, hardy_p=1)
+        mf.gronwall_bound(Causal(_A2, _V2), 1.0, [0.0, 1.0], hardy_p=1)
 
 
 @pytest.mark.statement("mf-prop-masked-hardy")
@@ -678,7 +680,7 @@ def test_masked_stability_without_a_sink_through_hardy():
     # The exponent: with A = 0, L_x = 0 and L_mu = ||V||, so log C_H(t) = p' ||V|| t exactly.
     flat = Causal(np.zeros((2, 2)), 0.5 * np.eye(2))
     for p in (1.5, 2.0, 4.0):
-        b = mf.gronwall_bound(flat, [0.0, 1.0, 2.0], 1.0, hardy_p=p)
+        b = mf.gronwall_bound(flat, 1.0, [0.0, 1.0, 2.0], hardy_p=p)
         np.testing.assert_allclose(b.log_constant, p / (p - 1) * 0.5 * np.array([0, 1, 2]))
     # The bound on bare causal flows (no sink, w0 = 1/n), for growing n: it holds, and it is
     # informative whatever n (RK4 error ~ dt^4 ~ 1e-5, far below the slack of the check).

@@ -39,7 +39,9 @@ def test_uniform_sphere_is_on_the_sphere_and_centred():
 def test_gaussian_mixture_proportions_and_components():
     n = 10_000
     means = np.array([[-10.0, 0.0], [10.0, 0.0]])
-    X = gaussian_mixture(n, means, np.stack([np.eye(2), 0.25 * np.eye(2)]), [0.3, 0.7], rng=4)
+    X = gaussian_mixture(
+        n, means, np.stack([np.eye(2), 0.25 * np.eye(2)]), weights=[0.3, 0.7], rng=4
+    )
     left = X[:, 0] < 0
     # binomial proportion: std sqrt(p(1-p)/n) ~ 0.0046; 5 sigma
     assert abs(left.mean() - 0.3) < 5 * np.sqrt(0.21 / n)
@@ -65,7 +67,7 @@ def test_rng_reproducibility():
         (lambda: gaussian_cloud(5, [0.0, 0.0], [[1.0, 0.0], [0.0, -1.0]]), "`cov`"),
         (lambda: uniform_sphere(5, 0), "`d`"),
         (lambda: gaussian_mixture(5, [[0.0], [1.0]], np.ones((3, 1, 1))), "`covs`"),
-        (lambda: gaussian_mixture(5, [[0.0], [1.0]], [[1.0]], [0.5, 0.6]), "`weights`"),
+        (lambda: gaussian_mixture(5, [[0.0], [1.0]], [[1.0]], weights=[0.5, 0.6]), "`weights`"),
     ],
 )
 def test_bad_inputs_raise_named_errors(call, match):

@@ -40,8 +40,8 @@ def _noise(activation, d, s):
 def test_energy_of_two_orthogonal_tokens_and_of_a_dirac():
     X = np.eye(2)
     # (1/2) * (1/4) * [2 (e - e) + 2 (e - 1)] = (e - 1) / 4, to rounding
-    np.testing.assert_allclose(sto.synchronization_energy(X, 1.0), (np.e - 1) / 4, rtol=1e-15)
-    assert sto.synchronization_energy(np.ones((3, 1)), 5.0) == 0.0
+    np.testing.assert_allclose(sto.synchronization_energy(X, beta=1.0), (np.e - 1) / 4, rtol=1e-15)
+    assert sto.synchronization_energy(np.ones((3, 1)), beta=5.0) == 0.0
 
 
 def test_energy_is_the_opposite_of_the_interaction_energy():
@@ -50,8 +50,8 @@ def test_energy_is_the_opposite_of_the_interaction_energy():
     X = sampling.uniform_sphere(20, 4, rng=1)
     w = np.random.default_rng(2).dirichlet(np.ones(20))
     for beta in (0.3, 1.0, 7.0):
-        S = sto.synchronization_energy(X, beta, w)
-        E = diagnostics.interaction_energy(X, beta, w)
+        S = sto.synchronization_energy(X, beta=beta, weights=w)
+        E = diagnostics.interaction_energy(X, beta=beta, weights=w)
         np.testing.assert_allclose(S, np.exp(beta) / 2 - beta * E, atol=1e-13 * np.exp(beta))
 
 
@@ -61,23 +61,23 @@ def test_energy_keeps_its_digits_for_nearby_tokens_and_large_beta():
     X = np.array([[1.0, 0.0], [np.cos(theta), np.sin(theta)]])
     gap = 2 * np.sin(theta / 2) ** 2  # 1 - cos(theta) without cancellation
     exact = np.exp(beta) / 4 * -np.expm1(-beta * gap)
-    np.testing.assert_allclose(sto.synchronization_energy(X, beta), exact, rtol=1e-9)
+    np.testing.assert_allclose(sto.synchronization_energy(X, beta=beta), exact, rtol=1e-9)
     # beta = 800: e^beta overflows, e^-beta S_beta does not
-    scaled = sto.synchronization_energy(np.eye(3), 800.0, scaled=True)
+    scaled = sto.synchronization_energy(np.eye(3), beta=800.0, scaled=True)
     np.testing.assert_allclose(scaled, 0.5 * (6 / 9), rtol=1e-15)
     with pytest.raises(FloatingPointError, match="scaled=True"):
-        sto.synchronization_energy(np.eye(3), 800.0)
+        sto.synchronization_energy(np.eye(3), beta=800.0)
 
 
 def test_energy_on_stacks_and_bad_input():
     X = sampling.uniform_sphere(12, 3, rng=0).reshape(2, 2, 3, 3)
-    S = sto.synchronization_energy(X, 1.0)
+    S = sto.synchronization_energy(X, beta=1.0)
     assert S.shape == (2, 2)
-    np.testing.assert_allclose(S[1, 0], sto.synchronization_energy(X[1, 0], 1.0), rtol=1e-15)
+    np.testing.assert_allclose(S[1, 0], sto.synchronization_energy(X[1, 0], beta=1.0), rtol=1e-15)
     with pytest.raises(ValueError, match="unit sphere"):
-        sto.synchronization_energy(2 * np.eye(2), 1.0)
+        sto.synchronization_energy(2 * np.eye(2), beta=1.0)
     with pytest.raises(ValueError, match="`beta`"):
-        sto.synchronization_energy(np.eye(2), 0.0)
+        sto.synchronization_energy(np.eye(2), beta=0.0)
 
 
 @pytest.mark.statement("sync-prop-distance")
@@ -97,7 +97,7 @@ def test_distance_bound():
     # integrated form on a cloud
     X = sampling.uniform_sphere(30, 4, rng=rng)
     pair = np.mean(np.sum((X[:, None] - X[None]) ** 2, axis=-1))
-    assert pair <= 4 / np.sinh(1.0) * float(sto.synchronization_energy(X, 1.0)) + 1e-13
+    assert pair <= 4 / np.sinh(1.0) * float(sto.synchronization_energy(X, beta=1.0)) + 1e-13
 
 
 # -- exponents, Table 1, Proposition 1.5 ---------------------------------------------------------
@@ -250,7 +250,7 @@ def test_noise_energy_drift_is_bounded_by_the_rate_on_clouds():
         for n in (2, 7, 30):
             X = sampling.uniform_sphere(n, d, rng=rng)
             drift = sto.noise_energy_drift(X, activation, beta=1.0, sigma_U=s, sigma_W=s)
-            assert drift <= rate * float(sto.synchronization_energy(X, 1.0)) + 1e-9
+            assert drift <= rate * float(sto.synchronization_energy(X, beta=1.0)) + 1e-9
 
 
 # -- the two-point motion and the Itô drift ------------------------------------------------------
@@ -324,7 +324,7 @@ def test_theorem_1_4_decay_rate(activation, d, s, attention_on):
     rng = np.random.default_rng(6)
     V = np.eye(d) if attention_on else np.zeros((d, d))
     res = _decay_run(activation, d, s, V, n=16, paths=30, T=5.0, L=100, rng=rng)
-    E = sto.synchronization_energy(res.X, 1.0)
+    E = sto.synchronization_energy(res.X, beta=1.0)
     est = sto.energy_decay_rate(res.times, E)
     bound = sto.dissipation_rate(activation, d=d, beta=1.0, sigma_U=s, sigma_W=s)
     assert est.mean <= bound + 3 * est.stderr, (est, bound)
@@ -358,7 +358,7 @@ def test_random_point_attractor():
     res = _decay_run("relu", d, s, np.zeros((d, d)), n=16, paths=30, T=T, L=100, rng=rng)
     XT = res.X[:, -1]
     pair = np.mean(np.sum((XT[:, :, None] - XT[:, None]) ** 2, axis=-1), axis=(1, 2))
-    S0 = sto.synchronization_energy(res.X[:, 0], 1.0).mean()
+    S0 = sto.synchronization_energy(res.X[:, 0], beta=1.0).mean()
     rate = sto.dissipation_rate("relu", d=d, beta=1.0, sigma_U=s, sigma_W=s)
     bound = 4 / np.sinh(1.0) * np.exp(rate * T) * S0
     assert pair.mean() <= bound + 3 * pair.std(ddof=1) / np.sqrt(pair.size)
@@ -382,15 +382,15 @@ def test_attention_epsilon_zero():
         for n, d in ((2, 3), (10, 4), (40, 16)):
             X = sampling.uniform_sphere(n, d, rng=rng)
             v = _attention_velocity(X, beta)
-            dS = sto.energy_derivative(X, v, beta)
+            dS = sto.energy_derivative(X, v, beta=beta)
             Z = np.exp(beta * X @ X.T).mean(axis=1)
             expected = -beta * np.mean(Z * np.sum(v**2, axis=1))
             np.testing.assert_allclose(dS, expected, rtol=1e-12)
             assert dS <= 0
             ratio = sto.attention_forcing(
-                X, beta, Q=np.sqrt(beta) * np.eye(d), K=np.sqrt(beta) * np.eye(d)
+                X, beta=beta, Q=np.sqrt(beta) * np.eye(d), K=np.sqrt(beta) * np.eye(d)
             )
-            S = float(sto.synchronization_energy(X, beta))
+            S = float(sto.synchronization_energy(X, beta=beta))
             np.testing.assert_allclose(ratio, expected / S, rtol=1e-12)
 
 
@@ -404,9 +404,9 @@ def test_attention_energy_derivative_matches_a_finite_difference():
     traj = integrators.integrate(
         lambda t, X: field.velocity(X), X0, [0.0, h, 2 * h], dt=1e-4, geometry="sphere"
     )
-    S = sto.synchronization_energy(traj.states, beta)
+    S = sto.synchronization_energy(traj.states, beta=beta)
     fd = (S[2] - S[0]) / (2 * h)
-    dS = sto.energy_derivative(traj.states[1], _attention_velocity(traj.states[1], beta), beta)
+    dS = sto.energy_derivative(traj.states[1], _attention_velocity(traj.states[1], beta), beta=beta)
     np.testing.assert_allclose(fd, dS, rtol=1e-5)
 
 
@@ -443,7 +443,7 @@ def test_estimators_reject_bad_input():
     with pytest.raises(ValueError, match="`states`"):
         sto.separation_exponent([0.0, 1.0], np.ones((2, 2, 3, 4)))
     with pytest.raises(ValueError, match="`velocity`"):
-        sto.energy_derivative(np.eye(3), np.ones((2, 3)), 1.0)
+        sto.energy_derivative(np.eye(3), np.ones((2, 3)), beta=1.0)
     with pytest.raises(ValueError, match="`u`"):
         sto.lemma_4_1_terms([1.5], "relu", d=5, beta=1.0)
 
@@ -613,7 +613,7 @@ def test_experiment_and_exponent_arguments_are_named():
         with pytest.raises(ValueError, match="`scale`"):
             sto.synchronization_experiment("relu", 3, scale=bad, n_tokens=3, L=2, width=4)
     with pytest.raises(TypeError, match="`X`"):
-        sto.synchronization_energy([[1.0, 0.0], [1.0]], 1.0)
+        sto.synchronization_energy([[1.0, 0.0], [1.0]], beta=1.0)
     with pytest.raises(ValueError, match="`times`"):
         sto.separation_exponent(np.zeros((1, 2)), np.ones((2, 2, 2, 3)))
 

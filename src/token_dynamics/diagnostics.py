@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 
-def empirical_mean(X: ArrayLike, weights: ArrayLike | None = None) -> np.ndarray:
+def empirical_mean(X: ArrayLike, *, weights: ArrayLike | None = None) -> np.ndarray:
     r"""Mean :math:`\int x\, d\mu = \sum_i w_i x_i` of the tokens' measure.
 
     Parameters
@@ -75,7 +75,7 @@ def empirical_mean(X: ArrayLike, weights: ArrayLike | None = None) -> np.ndarray
     return as_weights(weights, X.shape[0]) @ X
 
 
-def empirical_covariance(X: ArrayLike, weights: ArrayLike | None = None) -> np.ndarray:
+def empirical_covariance(X: ArrayLike, *, weights: ArrayLike | None = None) -> np.ndarray:
     r"""Covariance of the tokens' measure (the measure's, not the unbiased estimator).
 
     .. math::
@@ -209,7 +209,7 @@ def min_inner_product(X: ArrayLike) -> float:
 
 @float_guard("the interaction energy", "scale `X`, `A` or `beta` down")
 def interaction_energy(
-    X: ArrayLike, beta: float = 1.0, weights: ArrayLike | None = None, *, A: ArrayLike | None = None
+    X: ArrayLike, *, beta: float = 1.0, weights: ArrayLike | None = None, A: ArrayLike | None = None
 ) -> float:
     r"""Interaction energy of the tokens' measure,
 
@@ -334,7 +334,7 @@ def cluster_count(X: ArrayLike, tol: float) -> int:
         labels = new
 
 
-def numerical_rank(M: ArrayLike, rtol: float | None = None) -> int:
+def numerical_rank(M: ArrayLike, *, rtol: float | None = None) -> int:
     r"""Number of singular values of ``M`` above ``rtol`` times the largest one.
 
     .. math:: \operatorname{rank}_{\mathrm{rtol}}(M) = \#\{i : \sigma_i(M) >

@@ -244,7 +244,7 @@ def _repulsive_forcing() -> float:
     """The largest d/dt S_beta / S_beta of repulsive attention (V = -I, d = 5) on 50 clouds."""
     rng = np.random.default_rng(0)
     clouds = [uniform_sphere(16, 5, rng=rng) for _ in range(50)]
-    return max(stochastic.attention_forcing(X, 1.0, V=-np.eye(5)) for X in clouds)
+    return max(stochastic.attention_forcing(X, beta=1.0, V=-np.eye(5)) for X in clouds)
 
 
 def _repulsive_assumption(answer):

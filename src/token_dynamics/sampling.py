@@ -116,8 +116,8 @@ def gaussian_mixture(
     n: int,
     means: ArrayLike,
     covs: ArrayLike,
-    weights: ArrayLike | None = None,
     *,
+    weights: ArrayLike | None = None,
     rng: SeedLike = None,
 ) -> np.ndarray:
     r"""Draw ``n`` tokens from the mixture :math:`\sum_k p_k \mathcal N(m_k, \Sigma_k)`.

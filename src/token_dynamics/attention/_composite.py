@@ -275,7 +275,7 @@ class Causal(AttentionField):
 
 
 def with_positions(
-    X: ArrayLike, positions: ArrayLike | None = None, *, n_sink: int = 0
+    X: ArrayLike, *, positions: ArrayLike | None = None, n_sink: int = 0
 ) -> np.ndarray:
     r"""Prepend a position column to tokens, for :class:`Causal`.
 

@@ -66,7 +66,7 @@ def support_radius(X: ArrayLike, *, weights: ArrayLike | None = None) -> float:
 
 
 @float_guard("the support radius bound", "shorten `times` or scale `V` down")
-def support_radius_bound(times: ArrayLike, R0: float, V: ArrayLike) -> np.ndarray:
+def support_radius_bound(V: ArrayLike, R0: float, times: ArrayLike) -> np.ndarray:
     r"""Bound :math:`R(t) = R_0 e^{\lVert V\rVert t}` on the support radius under softmax.
 
     Softmax outputs :math:`V` times a convex combination of tokens, so
@@ -74,11 +74,11 @@ def support_radius_bound(times: ArrayLike, R0: float, V: ArrayLike) -> np.ndarra
 
     Parameters
     ----------
-    times : array_like, shape (T,)
-    R0 : float
-        Initial support radius.
     V : array_like, shape (d, d)
         Value matrix (spectral norm used).
+    R0 : float
+        Initial support radius.
+    times : array_like, shape (T,)
 
     Returns
     -------
@@ -99,7 +99,7 @@ def support_radius_bound(times: ArrayLike, R0: float, V: ArrayLike) -> np.ndarra
     --------
     >>> import numpy as np
     >>> from token_dynamics.meanfield import support_radius_bound
-    >>> support_radius_bound([0.0, 1.0], 2.0, np.eye(2)).round(4)
+    >>> support_radius_bound(np.eye(2), 2.0, [0.0, 1.0]).round(4)
     array([2.    , 5.4366])
     """
     t = as_times(times, strict=False, nonnegative=True, scalar=True)
@@ -108,7 +108,7 @@ def support_radius_bound(times: ArrayLike, R0: float, V: ArrayLike) -> np.ndarra
 
 
 @float_guard("the Lipschitz constant in x", "lower `R`, `beta` or the norms of `A` and `V`")
-def lipschitz_x(R: ArrayLike, A: ArrayLike, V: ArrayLike, *, beta: float = 1.0) -> np.ndarray:
+def lipschitz_x(A: ArrayLike, V: ArrayLike, R: ArrayLike, *, beta: float = 1.0) -> np.ndarray:
     r"""Lipschitz constant :math:`\beta\lVert V\rVert\lVert A\rVert R^2` of :math:`\Gamma_\mu` in x.
 
     Valid for :math:`|x| \le R` and :math:`\operatorname{supp}\mu \subset B(0,R)`, because
@@ -117,9 +117,9 @@ def lipschitz_x(R: ArrayLike, A: ArrayLike, V: ArrayLike, *, beta: float = 1.0) 
 
     Parameters
     ----------
+    A, V : array_like, shape (d, d)
     R : float or array_like
         Radius (or radii).
-    A, V : array_like, shape (d, d)
     beta : float
 
     Returns
@@ -137,7 +137,7 @@ def lipschitz_x(R: ArrayLike, A: ArrayLike, V: ArrayLike, *, beta: float = 1.0) 
     --------
     >>> import numpy as np
     >>> from token_dynamics.meanfield import lipschitz_x
-    >>> float(lipschitz_x(2.0, 0.5 * np.eye(2), np.eye(2)))
+    >>> float(lipschitz_x(0.5 * np.eye(2), np.eye(2), 2.0))
     2.0
     """
     R = as_real_array(R, "R")
@@ -148,7 +148,7 @@ def lipschitz_x(R: ArrayLike, A: ArrayLike, V: ArrayLike, *, beta: float = 1.0) 
 @float_guard(
     "the Lipschitz constant in the measure", "lower `R`, `beta` or the norms of `A` and `V`"
 )
-def lipschitz_measure(R: ArrayLike, A: ArrayLike, V: ArrayLike, *, beta: float = 1.0) -> np.ndarray:
+def lipschitz_measure(A: ArrayLike, V: ArrayLike, R: ArrayLike, *, beta: float = 1.0) -> np.ndarray:
     r"""Lipschitz constant of :math:`\mu\mapsto\Gamma_\mu(x)` in :math:`W_1` on :math:`B(0,R)`.
 
     .. math::
@@ -163,8 +163,9 @@ def lipschitz_measure(R: ArrayLike, A: ArrayLike, V: ArrayLike, *, beta: float =
 
     Parameters
     ----------
-    R : float or array_like
     A, V : array_like, shape (d, d)
+    R : float or array_like
+        Radius (or radii).
     beta : float
 
     Returns
@@ -183,7 +184,7 @@ def lipschitz_measure(R: ArrayLike, A: ArrayLike, V: ArrayLike, *, beta: float =
     --------
     >>> import numpy as np
     >>> from token_dynamics.meanfield import lipschitz_measure
-    >>> float(lipschitz_measure(0.0, np.eye(2), np.eye(2)))
+    >>> float(lipschitz_measure(np.eye(2), np.eye(2), 0.0))
     1.0
     """
     R = as_real_array(R, "R")
@@ -195,10 +196,10 @@ def lipschitz_measure(R: ArrayLike, A: ArrayLike, V: ArrayLike, *, beta: float =
 
 @float_guard("the softmax Jacobian", "scale `A`, `beta` or the tokens down")
 def softmax_jacobian(
-    Y: ArrayLike,
-    X: ArrayLike,
     A: ArrayLike,
     V: ArrayLike,
+    X: ArrayLike,
+    queries: ArrayLike,
     *,
     beta: float = 1.0,
     weights: ArrayLike | None = None,
@@ -210,11 +211,11 @@ def softmax_jacobian(
 
     Parameters
     ----------
-    Y : array_like, shape (m, d)
-        Query points.
+    A, V : array_like, shape (d, d)
     X : array_like, shape (n, d)
         Tokens of the measure :math:`\mu`.
-    A, V : array_like, shape (d, d)
+    queries : array_like, shape (m, d)
+        Query points :math:`x`.
     beta : float
     weights : array_like, shape (n,), optional
 
@@ -225,21 +226,21 @@ def softmax_jacobian(
     Raises
     ------
     ValueError
-        If `X` and `Y` are not tokens in one dimension ``d``, `A` or `V` is not ``(d, d)``, `beta`
-        is not positive or `weights` are not probability weights.
+        If `X` and `queries` are not tokens in one dimension ``d``, `A` or `V` is not
+        ``(d, d)``, `beta` is not positive or `weights` are not probability weights.
     TypeError
         If an array argument is not real (complex, boolean, string or object).
 
     Examples
     --------
     >>> from token_dynamics.meanfield import softmax_jacobian
-    >>> J = softmax_jacobian([[0.0]], [[-1.0], [1.0]], [[1.0]], [[1.0]])
+    >>> J = softmax_jacobian([[1.0]], [[1.0]], [[-1.0], [1.0]], [[0.0]])
     >>> J.round(12)  # Cov of (+-1 with prob 1/2) is 1
     array([[[1.]]])
     """
     X = as_tokens(X)
     d = X.shape[1]
-    Y = as_tokens(Y, "Y", d=d)
+    Y = as_tokens(queries, "queries", d=d)
     A = as_matrix(A, "A", shape=(d, d))
     V = as_matrix(V, "V", shape=(d, d))
     beta = check_positive(beta, "beta")

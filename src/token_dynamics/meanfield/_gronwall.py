@@ -53,7 +53,7 @@ class StabilityBound:
 
     >>> import numpy as np
     >>> from token_dynamics.meanfield import stability_constant
-    >>> b = stability_constant([0.0, 0.5, 1.0], 0.5, -np.eye(2), np.eye(2))
+    >>> b = stability_constant(-np.eye(2), np.eye(2), 0.5, [0.0, 0.5, 1.0])
     >>> bool(np.allclose(b.radius, 0.5 * np.exp(b.times)))
     True
     >>> float(b.log_constant[0]), bool(np.all(np.diff(b.log_constant) > 0))
@@ -71,7 +71,7 @@ class StabilityBound:
     "the stability constant", "shorten `times` or lower `R0`, `beta` and the norms of `A` and `V`"
 )
 def stability_constant(
-    times: ArrayLike, R0: float, A: ArrayLike, V: ArrayLike, *, beta: float = 1.0
+    A: ArrayLike, V: ArrayLike, R0: float, times: ArrayLike, *, beta: float = 1.0
 ) -> StabilityBound:
     r"""Stability constant :math:`C(t,R_0)` with :math:`W_p(\mu_t,\nu_t) \le C\,W_p(\mu_0,\nu_0)`.
 
@@ -84,9 +84,10 @@ def stability_constant(
 
     Parameters
     ----------
-    times : array_like, shape (T,)
-    R0 : float
     A, V : array_like, shape (d, d)
+    R0 : float
+        Radius of a ball holding both initial supports.
+    times : array_like, shape (T,)
     beta : float
 
     Returns
@@ -107,21 +108,21 @@ def stability_constant(
     --------
     >>> import numpy as np
     >>> from token_dynamics.meanfield import stability_constant
-    >>> b = stability_constant([0.0, 1.0], 0.0, np.eye(2), np.eye(2))
+    >>> b = stability_constant(np.eye(2), np.eye(2), 0.0, [0.0, 1.0])
     >>> b.log_constant.round(6)  # R0 = 0: only the measure term ||V|| survives
     array([0., 1.])
     """
     # the softmax case of the Gronwall bound of every variant: one integration, one home
     beta = check_positive(beta, "beta")
     A, V = as_square(A, "A"), as_square(V, "V")
-    return gronwall_bound(Softmax(A, V, beta=beta), times, R0)
+    return gronwall_bound(Softmax(A, V, beta=beta), R0, times)
 
 
 @float_guard("the Gronwall bound", "shorten `times` or lower `R0`")
 def gronwall_bound(
     field: AttentionField,
-    times: ArrayLike,
     R0: float,
+    times: ArrayLike,
     *,
     sink_mass: float | None = None,
     hardy_p: float | None = None,
@@ -150,10 +151,10 @@ def gronwall_bound(
     Parameters
     ----------
     field : Softmax, L2, Sigmoid, Sinkhorn, MultiHead or Causal
-    times : array_like, shape (T,)
-        Nonnegative, nondecreasing times.
     R0 : float
         Radius of a ball holding both initial supports.
+    times : array_like, shape (T,)
+        Nonnegative, nondecreasing times.
     sink_mass : float, optional
         For ``Causal`` only (see :func:`field_constants`).
     hardy_p : float, optional
@@ -183,7 +184,7 @@ def gronwall_bound(
     >>> import numpy as np
     >>> from token_dynamics.attention import Softmax
     >>> from token_dynamics.meanfield import gronwall_bound
-    >>> b = gronwall_bound(Softmax(np.zeros((1, 1)), np.eye(1)), [0.0, 1.0], 1.0)
+    >>> b = gronwall_bound(Softmax(np.zeros((1, 1)), np.eye(1)), 1.0, [0.0, 1.0])
     >>> b.radius.round(4), b.log_constant.round(6)  # A = 0: only L_mu = ||V|| = 1
     (array([1.    , 2.7183]), array([0., 1.]))
     """

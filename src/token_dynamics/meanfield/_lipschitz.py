@@ -136,7 +136,7 @@ def _sinkhorn(field: Sinkhorn, R: float, t: float) -> FieldConstants:
 
 @float_guard("the field constants", "lower `R` or the norms of the parameters")
 def field_constants(
-    field: AttentionField, R: float, t: float = 0.0, *, sink_mass: float | None = None
+    field: AttentionField, R: float, *, t: float = 0.0, sink_mass: float | None = None
 ) -> FieldConstants:
     r"""Growth, Lipschitz-in-x and Lipschitz-in-measure constants of a field on :math:`B(0,R)`.
 
@@ -254,6 +254,7 @@ def measured_constants(
     Y: ArrayLike,
     queries: ArrayLike,
     other_queries: ArrayLike,
+    *,
     t: float = 0.0,
 ) -> FieldConstants:
     r"""The three constants as measured on tokens: the quantities the estimates bound.

@@ -118,11 +118,11 @@ def causal_cloud(
     m = S.shape[0]
     pos = np.concatenate([np.zeros(m), np.arange(1, n + 1) / n])
     w = np.concatenate([np.full(m, w0 / m), np.full(n, (1.0 - w0) / n)])
-    return MaskedCloud(with_positions(np.vstack([S, X]), pos), w, m)
+    return MaskedCloud(with_positions(np.vstack([S, X]), positions=pos), w, m)
 
 
 @float_guard("the first token", "shorten `times` or scale `V` down")
-def first_token_solution(x0: ArrayLike, V: ArrayLike, times: ArrayLike) -> np.ndarray:
+def first_token_solution(V: ArrayLike, x0: ArrayLike, times: ArrayLike) -> np.ndarray:
     r"""Exact path :math:`x_1(t) = e^{tV}x_1(0)` of a token that attends only to itself.
 
     Under causal softmax attention the first token (alone at the smallest position) sees only
@@ -130,8 +130,8 @@ def first_token_solution(x0: ArrayLike, V: ArrayLike, times: ArrayLike) -> np.nd
 
     Parameters
     ----------
-    x0 : array_like, shape (d,)
     V : array_like, shape (d, d)
+    x0 : array_like, shape (d,)
     times : array_like, shape (T,)
 
     Returns
@@ -149,7 +149,7 @@ def first_token_solution(x0: ArrayLike, V: ArrayLike, times: ArrayLike) -> np.nd
     --------
     >>> import numpy as np
     >>> from token_dynamics.meanfield import first_token_solution
-    >>> first_token_solution([1.0, 0.0], [[0.0, -1.0], [1.0, 0.0]], [np.pi]).round(12)
+    >>> first_token_solution([[0.0, -1.0], [1.0, 0.0]], [1.0, 0.0], [np.pi]).round(12)
     array([[-1.,  0.]])
     """
     x0 = as_vector(x0, "x0")

@@ -181,5 +181,5 @@ def stability_check(
                 "the data's sink mass."
             )
     run = stability_ratios(field, X0, Y0, times, weights=weights, conditional=masked, p=p, dt=dt)
-    bound = gronwall_bound(field, run.times, R0, sink_mass=sink_mass, hardy_p=hardy_p)
+    bound = gronwall_bound(field, R0, run.times, sink_mass=sink_mass, hardy_p=hardy_p)
     return StabilityCheck(run=run, bound=bound, R0=R0, p=p)

@@ -42,7 +42,7 @@ def _beta(beta: Any) -> float:
 
 
 def synchronization_energy(
-    X: ArrayLike, beta: float, weights: ArrayLike | None = None, *, scaled: bool = False
+    X: ArrayLike, *, beta: float, weights: ArrayLike | None = None, scaled: bool = False
 ) -> np.ndarray:
     r"""The energy of Agazzi et al. (2026) that a common noise dissipates,
 
@@ -97,9 +97,9 @@ def synchronization_energy(
     >>> from token_dynamics.stochastic import synchronization_energy
     >>> import numpy as np
     >>> X = np.array([[1.0, 0.0], [0.0, 1.0]])
-    >>> round(float(synchronization_energy(X, 1.0)), 12)       # (e - 1) / 4
+    >>> round(float(synchronization_energy(X, beta=1.0)), 12)       # (e - 1) / 4
     0.429570457115
-    >>> float(synchronization_energy(X[:1], 1.0))   # a Dirac mass
+    >>> float(synchronization_energy(X[:1], beta=1.0))   # a Dirac mass
     0.0
     """
     X = _sphere_stack(X)
@@ -118,7 +118,7 @@ def synchronization_energy(
 
 
 def energy_derivative(
-    X: ArrayLike, velocity: ArrayLike, beta: float, weights: ArrayLike | None = None
+    X: ArrayLike, velocity: ArrayLike, *, beta: float, weights: ArrayLike | None = None
 ) -> float:
     r"""Time derivative of :math:`\mathcal S_\beta(\mu)` when the tokens move with ``velocity``,
 
@@ -165,7 +165,7 @@ def energy_derivative(
     >>> import numpy as np
     >>> X = np.array([[1.0, 0.0], [0.0, 1.0]])
     >>> V = np.array([[0.0, 1.0], [1.0, 0.0]])   # both tokens turn towards each other
-    >>> energy_derivative(X, V, 1.0) < 0
+    >>> energy_derivative(X, V, beta=1.0) < 0
     True
     """
     X = as_sphere_tokens(X)
@@ -184,8 +184,8 @@ def energy_derivative(
 
 def attention_forcing(
     X: ArrayLike,
-    beta: float,
     *,
+    beta: float,
     Q: ArrayLike | None = None,
     K: ArrayLike | None = None,
     V: ArrayLike | None = None,
@@ -234,9 +234,9 @@ def attention_forcing(
     >>> from token_dynamics.stochastic import attention_forcing
     >>> import numpy as np
     >>> X = np.eye(3)
-    >>> attention_forcing(X, 1.0) <= 0                  # Q = K = V = I, beta = 1
+    >>> attention_forcing(X, beta=1.0) <= 0                 # Q = K = V = I, beta = 1
     True
-    >>> attention_forcing(X, 1.0, V=-np.eye(3)) > 0     # repulsive values
+    >>> attention_forcing(X, beta=1.0, V=-np.eye(3)) > 0    # repulsive values
     True
     """
     from ..attention import Softmax
@@ -249,7 +249,7 @@ def attention_forcing(
     )
     field = Softmax(K.T @ Q, V)
     v = geometry.project_tangent(X, field.velocity(X, weights=weights))
-    energy = float(synchronization_energy(X, beta, weights))
+    energy = float(synchronization_energy(X, beta=beta, weights=weights))
     if energy == 0:
         raise ValueError("`X` is a single point (zero energy); the ratio is undefined there.")
-    return energy_derivative(X, v, beta, weights) / energy
+    return energy_derivative(X, v, beta=beta, weights=weights) / energy

@@ -148,5 +148,5 @@ def synchronization_experiment(
         )
         times, X = res.times, res.X[0]
     return SynchronizationRun(
-        activation, d, sigma, float(scale), times, X, synchronization_energy(X, beta)
+        activation, d, sigma, float(scale), times, X, synchronization_energy(X, beta=beta)
     )

@@ -219,6 +219,7 @@ def relu_noise_exponents(d: int, *, sigma_U: float = 0.0, sigma_W: float = 0.0) 
 
 
 def noise_exponent_table(
+    *,
     activations: Sequence[str] = TABLE_1_ACTIVATIONS,
     dimensions: Sequence[int] = TABLE_1_DIMENSIONS,
     sigmas: Sequence[float] = TABLE_1_SIGMAS,
@@ -252,7 +253,7 @@ def noise_exponent_table(
     Examples
     --------
     >>> from token_dynamics.stochastic import noise_exponent_table
-    >>> rows = noise_exponent_table(["relu"], [5], [0.0])
+    >>> rows = noise_exponent_table(activations=["relu"], dimensions=[5], sigmas=[0.0])
     >>> rows[0].kappa_1
     0.1
     """

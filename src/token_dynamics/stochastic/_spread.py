@@ -110,5 +110,5 @@ def distance_bound(X: Any, beta: float, *, weights: ArrayLike | None = None) -> 
     True
     """
     b = _beta(beta)
-    scaled = synchronization_energy(X, b, weights=weights, scaled=True)  # e^-beta S_beta
+    scaled = synchronization_energy(X, beta=b, weights=weights, scaled=True)  # e^-beta S_beta
     return 8.0 / -np.expm1(-2.0 * b) * scaled
