@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from token_dynamics import _validation as v
+from token_dynamics._guards import float_guard
 
 
 def test_as_tokens_copies_and_converts():
@@ -168,12 +169,12 @@ def test_float_guard_names_the_quantity_and_the_fix():
     names what was computed and the remedy; underflow to zero stays silent (it is harmless)."""
     for bad in (lambda: np.exp(np.array([1e3])), lambda: np.array([1.0]) / 0.0):
         with pytest.raises(FloatingPointError, match=r"^the energy leaves .* scale `X` down\.$"):
-            with v.float_guard("the energy", "scale `X` down"):
+            with float_guard("the energy", "scale `X` down"):
                 bad()
-    with v.float_guard("the energy", "scale `X` down"):
+    with float_guard("the energy", "scale `X` down"):
         assert np.exp(np.array([-1e3]))[0] == 0.0
 
-    @v.float_guard("the energy", "scale `X` down")
+    @float_guard("the energy", "scale `X` down")
     def already_ours():
         raise FloatingPointError("a message of the library")
 

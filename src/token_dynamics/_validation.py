@@ -11,25 +11,20 @@ covariance matrices with one tolerance policy (:data:`MATRIX_RTOL`), probability
 (:func:`as_weights`), objects of the library (:func:`check_instance`) and random generators
 (:func:`as_rng`). A chapter package uses these and never re-makes them.
 
-:func:`float_guard` is the numerical half of the failure policy: code run under it that would
-overflow, divide by zero or produce an invalid value raises ``FloatingPointError`` naming the
-quantity and the remedy, instead of returning NaN or inf with a ``RuntimeWarning``.
+The numerical half of the failure policy (the float guard) and the progress bars of long
+computations live in :mod:`token_dynamics._guards`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from numbers import Integral, Real
-from typing import TYPE_CHECKING, NoReturn, TypeVar
+from typing import TypeVar
 
 import numpy as np
 from numpy.typing import DTypeLike
 
 from ._typing import FloatArray, ParameterLike, SeedLike
-
-if TYPE_CHECKING:  # tqdm is imported only when a bar is asked for
-    from tqdm import tqdm
 
 _T = TypeVar("_T")
 
@@ -54,8 +49,6 @@ __all__ = [
     "check_positive",
     "check_real",
     "check_rtol",
-    "float_guard",
-    "progress_bar",
 ]
 
 #: Tolerance on | ||x|| - 1 | for tokens that must lie on the unit sphere: a few hundred ulps
@@ -374,19 +367,6 @@ def check_bool(value: object, name: str) -> bool:
     return value
 
 
-def progress_bar(progress: object, total: float, desc: str) -> tqdm[NoReturn] | None:
-    """Check the `progress` flag of a solver and return a ``tqdm`` bar (or None when off)."""
-    if not check_bool(progress, "progress"):
-        return None
-    try:
-        from tqdm import tqdm
-    except ImportError as exc:  # pragma: no cover - tqdm is in the pinned environment
-        raise ImportError(
-            "`progress=True` needs tqdm: pip install 'token-dynamics[progress]'."
-        ) from exc
-    return tqdm(total=total, desc=desc, leave=False)
-
-
 #: Floating dtypes the kernels, the integrators and the stochastic simulator compute in.
 DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
 
@@ -419,31 +399,3 @@ def check_instance(value: object, cls: type[_T] | tuple[type[_T], ...], name: st
         want = " or ".join(c.__name__ for c in (cls if isinstance(cls, tuple) else (cls,)))
         raise TypeError(f"`{name}` must be a {want}; got {type(value).__name__}. {fix}")
     return value
-
-
-@contextmanager
-def float_guard(quantity: str, fix: str) -> Iterator[None]:
-    """Run a computation with float64 overflow, division by zero and invalid values raised.
-
-    A ``FloatingPointError`` from numpy becomes one that names `quantity` (what was being
-    computed) and says what to do (`fix`); underflow to zero stays silent, as it is harmless.
-    Usable as a context manager or as a decorator.
-
-    Examples
-    --------
-    >>> with float_guard("the energy", "scale `X` down"):  # doctest: +ELLIPSIS
-    ...     np.exp(np.array([1000.0]))
-    Traceback (most recent call last):
-    ...
-    FloatingPointError: the energy leaves the float64 range (overflow); scale `X` down.
-    """
-    with np.errstate(over="raise", divide="raise", invalid="raise", under="ignore"):
-        try:
-            yield
-        except FloatingPointError as exc:
-            kind = str(exc).split(" encountered")[0]
-            if " encountered" not in str(exc):  # already ours: pass it on unchanged
-                raise
-            raise FloatingPointError(
-                f"{quantity} leaves the float64 range ({kind}); {fix}."
-            ) from None

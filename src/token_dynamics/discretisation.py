@@ -9,8 +9,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._guards import float_guard
 from ._typing import ArrayLike, FloatArray
-from ._validation import as_real_array, as_tokens, check_positive, float_guard
+from ._validation import as_real_array, as_tokens, check_positive
 from .diagnostics import fit_power_law
 from .integrators import integrate
 

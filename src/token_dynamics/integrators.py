@@ -37,16 +37,9 @@ import numpy as np
 from numpy.typing import DTypeLike
 from scipy.integrate import solve_ivp
 
+from ._guards import progress_bar
 from ._typing import ArrayLike, FloatArray
-from ._validation import (
-    as_dtype,
-    as_times,
-    as_tokens,
-    check_bool,
-    check_positive,
-    check_rtol,
-    progress_bar,
-)
+from ._validation import as_dtype, as_times, as_tokens, check_bool, check_positive, check_rtol
 from .geometry import _normalize_rows, _project_rows
 
 __all__ = ["GEOMETRIES", "IVP_METHODS", "METHODS", "Trajectory", "integrate"]

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._guards import float_guard
 from .._typing import ArrayLike, SeedLike
-from .._validation import as_rng, as_tokens, check_instance, float_guard
+from .._validation import as_rng, as_tokens, check_instance
 from ._base import AttentionField
 
 __all__ = ["MeasureSymmetry", "measure_symmetry"]

@@ -6,8 +6,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._guards import float_guard
 from .._typing import ArrayLike, FloatArray
-from .._validation import as_square, as_tokens, as_vector, float_guard
+from .._validation import as_square, as_tokens, as_vector
 from ._variants import Hardmax, Softmax
 
 __all__ = ["HardmaxLimit", "hardmax_limit"]

@@ -6,8 +6,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._guards import float_guard
 from .._linalg import power_of_two_scale
-from .._validation import check_positive, float_guard
+from .._validation import check_positive
 from ._base import (
     AttentionField,
     Parameter,

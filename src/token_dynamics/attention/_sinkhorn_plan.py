@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._guards import float_guard
 from .._typing import ArrayLike, FloatArray
-from .._validation import as_matrix, as_weights, check_int, check_positive, float_guard
+from .._validation import as_matrix, as_weights, check_int, check_positive
 from . import _sinkhorn_scaling as scaling
 
 __all__ = [

@@ -7,8 +7,9 @@ from typing import ClassVar, Self
 
 import numpy as np
 
+from .._guards import float_guard
 from .._typing import ParameterLike
-from .._validation import check_positive, check_real, float_guard
+from .._validation import check_positive, check_real
 from ._base import (
     AttentionField,
     Parameter,

@@ -5,14 +5,10 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
+from .._guards import float_guard
 from .._linalg import LOG_FLOAT_MAX, row_blocks
 from .._typing import ArrayLike
-from .._validation import (
-    as_matrix,
-    as_tokens,
-    as_weights,
-    float_guard,
-)
+from .._validation import as_matrix, as_tokens, as_weights
 
 __all__ = ["interaction_energy"]
 

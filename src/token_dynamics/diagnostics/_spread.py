@@ -5,13 +5,10 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial.distance import cdist
 
+from .._guards import float_guard
 from .._linalg import power_of_two_scale, row_blocks
 from .._typing import ArrayLike
-from .._validation import (
-    as_tokens,
-    check_positive,
-    float_guard,
-)
+from .._validation import as_tokens, check_positive
 
 __all__ = ["cluster_count", "diameter", "min_inner_product"]
 

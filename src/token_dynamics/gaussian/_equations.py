@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._guards import float_guard
 from .._linalg import psd_sqrt
 from .._typing import ArrayLike, FloatArray, ParameterLike
 from .._validation import (
@@ -23,7 +24,6 @@ from .._validation import (
     as_square,
     as_vector,
     check_positive,
-    float_guard,
 )
 
 __all__ = [

@@ -7,15 +7,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._guards import float_guard
 from .._typing import ArrayLike, FloatArray
-from .._validation import (
-    as_covariance,
-    as_real_array,
-    as_symmetric,
-    check_instance,
-    check_real,
-    float_guard,
-)
+from .._validation import as_covariance, as_real_array, as_symmetric, check_instance, check_real
 from ._equations import SoftmaxMoments
 from ._path import GaussianPath
 

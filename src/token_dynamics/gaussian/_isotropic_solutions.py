@@ -5,16 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._guards import float_guard
 from .._linalg import psd_sqrt
 from .._typing import ArrayLike, FloatArray
-from .._validation import (
-    as_covariance,
-    as_matrix,
-    as_times,
-    check_positive,
-    check_real,
-    float_guard,
-)
+from .._validation import as_covariance, as_matrix, as_times, check_positive, check_real
 from ._path import GaussianPath, _check_before
 
 __all__ = [

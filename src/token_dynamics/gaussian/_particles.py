@@ -6,9 +6,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._guards import float_guard
 from .._linalg import psd_sqrt
 from .._typing import ArrayLike, FloatArray, SeedLike
-from .._validation import as_covariance, as_rng, as_times, as_vector, check_int, float_guard
+from .._validation import as_covariance, as_rng, as_times, as_vector, check_int
 from ..attention import AttentionField
 from ._path import GaussianPath
 

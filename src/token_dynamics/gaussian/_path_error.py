@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._guards import float_guard
 from .._typing import ArrayLike
-from .._validation import as_real_array, float_guard
+from .._validation import as_real_array
 from ._path import GaussianPath
 
 __all__ = ["SCALES", "covariance_path_error"]

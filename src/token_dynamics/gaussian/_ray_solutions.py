@@ -4,14 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._guards import float_guard
 from .._typing import ArrayLike, FloatArray
-from .._validation import (
-    as_matrix,
-    as_times,
-    as_vector,
-    check_positive,
-    float_guard,
-)
+from .._validation import as_matrix, as_times, as_vector, check_positive
 from ._path import _check_before
 
 __all__ = ["ray_blowup_time", "ray_covariance"]

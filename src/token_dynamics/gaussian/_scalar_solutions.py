@@ -6,13 +6,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import brentq
 
+from .._guards import float_guard
 from .._typing import ArrayLike, FloatArray
-from .._validation import (
-    as_times,
-    check_positive,
-    check_real,
-    float_guard,
-)
+from .._validation import as_times, check_positive, check_real
 from ._path import GaussianPath, _check_before
 
 __all__ = ["scalar_blowup_time", "sinkhorn_scalar_variance", "softmax_gaussian_1d"]

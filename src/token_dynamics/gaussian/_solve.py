@@ -23,6 +23,7 @@ from typing import Any, cast
 import numpy as np
 from scipy.integrate import solve_ivp
 
+from .._guards import float_guard, progress_bar
 from .._linalg import psd_sqrt
 from .._typing import ArrayLike, FloatArray, IVPMethod
 from .._validation import (
@@ -33,8 +34,6 @@ from .._validation import (
     check_bool,
     check_positive,
     check_rtol,
-    float_guard,
-    progress_bar,
 )
 from ..attention import AttentionField
 from ..integrators import IVP_METHODS

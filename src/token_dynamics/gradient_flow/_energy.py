@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._guards import float_guard
 from .._typing import ArrayLike, FloatArray
 from .._validation import (
     MATRIX_RTOL,
@@ -14,7 +15,6 @@ from .._validation import (
     as_tokens,
     as_vector,
     as_weights,
-    float_guard,
 )
 
 __all__ = [

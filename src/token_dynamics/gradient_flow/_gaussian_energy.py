@@ -6,9 +6,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._guards import float_guard
 from .._linalg import LOG_FLOAT_MAX, psd_sqrt
 from .._typing import ArrayLike, FloatArray
-from .._validation import as_covariance, as_real_array, as_square, as_vector, float_guard
+from .._validation import as_covariance, as_real_array, as_square, as_vector
 
 __all__ = [
     "GaussianEnergy",

@@ -6,8 +6,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._guards import float_guard
 from .._typing import ArrayLike, FloatArray
-from .._validation import MATRIX_RTOL, as_square, as_symmetric, as_tokens, as_weights, float_guard
+from .._validation import MATRIX_RTOL, as_square, as_symmetric, as_tokens, as_weights
 from ._energy import SYMMETRIC_A, _measure_args, energy_gradient, energy_rate
 
 __all__ = [

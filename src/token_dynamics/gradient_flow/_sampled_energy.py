@@ -6,8 +6,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .._guards import float_guard
 from .._typing import ArrayLike, SeedLike
-from .._validation import as_covariance, as_rng, as_square, as_vector, check_int, float_guard
+from .._validation import as_covariance, as_rng, as_square, as_vector, check_int
 
 if TYPE_CHECKING:
     from ..stochastic import MCEstimate

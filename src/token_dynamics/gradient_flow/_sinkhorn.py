@@ -7,9 +7,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._guards import float_guard
 from .._linalg import psd_sqrt
 from .._typing import ArrayLike, FloatArray
-from .._validation import as_covariance, as_symmetric, as_vector, check_positive, float_guard
+from .._validation import as_covariance, as_symmetric, as_vector, check_positive
 from ._energy import SYMMETRIC_A
 
 __all__ = [

@@ -7,8 +7,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .._guards import float_guard
 from .._typing import ArrayLike
-from .._validation import check_positive, float_guard
+from .._validation import check_positive
 from ._blocks import as_sequences
 from ._moves import _distinct
 

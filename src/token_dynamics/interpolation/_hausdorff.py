@@ -6,9 +6,10 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial.distance import cdist
 
+from .._guards import float_guard
 from .._linalg import power_of_two_scale
 from .._typing import ArrayLike, FloatArray
-from .._validation import as_tokens, float_guard
+from .._validation import as_tokens
 from ._blocks import as_sequences
 
 __all__ = ["hausdorff_distance", "relative_hausdorff_errors"]

@@ -8,8 +8,9 @@ from typing import cast
 import numpy as np
 from scipy.spatial import cKDTree
 
+from .._guards import float_guard
 from .._typing import ArrayLike, FloatArray, SeedLike
-from .._validation import as_rng, as_tokens, as_vector, check_positive, check_real, float_guard
+from .._validation import as_rng, as_tokens, as_vector, check_positive, check_real
 from ._layers import FeedForward
 
 __all__ = ["hat_move", "snap_layer"]

@@ -8,8 +8,9 @@ from typing import NamedTuple, cast
 
 import numpy as np
 
+from .._guards import float_guard
 from .._typing import ArrayLike, FloatArray
-from .._validation import as_real_array, check_instance, check_positive, float_guard
+from .._validation import as_real_array, check_instance, check_positive
 from ._blocks import Transformer, _magnitude, as_sequences
 from ._hausdorff import relative_hausdorff_errors
 from ._layers import HARDMAX_TOL, FeedForward, SelfAttention

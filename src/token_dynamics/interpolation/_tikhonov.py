@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._guards import float_guard
 from .._typing import ArrayLike, FloatArray, SeedLike
-from .._validation import as_rng, as_vector, check_instance, check_int, check_positive, float_guard
+from .._validation import as_rng, as_vector, check_instance, check_int, check_positive
 from ..attention import softmax_weights
 
 __all__ = ["TikhonovData", "tikhonov_dataset", "tikhonov_objective"]

@@ -7,16 +7,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._guards import float_guard, progress_bar
 from .._typing import ArrayLike, SeedLike
-from .._validation import (
-    as_real_array,
-    as_rng,
-    as_vector,
-    check_int,
-    check_positive,
-    float_guard,
-    progress_bar,
-)
+from .._validation import as_real_array, as_rng, as_vector, check_int, check_positive
 from ..diagnostics import fit_power_law
 from ._tikhonov import TikhonovData, _check_data, _n_params, tikhonov_objective
 

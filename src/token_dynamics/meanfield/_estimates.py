@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._guards import float_guard
 from .._typing import ArrayLike
 from .._validation import (
     as_matrix,
@@ -17,7 +18,6 @@ from .._validation import (
     as_tokens,
     as_weights,
     check_positive,
-    float_guard,
 )
 from ..attention import softmax_weights
 

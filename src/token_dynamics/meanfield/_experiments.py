@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._guards import float_guard
 from .._typing import ArrayLike, SeedLike
 from .._validation import (
     as_covariance,
@@ -18,7 +19,6 @@ from .._validation import (
     check_bool,
     check_int,
     check_positive,
-    float_guard,
 )
 from ..attention import AttentionField, Softmax
 from ..diagnostics import PowerLawFit, fit_power_law

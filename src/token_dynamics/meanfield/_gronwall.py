@@ -17,8 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.integrate import IntegrationWarning, quad
 
+from .._guards import float_guard
 from .._typing import ArrayLike
-from .._validation import as_square, as_times, check_positive, float_guard
+from .._validation import as_square, as_times, check_positive
 from ..attention import AttentionField, Causal, Softmax
 from ._lipschitz import FieldConstants, _check_field, _constants, _exp, _times
 

@@ -19,15 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._guards import float_guard
 from .._typing import ArrayLike, ParameterLike
-from .._validation import (
-    as_matrix,
-    as_tokens,
-    check_instance,
-    check_positive,
-    check_real,
-    float_guard,
-)
+from .._validation import as_matrix, as_tokens, check_instance, check_positive, check_real
 from ..attention import L2, AttentionField, Causal, MultiHead, Sigmoid, Sinkhorn, Softmax
 from ..wasserstein import wasserstein1
 from ._estimates import support_radius

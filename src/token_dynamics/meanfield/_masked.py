@@ -7,16 +7,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import expm
 
+from .._guards import float_guard
 from .._typing import ArrayLike
-from .._validation import (
-    as_matrix,
-    as_times,
-    as_tokens,
-    as_vector,
-    as_weights,
-    check_positive,
-    float_guard,
-)
+from .._validation import as_matrix, as_times, as_tokens, as_vector, as_weights, check_positive
 from ..attention import AttentionField, with_positions
 from ..wasserstein import conditional_w2
 from ._lipschitz import _check_field

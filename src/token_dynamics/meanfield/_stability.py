@@ -6,8 +6,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._guards import float_guard
 from .._typing import ArrayLike
-from .._validation import as_tokens, as_weights, float_guard
+from .._validation import as_tokens, as_weights
 from ..attention import AttentionField, Causal
 from ._estimates import support_radius
 from ._experiments import DEFAULT_DT, StabilityRun, stability_ratios

@@ -15,9 +15,10 @@ from typing import Any
 import numpy as np
 from scipy import optimize
 
+from .._guards import float_guard
 from .._linalg import LOG_FLOAT_MAX
 from .._typing import ArrayLike
-from .._validation import as_real_array, as_sphere_tokens, as_weights, float_guard
+from .._validation import as_real_array, as_sphere_tokens, as_weights
 from ._energy import _beta, _half_gaps
 from ._exponents import NoiseExponents, check_assumption_1, noise_exponents
 from ._kernels import _interpolant

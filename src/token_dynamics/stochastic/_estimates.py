@@ -6,12 +6,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._guards import float_guard
 from .._linalg import power_of_two_scale
 from .._typing import ArrayLike, FloatArray
-from .._validation import (
-    as_real_array,
-    float_guard,
-)
+from .._validation import as_real_array
 from ..diagnostics import fit_power_law
 
 __all__ = ["ConvergenceStudy", "MCEstimate", "mc_estimate"]

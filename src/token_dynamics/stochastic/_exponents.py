@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_int, check_positive, float_guard
+from .._guards import float_guard
+from .._validation import check_int, check_positive
 from ._kernels import kappa, kappa_prime
 
 __all__ = [

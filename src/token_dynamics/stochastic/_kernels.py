@@ -31,8 +31,9 @@ from typing import Any
 import numpy as np
 from scipy import integrate, special
 
+from .._guards import float_guard
 from .._typing import ArrayLike
-from .._validation import as_real_array, check_int, check_positive, float_guard
+from .._validation import as_real_array, check_int, check_positive
 
 __all__ = ["ACTIVATIONS", "kappa", "kappa_prime"]
 

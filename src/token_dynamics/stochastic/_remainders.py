@@ -5,14 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._guards import float_guard
 from .._typing import ArrayLike, SeedLike
-from .._validation import (
-    as_real_array,
-    as_rng,
-    as_vector,
-    check_int,
-    float_guard,
-)
+from .._validation import as_real_array, as_rng, as_vector, check_int
 from ..diagnostics import fit_power_law
 from ._estimates import ConvergenceStudy, _study
 from ._mlp import _as_initial, _draw_weights, _mlp

@@ -11,16 +11,10 @@ from __future__ import annotations
 import numpy as np
 
 from .. import geometry
+from .._guards import float_guard
 from .._linalg import power_of_two_scale
 from .._typing import ArrayLike, SeedLike
-from .._validation import (
-    as_real_array,
-    as_rng,
-    as_vector,
-    check_int,
-    check_positive,
-    float_guard,
-)
+from .._validation import as_real_array, as_rng, as_vector, check_int, check_positive
 from ._estimates import MCEstimate, mc_estimate
 from ._model import StochasticTransformer
 from ._sde import simulate_sde

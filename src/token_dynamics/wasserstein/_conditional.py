@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._guards import float_guard
 from .._typing import ArrayLike, FloatArray, IntArray
-from .._validation import WEIGHTS_TOL, float_guard
+from .._validation import WEIGHTS_TOL
 from ._discrete import _pair, wasserstein2
 
 __all__ = ["conditional_w2"]

@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import ot
 
+from .._guards import float_guard
 from .._typing import ArrayLike, FloatArray
-from .._validation import as_symmetric, as_tokens, as_weights, check_positive, float_guard
+from .._validation import as_symmetric, as_tokens, as_weights, check_positive
 from ._solvers import (
     SINKHORN_ACCEPT,
     SINKHORN_MAX_ITER,

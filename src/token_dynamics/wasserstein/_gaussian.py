@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import ndtri
 
+from .._guards import float_guard
 from .._linalg import psd_sqrt
 from .._typing import ArrayLike, FloatArray
 from .._validation import (
@@ -16,7 +17,6 @@ from .._validation import (
     as_weights,
     check_positive,
     check_real,
-    float_guard,
 )
 
 __all__ = ["bures_wasserstein", "w2_gaussian_1d"]

@@ -8,8 +8,8 @@ import warnings
 import numpy as np
 import ot
 
+from .._guards import progress_bar
 from .._typing import FloatArray
-from .._validation import progress_bar
 
 __all__ = [
     "EMD_MAX_ITER",
