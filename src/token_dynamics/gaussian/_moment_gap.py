@@ -4,7 +4,6 @@ decay with the number of tokens (the mean-field limit read on the first two mome
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -19,6 +18,8 @@ from .._validation import (
     check_int,
     check_positive,
 )
+from ..attention import AttentionField
+from ..diagnostics import PowerLawFit
 from ._particles import moment_matched_cloud
 from ._registry import moment_equations
 from ._solve import solve_moments
@@ -99,11 +100,11 @@ class MomentGapStudy:
 
     ns: np.ndarray
     rms: FloatArray
-    fit: Any
+    fit: PowerLawFit
 
 
 def moment_gap_study(
-    field: Any,
+    field: AttentionField,
     mean: ArrayLike,
     cov: ArrayLike,
     T: float,

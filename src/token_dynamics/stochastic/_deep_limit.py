@@ -6,7 +6,6 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 import numpy as np
 
@@ -128,7 +127,7 @@ class DeepLimitError:
         return _study(x, self.width_gap[:, i, js])
 
 
-def _check_model(model: Any) -> None:
+def _check_model(model: object) -> None:
     fix = "Build one with StochasticTransformer(MLPNoise(...), Q, K, V)."
     check_instance(model, StochasticTransformer, "model", fix)
 

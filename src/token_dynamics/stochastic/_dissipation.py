@@ -10,7 +10,6 @@ r"""Lemma 4.1 of Agazzi et al. (2026): the functions G and F and the rate of The
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from scipy import optimize
@@ -81,7 +80,7 @@ def _inner_products(u: ArrayLike) -> np.ndarray:
     return arr
 
 
-def _noise(activation: str, d: Any, sigma_U: Any, sigma_W: Any):
+def _noise(activation: str, d: int, sigma_U: float, sigma_W: float):
     """The exponents of one noise and a fast callable ``u -> kappa(u)`` (accurate to ~1e-12)."""
     row = noise_exponents(activation, d=d, sigma_U=sigma_U, sigma_W=sigma_W)
     return row, _interpolant(activation, row.d, row.sigma_U, row.sigma_W)

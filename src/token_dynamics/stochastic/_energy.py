@@ -8,8 +8,6 @@ r"""The energy of Agazzi et al. (2026) that a common noise dissipates (private m
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from .. import geometry
@@ -37,7 +35,7 @@ def _half_gaps(X: np.ndarray) -> np.ndarray:
     return 0.5 * np.einsum("...ijk,...ijk->...ij", diff, diff)
 
 
-def _beta(beta: Any) -> float:
+def _beta(beta: object) -> float:
     return check_positive(beta, "beta")
 
 

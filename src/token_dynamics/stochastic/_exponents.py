@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -108,7 +107,7 @@ def _exponents(activation, d, sigma_U, sigma_W, k1, k1p) -> NoiseExponents:
     )
 
 
-def _noise_args(d: Any, sigma_U: Any, sigma_W: Any) -> tuple[int, float, float]:
+def _noise_args(d: object, sigma_U: object, sigma_W: object) -> tuple[int, float, float]:
     return (
         check_int(d, "d", minimum=2),
         check_positive(sigma_U, "sigma_U", allow_zero=True),

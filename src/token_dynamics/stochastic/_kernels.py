@@ -26,7 +26,6 @@ for every finite bias, and a kernel beyond the float64 range (ReLU and SiLU grow
 from __future__ import annotations
 
 import functools
-from typing import Any
 
 import numpy as np
 from scipy import integrate, special
@@ -69,7 +68,7 @@ KERNEL_FIX = "lower `sigma_U` or `sigma_W` (the kernel grows like their squares)
 MAX_DEGREE = 512
 
 
-def _check_activation(activation: Any) -> str:
+def _check_activation(activation: object) -> str:
     if activation not in ACTIVATIONS:
         raise ValueError(
             f"`activation` must be one of {ACTIVATIONS}; got {activation!r}. "

@@ -3,8 +3,6 @@ synchronization energy puts on it."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from .._typing import ArrayLike, FloatArray
@@ -66,7 +64,7 @@ def pair_spread(X: ArrayLike, *, weights: ArrayLike | None = None) -> FloatArray
     return spread
 
 
-def distance_bound(X: Any, beta: float, *, weights: ArrayLike | None = None) -> FloatArray:
+def distance_bound(X: ArrayLike, beta: float, *, weights: ArrayLike | None = None) -> FloatArray:
     r"""The bound :math:`\frac{4}{\sinh\beta}\mathcal S_\beta(\mu)` on the spread of a cloud.
 
     For tokens on the sphere (proposition ``sync-prop-distance``),
