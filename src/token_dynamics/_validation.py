@@ -421,6 +421,32 @@ def check_instance(value: object, cls: type[_T] | tuple[type[_T], ...], name: st
     return value
 
 
+def check_attributes(value: _T, attributes: tuple[str, ...], name: str, fix: str) -> _T:
+    """Return `value` after checking it has each of `attributes` (a ``TypeError`` naming `name`,
+    the missing attributes and `fix` otherwise).
+
+    For a result of the library read by a drawing or a report, where any object with the same
+    fields (a stand-in, a record loaded from disk) serves as well as the result itself.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> check_attributes(SimpleNamespace(mean=1.0), ("mean",), "estimate", "").mean
+    1.0
+    >>> check_attributes(1.0, ("mean", "stderr"), "estimate", "Pass an MCEstimate.")
+    Traceback (most recent call last):
+    ...
+    TypeError: `estimate` must have the attributes mean, stderr; got float. Pass an MCEstimate.
+    """
+    missing = [a for a in attributes if not hasattr(value, a)]
+    if missing:
+        raise TypeError(
+            f"`{name}` must have the attributes {', '.join(missing)}; got "
+            f"{type(value).__name__}. {fix}"
+        )
+    return value
+
+
 @contextmanager
 def float_guard(quantity: str, fix: str) -> Iterator[None]:
     """Run a computation with float64 overflow, division by zero and invalid values raised.

@@ -5,8 +5,11 @@ object, re-exported here: token clouds (``_clouds``), token trajectories (``_tra
 several sequences at once (``_sequences``), animations (``_animation``), convergence on log-log
 axes (``_convergence``), covariances (``_covariances``), heat maps and tables (``_heatmaps``),
 histograms (``_histograms``), curves (``_curves``) and means with their bands (``_bands``).
-Every helper takes the axes to draw on first and returns what it drew. Importing the package
-sets the house style (``_style``).
+Every helper takes the axes to draw on first and returns what it drew, and checks its arguments
+as the rest of the library does (``_checks``): an axes that is not a matplotlib ``Axes`` is a
+``TypeError`` naming it; data that is not real, finite and drawable, a colour matplotlib does not
+know, a result without the fields drawn, are a ``ValueError`` or ``TypeError`` naming the
+argument and the fix. Importing the package sets the house style (``_style``).
 """
 
 from ._animation import *  # noqa: F403

@@ -16,7 +16,9 @@ from matplotlib.ticker import LogFormatterSciNotation, LogLocator, NullFormatter
 from matplotlib.typing import ColorType
 
 from .._typing import ArrayLike, FloatArray
+from .._validation import check_attributes, check_bool, check_positive, check_real
 from ._bands import BAND_SE
+from ._checks import _check_ax, _drawable
 
 if TYPE_CHECKING:
     from ..interpolation import TikhonovSweep
@@ -122,13 +124,18 @@ def plot_loglog(
     'fit: slope 2.00'
     >>> plt.close(fig)
     """
-    x = np.asarray(x, dtype=float)
-    y = np.asarray(y, dtype=float)
+    _check_ax(ax)
+    x = _drawable(x, "x")
+    y = _drawable(y, "y")
     if x.ndim != 1 or y.shape != x.shape or not np.all(x > 0):
         raise ValueError(
             f"`x` and `y` must be 1-D arrays of one shape, `x` positive; got shapes {x.shape} "
             f"and {y.shape}."
         )
+    if x.size < 1:
+        raise ValueError("`x` and `y` must have at least one point; got none.")
+    if not isinstance(fit, bool):
+        fit = check_real(fit, "fit")
     y = np.where(y > 0, y, LOG_FLOOR)
     curve_style: dict[str, Any] = {"marker": "o", "linestyle": "-"} | style
     if "ls" in style:
@@ -138,7 +145,7 @@ def plot_loglog(
         bars = ax.errorbar(
             x,
             y,
-            yerr=BAND_SE * np.asarray(yerr, dtype=float),
+            yerr=BAND_SE * _drawable(yerr, "yerr"),
             color=color,
             label=label,
             **curve_style,
@@ -161,7 +168,7 @@ def plot_loglog(
             label=f"fit: slope {slope:.2f}",
         )
     if samples is not None:
-        for row in np.atleast_2d(np.asarray(samples, dtype=float)):
+        for row in np.atleast_2d(_drawable(samples, "samples")):
             artists += ax.plot(x, row, ".", color=color, alpha=0.3)
     for k, (name, slope) in enumerate((guides or {}).items()):
         artists += ax.plot(
@@ -215,6 +222,10 @@ def plot_tikhonov(
     ['trained loss', 'slope 1']
     >>> plt.close(fig)
     """
+    fix = "Pass the result of `tikhonov_sweep`."
+    sweep = check_attributes(sweep, ("eps", "loss", "threshold"), "sweep", fix)
+    if authors_norm_sq is not None:
+        authors_norm_sq = check_positive(authors_norm_sq, "authors_norm_sq")
     eps = np.asarray(sweep.eps, dtype=float)
     xlabel, ylabel = r"weight decay $\varepsilon$", "loss"
     artists = plot_loglog(
@@ -287,6 +298,10 @@ def plot_limit_grid(
     'm = inf'
     >>> plt.close(fig)
     """
+    _check_ax(ax)
+    fix = "Pass the result of `deep_limit_error`."
+    error = check_attributes(error, ("sup", "grid", "widths", "depths"), "error", fix)
+    grid_times = check_bool(grid_times, "grid_times")
     values = error.grid if grid_times else error.sup
     n = values.shape[0]
     bars = []
