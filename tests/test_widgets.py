@@ -184,3 +184,16 @@ def test_static_view_bad_values(static, match):
         figure_sliders(
             lambda ax, a, b: None, static=static, a=(0.0, 1.0, 0.1, 0.5), b=(-1, 1, 0.5, 0)
         )
+
+
+def test_draw_variant_names_a_wrong_axes_and_tokens_it_cannot_draw():
+    """Not an axes: a TypeError naming `ax`; tokens in d = 1: a ValueError naming `X0`."""
+    times = np.linspace(0, 1, 3)
+    with pytest.raises(TypeError, match="`ax`"):
+        draw_variant(None, np.eye(2), "softmax", 1.0, times=times)
+    fig, ax = plt.subplots()
+    try:
+        with pytest.raises(ValueError, match="`X0`"):
+            draw_variant(ax, np.ones((3, 1)), "softmax", 1.0, times=times)
+    finally:
+        plt.close(fig)

@@ -13,7 +13,7 @@ from matplotlib.typing import ColorType
 from .._typing import ArrayLike
 from .._validation import as_matrix, check_attributes, check_positive
 from ..stochastic import MCEstimate, mc_estimate
-from ._checks import _check_ax, _check_color, _drawable
+from ._checks import _check_ax, _check_color, _drawable, _log_drawable
 from ._curves import _curve
 
 __all__ = [
@@ -159,6 +159,7 @@ def plot_energy_decay(
             "`energies` must hold positive energies of at least two paths (a standard error "
             f"needs two; the axis is logarithmic); got shape {E.shape}."
         )
+    _log_drawable(E, "energies")
     rate = None if rate is None else check_positive(rate, "rate", allow_zero=True)
     color = _check_color(color)
     if not isinstance(label, str):

@@ -86,3 +86,24 @@ def _check_indices(indices: object, T: int, name: str = "indices") -> list[int]:
             f"`{name}` must be a sequence of integer indices of the {T} states; got {indices!r}."
         )
     return [int(i) for i in items]
+
+
+#: Range of positive data drawn on a logarithmic axis: matplotlib pads the limits by 5 % of
+#: the span in decades and places its ticks up to a stride of decades beyond them, so data in
+#: [1e-100, 1e100] keeps its padded limits and ticks (a few tens of decades further out)
+#: inside float64, where 1e-250 to 1e250 already overflows.
+MAX_LOG_DRAWABLE = 1e100
+
+
+def _log_drawable(values: FloatArray, name: str) -> FloatArray:
+    """Check the positive entries of `values` lie in [1/MAX_LOG_DRAWABLE, MAX_LOG_DRAWABLE]."""
+    positive = values[values > 0]
+    if positive.size and (
+        positive.max() > MAX_LOG_DRAWABLE or positive.min() < 1.0 / MAX_LOG_DRAWABLE
+    ):
+        raise ValueError(
+            f"`{name}` has positive entries from {positive.min():.3g} to {positive.max():.3g}; "
+            f"a logarithmic axis draws [{1 / MAX_LOG_DRAWABLE:g}, {MAX_LOG_DRAWABLE:g}]: "
+            "rescale it."
+        )
+    return values

@@ -123,7 +123,7 @@ def plot_tokens(
     >>> plt.close(fig)
     """
     _check_ax(ax)
-    X = as_tokens(X)
+    X = as_tokens(_drawable(X, "X"))
     n, d = X.shape
     _check_dim(d, "X")
     w = as_weights(weights, n)

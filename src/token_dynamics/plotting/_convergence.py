@@ -18,7 +18,7 @@ from matplotlib.typing import ColorType
 from .._typing import ArrayLike, FloatArray
 from .._validation import check_attributes, check_bool, check_positive, check_real
 from ._bands import BAND_SE
-from ._checks import _check_ax, _drawable
+from ._checks import _check_ax, _drawable, _log_drawable
 
 if TYPE_CHECKING:
     from ..interpolation import TikhonovSweep
@@ -32,11 +32,11 @@ __all__ = ["LOG_FLOOR", "plot_limit_grid", "plot_loglog", "plot_tikhonov"]
 LOG_FLOOR = 1e-17
 
 
-def _log_ticks(axis: Axis, span: float) -> None:
+def _log_ticks(axis: Axis, decades: float) -> None:
     """Tick labels of a log axis that never collide: labels at 1, 2 and 5 times the powers of
     ten over less than two decades (where powers of ten alone are too few), powers of ten
     alone over more."""
-    if span < 100:
+    if decades < 2:
         axis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))
         axis.set_minor_formatter(LogFormatterSciNotation(labelOnlyBase=False))
     else:
@@ -136,7 +136,8 @@ def plot_loglog(
         raise ValueError("`x` and `y` must have at least one point; got none.")
     if not isinstance(fit, bool):
         fit = check_real(fit, "fit")
-    y = np.where(y > 0, y, LOG_FLOOR)
+    y = _log_drawable(np.where(y > 0, y, LOG_FLOOR), "y")
+    _log_drawable(x, "x")
     curve_style: dict[str, Any] = {"marker": "o", "linestyle": "-"} | style
     if "ls" in style:
         curve_style.pop("linestyle")
@@ -179,7 +180,7 @@ def plot_loglog(
     ax.set_xscale("log")
     ax.set_yscale("log")
     for axis, v in ((ax.xaxis, x), (ax.yaxis, y)):
-        _log_ticks(axis, v.max() / v.min())
+        _log_ticks(axis, float(np.log10(v.max()) - np.log10(v.min())))
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if any(not str(a.get_label()).startswith("_") for a in ax.get_lines()) or label or marks:

@@ -16,7 +16,7 @@ from matplotlib.typing import ColorType
 from .._typing import ArrayLike, FloatArray
 from .._validation import as_vector, check_attributes, check_bool, check_real
 from ..stochastic import ACTIVATIONS, kappa
-from ._checks import _check_ax, _check_color, _drawable
+from ._checks import _check_ax, _check_color, _drawable, _log_drawable
 
 if TYPE_CHECKING:
     from ..gradient_flow import CircleMetastability
@@ -125,9 +125,12 @@ def plot_curves(
                 f"`curves` entry {label!r} starts at 0 and cannot be drawn relative to its first "
                 "value; pass relative=False."
             )
+        if logy:
+            _log_drawable(v / v[0] if relative else v, "curves")
         own = dict(style) | dict((styles or {}).get(label, {}))
         lines += ax.plot(x, v / v[0] if relative else v, label=label, **own)
     if logx:
+        _log_drawable(x, "x")
         ax.set_xscale("log")
     if logy:
         ax.set_yscale("log")
