@@ -728,6 +728,7 @@ def run_case(name: str, func: Callable, param: str | None, corruption: str | flo
         kwargs[param] = spoil(kwargs[param], corruption)
     before = _snapshot(kwargs)
     params = set() if _is_exception(func) else set(inspect.signature(func).parameters)
+    params |= set(kwargs)  # and the keywords a `**kwargs` parameter received
     args = ("a message",) if _is_exception(func) else ()
     previous = signal.signal(signal.SIGALRM, _raise_timeout)
     signal.setitimer(signal.ITIMER_REAL, TIME_LIMIT)
@@ -923,6 +924,12 @@ OVERRIDES.update(
             "dpi": lambda: 20.0,
             "figsize": lambda: (1.0, 1.0),
         },
-        "animate_layers": {"substeps": lambda: 1},
+        # `animate`'s options pass through its `**kwargs`: few small frames keep a call quick
+        "animate_layers": {
+            "substeps": lambda: 1,
+            "max_frames": lambda: 3,
+            "dpi": lambda: 20.0,
+            "figsize": lambda: (1.0, 1.0),
+        },
     }
 )

@@ -592,6 +592,11 @@ BAD_ARGUMENTS = {
         ValueError,
         "energies",
     ),
+    "energy decay: depths not increasing": (
+        lambda ax: plotting.plot_energy_decay(ax, T[::-1], np.exp(-T)[None].repeat(2, 0)),
+        ValueError,
+        "times",
+    ),
     "cosine similarities: a time short": (
         lambda ax: plotting.plot_cosine_similarities(ax, T[1:], np.zeros((31, 3))),
         ValueError,
@@ -686,5 +691,20 @@ def test_data_up_to_the_drawable_bounds_renders_without_warning():
             plotting.plot_tokens(axes[0], np.nextafter(big, np.inf) * np.eye(2))
         with pytest.raises(ValueError, match="`x`"):
             plotting.plot_loglog(axes[1], 1.01 * span, span, xlabel="x", ylabel="y")
+    finally:
+        plt.close(fig)
+
+
+def test_energy_decay_bound_starts_at_the_first_depth():
+    """The dashed bound is E(t0) exp(-rate (t - t0)): it meets the mean at the first depth,
+    wherever the depths start, to round-off."""
+    times = np.array([2.0, 3.0, 5.0])
+    energies = np.array([[1.0, 0.5, 0.2], [0.8, 0.4, 0.1]])
+    fig, ax = plt.subplots()
+    try:
+        plotting.plot_energy_decay(ax, times, energies, rate=0.5)
+        bound = ax.get_lines()[-1]
+        expected = energies.mean(axis=0)[0] * np.exp(-0.5 * (times - times[0]))
+        np.testing.assert_allclose(bound.get_ydata(), expected, rtol=1e-15)
     finally:
         plt.close(fig)

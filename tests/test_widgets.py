@@ -197,3 +197,17 @@ def test_draw_variant_names_a_wrong_axes_and_tokens_it_cannot_draw():
             draw_variant(ax, np.ones((3, 1)), "softmax", 1.0, times=times)
     finally:
         plt.close(fig)
+
+
+def test_draw_variant_refuses_a_trajectory_beyond_the_drawable_range():
+    """Tokens near the drawable bound that grow under the flow: a FloatingPointError naming
+    `X0` (the explorer's static view shows it as text), not a message about another argument."""
+    from token_dynamics.plotting import MAX_DRAWABLE
+
+    X0 = 0.5 * MAX_DRAWABLE * np.array([[1.0, 0.0], [0.0, 1.0]])
+    fig, ax = plt.subplots()
+    try:
+        with pytest.raises(FloatingPointError, match="`X0`"):
+            draw_variant(ax, X0, "softmax", 1.0, times=[0.0, 5.0])
+    finally:
+        plt.close(fig)

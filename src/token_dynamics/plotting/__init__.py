@@ -16,6 +16,8 @@ from ._animation import *  # noqa: F403
 from ._animation import __all__ as _animation_all
 from ._bands import *  # noqa: F403
 from ._bands import __all__ as _bands_all
+from ._checks import *  # noqa: F403
+from ._checks import __all__ as _checks_all
 from ._clouds import *  # noqa: F403
 from ._clouds import __all__ as _clouds_all
 from ._convergence import *  # noqa: F403
@@ -37,6 +39,7 @@ from ._trajectories import __all__ as _trajectories_all
 
 __all__ = [
     *_style_all,
+    *_checks_all,
     *_clouds_all,
     *_trajectories_all,
     *_sequences_all,

@@ -10,8 +10,8 @@ from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 from matplotlib.typing import ColorType
 
-from .._typing import ArrayLike
-from .._validation import as_matrix, check_attributes, check_positive
+from .._typing import ArrayLike, FloatArray
+from .._validation import as_matrix, as_times, check_attributes, check_positive
 from ..stochastic import MCEstimate, mc_estimate
 from ._checks import _check_ax, _check_color, _drawable, _log_drawable
 from ._curves import _curve
@@ -106,6 +106,13 @@ def plot_mc_estimate(
     return line
 
 
+def _decay(rate: float, elapsed: FloatArray) -> FloatArray:
+    r""":math:`e^{-\mathrm{rate}\, s}` for ``s >= 0``: at most one; a product ``rate * s`` that
+    overflows stands for an exponential that underflows to its true value, zero."""
+    with np.errstate(over="ignore"):
+        return np.exp(-rate * elapsed)
+
+
 def plot_energy_decay(
     ax: Axes,
     times: ArrayLike,
@@ -116,14 +123,14 @@ def plot_energy_decay(
     color: ColorType = "C0",
 ) -> Line2D:
     r"""Mean energy over paths (+-``BAND_SE`` SE) on a log scale, with the bound
-    :math:`E_0 e^{-\mathrm{rate}\, t}`.
+    :math:`E_0 e^{-\mathrm{rate}\, (t - t_0)}` from the first depth :math:`t_0`.
 
     Parameters
     ----------
     ax : matplotlib.axes.Axes
         A 2D axes.
     times : array_like, shape (T,)
-        The depths.
+        The depths, increasing.
     energies : array_like, shape (paths, T)
         The energy of each path at each depth.
     rate : float, optional
@@ -152,7 +159,7 @@ def plot_energy_decay(
     >>> plt.close(fig)
     """
     _check_ax(ax)
-    times = _curve(times, "times")
+    times = as_times(_drawable(times, "times"))
     E = as_matrix(_drawable(energies, "energies"), "energies", shape=(None, len(times)))
     if E.shape[0] < 2 or not np.all(E > 0):
         raise ValueError(
@@ -171,7 +178,11 @@ def plot_energy_decay(
     ax.fill_between(times, lo, mean + BAND_SE * se, color=color, alpha=0.25, lw=0)
     if rate is not None:
         ax.plot(
-            times, mean[0] * np.exp(-rate * times), "k--", lw=1, label=f"bound, rate {rate:.3g}"
+            times,
+            mean[0] * _decay(rate, times - times[0]),
+            "k--",
+            lw=1,
+            label=f"bound, rate {rate:.3g}",
         )
     ax.set_yscale("log")
     ax.set_xlabel("depth $t$")

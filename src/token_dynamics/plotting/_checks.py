@@ -14,6 +14,8 @@ from matplotlib.axes import Axes
 from .._typing import FloatArray
 from .._validation import as_real_array, check_instance, check_positive, check_real
 
+__all__ = ["MAX_DRAWABLE", "MAX_LOG_DRAWABLE"]
+
 #: Largest magnitude of data drawn: matplotlib pads the data limits by a margin and maps them
 #: to the canvas, which overflows float64 for data within a factor ~10 of its largest number.
 #: A bound far below that and far above any quantity the book draws.

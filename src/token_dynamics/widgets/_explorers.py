@@ -67,6 +67,16 @@ def draw_variant(
     -------
     Trajectory
 
+    Raises
+    ------
+    TypeError
+        If ``ax`` is not a matplotlib Axes.
+    ValueError
+        If ``X0`` does not have 2 or 3 columns, or an argument of ``integrate`` is invalid.
+    FloatingPointError
+        If the trajectory leaves the range a figure can draw (``plotting.MAX_DRAWABLE``), or
+        the integration fails.
+
     References
     ----------
     V. Castin, P. Ablin, J. A. Carrillo, G. Peyré, arXiv:2501.18322, 2025.
@@ -83,13 +93,20 @@ def draw_variant(
     """
     from matplotlib.axes import Axes
 
-    from ..plotting import plot_sphere, plot_trajectories
+    from ..plotting import MAX_DRAWABLE, plot_sphere, plot_trajectories
 
     fix = "Pass a matplotlib Axes, e.g. from `fig, ax = plt.subplots()`."
     ax = check_instance(ax, Axes, "ax", fix)
     X0 = _drawn_tokens(X0)
     field = make_field(variant, X0.shape[1], beta=beta)
     traj = integrate(field, X0, times, method=method, dt=dt, geometry=geometry)
+    reach = float(np.max(np.abs(traj.states)))
+    if reach > MAX_DRAWABLE:
+        raise FloatingPointError(
+            f"the {variant} trajectory from `X0` reaches |x| = {reach:.3g} by t = "
+            f"{traj.times[-1]:g} ({method}), beyond the {MAX_DRAWABLE:g} a figure can draw; "
+            "start from smaller tokens or stop earlier."
+        )
     ax.clear()
     if geometry == "sphere":
         plot_sphere(ax, d=X0.shape[1])
