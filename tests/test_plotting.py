@@ -544,7 +544,7 @@ BAD_ARGUMENTS = {
     ),
     "curves: log axis beyond its range": (
         lambda ax: plotting.plot_curves(
-            ax, T, {"E": np.exp(-T) * 1e-200}, xlabel="t", ylabel="E", logy=True
+            ax, T, {"E": np.geomspace(1e-150, 1e100, T.size)}, xlabel="t", ylabel="E", logy=True
         ),
         ValueError,
         "curves",
@@ -677,9 +677,10 @@ def test_helper_names_the_argument_it_refuses(case):
 
 
 def test_data_up_to_the_drawable_bounds_renders_without_warning():
-    """Data at MAX_DRAWABLE on a linear axis, and over [1/MAX_LOG_DRAWABLE, MAX_LOG_DRAWABLE] on
-    log axes, renders (warnings are errors here); the bounds are where the checks refuse."""
-    big, log_big = 1e300, 1e100  # MAX_DRAWABLE and MAX_LOG_DRAWABLE of plotting._checks
+    """Data at MAX_DRAWABLE on a linear axis, and from 1e-100 to 1e100 on log axes (a reach of
+    MAX_LOG_REACH = 300 decades), renders on a third of a figure (warnings are errors here);
+    the bounds are where the checks refuse."""
+    big, log_big = 1e300, 1e100  # MAX_DRAWABLE; 100 + (100 - (-100)) = MAX_LOG_REACH
     fig, axes = plt.subplots(1, 3)
     try:
         plotting.plot_tokens(axes[0], big * np.array([[1.0, -1.0], [-1.0, 1.0]]))
@@ -706,5 +707,22 @@ def test_energy_decay_bound_starts_at_the_first_depth():
         bound = ax.get_lines()[-1]
         expected = energies.mean(axis=0)[0] * np.exp(-0.5 * (times - times[0]))
         np.testing.assert_allclose(bound.get_ydata(), expected, rtol=1e-15)
+    finally:
+        plt.close(fig)
+
+
+def test_curves_leave_an_infinite_value_out_of_the_line():
+    """+inf (a documented infinite energy) is a gap in its line, drawn without a warning;
+    NaN is refused by name."""
+    energy = np.where(T < 1.0, np.inf, np.exp(-T))
+    fig, ax = plt.subplots()
+    try:
+        (line,) = plotting.plot_curves(ax, T, {"E": energy}, xlabel="t", ylabel="E", logy=True)
+        fig.canvas.draw()
+        drawn = np.asarray(line.get_ydata())
+        assert np.all(np.isnan(drawn[T < 1.0]))
+        np.testing.assert_array_equal(drawn[T >= 1.0], np.exp(-T[T >= 1.0]))
+        with pytest.raises(ValueError, match="`curves"):
+            plotting.plot_curves(ax, T, {"E": np.full(T.shape, np.nan)}, xlabel="t", ylabel="E")
     finally:
         plt.close(fig)

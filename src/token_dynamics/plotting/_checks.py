@@ -14,7 +14,7 @@ from matplotlib.axes import Axes
 from .._typing import FloatArray
 from .._validation import as_real_array, check_instance, check_positive, check_real
 
-__all__ = ["MAX_DRAWABLE", "MAX_LOG_DRAWABLE"]
+__all__ = ["MAX_DRAWABLE", "MAX_LOG_REACH"]
 
 #: Largest magnitude of data drawn: matplotlib pads the data limits by a margin and maps them
 #: to the canvas, which overflows float64 for data within a factor ~10 of its largest number.
@@ -90,22 +90,23 @@ def _check_indices(indices: object, T: int, name: str = "indices") -> list[int]:
     return [int(i) for i in items]
 
 
-#: Range of positive data drawn on a logarithmic axis: matplotlib pads the limits by 5 % of
-#: the span in decades and places its ticks up to a stride of decades beyond them, so data in
-#: [1e-100, 1e100] keeps its padded limits and ticks (a few tens of decades further out)
-#: inside float64, where 1e-250 to 1e250 already overflows.
-MAX_LOG_DRAWABLE = 1e100
+#: Reach of positive data on a logarithmic axis, in decades: the decade of its largest value
+#: plus its span in decades. Matplotlib pads the limits by 5 % of the span and, on a small
+#: axes, places its ticks up to about a span beyond them, which overflows float64 past decade
+#: 308; data from 1e-100 to 1e100 (reach 300) still draws on a third of a figure, data from
+#: 1e-324 to 1e100 (reach 524) does not.
+MAX_LOG_REACH = 300.0
 
 
 def _log_drawable(values: FloatArray, name: str) -> FloatArray:
-    """Check the positive entries of `values` lie in [1/MAX_LOG_DRAWABLE, MAX_LOG_DRAWABLE]."""
+    """Check the positive entries of `values` reach at most :data:`MAX_LOG_REACH` decades."""
     positive = values[values > 0]
-    if positive.size and (
-        positive.max() > MAX_LOG_DRAWABLE or positive.min() < 1.0 / MAX_LOG_DRAWABLE
-    ):
-        raise ValueError(
-            f"`{name}` has positive entries from {positive.min():.3g} to {positive.max():.3g}; "
-            f"a logarithmic axis draws [{1 / MAX_LOG_DRAWABLE:g}, {MAX_LOG_DRAWABLE:g}]: "
-            "rescale it."
-        )
+    if positive.size:
+        top, bottom = np.log10(positive.max()), np.log10(positive.min())
+        if top + (top - bottom) > MAX_LOG_REACH:
+            raise ValueError(
+                f"`{name}` spans {positive.min():.3g} to {positive.max():.3g}; a logarithmic "
+                f"axis draws data whose top decade plus its span in decades is at most "
+                f"{MAX_LOG_REACH:g} (e.g. 1e-100 to 1e100): rescale it or drop the extremes."
+            )
     return values

@@ -31,11 +31,27 @@ __all__ = [
 ]
 
 
-def _curve(values: object, name: str, size: int | None = None) -> FloatArray:
-    """A finite drawable vector (of length `size` when given, at least one point)."""
+def _curve(values: object, name: str, size: int | None = None, *, gaps: bool = False) -> FloatArray:
+    """A finite drawable vector (of length `size` when given, at least one point).
+
+    With ``gaps=True`` entries of ``+inf`` (a documented infinite value: an infinite energy, a
+    void bound) are accepted and returned as NaN, which matplotlib leaves out of the line; NaN
+    and ``-inf`` are still refused.
+    """
+    off = None
+    if gaps:
+        try:
+            raw = np.asarray(values)
+        except (TypeError, ValueError):  # ragged: refused by name below
+            raw = np.asarray(0.0)
+        if raw.dtype.kind == "f" and np.any(raw == np.inf):
+            off = raw == np.inf
+            values = np.where(off, 0.0, raw)
     v = as_vector(_drawable(values, name), name, size=size)
     if v.size < 1:
         raise ValueError(f"`{name}` must have at least one point; got none.")
+    if off is not None:
+        v[off] = np.nan
     return v
 
 
@@ -69,7 +85,8 @@ def plot_curves(
     x : array_like, shape (T,)
         The variable.
     curves : mapping label -> array_like, shape (T,)
-        The legend entries and the values.
+        The legend entries and the values; an entry of ``+inf`` (an infinite energy, a void
+        bound) is left out of its line, NaN and ``-inf`` are refused.
     xlabel, ylabel : str
         Axis labels, with the quantity and its unit.
     relative : bool
@@ -119,11 +136,11 @@ def plot_curves(
     styles = {} if styles is None else _labelled(styles, "styles")
     lines: list[Line2D] = []
     for label, values in _labelled(curves, "curves").items():
-        v = _curve(values, f"curves[{label!r}]", size=len(x))
-        if relative and v[0] == 0:
+        v = _curve(values, f"curves[{label!r}]", size=len(x), gaps=True)
+        if relative and not (np.isfinite(v[0]) and v[0] != 0):
             raise ValueError(
-                f"`curves` entry {label!r} starts at 0 and cannot be drawn relative to its first "
-                "value; pass relative=False."
+                f"`curves` entry {label!r} starts at {v[0]} and cannot be drawn relative to its "
+                "first value; pass relative=False."
             )
         if logy:
             _log_drawable(v / v[0] if relative else v, "curves")

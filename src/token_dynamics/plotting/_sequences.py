@@ -14,7 +14,7 @@ from matplotlib.collections import LineCollection, PathCollection
 
 from .._typing import ArrayLike, FloatArray
 from .._validation import as_tokens, check_attributes
-from ._checks import _check_ax, _check_color, _check_size
+from ._checks import _check_ax, _check_color, _check_size, _drawable
 from ._clouds import _colour, _label_coordinates
 
 if TYPE_CHECKING:
@@ -208,8 +208,8 @@ def plot_moves(
     >>> plt.close(fig)
     """
     _check_ax(ax)
-    B = as_tokens(before, "before")
-    A = as_tokens(after, "after")
+    B = as_tokens(_drawable(before, "before"), "before")
+    A = as_tokens(_drawable(after, "after"), "after")
     if B.shape != A.shape or B.shape[1] < 2:
         raise ValueError(
             "`before` and `after` must have one common shape (n, d) with d >= 2 (the same tokens "
