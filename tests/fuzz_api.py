@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import importlib
 import inspect
+import os
 import pkgutil
 import re
 import signal
@@ -25,15 +27,12 @@ from typing import Any
 
 import numpy as np
 
+os.environ.setdefault("MPLBACKEND", "Agg")  # plotting and widgets draw off screen
 import token_dynamics as td
 
-#: Public subpackages left out of the sweep, with the reason.
-EXCLUDED_MODULES = {
-    "token_dynamics.plotting": "draws on a matplotlib axis; its numbers come from the swept "
-    "maths functions, and a figure has no finite/non-finite result to check",
-    "token_dynamics.widgets": "builds ipywidgets over the swept maths functions; needs a "
-    "front end to be exercised",
-}
+#: Public subpackages left out of the sweep, with the reason (none: plotting and widgets are
+#: swept too, on a fresh off-screen axes per call).
+EXCLUDED_MODULES: dict[str, str] = {}
 
 #: Token count and dimension of the valid calls: small enough that every call is quick, with
 #: n > d + 1 so that an empirical covariance of the valid cloud is non-degenerate.
@@ -47,7 +46,7 @@ _COV = [[1.0, 0.3], [0.3, 0.5]]
 
 
 def public_callables() -> dict[str, Callable]:
-    """Every public callable of the library (plotting and widgets aside), by dotted name.
+    """Every public callable of the library, by dotted name.
 
     A callable re-exported at several places is listed once, under its first name.
     """
@@ -456,6 +455,12 @@ def valid_arguments(name: str, func: Callable) -> tuple[dict[str, Any], list[str
         elif isinstance(p.default, (int, float, str, bool)):
             kwargs[p.name] = p.default
             spoilable.append(p.name)
+    if any(p.kind is p.VAR_KEYWORD for p in inspect.signature(func).parameters.values()):
+        # a `**ranges` kind of argument: the override names the keywords a valid call needs
+        for key, make in OVERRIDES.get(short, {}).items():
+            if key not in kwargs:
+                kwargs[key] = make()
+                spoilable.append(key)
     return kwargs, spoilable
 
 
@@ -729,8 +734,9 @@ def run_case(name: str, func: Callable, param: str | None, corruption: str | flo
     kwargs, _ = valid_arguments(name, func)
     if param is not None:
         kwargs[param] = spoil(kwargs[param], corruption)
-    before = copy.deepcopy(kwargs)
+    before = _snapshot(kwargs)
     params = set() if _is_exception(func) else set(inspect.signature(func).parameters)
+    params |= set(kwargs)  # and the keywords a `**kwargs` parameter received
     args = ("a message",) if _is_exception(func) else ()
     previous = signal.signal(signal.SIGALRM, _raise_timeout)
     signal.setitimer(signal.ITIMER_REAL, TIME_LIMIT)
@@ -769,6 +775,7 @@ def run_case(name: str, func: Callable, param: str | None, corruption: str | flo
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        _close_figures()
     if not all(_same(before[k], kwargs[k]) for k in kwargs):
         outcome = "an input was modified in place"
     return outcome
@@ -786,3 +793,151 @@ def all_cases(name: str, func: Callable) -> list[tuple[str | None, str | None]]:
         return [(None, None)]
     kwargs, spoilable = valid_arguments(name, func)
     return [(None, None)] + [(p, c) for p in spoilable for c in corruptions(kwargs[p])]
+
+
+# ---------------------------------------------------------------------------------------------
+# Plotting and widgets: a fresh off-screen axes per call (closed after the call, so memory
+# stays flat), results of the library as the records the helpers draw, widgets built without a
+# kernel (as tests/test_widgets.py does).
+
+
+def _is_canvas(value: Any) -> bool:
+    """A matplotlib axes or figure: drawn on by design, so neither copied nor compared."""
+    return type(value).__module__.startswith(("matplotlib.", "mpl_toolkits."))
+
+
+def _snapshot(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """A deep copy of the arguments to compare with after the call (axes and figures shared)."""
+    memo: dict[int, Any] = {}
+    for value in kwargs.values():
+        for item in value if isinstance(value, (list, tuple)) else (value,):
+            if _is_canvas(item):
+                memo[id(item)] = item
+    return copy.deepcopy(kwargs, memo)
+
+
+def _close_figures() -> None:
+    """Close the pyplot figures a call opened (the factories' figures are not pyplot's)."""
+    import sys
+
+    if "matplotlib.pyplot" in sys.modules:
+        sys.modules["matplotlib.pyplot"].close("all")
+
+
+def _figure() -> Any:
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(3.0, 3.0), dpi=50)
+
+
+def _ax() -> Any:
+    return _figure().add_subplot()
+
+
+def _ax3d() -> Any:
+    return _figure().add_subplot(projection="3d")
+
+
+@functools.cache
+def _cached_record(cls_name: str) -> Any:
+    calls = {k.rsplit(".", 1)[-1]: (k, f) for k, f in public_callables().items()}
+    cls = calls[cls_name][1]
+    source, func = calls[RECORD_SOURCES[cls_name]]
+    kwargs, _ = valid_arguments(source, func)
+    record = _find_instance(func(**kwargs), cls)
+    if record is None:
+        raise LookupError(f"{source} returned no {cls_name}")
+    return record
+
+
+def _record(cls_name: str) -> Callable[[], Any]:
+    """A factory of a fresh copy of a real result of the library (computed once)."""
+    return lambda: copy.deepcopy(_cached_record(cls_name))
+
+
+def _solutions() -> list[Any]:
+    return [_record("GaussianPath")(), _record("GaussianPath")()]
+
+
+def _grid_values() -> np.ndarray:
+    xs, ys = np.linspace(-1.0, 1.0, 4), np.linspace(-1.0, 1.0, 3)
+    return xs[None, :] ** 2 + ys[:, None] ** 2
+
+
+MODULE_OVERRIDES["token_dynamics.plotting"] = {
+    "ax": _ax,
+    "axes": lambda: [_ax(), _ax()],
+    "fig": lambda: _ax().figure,
+    "html": lambda: "<p>frame</p>",
+    "states": lambda: np.stack([_sphere(N, 2, seed=s) for s in range(3)]),
+    "trajectory": lambda: np.stack([_tokens(seed=s) for s in range(3)]),
+    "indices": lambda: [0, 2],
+    "labels": lambda: ["first", "second"],
+    "before": _tokens,
+    "after": lambda: _tokens(seed=1),
+    "sequences": lambda: _dataset()[0],
+    "interp": _record("HardmaxInterpolator"),
+    "error": _record("DeepLimitError"),
+    "sweep": _record("TikhonovSweep"),
+    "solutions": _solutions,
+    "rows": lambda: [_record("NoiseExponents")()],
+    "counts": _record("RankCounts"),
+    "result": _record("CircleMetastability"),
+    "runs": lambda: {"run": _record("StabilityRun")()},
+    "bound": _record("StabilityBound"),
+    "estimate": _record("MCEstimate"),
+    "x": lambda: np.array([1.0, 2.0, 4.0, 8.0]),
+    "y": lambda: np.array([1.0, 0.5, 0.26, 0.12]),
+    "xlabel": lambda: "$h$",
+    "ylabel": lambda: "error",
+    "curves": lambda: {"a": np.array([1.0, 2.0, 3.0, 4.0]), "b": np.array([2.0, 1.0, 0.5, 0.2])},
+    "P": lambda: np.full((3, 3), 1.0 / 3.0),
+    "xs": lambda: np.linspace(-1.0, 1.0, 4),
+    "ys": lambda: np.linspace(-1.0, 1.0, 3),
+    "values": _grid_values,
+    "u": lambda: np.linspace(-1.0, 1.0, 5),
+    "F": lambda: np.linspace(-1.0, 1.0, 5) - 1.0,
+    "lambda_bar": lambda: 0.5,
+    "rate": lambda: 0.5,
+    "times": lambda: np.linspace(0.0, 1.0, 4),
+    "cosines": lambda: np.linspace(0.5, 1.0, 4)[:, None] * np.ones((4, 3)),
+    "energies": lambda: np.exp(-np.linspace(0, 1, 4))[None].repeat(3, 0),
+}
+MODULE_OVERRIDES["token_dynamics.widgets"] = {
+    "ax": _ax,
+    "X0": _tokens,
+    "variant": lambda: "softmax",
+    "times": lambda: np.linspace(0.0, 0.5, 3),
+    "draw": lambda: lambda ax, a: ax.plot([0.0, 1.0], [0.0, a]),
+}
+OVERRIDES.update(
+    {
+        "plot_cone_trajectories": {"ax": _ax3d},
+        "plot_cosine_matrix": {"X": _sphere},
+        "plot_sample_vs_gaussian": {"x": lambda: _tokens(40)[:, 0], "mean": lambda: 0.0},
+        "plot_mc_estimate": {
+            "x": lambda: np.array([1.0, 2.0, 3.0]),
+            "estimate": lambda: td.stochastic.mc_estimate(_tokens(4, 3)),
+        },
+        "plot_causal_paths": {
+            "states": lambda: np.stack([_causal_tokens(seed=s) for s in range(3)]),
+            "exact_first": lambda: _tokens(3),
+        },
+        "attention_explorer": {"variants": lambda: ("softmax",)},
+        # one slider: its range is the `**ranges` of the valid call
+        "figure_sliders": {"a": lambda: (0.0, 1.0, 0.5, 0.5)},
+        "animate": {
+            "labels": lambda: ["a", "b", "c"],
+            "max_frames": lambda: 3,
+            "dpi": lambda: 20.0,
+            "figsize": lambda: (1.0, 1.0),
+        },
+        # `animate`'s options pass through its `**kwargs`: few small frames keep a call quick
+        "animate_layers": {
+            "substeps": lambda: 1,
+            "max_frames": lambda: 3,
+            "dpi": lambda: 20.0,
+            "figsize": lambda: (1.0, 1.0),
+        },
+    }
+)

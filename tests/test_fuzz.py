@@ -1,7 +1,7 @@
 """Fuzz the whole public API under the failure policy of CONTRIBUTING.md.
 
-Every public callable (the ``__all__`` of ``token_dynamics`` and of each public subpackage;
-plotting and widgets aside, see :data:`tests.fuzz_api.EXCLUDED_MODULES`) is called with one
+Every public callable (the ``__all__`` of ``token_dynamics`` and of each public subpackage,
+plotting and widgets included, on a fresh off-screen axes per call) is called with one
 argument spoiled at a time: bad shapes, NaN, inf, huge and tiny magnitudes, empty inputs, wrong
 dtypes, n <= d, duplicated tokens, zero covariances, extreme scalars. A case ends cleanly with a
 finite result, a documented +inf (a callable of :data:`tests.fuzz_api.INFINITE_BY_DESIGN`, whose

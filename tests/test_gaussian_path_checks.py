@@ -113,3 +113,13 @@ def test_lyapunov_trace_bad_arguments():
         g.lyapunov_trace(np.eye(2), np.ones((2, 3, 3)))
     with pytest.raises(ValueError, match="invertible"):
         g.lyapunov_trace(np.zeros((2, 2)), np.ones((2, 2, 2)))
+
+
+def test_covariance_path_error_refuses_an_empty_path_by_name():
+    from token_dynamics.gaussian import covariance_path_error
+
+    for bad in (np.empty((0, 2, 2)), np.empty(0)):
+        with pytest.raises(ValueError, match="`path` must hold at least one time"):
+            covariance_path_error(bad, np.ones((1, 2, 2)))
+        with pytest.raises(ValueError, match="`reference` must hold at least one time"):
+            covariance_path_error(np.ones(3), bad)

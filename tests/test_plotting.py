@@ -354,3 +354,375 @@ def test_the_overlap_check_sees_crowded_tick_labels():
         assert overlaps(ax.xaxis.get_ticklabels(), fig.canvas.get_renderer())
     finally:
         plt.close(fig)
+
+
+# ---------------------------------------------------------------------------------------------
+# Arguments: each helper checks them at its entry, as the rest of the library does (a
+# TypeError or ValueError naming the argument and the fix, never an error from inside
+# matplotlib or numpy, nor a RuntimeWarning or ComplexWarning).
+
+
+@pytest.mark.parametrize("name", sorted(DRAWINGS))
+def test_helper_refuses_an_axes_that_is_not_one(name):
+    """None, a number or an array in place of the axes: a TypeError naming `ax`."""
+    draw, _ = DRAWINGS[name]
+    for bad in (None, 1.0, np.eye(2)):
+        with pytest.raises(TypeError, match="`ax`"):
+            draw(bad)
+
+
+def _states_with_positions():
+    positions = np.ones((11, 12, 1)) * np.linspace(0, 1, 12)[:, None]
+    return np.concatenate([positions, TRAJ.states], axis=2)
+
+
+#: name -> (call(ax), exception, the argument its message names). One entry per check added.
+BAD_ARGUMENTS = {
+    "tokens: negative size": (
+        lambda ax: plotting.plot_tokens(ax, X2, size=-1.0),
+        ValueError,
+        "size",
+    ),
+    "tokens: beyond the drawable range": (
+        lambda ax: plotting.plot_tokens(ax, 1e308 * X2),
+        ValueError,
+        "X",
+    ),
+    "sphere: unknown colour": (
+        lambda ax: plotting.plot_sphere(ax, color="no-such-colour"),
+        ValueError,
+        "color",
+    ),
+    "velocity field: not a field": (
+        lambda ax: plotting.plot_velocity_field(ax, None, X2),
+        TypeError,
+        "field",
+    ),
+    "circle snapshots: index out of range": (
+        lambda ax: plotting.plot_circle_snapshots(ax, TRAJ.states, [0, 99]),
+        ValueError,
+        "indices",
+    ),
+    "circle snapshots: complex states": (
+        lambda ax: plotting.plot_circle_snapshots(ax, TRAJ.states + 1j, [0]),
+        TypeError,
+        "states",
+    ),
+    "trajectories: no state": (
+        lambda ax: plotting.plot_trajectories(ax, np.zeros((0, 3, 2))),
+        ValueError,
+        "trajectory",
+    ),
+    "trajectories: opacity above one": (
+        lambda ax: plotting.plot_trajectories(ax, TRAJ, alpha=2.0),
+        ValueError,
+        "alpha",
+    ),
+    "causal paths: no position column": (
+        lambda ax: plotting.plot_causal_paths(ax, TRAJ.states),
+        ValueError,
+        "states",
+    ),
+    "causal paths: unknown colour map": (
+        lambda ax: plotting.plot_causal_paths(ax, _states_with_positions(), cmap="no-such-map"),
+        ValueError,
+        "cmap",
+    ),
+    "causal paths: negative sink count": (
+        lambda ax: plotting.plot_causal_paths(ax, _states_with_positions(), n_sink=-1),
+        ValueError,
+        "n_sink",
+    ),
+    "moves: before and after differ": (
+        lambda ax: plotting.plot_moves(ax, X2, X2[:3]),
+        ValueError,
+        "before",
+    ),
+    "token sets: not a list": (
+        lambda ax: plotting.plot_token_sets(ax, None),
+        TypeError,
+        "sequences",
+    ),
+    "phases: not an interpolator": (
+        lambda ax: plotting.plot_phases([ax], 1.0),
+        TypeError,
+        "interp",
+    ),
+    "covariance ellipse: indefinite": (
+        lambda ax: plotting.plot_covariance_ellipse(ax, [0, 0], [[1.0, 0.0], [0.0, -1.0]]),
+        ValueError,
+        "cov",
+    ),
+    "covariance ellipse: mean of three": (
+        lambda ax: plotting.plot_covariance_ellipse(ax, [0, 0, 0], np.eye(2)),
+        ValueError,
+        "mean",
+    ),
+    "gaussian cloud: infinite n_std": (
+        lambda ax: plotting.plot_gaussian_cloud(ax, X2, [0, 0], np.eye(2), n_std=np.inf),
+        ValueError,
+        "n_std",
+    ),
+    "disk trajectories: no path": (
+        lambda ax: plotting.plot_disk_trajectories(ax, None),
+        TypeError,
+        "solutions",
+    ),
+    "growth: a label short": (
+        lambda ax: plotting.plot_growth(ax, [COV_PATH, COV_PATH], ["run"]),
+        ValueError,
+        "labels",
+    ),
+    "attention matrix: empty": (
+        lambda ax: plotting.plot_attention_matrix(ax, np.zeros((0, 3))),
+        ValueError,
+        "P",
+    ),
+    "cosine matrix: tokens off the sphere": (
+        lambda ax: plotting.plot_cosine_matrix(ax, 1e200 * X2),
+        ValueError,
+        "X",
+    ),
+    "cosine matrix: one token": (
+        lambda ax: plotting.plot_cosine_matrix(ax, X2[:1]),
+        ValueError,
+        "X",
+    ),
+    "energy landscape: values off the grid": (
+        lambda ax: plotting.plot_energy_landscape(ax, np.arange(3.0), np.arange(4.0), np.eye(3)),
+        ValueError,
+        "values",
+    ),
+    "energy landscape: fractional levels": (
+        lambda ax: plotting.plot_energy_landscape(
+            ax, np.arange(3.0), np.arange(3.0), np.eye(3), levels=2.5
+        ),
+        ValueError,
+        "levels",
+    ),
+    "noise exponent table: no rows": (
+        lambda ax: plotting.plot_noise_exponent_table(ax, None),
+        TypeError,
+        "rows",
+    ),
+    "angle histogram: complex tokens": (
+        lambda ax: plotting.plot_angle_histogram(ax, X2 + 1j),
+        TypeError,
+        "X",
+    ),
+    "sample vs gaussian: zero variance": (
+        lambda ax: plotting.plot_sample_vs_gaussian(ax, X2[:, 0], 0.0, 0.0),
+        ValueError,
+        "var",
+    ),
+    "sample vs gaussian: empty sample": (
+        lambda ax: plotting.plot_sample_vs_gaussian(ax, np.array([]), 0.0, 1.0),
+        ValueError,
+        "x",
+    ),
+    "rank histogram: infinite width": (
+        lambda ax: plotting.plot_rank_histogram(
+            ax, NS(ranks=np.array([1, 2]), d=3, bound=2), width=np.inf
+        ),
+        ValueError,
+        "width",
+    ),
+    "curves: not a mapping": (
+        lambda ax: plotting.plot_curves(ax, T, np.exp(-T), xlabel="t", ylabel="E"),
+        TypeError,
+        "curves",
+    ),
+    "curves: a curve of another length": (
+        lambda ax: plotting.plot_curves(ax, T, {"E": np.exp(-T[1:])}, xlabel="t", ylabel="E"),
+        ValueError,
+        "curves",
+    ),
+    "curves: relative to a zero": (
+        lambda ax: plotting.plot_curves(ax, T, {"E": T}, xlabel="t", ylabel="E", relative=True),
+        ValueError,
+        "curves",
+    ),
+    "curves: log axis beyond its range": (
+        lambda ax: plotting.plot_curves(
+            ax, T, {"E": np.geomspace(1e-150, 1e100, T.size)}, xlabel="t", ylabel="E", logy=True
+        ),
+        ValueError,
+        "curves",
+    ),
+    "dissipation function: F of another length": (
+        lambda ax: plotting.plot_dissipation_function(
+            ax, np.linspace(-1, 1, 5), np.zeros(4), lambda_bar=1.0, rate=1.0
+        ),
+        ValueError,
+        "F",
+    ),
+    "energy staircase: not a result": (
+        lambda ax: plotting.plot_energy_staircase(ax, 1.0),
+        TypeError,
+        "result",
+    ),
+    "stability ratios: unknown scale": (
+        lambda ax: plotting.plot_stability_ratios(
+            ax, {"run": NS(times=T, ratio=np.exp(T))}, yscale="no-such-scale"
+        ),
+        ValueError,
+        "yscale",
+    ),
+    "mc estimate: x of another length": (
+        lambda ax: plotting.plot_mc_estimate(
+            ax, T[1:], NS(mean=np.exp(-T), stderr=0.01 * np.ones_like(T))
+        ),
+        ValueError,
+        "x",
+    ),
+    "mc estimate: no legend entry": (
+        lambda ax: plotting.plot_mc_estimate(
+            ax, T, NS(mean=np.exp(-T), stderr=0.01 * np.ones_like(T)), label=None
+        ),
+        TypeError,
+        "label",
+    ),
+    "energy decay: one path": (
+        lambda ax: plotting.plot_energy_decay(ax, T, np.exp(-T)[None]),
+        ValueError,
+        "energies",
+    ),
+    "energy decay: an infinite energy": (
+        lambda ax: plotting.plot_energy_decay(ax, T[:2], np.array([[1.0, np.inf], [1.0, 0.5]])),
+        ValueError,
+        "energies",
+    ),
+    "energy decay: depths not increasing": (
+        lambda ax: plotting.plot_energy_decay(ax, T[::-1], np.exp(-T)[None].repeat(2, 0)),
+        ValueError,
+        "times",
+    ),
+    "cosine similarities: a time short": (
+        lambda ax: plotting.plot_cosine_similarities(ax, T[1:], np.zeros((31, 3))),
+        ValueError,
+        "cosines",
+    ),
+    "loglog: fit as a string": (
+        lambda ax: plotting.plot_loglog(ax, T[1:], T[1:], xlabel="x", ylabel="y", fit="yes"),
+        ValueError,
+        "fit",
+    ),
+    "loglog: complex data": (
+        lambda ax: plotting.plot_loglog(ax, T[1:] + 1j, T[1:], xlabel="x", ylabel="y"),
+        TypeError,
+        "x",
+    ),
+    "loglog: beyond the range of a log axis": (
+        lambda ax: plotting.plot_loglog(ax, np.array([1.0, 1e300]), T[1:3], xlabel="x", ylabel="y"),
+        ValueError,
+        "x",
+    ),
+    "tikhonov: not a sweep": (
+        lambda ax: plotting.plot_tikhonov(ax, None),
+        TypeError,
+        "sweep",
+    ),
+    "limit grid: not an error study": (
+        lambda ax: plotting.plot_limit_grid(ax, np.eye(2)),
+        TypeError,
+        "error",
+    ),
+    "figure png: not a figure": (
+        lambda ax: plotting.figure_png(None),
+        TypeError,
+        "fig",
+    ),
+    "figure png: zero scale": (
+        lambda ax: plotting.figure_png(ax.figure, scale=0.0),
+        ValueError,
+        "scale",
+    ),
+    "figure png: an image too large to render": (
+        lambda ax: plotting.figure_png(ax.figure, scale=1e6),
+        ValueError,
+        "scale",
+    ),
+    "animate: an image too large to render": (
+        lambda ax: plotting.animate(TRAJ, dpi=1e6),
+        ValueError,
+        "dpi",
+    ),
+    "animate: unknown colour": (
+        lambda ax: plotting.animate(TRAJ, color="no-such-colour"),
+        ValueError,
+        "color",
+    ),
+    "animate layers: not a transformer": (
+        lambda ax: plotting.animate_layers(None, [X2]),
+        TypeError,
+        "transformer",
+    ),
+    "animation html: not a str": (
+        lambda ax: plotting.AnimationHTML(1),
+        TypeError,
+        "html",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_ARGUMENTS))
+def test_helper_names_the_argument_it_refuses(case):
+    call, exception, argument = BAD_ARGUMENTS[case]
+    fig, ax = plt.subplots()
+    try:
+        with pytest.raises(exception, match=f"`{argument}"):
+            call(ax)
+    finally:
+        plt.close(fig)
+
+
+def test_data_up_to_the_drawable_bounds_renders_without_warning():
+    """Data at MAX_DRAWABLE on a linear axis, and from 1e-100 to 1e100 on log axes (a reach of
+    MAX_LOG_REACH = 300 decades), renders on a third of a figure (warnings are errors here);
+    the bounds are where the checks refuse."""
+    big, log_big = 1e300, 1e100  # MAX_DRAWABLE; 100 + (100 - (-100)) = MAX_LOG_REACH
+    fig, axes = plt.subplots(1, 3)
+    try:
+        plotting.plot_tokens(axes[0], big * np.array([[1.0, -1.0], [-1.0, 1.0]]))
+        span = np.array([1 / log_big, log_big])
+        plotting.plot_loglog(axes[1], span, span, xlabel="x", ylabel="y")
+        plotting.plot_energy_decay(axes[2], np.array([0.0, 1.0]), np.stack([span, span]))
+        fig.canvas.draw()
+        with pytest.raises(ValueError, match="`X`"):
+            plotting.plot_tokens(axes[0], np.nextafter(big, np.inf) * np.eye(2))
+        with pytest.raises(ValueError, match="`x`"):
+            plotting.plot_loglog(axes[1], 1.01 * span, span, xlabel="x", ylabel="y")
+    finally:
+        plt.close(fig)
+
+
+def test_energy_decay_bound_starts_at_the_first_depth():
+    """The dashed bound is E(t0) exp(-rate (t - t0)): it meets the mean at the first depth,
+    wherever the depths start, to round-off."""
+    times = np.array([2.0, 3.0, 5.0])
+    energies = np.array([[1.0, 0.5, 0.2], [0.8, 0.4, 0.1]])
+    fig, ax = plt.subplots()
+    try:
+        plotting.plot_energy_decay(ax, times, energies, rate=0.5)
+        bound = ax.get_lines()[-1]
+        expected = energies.mean(axis=0)[0] * np.exp(-0.5 * (times - times[0]))
+        np.testing.assert_allclose(bound.get_ydata(), expected, rtol=1e-15)
+    finally:
+        plt.close(fig)
+
+
+def test_curves_leave_an_infinite_value_out_of_the_line():
+    """+inf (a documented infinite energy) is a gap in its line, drawn without a warning;
+    NaN is refused by name."""
+    energy = np.where(T < 1.0, np.inf, np.exp(-T))
+    fig, ax = plt.subplots()
+    try:
+        (line,) = plotting.plot_curves(ax, T, {"E": energy}, xlabel="t", ylabel="E", logy=True)
+        fig.canvas.draw()
+        drawn = np.asarray(line.get_ydata())
+        assert np.all(np.isnan(drawn[T < 1.0]))
+        np.testing.assert_array_equal(drawn[T >= 1.0], np.exp(-T[T >= 1.0]))
+        with pytest.raises(ValueError, match="`curves"):
+            plotting.plot_curves(ax, T, {"E": np.full(T.shape, np.nan)}, xlabel="t", ylabel="E")
+    finally:
+        plt.close(fig)

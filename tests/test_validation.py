@@ -193,3 +193,12 @@ def test_check_instance_and_check_rtol():
 def test_as_symmetric_does_not_overflow_near_the_largest_float():
     M = np.array([[1.7e308, 0.0], [0.0, 1.0]])
     np.testing.assert_array_equal(v.as_symmetric(M, "M"), M)
+
+
+def test_check_attributes_takes_any_object_with_the_fields_and_names_the_missing_ones():
+    from types import SimpleNamespace
+
+    record = SimpleNamespace(mean=np.zeros(2), stderr=np.ones(2))
+    assert v.check_attributes(record, ("mean", "stderr"), "estimate", "") is record
+    with pytest.raises(TypeError, match=r"`estimate` must have the attributes stderr; got"):
+        v.check_attributes(SimpleNamespace(mean=0.0), ("mean", "stderr"), "estimate", "")

@@ -184,3 +184,30 @@ def test_static_view_bad_values(static, match):
         figure_sliders(
             lambda ax, a, b: None, static=static, a=(0.0, 1.0, 0.1, 0.5), b=(-1, 1, 0.5, 0)
         )
+
+
+def test_draw_variant_names_a_wrong_axes_and_tokens_it_cannot_draw():
+    """Not an axes: a TypeError naming `ax`; tokens in d = 1: a ValueError naming `X0`."""
+    times = np.linspace(0, 1, 3)
+    with pytest.raises(TypeError, match="`ax`"):
+        draw_variant(None, np.eye(2), "softmax", 1.0, times=times)
+    fig, ax = plt.subplots()
+    try:
+        with pytest.raises(ValueError, match="`X0`"):
+            draw_variant(ax, np.ones((3, 1)), "softmax", 1.0, times=times)
+    finally:
+        plt.close(fig)
+
+
+def test_draw_variant_refuses_a_trajectory_beyond_the_drawable_range():
+    """Tokens near the drawable bound that grow under the flow: a FloatingPointError naming
+    `X0` (the explorer's static view shows it as text), not a message about another argument."""
+    from token_dynamics.plotting import MAX_DRAWABLE
+
+    X0 = 0.5 * MAX_DRAWABLE * np.array([[1.0, 0.0], [0.0, 1.0]])
+    fig, ax = plt.subplots()
+    try:
+        with pytest.raises(FloatingPointError, match="`X0`"):
+            draw_variant(ax, X0, "softmax", 1.0, times=[0.0, 5.0])
+    finally:
+        plt.close(fig)

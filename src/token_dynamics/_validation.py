@@ -43,6 +43,7 @@ __all__ = [
     "as_tokens",
     "as_vector",
     "as_weights",
+    "check_attributes",
     "check_bool",
     "check_instance",
     "check_int",
@@ -398,4 +399,30 @@ def check_instance(value: object, cls: type[_T] | tuple[type[_T], ...], name: st
     if not isinstance(value, cls):
         want = " or ".join(c.__name__ for c in (cls if isinstance(cls, tuple) else (cls,)))
         raise TypeError(f"`{name}` must be a {want}; got {type(value).__name__}. {fix}")
+    return value
+
+
+def check_attributes(value: _T, attributes: tuple[str, ...], name: str, fix: str) -> _T:
+    """Return `value` after checking it has each of `attributes` (a ``TypeError`` naming `name`,
+    the missing attributes and `fix` otherwise).
+
+    For a result of the library read by a drawing or a report, where any object with the same
+    fields (a stand-in, a record loaded from disk) serves as well as the result itself.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> check_attributes(SimpleNamespace(mean=1.0), ("mean",), "estimate", "").mean
+    1.0
+    >>> check_attributes(1.0, ("mean", "stderr"), "estimate", "Pass an MCEstimate.")
+    Traceback (most recent call last):
+    ...
+    TypeError: `estimate` must have the attributes mean, stderr; got float. Pass an MCEstimate.
+    """
+    missing = [a for a in attributes if not hasattr(value, a)]
+    if missing:
+        raise TypeError(
+            f"`{name}` must have the attributes {', '.join(missing)}; got "
+            f"{type(value).__name__}. {fix}"
+        )
     return value

@@ -24,6 +24,8 @@ def _covariances(value: object, name: str) -> np.ndarray:
     if isinstance(value, GaussianPath):
         value = value.covariances
     arr = as_real_array(value, name)
+    if arr.size == 0:
+        raise ValueError(f"`{name}` must hold at least one time; got an empty array.")
     if arr.ndim == 1:
         return arr[:, None]
     if arr.ndim == 3 and arr.shape[1] == arr.shape[2]:

@@ -5,14 +5,19 @@ object, re-exported here: token clouds (``_clouds``), token trajectories (``_tra
 several sequences at once (``_sequences``), animations (``_animation``), convergence on log-log
 axes (``_convergence``), covariances (``_covariances``), heat maps and tables (``_heatmaps``),
 histograms (``_histograms``), curves (``_curves``) and means with their bands (``_bands``).
-Every helper takes the axes to draw on first and returns what it drew. Importing the package
-sets the house style (``_style``).
+Every helper takes the axes to draw on first and returns what it drew, and checks its arguments
+as the rest of the library does (``_checks``): an axes that is not a matplotlib ``Axes`` is a
+``TypeError`` naming it; data that is not real, finite and drawable, a colour matplotlib does not
+know, a result without the fields drawn, are a ``ValueError`` or ``TypeError`` naming the
+argument and the fix. Importing the package sets the house style (``_style``).
 """
 
 from ._animation import *  # noqa: F403
 from ._animation import __all__ as _animation_all
 from ._bands import *  # noqa: F403
 from ._bands import __all__ as _bands_all
+from ._checks import *  # noqa: F403
+from ._checks import __all__ as _checks_all
 from ._clouds import *  # noqa: F403
 from ._clouds import __all__ as _clouds_all
 from ._convergence import *  # noqa: F403
@@ -34,6 +39,7 @@ from ._trajectories import __all__ as _trajectories_all
 
 __all__ = [
     *_style_all,
+    *_checks_all,
     *_clouds_all,
     *_trajectories_all,
     *_sequences_all,

@@ -17,9 +17,10 @@ from matplotlib.collections import PathCollection
 from matplotlib.typing import ColorType
 
 from .._typing import ArrayLike, FloatArray
-from .._validation import check_int, check_positive
+from .._validation import check_attributes, check_bool, check_int, check_positive
+from ._checks import _drawable
 from ._clouds import _check_dim, _colour, _scatter, _states, plot_sphere
-from ._style import _compress_png
+from ._style import _check_pixels, _compress_png
 
 if TYPE_CHECKING:
     from ..integrators import Trajectory
@@ -100,8 +101,40 @@ class AnimationHTML(str):
     '<p>frame</p>'
     """
 
+    def __new__(cls, html: str) -> AnimationHTML:
+        if not isinstance(html, str):
+            raise TypeError(
+                f"`html` must be the HTML text of an animation (a str); got {type(html).__name__}."
+                " Build one with `animate` or `animate_layers`."
+            )
+        return super().__new__(cls, html)
+
     def _repr_html_(self) -> str:
         return str(self)
+
+
+def _check_figsize(figsize: object) -> tuple[float, float]:
+    """Return `figsize` as two positive widths in inches."""
+    if not isinstance(figsize, (tuple, list)) or len(figsize) != 2:
+        raise ValueError(f"`figsize` must be (width, height) in inches; got {figsize!r}.")
+    return check_positive(figsize[0], "figsize"), check_positive(figsize[1], "figsize")
+
+
+def _check_colors(color: object, n: int) -> None:
+    """Check `color` is one colour, or a sequence of one colour per token."""
+    from matplotlib.colors import is_color_like
+
+    one = not isinstance(color, (int, float)) and is_color_like(color)
+    each = (
+        isinstance(color, (list, tuple))
+        and len(color) == n
+        and all(not isinstance(c, (int, float)) and is_color_like(c) for c in color)
+    )
+    if not (one or each):
+        raise ValueError(
+            f"`color` must be a matplotlib colour ('C0', '#0072B2') or a list of one colour per "
+            f"token ({n}); got {color!r}."
+        )
 
 
 def animate(
@@ -187,6 +220,12 @@ def animate(
     max_bytes = check_int(max_bytes, "max_bytes")
     interval = check_int(interval, "interval")
     dpi = check_positive(dpi, "dpi")
+    sphere = check_bool(sphere, "sphere")
+    figsize = _check_figsize(figsize)
+    _check_pixels(figsize, dpi, "figsize` and `dpi")
+    _check_colors(color, states.shape[1])
+    if title is not None and not isinstance(title, str):
+        raise TypeError(f"`title` must be a str (with {{t}} for the time) or None; got {title!r}.")
     times = getattr(trajectory, "times", None)
     titles = None if labels is None else [str(label) for label in labels]
     if titles is not None and len(titles) != T:
@@ -314,6 +353,12 @@ def animate_layers(
     >>> html.count("data:image/png;base64")
     4
     """
+    from ..interpolation import as_sequences
+
+    fix = "Build one with `build_hardmax_interpolator(...).transformer`."
+    transformer = check_attributes(transformer, ("layer_states",), "transformer", fix)
+    for Z in as_sequences(inputs, "inputs"):
+        _drawable(Z, "inputs")
     states = transformer.layer_states(inputs)
     colours = [_colour(j) for j, Z in enumerate(states[0]) for _ in range(Z.shape[0])]
     frames = _layer_frames([[Z[:, :2] for Z in s] for s in states], substeps=substeps)

@@ -5,17 +5,16 @@ quantile band.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 from matplotlib.typing import ColorType
 
-from .._typing import ArrayLike
-
-if TYPE_CHECKING:
-    from ..stochastic import MCEstimate
+from .._typing import ArrayLike, FloatArray
+from .._validation import as_matrix, as_times, check_attributes, check_positive
+from ..stochastic import MCEstimate, mc_estimate
+from ._checks import _check_ax, _check_color, _drawable, _log_drawable
+from ._curves import _curve
 
 __all__ = [
     "BAND_SE",
@@ -84,18 +83,34 @@ def plot_mc_estimate(
     [1.0, 0.5]
     >>> plt.close(fig)
     """
-    x = np.asarray(x, dtype=np.float64)
-    mean, se = np.asarray(estimate.mean), np.asarray(estimate.stderr)
+    _check_ax(ax)
+    fix = "Pass the result of `mc_estimate` over samples of shape (n, k)."
+    estimate = check_attributes(estimate, ("mean", "stderr"), "estimate", fix)
+    mean = _curve(estimate.mean, "estimate")
+    se = _curve(estimate.stderr, "estimate", size=len(mean))
+    x = _curve(x, "x", size=len(mean))
+    if predicted is not None:
+        predicted = _curve(predicted, "predicted", size=len(mean))
+    color = _check_color(color)
+    if not isinstance(label, str):
+        raise TypeError(f"`label` must be the legend entry of the mean (a str); got {label!r}.")
     (line,) = ax.plot(x, mean, color=color, label=label)
     ax.fill_between(x, mean - BAND_SE * se, mean + BAND_SE * se, color=color, alpha=0.25, lw=0)
     if predicted is not None:
-        ax.plot(x, np.asarray(predicted), "k--", lw=1, label="prediction")
+        ax.plot(x, predicted, "k--", lw=1, label="prediction")
     if xlabel is not None:
         ax.set_xlabel(xlabel)
     if ylabel is not None:
         ax.set_ylabel(ylabel)
     ax.legend()
     return line
+
+
+def _decay(rate: float, elapsed: FloatArray) -> FloatArray:
+    r""":math:`e^{-\mathrm{rate}\, s}` for ``s >= 0``: at most one; a product ``rate * s`` that
+    overflows stands for an exponential that underflows to its true value, zero."""
+    with np.errstate(over="ignore"):
+        return np.exp(-rate * elapsed)
 
 
 def plot_energy_decay(
@@ -108,14 +123,14 @@ def plot_energy_decay(
     color: ColorType = "C0",
 ) -> Line2D:
     r"""Mean energy over paths (+-``BAND_SE`` SE) on a log scale, with the bound
-    :math:`E_0 e^{-\mathrm{rate}\, t}`.
+    :math:`E_0 e^{-\mathrm{rate}\, (t - t_0)}` from the first depth :math:`t_0`.
 
     Parameters
     ----------
     ax : matplotlib.axes.Axes
         A 2D axes.
     times : array_like, shape (T,)
-        The depths.
+        The depths, increasing.
     energies : array_like, shape (paths, T)
         The energy of each path at each depth.
     rate : float, optional
@@ -143,16 +158,31 @@ def plot_energy_decay(
     [1.0, 0.6]
     >>> plt.close(fig)
     """
-    times = np.asarray(times, dtype=np.float64)
-    E = np.asarray(energies, dtype=np.float64)
-    mean = E.mean(axis=0)
-    se = E.std(axis=0, ddof=1) / np.sqrt(E.shape[0])
+    _check_ax(ax)
+    times = as_times(_drawable(times, "times"))
+    E = as_matrix(_drawable(energies, "energies"), "energies", shape=(None, len(times)))
+    if E.shape[0] < 2 or not np.all(E > 0):
+        raise ValueError(
+            "`energies` must hold positive energies of at least two paths (a standard error "
+            f"needs two; the axis is logarithmic); got shape {E.shape}."
+        )
+    _log_drawable(E, "energies")
+    rate = None if rate is None else check_positive(rate, "rate", allow_zero=True)
+    color = _check_color(color)
+    if not isinstance(label, str):
+        raise TypeError(f"`label` must be the legend entry of the mean (a str); got {label!r}.")
+    estimate = mc_estimate(E)  # overflow-safe mean and standard error
+    mean, se = np.asarray(estimate.mean), np.asarray(estimate.stderr)
     (line,) = ax.plot(times, mean, color=color, label=label)
     lo = np.clip(mean - BAND_SE * se, mean * 1e-3, None)
     ax.fill_between(times, lo, mean + BAND_SE * se, color=color, alpha=0.25, lw=0)
     if rate is not None:
         ax.plot(
-            times, mean[0] * np.exp(-rate * times), "k--", lw=1, label=f"bound, rate {rate:.3g}"
+            times,
+            mean[0] * _decay(rate, times - times[0]),
+            "k--",
+            lw=1,
+            label=f"bound, rate {rate:.3g}",
         )
     ax.set_yscale("log")
     ax.set_xlabel("depth $t$")
@@ -202,8 +232,12 @@ def plot_cosine_similarities(
     [0.25, 0.95]
     >>> plt.close(fig)
     """
-    t = np.asarray(times, dtype=np.float64)
-    C = np.asarray(cosines, dtype=np.float64)
+    _check_ax(ax)
+    t = _curve(times, "times")
+    C = as_matrix(_drawable(cosines, "cosines"), "cosines", shape=(len(t), None))
+    if C.shape[1] < 1:
+        raise ValueError("`cosines` must hold at least one pairwise cosine per time; got none.")
+    color = _check_color(color)
     lo, mid, hi = np.quantile(C, [COSINE_BAND[0], 0.5, COSINE_BAND[1]], axis=1)
     (line,) = ax.plot(t, mid, color=color, label=label)
     ax.fill_between(t, lo, hi, color=color, alpha=0.2, lw=0)

@@ -16,7 +16,8 @@ from matplotlib.collections import PathCollection
 from matplotlib.quiver import Quiver
 
 from .._typing import ArrayLike, FloatArray
-from .._validation import as_tokens, as_weights, check_int
+from .._validation import as_tokens, as_weights, check_int, check_real
+from ._checks import _check_ax, _check_color, _check_indices, _check_size, _drawable
 
 if TYPE_CHECKING:
     from ..attention import AttentionField
@@ -31,6 +32,7 @@ __all__ = [
 
 
 def _axes(ax: Axes, d: int) -> Axes:
+    _check_ax(ax)
     if d == 3 and getattr(ax, "name", "") != "3d":
         raise ValueError("`ax` must be a 3D axes (projection='3d') to draw tokens in d = 3.")
     return ax
@@ -51,13 +53,14 @@ def _check_dim(d: int, name: str) -> None:
         )
 
 
-def _states(trajectory: Trajectory | ArrayLike) -> FloatArray:
+def _states(trajectory: Trajectory | ArrayLike, name: str = "trajectory") -> FloatArray:
+    """The states of a Trajectory or a finite real array of shape (T, n, d), T, n >= 1."""
     states = getattr(trajectory, "states", trajectory)
-    arr = np.asarray(states, dtype=np.float64)
-    if arr.ndim != 3 or not np.all(np.isfinite(arr)):
+    arr = _drawable(states, name)
+    if arr.ndim != 3 or 0 in arr.shape:
         raise ValueError(
-            "`trajectory` must be a Trajectory or a finite array of shape (T, n, d); "
-            f"got shape {arr.shape}."
+            f"`{name}` must be a Trajectory or a finite array of shape (T, n, d) with T, n, "
+            f"d >= 1; got shape {arr.shape}."
         )
     return arr
 
@@ -119,10 +122,12 @@ def plot_tokens(
     (2, 2)
     >>> plt.close(fig)
     """
-    X = as_tokens(X)
+    _check_ax(ax)
+    X = as_tokens(_drawable(X, "X"))
     n, d = X.shape
     _check_dim(d, "X")
     w = as_weights(weights, n)
+    size = _check_size(size)
     ax = _axes(ax, d)
     _label_coordinates(ax, d)
     return _scatter(ax, X, s=size * n * w, **kwargs)
@@ -168,7 +173,10 @@ def plot_sphere(ax: Axes, *, d: int = 2, color: str = "0.8", **kwargs: Any) -> A
     (201, 2)
     >>> plt.close(fig)
     """
+    _check_ax(ax)
+    d = check_int(d, "d", minimum=2)
     _check_dim(d, "d")
+    color = _check_color(color)
     ax = _axes(ax, d)
     if d == 2:
         th = np.linspace(0, 2 * np.pi, 201)
@@ -250,7 +258,14 @@ def plot_velocity_field(
     (16,)
     >>> plt.close(fig)
     """
+    _check_ax(ax)
+    if not callable(getattr(field, "velocity_at", None)):
+        raise TypeError(
+            f"`field` must have a method velocity_at(Y, X, t, weights=...); got "
+            f"{type(field).__name__}. Build one with `make_field` or `Softmax(A, V)`."
+        )
     X = as_tokens(X, d=2)
+    t = check_real(t, "t")
     grid = check_int(grid, "grid", minimum=2)
     if extent is None:
         lo, hi = X.min(axis=0), X.max(axis=0)
@@ -306,7 +321,14 @@ def plot_circle_snapshots(
     [[0.0, 1.5], [1.5, 0.0]]
     >>> plt.close(fig)
     """
-    X = np.asarray(states, dtype=float)
+    _check_ax(ax)
+    X = _states(states, "states")
+    _check_dim(X.shape[2], "states")
+    indices = _check_indices(indices, len(X))
+    if labels is not None and (isinstance(labels, str) or len(labels) != len(indices)):
+        raise ValueError(
+            f"`labels` must hold one legend entry per index ({len(indices)}); got {labels!r}."
+        )
     arts = []
     phi = np.linspace(0, 2 * np.pi, 200)
     for k, i in enumerate(indices):

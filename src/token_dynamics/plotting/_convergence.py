@@ -16,7 +16,9 @@ from matplotlib.ticker import LogFormatterSciNotation, LogLocator, NullFormatter
 from matplotlib.typing import ColorType
 
 from .._typing import ArrayLike, FloatArray
+from .._validation import check_attributes, check_bool, check_positive, check_real
 from ._bands import BAND_SE
+from ._checks import _check_ax, _drawable, _log_drawable
 
 if TYPE_CHECKING:
     from ..interpolation import TikhonovSweep
@@ -30,11 +32,11 @@ __all__ = ["LOG_FLOOR", "plot_limit_grid", "plot_loglog", "plot_tikhonov"]
 LOG_FLOOR = 1e-17
 
 
-def _log_ticks(axis: Axis, span: float) -> None:
+def _log_ticks(axis: Axis, decades: float) -> None:
     """Tick labels of a log axis that never collide: labels at 1, 2 and 5 times the powers of
     ten over less than two decades (where powers of ten alone are too few), powers of ten
     alone over more."""
-    if span < 100:
+    if decades < 2:
         axis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))
         axis.set_minor_formatter(LogFormatterSciNotation(labelOnlyBase=False))
     else:
@@ -122,14 +124,20 @@ def plot_loglog(
     'fit: slope 2.00'
     >>> plt.close(fig)
     """
-    x = np.asarray(x, dtype=float)
-    y = np.asarray(y, dtype=float)
+    _check_ax(ax)
+    x = _drawable(x, "x")
+    y = _drawable(y, "y")
     if x.ndim != 1 or y.shape != x.shape or not np.all(x > 0):
         raise ValueError(
             f"`x` and `y` must be 1-D arrays of one shape, `x` positive; got shapes {x.shape} "
             f"and {y.shape}."
         )
-    y = np.where(y > 0, y, LOG_FLOOR)
+    if x.size < 1:
+        raise ValueError("`x` and `y` must have at least one point; got none.")
+    if not isinstance(fit, bool):
+        fit = check_real(fit, "fit")
+    y = _log_drawable(np.where(y > 0, y, LOG_FLOOR), "y")
+    _log_drawable(x, "x")
     curve_style: dict[str, Any] = {"marker": "o", "linestyle": "-"} | style
     if "ls" in style:
         curve_style.pop("linestyle")
@@ -138,7 +146,7 @@ def plot_loglog(
         bars = ax.errorbar(
             x,
             y,
-            yerr=BAND_SE * np.asarray(yerr, dtype=float),
+            yerr=BAND_SE * _drawable(yerr, "yerr"),
             color=color,
             label=label,
             **curve_style,
@@ -161,7 +169,7 @@ def plot_loglog(
             label=f"fit: slope {slope:.2f}",
         )
     if samples is not None:
-        for row in np.atleast_2d(np.asarray(samples, dtype=float)):
+        for row in np.atleast_2d(_drawable(samples, "samples")):
             artists += ax.plot(x, row, ".", color=color, alpha=0.3)
     for k, (name, slope) in enumerate((guides or {}).items()):
         artists += ax.plot(
@@ -172,7 +180,7 @@ def plot_loglog(
     ax.set_xscale("log")
     ax.set_yscale("log")
     for axis, v in ((ax.xaxis, x), (ax.yaxis, y)):
-        _log_ticks(axis, v.max() / v.min())
+        _log_ticks(axis, float(np.log10(v.max()) - np.log10(v.min())))
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if any(not str(a.get_label()).startswith("_") for a in ax.get_lines()) or label or marks:
@@ -215,6 +223,10 @@ def plot_tikhonov(
     ['trained loss', 'slope 1']
     >>> plt.close(fig)
     """
+    fix = "Pass the result of `tikhonov_sweep`."
+    sweep = check_attributes(sweep, ("eps", "loss", "threshold"), "sweep", fix)
+    if authors_norm_sq is not None:
+        authors_norm_sq = check_positive(authors_norm_sq, "authors_norm_sq")
     eps = np.asarray(sweep.eps, dtype=float)
     xlabel, ylabel = r"weight decay $\varepsilon$", "loss"
     artists = plot_loglog(
@@ -287,6 +299,10 @@ def plot_limit_grid(
     'm = inf'
     >>> plt.close(fig)
     """
+    _check_ax(ax)
+    fix = "Pass the result of `deep_limit_error`."
+    error = check_attributes(error, ("sup", "grid", "widths", "depths"), "error", fix)
+    grid_times = check_bool(grid_times, "grid_times")
     values = error.grid if grid_times else error.sup
     n = values.shape[0]
     bars = []

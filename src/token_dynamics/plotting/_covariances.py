@@ -6,7 +6,7 @@ covariance paths in the cone of 2x2 covariances and in its cross-section; the gr
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -15,11 +15,17 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Circle, Ellipse
 
 from .._typing import ArrayLike
-from ..gaussian import cone_coordinates
+from .._validation import (
+    as_covariance,
+    as_tokens,
+    as_vector,
+    check_attributes,
+    check_positive,
+    check_real,
+)
+from ..gaussian import GaussianPath, cone_coordinates
+from ._checks import _check_ax, _check_color, _check_size, _drawable
 from ._clouds import _label_coordinates
-
-if TYPE_CHECKING:
-    from ..gaussian import GaussianPath
 
 __all__ = [
     "plot_cone_trajectories",
@@ -28,6 +34,30 @@ __all__ = [
     "plot_gaussian_cloud",
     "plot_growth",
 ]
+
+
+#: What the drawings read from a GaussianPath.
+_PATH_FIELDS = ("times", "covariances", "blew_up", "blowup_time")
+
+
+def _paths(solutions: object) -> list[GaussianPath]:
+    """Check `solutions` is a non-empty sequence of 2x2 :class:`GaussianPath` results."""
+    if not isinstance(solutions, Sequence) or not solutions:
+        raise TypeError(
+            "`solutions` must be a non-empty list of GaussianPath (from `solve_moments`); got "
+            f"{solutions!r}."
+        )
+    fix = "Pass the results of `solve_moments` (GaussianPath)."
+    paths = [
+        check_attributes(p, _PATH_FIELDS, f"solutions[{k}]", fix) for k, p in enumerate(solutions)
+    ]
+    for k, p in enumerate(paths):
+        if p.covariances.shape[1:] != (2, 2):
+            raise ValueError(
+                f"`solutions[{k}]` must hold 2x2 covariances (d = 2); got shape "
+                f"{p.covariances.shape[1:]}."
+            )
+    return paths
 
 
 def plot_covariance_ellipse(
@@ -72,8 +102,10 @@ def plot_covariance_ellipse(
     (4.0, 2.0)
     >>> plt.close(fig)
     """
-    centre = np.asarray(mean, dtype=float)
-    S = np.asarray(cov, dtype=float)
+    _check_ax(ax)
+    centre = as_vector(_drawable(mean, "mean"), "mean", size=2)
+    S = as_covariance(_drawable(cov, "cov"), "cov", d=2)
+    n_std = check_positive(n_std, "n_std")
     lam, U = np.linalg.eigh(0.5 * (S + S.T))
     lam = np.clip(lam, 0.0, None)
     angle = np.degrees(np.arctan2(U[1, 1], U[0, 1]))
@@ -142,10 +174,14 @@ def plot_gaussian_cloud(
     ((50, 2), 4.0)
     >>> plt.close(fig)
     """
-    X = np.asarray(X, dtype=float)
+    _check_ax(ax)
+    X = as_tokens(_drawable(X, "X"), d=2)
+    color = _check_color(color)
+    s = _check_size(s, "s")
+    mean = as_vector(_drawable(mean, "mean"), "mean", size=2)
     pts = ax.scatter(X[:, 0], X[:, 1], s=s, color=color, alpha=0.35, lw=0, label=label)
     ell = plot_covariance_ellipse(ax, mean, cov, n_std=n_std, color=color)
-    ax.plot(*np.asarray(mean, float), marker="+", color=color, ms=8)
+    ax.plot(*mean, marker="+", color=color, ms=8)
     ax.set_aspect("equal")
     return pts, ell
 
@@ -196,6 +232,10 @@ def plot_disk_trajectories(
     [[0.0, 0.0], [0.5, 0.0]]
     >>> plt.close(fig)
     """
+    _check_ax(ax)
+    solutions = _paths(solutions)
+    color = _check_color(color)
+    lw = check_positive(lw, "lw")
     ax.add_patch(Circle((0, 0), 1.0, fill=False, color="0.5", lw=0.8))
     lines = []
     for sol in solutions:
@@ -259,7 +299,14 @@ def plot_cone_trajectories(
     1
     >>> plt.close(fig)
     """
-    pts = [cone_coordinates(sol.covariances) for sol in solutions]
+    if getattr(ax, "name", "") != "3d":
+        raise TypeError(
+            "`ax` must be a 3D matplotlib Axes, e.g. from `fig.add_subplot(projection='3d')`; "
+            f"got {type(ax).__name__}."
+        )
+    color = _check_color(color)
+    height = None if height is None else check_positive(height, "height")
+    pts = [cone_coordinates(sol.covariances) for sol in _paths(solutions)]
     top = height if height is not None else min(3.0, max(float(p[:, 2].max()) for p in pts))
     th, z = np.meshgrid(np.linspace(0, 2 * np.pi, 40), np.linspace(0, top, 8))
     ax.plot_wireframe(z * np.cos(th), z * np.sin(th), z, color="0.7", lw=0.4)
@@ -319,6 +366,14 @@ def plot_growth(
     True
     >>> plt.close(fig)
     """
+    _check_ax(ax)
+    solutions = _paths(solutions)
+    if isinstance(labels, str) or not isinstance(labels, Sequence) or len(labels) != len(solutions):
+        raise ValueError(
+            f"`labels` must be a sequence of one legend entry per path ({len(solutions)}); got "
+            f"{labels!r}."
+        )
+    t_star = None if t_star is None else check_real(t_star, "t_star")
     lines = []
     for sol, lab in zip(solutions, labels, strict=True):
         tr = np.trace(sol.covariances, axis1=1, axis2=2)

@@ -13,8 +13,10 @@ from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 from matplotlib.typing import ColorType
 
-from .._typing import ArrayLike
+from .._typing import ArrayLike, FloatArray
+from .._validation import as_vector, check_attributes, check_bool, check_real
 from ..stochastic import ACTIVATIONS, kappa
+from ._checks import _check_ax, _check_color, _drawable, _log_drawable
 
 if TYPE_CHECKING:
     from ..gradient_flow import CircleMetastability
@@ -27,6 +29,37 @@ __all__ = [
     "plot_kernels",
     "plot_stability_ratios",
 ]
+
+
+def _curve(values: object, name: str, size: int | None = None, *, gaps: bool = False) -> FloatArray:
+    """A finite drawable vector (of length `size` when given, at least one point).
+
+    With ``gaps=True`` entries of ``+inf`` (a documented infinite value: an infinite energy, a
+    void bound) are accepted and returned as NaN, which matplotlib leaves out of the line; NaN
+    and ``-inf`` are still refused.
+    """
+    off = None
+    if gaps:
+        try:
+            raw = np.asarray(values)
+        except (TypeError, ValueError):  # ragged: refused by name below
+            raw = np.asarray(0.0)
+        if raw.dtype.kind == "f" and np.any(raw == np.inf):
+            off = raw == np.inf
+            values = np.where(off, 0.0, raw)
+    v = as_vector(_drawable(values, name), name, size=size)
+    if v.size < 1:
+        raise ValueError(f"`{name}` must have at least one point; got none.")
+    if off is not None:
+        v[off] = np.nan
+    return v
+
+
+def _labelled(value: object, name: str) -> Mapping[str, Any]:
+    """Check `value` is a mapping from legend labels (str) to what is drawn under them."""
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+        raise TypeError(f"`{name}` must be a mapping from labels (str) to data; got {value!r}.")
+    return value
 
 
 def plot_curves(
@@ -52,7 +85,8 @@ def plot_curves(
     x : array_like, shape (T,)
         The variable.
     curves : mapping label -> array_like, shape (T,)
-        The legend entries and the values.
+        The legend entries and the values; an entry of ``+inf`` (an infinite energy, a void
+        bound) is left out of its line, NaN and ``-inf`` are refused.
     xlabel, ylabel : str
         Axis labels, with the quantity and its unit.
     relative : bool
@@ -88,13 +122,32 @@ def plot_curves(
     (1.0, '--')
     >>> plt.close(fig)
     """
-    x = np.asarray(x, dtype=float)
+    _check_ax(ax)
+    x = _curve(x, "x")
+    relative, logx, logy, legend = (
+        check_bool(flag, name)
+        for flag, name in (
+            (relative, "relative"),
+            (logx, "logx"),
+            (logy, "logy"),
+            (legend, "legend"),
+        )
+    )
+    styles = {} if styles is None else _labelled(styles, "styles")
     lines: list[Line2D] = []
-    for label, values in curves.items():
-        v = np.asarray(values, dtype=float)
+    for label, values in _labelled(curves, "curves").items():
+        v = _curve(values, f"curves[{label!r}]", size=len(x), gaps=True)
+        if relative and not (np.isfinite(v[0]) and v[0] != 0):
+            raise ValueError(
+                f"`curves` entry {label!r} starts at {v[0]} and cannot be drawn relative to its "
+                "first value; pass relative=False."
+            )
+        if logy:
+            _log_drawable(v / v[0] if relative else v, "curves")
         own = dict(style) | dict((styles or {}).get(label, {}))
         lines += ax.plot(x, v / v[0] if relative else v, label=label, **own)
     if logx:
+        _log_drawable(x, "x")
         ax.set_xscale("log")
     if logy:
         ax.set_yscale("log")
@@ -143,6 +196,12 @@ def plot_kernels(
     1.0
     >>> plt.close(fig)
     """
+    _check_ax(ax)
+    if isinstance(activations, str):
+        raise TypeError(
+            f"`activations` must be an iterable of activation names, e.g. ({activations!r},); "
+            f"got the string {activations!r}."
+        )
     t = np.linspace(-1.0, 1.0, 201)
     lines = []
     for act in activations:
@@ -202,6 +261,12 @@ def plot_dissipation_function(
     [0.5, 0.9]
     >>> plt.close(fig)
     """
+    _check_ax(ax)
+    u = _curve(u, "u")
+    F = _curve(F, "F", size=len(u))
+    lambda_bar = check_real(lambda_bar, "lambda_bar")
+    rate = check_real(rate, "rate")
+    color = _check_color(color)
     (line,) = ax.plot(u, F, color=color, label=label)
     ax.axhline(-rate, color=color, ls=":", lw=1)
     ax.plot([1.0], [-lambda_bar], "o", color=color, ms=4)
@@ -245,6 +310,10 @@ def plot_energy_staircase(
     2
     >>> plt.close(fig)
     """
+    _check_ax(ax)
+    fix = "Pass the result of `circle_metastability`."
+    result = check_attributes(result, ("times", "energies", "cluster_counts"), "result", fix)
+    show_clusters = check_bool(show_clusters, "show_clusters")
     t, E = result.times[1:], result.energies[1:]
     lines = ax.semilogx(t, E, color="C0", label=r"energy $E_\beta$")
     ax.set_xlabel("time $t$ (log scale)")
@@ -299,6 +368,19 @@ def plot_stability_ratios(
     [0.0, 1.0]
     >>> plt.close(fig)
     """
+    from matplotlib.scale import get_scale_names
+
+    _check_ax(ax)
+    fix = "Pass the results of `stability_ratios`."
+    runs = {
+        label: check_attributes(run, ("times", "ratio"), f"runs[{label!r}]", fix)
+        for label, run in _labelled(runs, "runs").items()
+    }
+    if bound is not None:
+        fix = "Pass the result of `stability_constant`, or None."
+        bound = check_attributes(bound, ("times", "log_constant"), "bound", fix)
+    if yscale not in get_scale_names():
+        raise ValueError(f"`yscale` must be one of {get_scale_names()}; got {yscale!r}.")
     lines: list[Line2D] = []
     for label, run in runs.items():
         lines += ax.plot(run.times, np.log(run.ratio), label=label)

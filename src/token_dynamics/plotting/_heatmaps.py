@@ -14,7 +14,15 @@ from matplotlib.image import AxesImage
 from matplotlib.table import Table
 
 from .._typing import ArrayLike
-from .._validation import as_matrix
+from .._validation import (
+    as_matrix,
+    as_sphere_tokens,
+    as_vector,
+    check_attributes,
+    check_bool,
+    check_int,
+)
+from ._checks import _check_ax, _check_cmap, _drawable
 from ._clouds import _label_coordinates
 
 if TYPE_CHECKING:
@@ -72,7 +80,12 @@ def plot_attention_matrix(
     (3, 3)
     >>> plt.close(fig)
     """
-    P = as_matrix(P, "P")
+    _check_ax(ax)
+    P = as_matrix(_drawable(P, "P"), "P")
+    if 0 in P.shape:
+        raise ValueError(f"`P` must have at least one row and one column; got shape {P.shape}.")
+    cmap = _check_cmap(cmap)
+    colorbar = check_bool(colorbar, "colorbar")
     image = ax.imshow(P, cmap=cmap, interpolation="nearest", **kwargs)
     ax.set_xlabel("key $j$")
     ax.set_ylabel("query $i$")
@@ -114,7 +127,10 @@ def plot_cosine_matrix(ax: Axes, X: ArrayLike) -> AxesImage:
     """
     from scipy.cluster import hierarchy
 
-    X = np.asarray(X, dtype=np.float64)
+    _check_ax(ax)
+    X = as_sphere_tokens(X)
+    if len(X) < 2:
+        raise ValueError(f"`X` must hold at least two tokens to be clustered; got {len(X)}.")
     C = np.clip(X @ X.T, -1.0, 1.0)
     i, j = np.triu_indices(len(X), 1)
     order = hierarchy.leaves_list(hierarchy.linkage(1.0 - C[i, j], method="average"))
@@ -161,7 +177,15 @@ def plot_energy_landscape(
     True
     >>> plt.close(fig)
     """
-    cs = ax.contourf(np.asarray(xs), np.asarray(ys), np.asarray(values), levels=levels)
+    _check_ax(ax)
+    xs, ys = as_vector(xs, "xs"), as_vector(ys, "ys")
+    values = as_matrix(_drawable(values, "values"), "values", shape=(len(ys), len(xs)))
+    if len(xs) < 2 or len(ys) < 2:
+        raise ValueError(
+            f"`xs` and `ys` must have at least two points each; got {len(xs)} and {len(ys)}."
+        )
+    levels = check_int(levels, "levels")
+    cs = ax.contourf(xs, ys, values, levels=levels)
     ax.figure.colorbar(cs, ax=ax, label="energy")
     ax.set_aspect("equal")
     _label_coordinates(ax)
@@ -198,6 +222,14 @@ def plot_noise_exponent_table(ax: Axes, rows: Sequence[NoiseExponents]) -> Table
     'relu'
     >>> plt.close(fig)
     """
+    _check_ax(ax)
+    if not isinstance(rows, Sequence) or isinstance(rows, str):
+        raise TypeError(
+            f"`rows` must be a list of NoiseExponents (from `noise_exponents`); got {rows!r}."
+        )
+    fix = "Pass the results of `noise_exponents` (NoiseExponents)."
+    fields = ("activation", "d", "sigma_U", "kappa_1", "kappa_prime_1", "lambda_1", "lambda_bar")
+    rows = [check_attributes(r, fields, f"rows[{k}]", fix) for k, r in enumerate(rows)]
     header = ["activation", "d", "σ", "κ(1)", "κ'(1)", "λ₁", "λ̄"]
     cells = [
         [

@@ -13,9 +13,15 @@ from matplotlib.container import BarContainer
 from matplotlib.typing import ColorType
 
 from .._typing import ArrayLike
+from .._validation import as_tokens, check_attributes, check_int, check_positive, check_real
+from ._checks import _check_ax, _check_color, _drawable
 
 if TYPE_CHECKING:
     from ..gaussian import RankCounts
+
+#: Largest |x| and |mean| of `plot_sample_vs_gaussian`: the density's exponent squares their
+#: difference, which must stay in float64 (sqrt of its largest number, with room for the grid).
+_MAX_GAUSSIAN = 1e150
 
 __all__ = ["plot_angle_histogram", "plot_rank_histogram", "plot_sample_vs_gaussian"]
 
@@ -67,9 +73,10 @@ def plot_angle_histogram(
     [0.0, 0.0, 0.5, 0.5]
     >>> plt.close(fig)
     """
-    X = np.asarray(X, dtype=np.float64)
-    if X.ndim != 2 or X.shape[1] != 2:
-        raise ValueError(f"`X` must have shape (n, 2) (tokens on the circle); got {X.shape}.")
+    _check_ax(ax)
+    X = as_tokens(X, d=2)
+    bins = check_int(bins, "bins")
+    color = _check_color(color)
     theta = np.arctan2(X[:, 1], X[:, 0])
     *_, patches = ax.hist(
         theta, bins=bins, range=(-np.pi, np.pi), density=True, alpha=0.6, color=color, label=label
@@ -121,7 +128,19 @@ def plot_sample_vs_gaussian(
     (10, 0.4)
     >>> plt.close(fig)
     """
-    x = np.asarray(x, dtype=float).ravel()
+    _check_ax(ax)
+    x = _drawable(x, "x")
+    if x.ndim not in (1, 2) or (x.ndim == 2 and x.shape[1] != 1) or x.size < 1:
+        raise ValueError(f"`x` must be a non-empty sample of shape (n,) or (n, 1); got {x.shape}.")
+    x = x.ravel()
+    mean = check_real(mean, "mean")
+    var = check_positive(var, "var")
+    bins = check_int(bins, "bins")
+    if max(abs(mean), np.max(np.abs(x))) > _MAX_GAUSSIAN:
+        raise ValueError(
+            f"`x` and `mean` must be at most {_MAX_GAUSSIAN:g} in magnitude to draw the Gaussian "
+            "density over them; rescale the sample and its mean."
+        )
     _, _, patches = ax.hist(x, bins=bins, density=True, alpha=0.5, label=f"{x.size} tokens")
     grid = np.linspace(x.min() - 0.5, x.max() + 0.5, 300)
     dens = np.exp(-((grid - mean) ** 2) / (2 * var)) / np.sqrt(2 * np.pi * var)
@@ -175,6 +194,11 @@ def plot_rank_histogram(
     [0, 2, 1, 0]
     >>> plt.close(fig)
     """
+    _check_ax(ax)
+    fix = "Pass the result of `limiting_ranks`."
+    counts = check_attributes(counts, ("ranks", "d", "bound"), "counts", fix)
+    offset = check_real(offset, "offset")
+    width = check_positive(width, "width")
     hist = np.bincount(counts.ranks, minlength=counts.d + 1)
     bars = ax.bar(np.arange(counts.d + 1) + offset, hist, width=width, label=label)
     ax.axvline(counts.bound + 0.5, color="k", ls="--", lw=0.8)

@@ -12,13 +12,28 @@ from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.collections import LineCollection, PathCollection
 
-from .._typing import ArrayLike
+from .._typing import ArrayLike, FloatArray
+from .._validation import as_tokens, check_attributes
+from ._checks import _check_ax, _check_color, _check_size, _drawable
 from ._clouds import _colour, _label_coordinates
 
 if TYPE_CHECKING:
     from ..interpolation import HardmaxInterpolator
 
 __all__ = ["plot_moves", "plot_phases", "plot_token_sets"]
+
+
+def _planar_sequences(sequences: object, name: str) -> list[FloatArray]:
+    """The sequences as finite ``(n_j, d)`` arrays with ``d >= 2`` (their plane is drawn)."""
+    from ..interpolation import as_sequences
+
+    arrays = as_sequences(sequences, name)  # type: ignore[arg-type]
+    if arrays[0].shape[1] < 2:
+        raise ValueError(
+            f"`{name}` must have d >= 2 columns (the first two are drawn); got d = "
+            f"{arrays[0].shape[1]}."
+        )
+    return arrays
 
 
 def plot_token_sets(
@@ -61,14 +76,14 @@ def plot_token_sets(
     4
     >>> plt.close(fig)
     """
+    _check_ax(ax)
+    size = _check_size(size)
     artists = []
-    for j, Z in enumerate(sequences):
-        Z = np.asarray(Z, dtype=float)
+    for j, Z in enumerate(_planar_sequences(sequences, "sequences")):
         artists.append(
             ax.scatter(Z[:, 0], Z[:, 1], s=size, color=_colour(j), alpha=0.8, label=f"$X^{j + 1}$")
         )
-    for j, Z in enumerate(targets or []):
-        Z = np.asarray(Z, dtype=float)
+    for j, Z in enumerate([] if targets is None else _planar_sequences(targets, "targets")):
         artists.append(
             ax.scatter(
                 Z[:, 0], Z[:, 1], s=3 * size, facecolors="none", edgecolors=_colour(j), lw=1.5
@@ -127,7 +142,16 @@ def plot_phases(
         "collapsed": "3. collapsed",
         "interpolated": "4. interpolated",
     }
-    axes = list(axes)  # a grid's `.flat` is consumed once
+    try:
+        axes = list(axes)  # a grid's `.flat` is consumed once
+    except TypeError:
+        raise TypeError(
+            f"`axes` must be an iterable of matplotlib Axes (e.g. `axs.flat`); got {axes!r}."
+        ) from None
+    for k, ax in enumerate(axes):
+        _check_ax(ax, f"axes[{k}]")
+    fix = "Build one with `build_hardmax_interpolator`."
+    check_attributes(interp, ("phases",), "interp", fix)
     out = []
     for ax, phase in zip(axes, interp.phases, strict=False):
         last = phase.name == "interpolated"
@@ -183,8 +207,16 @@ def plot_moves(
     3
     >>> plt.close(fig)
     """
-    B = np.asarray(before, dtype=float)[:, :2]
-    A = np.asarray(after, dtype=float)[:, :2]
+    _check_ax(ax)
+    B = as_tokens(_drawable(before, "before"), "before")
+    A = as_tokens(_drawable(after, "after"), "after")
+    if B.shape != A.shape or B.shape[1] < 2:
+        raise ValueError(
+            "`before` and `after` must have one common shape (n, d) with d >= 2 (the same tokens "
+            f"before and after the layer); got {B.shape} and {A.shape}."
+        )
+    B, A = B[:, :2], A[:, :2]
+    color = _check_color(color)
     segments = LineCollection(list(np.stack([B, A], axis=1)), colors="0.6", lw=0.8)
     artists: list[Artist] = [
         ax.add_collection(segments),

@@ -15,6 +15,8 @@ from typing import Any, cast
 
 from matplotlib.figure import Figure
 
+from .._validation import check_instance, check_positive
+
 __all__ = ["OKABE_ITO", "PNG_COLORS", "STYLE", "figure_png", "use_house_style"]
 
 #: Okabe & Ito (2002), "Color Universal Design": blue, orange, bluish green, vermillion,
@@ -51,6 +53,8 @@ STYLE: dict[str, Any] = {
 #: fit in 128 with no visible change, and the file shrinks to about a third (measured on the
 #: book's line plots and token clouds).
 PNG_COLORS = 128
+#: Largest side of a rendered image, in pixels: the limit of matplotlib's Agg renderer (2^16).
+MAX_PIXELS = 2**16
 
 
 def _compress_png(png: bytes, *, colors: int = PNG_COLORS) -> bytes:
@@ -76,6 +80,15 @@ def _compress_png(png: bytes, *, colors: int = PNG_COLORS) -> bytes:
     out = io.BytesIO()
     image.save(out, format="png", optimize=True)
     return out.getvalue()
+
+
+def _check_pixels(size_inches: Any, dpi: float, name: str) -> None:
+    """Refuse a figure whose image would exceed :data:`MAX_PIXELS` on a side at `dpi`."""
+    if max(size_inches) * dpi >= MAX_PIXELS:
+        raise ValueError(
+            f"`{name}` give an image of {max(size_inches) * dpi:.3g} pixels on a side, beyond "
+            f"the {MAX_PIXELS} matplotlib can render; lower them."
+        )
 
 
 def figure_png(
@@ -118,7 +131,11 @@ def figure_png(
     True
     >>> plt.close(fig)
     """
-    dpi = fig.dpi if dpi is None else dpi
+    fix = "Pass a matplotlib Figure, e.g. `ax.figure`."
+    fig = check_instance(fig, Figure, "fig", fix)
+    scale = check_positive(scale, "scale")
+    dpi = fig.dpi if dpi is None else check_positive(dpi, "dpi")
+    _check_pixels(fig.get_size_inches(), scale * dpi, "scale` and `dpi")
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=scale * dpi, bbox_inches="tight")
     png = _compress_png(buffer.getvalue())

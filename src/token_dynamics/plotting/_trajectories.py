@@ -14,6 +14,8 @@ from matplotlib.lines import Line2D
 from matplotlib.typing import ColorType
 
 from .._typing import ArrayLike
+from .._validation import as_matrix, check_bool, check_int
+from ._checks import _check_alpha, _check_ax, _check_cmap, _check_color, _drawable
 from ._clouds import _axes, _check_dim, _label_coordinates, _scatter, _states
 
 if TYPE_CHECKING:
@@ -77,7 +79,12 @@ def plot_trajectories(
     3
     >>> plt.close(fig)
     """
+    _check_ax(ax)
     states = _states(trajectory)
+    color = _check_color(color)
+    alpha = _check_alpha(alpha)
+    show_start = check_bool(show_start, "show_start")
+    show_end = check_bool(show_end, "show_end")
     d = states.shape[2]
     _check_dim(d, "trajectory")
     ax = _axes(ax, d)
@@ -143,15 +150,22 @@ def plot_causal_paths(
     4
     >>> plt.close(fig)
     """
-    S = np.asarray(states, dtype=float)
-    cm = mpl.colormaps[cmap]
+    _check_ax(ax)
+    S = _states(states, "states")
+    if S.shape[2] != 3:
+        raise ValueError(
+            "`states` must have 1 + 2 columns (the position, then the 2-D content); got "
+            f"{S.shape[2]}."
+        )
+    n_sink = check_int(n_sink, "n_sink", minimum=0)
+    cm = mpl.colormaps[_check_cmap(cmap)]
     artists: list[Line2D] = []
     for i in range(S.shape[1]):
         colour = "k" if i < n_sink else cm(S[0, i, 0])
         artists += ax.plot(S[:, i, 1], S[:, i, 2], "-", color=colour, lw=0.8, alpha=0.8)
         artists += ax.plot(S[-1, i, 1], S[-1, i, 2], "o", color=colour, ms=3)
     if exact_first is not None:
-        E = np.asarray(exact_first, dtype=float)
+        E = as_matrix(_drawable(exact_first, "exact_first"), "exact_first", shape=(None, 2))
         artists += ax.plot(E[:, 0], E[:, 1], "r--", lw=2, label=r"first token, $e^{tV}x_1(0)$")
         ax.legend(fontsize="small")
     _label_coordinates(ax)

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._typing import ArrayLike
-from .._validation import as_tokens, as_vector, check_positive
+from .._typing import ArrayLike, FloatArray
+from .._validation import as_tokens, as_vector, check_instance, check_positive
 from ..attention import VARIANTS, make_field
 from ..integrators import GEOMETRIES, METHODS, Trajectory, integrate
 from ._static import (
@@ -25,6 +25,14 @@ if TYPE_CHECKING:  # matplotlib is imported when a builder is called
     from matplotlib.axes import Axes
 
 __all__ = ["attention_explorer", "draw_variant", "figure_sliders"]
+
+
+def _drawn_tokens(X0: ArrayLike) -> FloatArray:
+    """The initial tokens, checked to have d = 2 or 3 columns (the dimensions drawn)."""
+    X0 = as_tokens(X0, "X0")
+    if X0.shape[1] not in (2, 3):
+        raise ValueError(f"`X0` must have d = 2 or 3 columns to be drawn; got {X0.shape[1]}.")
+    return X0
 
 
 def draw_variant(
@@ -59,6 +67,16 @@ def draw_variant(
     -------
     Trajectory
 
+    Raises
+    ------
+    TypeError
+        If ``ax`` is not a matplotlib Axes.
+    ValueError
+        If ``X0`` does not have 2 or 3 columns, or an argument of ``integrate`` is invalid.
+    FloatingPointError
+        If the trajectory leaves the range a figure can draw (``plotting.MAX_DRAWABLE``), or
+        the integration fails.
+
     References
     ----------
     V. Castin, P. Ablin, J. A. Carrillo, G. Peyré, arXiv:2501.18322, 2025.
@@ -73,11 +91,22 @@ def draw_variant(
     (2, 3, 2)
     >>> plt.close(fig)
     """
-    from ..plotting import plot_sphere, plot_trajectories
+    from matplotlib.axes import Axes
 
-    X0 = as_tokens(X0, "X0")
+    from ..plotting import MAX_DRAWABLE, plot_sphere, plot_trajectories
+
+    fix = "Pass a matplotlib Axes, e.g. from `fig, ax = plt.subplots()`."
+    ax = check_instance(ax, Axes, "ax", fix)
+    X0 = _drawn_tokens(X0)
     field = make_field(variant, X0.shape[1], beta=beta)
     traj = integrate(field, X0, times, method=method, dt=dt, geometry=geometry)
+    reach = float(np.max(np.abs(traj.states)))
+    if reach > MAX_DRAWABLE:
+        raise FloatingPointError(
+            f"the {variant} trajectory from `X0` reaches |x| = {reach:.3g} by t = "
+            f"{traj.times[-1]:g} ({method}), beyond the {MAX_DRAWABLE:g} a figure can draw; "
+            "start from smaller tokens or stop earlier."
+        )
     ax.clear()
     if geometry == "sphere":
         plot_sphere(ax, d=X0.shape[1])
@@ -145,9 +174,7 @@ def attention_explorer(
     widgets = _ipywidgets()
     from matplotlib.figure import Figure
 
-    X0 = as_tokens(X0, "X0")
-    if X0.shape[1] not in (2, 3):
-        raise ValueError(f"`X0` must have d = 2 or 3 columns to be drawn; got {X0.shape[1]}.")
+    X0 = _drawn_tokens(X0)
     times = np.linspace(0.0, 5.0, 26) if times is None else as_vector(times, "times")
     variants = tuple(variants)
     bad = [v for v in variants if v not in VARIANTS]
