@@ -80,7 +80,8 @@ def test_counts_follow_the_formulas(seed):
     L, S = interp.n_blocks, interp.n_separation
     assert L == S + 2 * m.sum()
     assert S <= N - 1
-    assert L <= 2 * m.sum() + N - 1 <= paper_block_count(m, "hardmax") == 2 * m.sum() + 2 * N + 1
+    paper = paper_block_count(m, attention="hardmax")
+    assert L <= 2 * m.sum() + N - 1 <= paper == 2 * m.sum() + 2 * N + 1
     assert block_count_bound(m) == 2 * m.sum() + N - 1
     assert interp.transformer.max_width <= 4
     assert interp.n_params <= (8 * d + 5) * L + (4 * d + 1) * S + L
@@ -300,7 +301,7 @@ def test_softmax_interpolator_snaps_exactly(seed):
     assert interp.max_error <= EXACT_RTOL
     N, m = len(X), interp.m
     assert interp.n_blocks == interp.n_separation + 2 * m.sum() + 1
-    assert interp.n_blocks <= paper_block_count(m, "softmax") == 2 * m.sum() + 3 * N
+    assert interp.n_blocks <= paper_block_count(m, attention="softmax") == 2 * m.sum() + 3 * N
     assert interp.transformer.max_width <= 4
     # exactness does not come from tau -> 0: the substitution alone is far off at this tau
     plan = build_hardmax_interpolator(X, Y, rng=seed)

@@ -141,18 +141,16 @@ def test_the_ground_floor_stays_private():
         assert not exported, f"{name} exports ground-floor helpers {exported}"
 
 
-#: Public functions that still take an option with a default positionally, in packages other
-#: chapters are reworking (the rule of CONTRIBUTING.md, "One argument order"), and the reason.
+#: Public functions that take a defaulted argument positionally on purpose, and why (the rule
+#: of CONTRIBUTING.md, "One argument order": a probe is part of the state, a sampler takes its
+#: sizes first, `glue` mirrors myst_nb's).
 POSITIONAL_OPTIONS_PENDING = {
     "token_dynamics.book.glue": "mirrors myst_nb's glue(name, variable, display)",
-    "token_dynamics.gaussian.trace_one_grid": "gaussian chapter",
-    "token_dynamics.gradient_flow.energy_gradient": "gradient_flow chapter",
-    "token_dynamics.gradient_flow.first_variation": "gradient_flow chapter",
-    "token_dynamics.gradient_flow.softmax_metric_density": "gradient_flow chapter",
-    "token_dynamics.interpolation.as_sequences": "interpolation chapter",
-    "token_dynamics.interpolation.paper_block_count": "interpolation chapter",
-    "token_dynamics.interpolation.tikhonov_dataset": "interpolation chapter",
-    "token_dynamics.plotting.plot_kernels": "plotting",
+    "token_dynamics.gradient_flow.energy_gradient": "points: the probe (state), default X",
+    "token_dynamics.gradient_flow.first_variation": "points: the probe (state), default X",
+    "token_dynamics.gradient_flow.softmax_metric_density": "points: the probe (state), default X",
+    "token_dynamics.interpolation.as_sequences": "a checker: (value, name), as the ground floor's",
+    "token_dynamics.interpolation.tikhonov_dataset": "a sampler: its sizes come first",
 }
 
 

@@ -44,7 +44,7 @@ SIGN_COUNTEREXAMPLE_POS = (
 CONE_REGIMES = ("zero", "line", "plane", "two-lines", "blowup", "mixed")
 
 
-def trace_one_grid(n_angles: int, radii: ArrayLike = (0.3, 0.6, 0.9)) -> FloatArray:
+def trace_one_grid(n_angles: int, *, radii: ArrayLike = (0.3, 0.6, 0.9)) -> FloatArray:
     r"""2x2 covariances of trace one on circles of the cone's cross-section.
 
     The point :math:`(r\cos\theta, r\sin\theta, 1)` in cone coordinates is

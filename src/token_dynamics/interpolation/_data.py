@@ -49,10 +49,10 @@ class _InterpolatorCounts:
     @property
     def paper_bound(self) -> int:
         """The block count reported for the paper's theorem (see :func:`paper_block_count`)."""
-        return paper_block_count(self.m, self.attention)
+        return paper_block_count(self.m, attention=self.attention)
 
 
-def paper_block_count(m: ArrayLike, attention: str = "hardmax") -> int:
+def paper_block_count(m: ArrayLike, *, attention: str = "hardmax") -> int:
     r"""The block counts reported for the paper's theorems, hardmax and softmax:
 
     .. math:: L_{\rm hardmax} = 2\sum_{j=1}^N m_j + 2N + 1, \qquad
@@ -90,7 +90,7 @@ def paper_block_count(m: ArrayLike, attention: str = "hardmax") -> int:
     Three sequences with :math:`\sum_j m_j = 6`:
 
     >>> from token_dynamics.interpolation import paper_block_count
-    >>> paper_block_count([2, 1, 3]), paper_block_count([2, 1, 3], "softmax")
+    >>> paper_block_count([2, 1, 3]), paper_block_count([2, 1, 3], attention="softmax")
     (19, 21)
     """
     m = as_real_array(m, "m")

@@ -160,8 +160,8 @@ def plot_curves(
 
 def plot_kernels(
     ax: Axes,
-    activations: Iterable[str] = ACTIVATIONS,
     *,
+    activations: Iterable[str] = ACTIVATIONS,
     d: int,
     sigma_U: float = 0.0,
     sigma_W: float = 0.0,
@@ -191,7 +191,7 @@ def plot_kernels(
     >>> import matplotlib.pyplot as plt
     >>> from token_dynamics.plotting import plot_kernels
     >>> fig, ax = plt.subplots()
-    >>> (line,) = plot_kernels(ax, ["relu"], d=4)
+    >>> (line,) = plot_kernels(ax, activations=["relu"], d=4)
     >>> float(line.get_ydata()[-1])  # kappa(1) / kappa(1)
     1.0
     >>> plt.close(fig)
