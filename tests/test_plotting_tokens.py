@@ -114,6 +114,9 @@ def test_animate_is_self_contained_capped_and_closes_its_figure():
     assert isinstance(html, AnimationHTML) and html._repr_html_() == html
     assert n_frames(html) == MAX_ANIMATION_FRAMES  # 100 states, capped
     assert "http" not in html and 'class="fa' not in html  # no outside request
+    # the buttons' glyphs: none from the media-symbol block U+2300-U+23FF, which common fonts
+    # (DejaVu) lack and browsers draw as empty boxes
+    assert not any("\u2300" <= ch <= "\u23ff" for ch in html)
     assert plt.get_fignums() == before
     twelve = animate(traj, max_frames=12, **small)
     assert n_frames(twelve) == 12

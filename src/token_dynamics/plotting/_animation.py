@@ -46,14 +46,16 @@ MAX_ANIMATION_BYTES = 5 * 2**20
 
 
 #: Matplotlib's jshtml player draws its buttons with Font Awesome from a CDN; these glyphs
-#: replace the icons so that the page makes no outside request.
+#: replace the icons so that the page makes no outside request. Only triangles of the
+#: Geometric Shapes block, a Dingbats bar and ASCII: the media symbols of U+23E9-U+23FA
+#: (first, last, pause) are missing from common fonts (DejaVu included) and showed as boxes.
 _ICONS = {
     "fa fa-play fa-flip-horizontal": "\u25c0",  # play backwards
-    "fa fa-fast-backward": "\u23ee",
-    "fa fa-step-backward": "\u23f4|",
-    "fa fa-step-forward": "|\u23f5",
-    "fa fa-fast-forward": "\u23ed",
-    "fa fa-pause": "\u23f8",
+    "fa fa-fast-backward": "|\u25c0\u25c0",
+    "fa fa-step-backward": "|\u25c0",
+    "fa fa-step-forward": "\u25b6|",
+    "fa fa-fast-forward": "\u25b6\u25b6|",
+    "fa fa-pause": "\u275a\u275a",
     "fa fa-minus": "\u2212",
     "fa fa-plus": "+",
     "fa fa-play": "\u25b6",
