@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import diagnostics, integrators
 from .._linalg import power_of_two_scale
 from .._typing import ArrayLike, FloatArray, SeedLike
 from .._validation import (
@@ -70,8 +71,6 @@ def moment_gap(X: ArrayLike, mean: ArrayLike, cov: ArrayLike) -> float:
     >>> round(moment_gap(X, [0.1, 1.0], np.eye(2)), 12)
     0.1
     """
-    from .. import diagnostics
-
     m = as_vector(mean, "mean")
     S = as_covariance(cov, "cov", d=m.shape[0])
     X = as_tokens(X, "X", d=m.shape[0])
@@ -179,8 +178,6 @@ def moment_gap_study(
     >>> bool(-0.8 < study.fit.slope < -0.2)  # n^(-1/2)
     True
     """
-    from .. import diagnostics, integrators
-    from ..attention import AttentionField
 
     check_instance(
         field,
