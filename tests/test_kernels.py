@@ -18,6 +18,7 @@ from concurrent.futures import Future
 import numpy as np
 import pytest
 from scipy.special import expit, softmax
+from threadpoolctl import ThreadpoolController
 
 from token_dynamics.attention import (
     L2,
@@ -179,7 +180,7 @@ def test_errors_raised_in_a_worker_reach_the_caller_in_serial_order(threaded):
             raise ValueError(f"group at {group[0].start}")
 
     with pytest.raises(ValueError, match=r"group at 4$"):
-        K_._run(task, blocks, 10**9, 1)
+        K_._run(task, blocks, 10**9)
 
 
 def test_causal_query_that_sees_no_token_is_named(threaded):
@@ -248,28 +249,62 @@ def test_bad_threads_setting_is_named(monkeypatch, value):
         K_._threads_from_env(2)
 
 
-def test_wide_products_share_tiles_or_run_on_the_calling_thread(monkeypatch):
-    """Whole-row slabs with more than POOL_MAX_INNER inner columns stay off the pool (the dense
-    attention matrix); the softmax, unnormalised and sigmoid kernels cut wide products into
-    tiles that BLAS runs serially, and share those out to the pool at every d."""
-    calls = []
-    monkeypatch.setattr(K_, "_executor", lambda workers: calls.append(workers) or _Inline())
+def test_kernels_share_their_work_out_with_blas_on_one_thread(monkeypatch):
+    """Every kernel above PARALLEL_MIN_ELEMENTS shares its slabs or tiles out to the pool,
+    whatever the width of its products, and BLAS runs on one thread while the pool works (and
+    while the field is evaluated); BLAS gets its threads back afterwards."""
+    blas = ThreadpoolController().select(user_api="blas")
+    threads_seen = []
+
+    class Recording(_Inline):
+        def submit(self, fn, *args):
+            threads_seen.append(max(i["num_threads"] for i in blas.info()))
+            return super().submit(fn, *args)
+
+    monkeypatch.setattr(K_, "_executor", lambda workers: Recording())
     monkeypatch.setattr(K_, "THREADS", 2)
     monkeypatch.setattr(K_, "PARALLEL_MIN_ELEMENTS", 0)
-    monkeypatch.setattr(K_, "BLAS_THREADED", True)  # as without OPENBLAS_NUM_THREADS=1
     rng = np.random.default_rng(10)
-    for d, field, method, pooled in [
-        (K_.POOL_MAX_INNER + 1, Unnormalised, "attention_matrix", False),
-        (2, Unnormalised, "attention_matrix", True),
-        (K_.POOL_MAX_INNER + 1, Unnormalised, "velocity", True),
-        (16, Softmax, "velocity", True),
-        (16, Sigmoid, "velocity", True),
-    ]:
-        calls.clear()
-        X = rng.standard_normal((300, d)) / np.sqrt(d)
-        getattr(field(np.eye(d), np.eye(d)), method)(X)
-        assert bool(calls) is pooled, (d, field, method)
-    X = rng.standard_normal((300, 16)) / 4
+    with blas.limit(limits=2):  # BLAS on two threads, even where the environment pins one
+        for d, field, method in [
+            (K_.SKINNY_INNER + 1, Unnormalised, "attention_matrix"),
+            (2, Unnormalised, "attention_matrix"),
+            (K_.SKINNY_INNER + 1, Unnormalised, "velocity"),
+            (16, Softmax, "velocity"),
+            (16, Sigmoid, "velocity"),
+            (16, Hardmax, "attention_matrix"),
+        ]:
+            threads_seen.clear()
+            X = rng.standard_normal((300, d)) / np.sqrt(d)
+            getattr(field(np.eye(d), np.eye(d)), method)(X)
+            assert threads_seen and set(threads_seen) == {1}, (d, field, method)
+            assert max(i["num_threads"] for i in blas.info()) == 2
+
+
+def test_serial_blas_nests_and_restores_the_outermost_limit():
+    """Nested (and concurrent) holds share one limit, lifted when the last one leaves."""
+    blas = ThreadpoolController().select(user_api="blas")
+
+    def threads():
+        return max(i["num_threads"] for i in blas.info())
+
+    with blas.limit(limits=2):
+        with K_.serial_blas():
+            with K_.serial_blas():
+                assert threads() == 1
+            assert threads() == 1
+        assert threads() == 2
+        with pytest.raises(ZeroDivisionError), K_.serial_blas():
+            1 / 0  # noqa: B018
+        assert threads() == 2
+
+
+def test_wide_tiles_agree_with_dense_after_sharing(monkeypatch):
+    """d = 16 tiles shared out: the softmax and unnormalised kernels equal the dense formulas."""
+    monkeypatch.setattr(K_, "_executor", lambda workers: _Inline())
+    monkeypatch.setattr(K_, "THREADS", 2)
+    monkeypatch.setattr(K_, "PARALLEL_MIN_ELEMENTS", 0)
+    X = np.random.default_rng(10).standard_normal((300, 16)) / 4
     assert_rounded(
         Softmax(np.eye(16), np.eye(16)).velocity(X),
         dense_softmax_velocity(X, np.eye(16), np.eye(16), 1.0),
@@ -286,14 +321,10 @@ def test_wide_products_share_tiles_or_run_on_the_calling_thread(monkeypatch):
 @pytest.mark.parametrize("n_rows", [1, 300, 16384, 100_000])
 @pytest.mark.parametrize("n_cols", [1, 257, 16384, 100_000])
 @pytest.mark.parametrize("inner", [3, 4, 5, 18, 66, 1000])
-@pytest.mark.parametrize("blas_threaded", [True, False])
-def test_tiles_cover_the_scores_once_with_serial_products(
-    monkeypatch, n_rows, n_cols, inner, blas_threaded
-):
-    """Row blocks and key tiles partition the score matrix; wide tiles keep each product under
-    SERIAL_BLAS_MACS multiply-adds (threaded BLAS) or take TILE_ENTRIES entries (BLAS on one
-    thread), and every tile stays within BLOCK_ELEMENTS entries (bounded memory per worker)."""
-    monkeypatch.setattr(K_, "BLAS_THREADED", blas_threaded)
+def test_tiles_cover_the_scores_once_in_cache_sized_tiles(n_rows, n_cols, inner):
+    """Row blocks and key tiles partition the score matrix; wide tiles take TILE_KEYS keys and
+    TILE_ENTRIES entries, BLOCK_ELEMENTS beyond WIDE_INNER inner columns, and every tile stays
+    within BLOCK_ELEMENTS entries (bounded memory per worker)."""
     rows, cols = K_.tiles(n_rows, n_cols, inner)
     for parts, total in ((rows, n_rows), (cols, n_cols)):
         assert parts[0].start == 0 and parts[-1].stop == total
@@ -301,10 +332,9 @@ def test_tiles_cover_the_scores_once_with_serial_products(
         assert all(p.stop > p.start for p in parts)
     entries = (rows[0].stop - rows[0].start) * (cols[0].stop - cols[0].start)
     assert entries <= max(K_.BLOCK_ELEMENTS, n_cols if n_cols <= K_.BLOCK_ELEMENTS else 0)
-    if inner > K_.POOL_MAX_INNER and blas_threaded:
-        assert entries * inner <= max(K_.SERIAL_BLAS_MACS, inner)
-    elif inner > K_.POOL_MAX_INNER:
-        assert entries <= max(K_.TILE_ENTRIES, K_.SERIAL_BLAS_MACS // inner)
+    if inner > K_.SKINNY_INNER:
+        assert cols[0].stop - cols[0].start == min(n_cols, K_.TILE_KEYS)
+        assert entries <= (K_.BLOCK_ELEMENTS if inner > K_.WIDE_INNER else K_.TILE_ENTRIES)
 
 
 @pytest.mark.parametrize(("beta", "far"), [(1.0, 1.0), (250.0, 1.0), (400.0, 1.0), (1.0, 30.0)])
@@ -312,7 +342,8 @@ def test_wide_tiles_agree_with_dense_on_every_path(monkeypatch, threaded, beta, 
     """d = 16 in many small tiles (several key tiles per row block, shared out to the pool):
     unshifted, folded, clamped, exact and mixed rows of the softmax, and the sigmoid, against
     the dense formulas. Same round-off argument as above, with d = 16 products per score."""
-    monkeypatch.setattr(K_, "SERIAL_BLAS_MACS", 18 * 23 * 29)  # 23 x 29 tiles at inner = 18
+    monkeypatch.setattr(K_, "TILE_KEYS", 29)  # 23 x 29 tiles at inner = 18
+    monkeypatch.setattr(K_, "TILE_ENTRIES", 23 * 29)
     rng = np.random.default_rng(13)
     n, d = 301, 16
     X = rng.standard_normal((n, d)) / 4
@@ -320,8 +351,14 @@ def test_wide_tiles_agree_with_dense_on_every_path(monkeypatch, threaded, beta, 
     A = np.eye(d) + 0.3 * rng.standard_normal((d, d)) / 4
     V = rng.standard_normal((d, d))
     F = beta * X @ A.T
-    _, exact, clamp, unshifted = _softmax.softmax_shift(F, X, None)
+    L, exact, clamp, unshifted = _softmax.softmax_shift(F, X, None)
     assert unshifted == (beta == 1.0 and far == 1.0)
+    # rows whose Cauchy-Schwarz bound keeps every score within the slack are not probed (no
+    # shift); the others' shift is a score of the row, so at most its maximum
+    bound = np.linalg.norm(F, axis=1) * np.linalg.norm(X, axis=1).max()
+    assert np.all(L[bound <= _softmax.SHIFT_SLACK] == 0.0)
+    best = (F @ X.T).max(axis=1)[~exact]
+    assert np.all(L[~exact] <= best + 1e-12 * np.abs(best))  # round-off of d = 16 products
     if beta == 250.0:
         assert clamp.any() and not exact.all()
     elif beta == 400.0:

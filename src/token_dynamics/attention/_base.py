@@ -9,6 +9,7 @@ import numpy as np
 
 from .._typing import ArrayLike, DTypeLike, ParameterLike
 from .._validation import as_dtype, as_matrix, as_square, as_tokens, as_weights, check_real
+from ._kernels import serial_blas
 
 __all__ = [
     "AttentionField",
@@ -81,7 +82,9 @@ class AttentionField:
     A field is evaluated on tokens ``X`` of shape ``(n, d)`` carrying the probability weights
     of the measure :math:`\mu = \sum_j w_j \delta_{x_j}` (uniform ``1/n`` by default).
     ``field(t, X)`` is the right-hand side of the ODE :math:`\dot x_i = \Gamma_{\mu(t)}(x_i)`.
-    Subclasses implement ``_velocity_at(Y, X, t, w)`` and ``_matrix(X, t, w)``.
+    Subclasses implement ``_velocity_at(Y, X, t, w)`` and ``_matrix(X, t, w)``. While a field
+    is evaluated, the BLAS library that numpy calls is held to one thread: the kernels share
+    their tiles out to their own threads (``TOKEN_DYNAMICS_THREADS``, at most two by default).
 
     Examples
     --------
@@ -146,7 +149,8 @@ class AttentionField:
                [0.75, 0.25]])
         """
         X, t, w = self._inputs(X, t, weights, dtype)
-        return self._velocity_at(X, X, t, w)
+        with serial_blas():
+            return self._velocity_at(X, X, t, w)
 
     def velocity_at(
         self,
@@ -186,7 +190,8 @@ class AttentionField:
         """
         X, t, w = self._inputs(X, t, weights, dtype)
         Y = as_tokens(Y, "Y", d=X.shape[1]).astype(X.dtype, copy=False)
-        return self._velocity_at(Y, X, t, w)
+        with serial_blas():
+            return self._velocity_at(Y, X, t, w)
 
     def attention_matrix(
         self,
@@ -219,7 +224,8 @@ class AttentionField:
                [0., 1.]])
         """
         X, t, w = self._inputs(X, t, weights, dtype)
-        return self._matrix(X, t, w)
+        with serial_blas():
+            return self._matrix(X, t, w)
 
     def __call__(self, t: float, X: ArrayLike) -> np.ndarray:
         """Right-hand side ``f(t, X) = velocity(X, t)`` of the token ODE (uniform weights), in

@@ -7,19 +7,19 @@ stays bounded whatever the number of tokens.
 
 Speed. A velocity costs ``n^2`` exponentials and two products of ``n^2 d`` multiply-adds. The
 softmax and sigmoid kernels cut the score matrix into tiles (:func:`tiles`): for ``d <= 3``,
-slabs of whole rows, whose time is in ``np.exp``; for wider ``d``, square-ish tiles of rows and
-keys whose two products stay under :data:`SERIAL_BLAS_MACS` multiply-adds, so that BLAS runs
-them on the calling thread at close to its rate (16-row slabs of whole rows ran those products
-at a third of it), with the sums of a row block accumulated over its key tiles in a fixed order.
+slabs of whole rows, whose time is in ``np.exp``; for wider ``d``, cache-sized tiles of rows and
+keys, whose two products BLAS runs at close to its rate (16-row slabs of whole rows ran them at
+a third of it), with the sums of a row block accumulated over its key tiles in a fixed order.
 Each tile is one small matrix product into a reused buffer, ``np.exp`` in place and one product
 with the value columns, all in cache, and the tiles are shared out to a pool of
-:data:`THREADS` threads (numpy's ufuncs and ``np.dot`` release the GIL). Which rows and keys
-form a tile depends on neither, so threaded and serial evaluations give the same numbers. Slab
-products go through ``np.dot``, which releases the GIL around its BLAS call: with ``np.matmul``
-two workers doing only these small products ran at 0.7x the speed of one (measured), and the
-softmax velocity at n = 16384 took 0.37-0.41 s on two threads against 0.30-0.33 s with
-``np.dot``. The kernels work in the dtype of their arrays, float64 or float32 (the exponent
-limits of ``_softmax.exp_limits`` follow it).
+:data:`THREADS` threads (numpy's ufuncs and ``np.dot`` release the GIL) while BLAS is held to
+one thread (:func:`serial_blas`). Which rows and keys form a tile depends on neither, so
+threaded and serial evaluations give the same numbers. Slab products go through ``np.dot``,
+which releases the GIL around its BLAS call: with ``np.matmul`` two workers doing only these
+small products ran at 0.7x the speed of one (measured), and the softmax velocity at n = 16384
+took 0.37-0.41 s on two threads against 0.30-0.33 s with ``np.dot``. The kernels work in the
+dtype of their arrays, float64 or float32 (the exponent limits of ``_softmax.exp_limits``
+follow it).
 
 The plain softmax (``transform is softmax_transform``) has a dedicated path: each row's shift
 comes from O(n d) bounds (``_softmax.softmax_shift``) and is folded into the score product, which
@@ -39,31 +39,33 @@ shift: the softmax and hardmax weights stay exact where a finite answer exists.
 from __future__ import annotations
 
 import itertools
-import math
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from .._linalg import BLOCK_ELEMENTS, row_blocks
 from ._scale import rescale_scores
 from ._softmax import Transform, exp_limits, exp_transform, softmax_shift, softmax_transform
 
 __all__ = [
-    "BLAS_THREADED",
     "PARALLEL_MIN_ELEMENTS",
-    "POOL_MAX_INNER",
-    "SERIAL_BLAS_MACS",
+    "SKINNY_INNER",
     "TASKS_PER_THREAD",
     "THREADS",
     "TILE_ENTRIES",
+    "TILE_KEYS",
+    "WIDE_INNER",
     "WIDE_ROWS",
     "accumulate",
     "apply_rows",
     "matrix_rows",
     "scores",
+    "serial_blas",
     "tiles",
 ]
 
@@ -96,44 +98,23 @@ def _threads_from_env(default: int) -> int:
 #: kernel on the calling thread); the module attribute can also be changed at run time.
 THREADS = _threads_from_env(min(_usable_cores(), 2))
 
-#: Largest product (multiply-adds) that OpenBLAS runs on the calling thread: above it OpenBLAS
-#: threads the product itself (its threshold, 4 * 65536). Kernels cut the score matrix into
-#: tiles whose products stay under it (:func:`tiles`) and share the tiles out to their own pool
-#: of threads, which also runs ``np.exp``: OpenBLAS's threads, called from two of our workers
-#: at once, collide (a d = 16 velocity at n = 1024 took 50x longer on two workers than on one),
-#: and on a loaded machine even one caller's threaded products ran 10-50x slower than serial
-#: ones (measured: 128 x 512 tiles at d = 16, n = 4096, load average 12 on two cores).
-SERIAL_BLAS_MACS = 2**18
+#: Widest products (inner columns: ``d`` plus one or two) done on slabs of whole rows: up to
+#: this width a slab's two products are light next to its exponentials (the time is in
+#: ``np.exp``); wider products are cut into tiles of rows and keys (:func:`tiles`) that BLAS
+#: runs from cache at close to its rate (16-row slabs of whole rows ran them at a third of it).
+SKINNY_INNER = 4
 
-
-def _blas_single_threaded() -> bool:
-    """Whether OpenBLAS was pinned to one thread by the environment, as it reads it at start-up
-    (``OPENBLAS_NUM_THREADS``, then ``GOTO_NUM_THREADS``, then ``OMP_NUM_THREADS``)."""
-    for name in ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"):
-        value = os.environ.get(name, "").strip()
-        if value:
-            return value == "1"
-    return False
-
-
-#: True unless the environment pins OpenBLAS to one thread (:func:`_blas_single_threaded`, read
-#: at import). With one BLAS thread no product is threaded by BLAS, so the tiles need not stay
-#: under :data:`SERIAL_BLAS_MACS` and take the cache-sized :data:`TILE_ENTRIES` instead.
-BLAS_THREADED = not _blas_single_threaded()
-
-#: Entries of a square-ish tile of wide products (``d >= 4``; at least as many as the
-#: ``SERIAL_BLAS_MACS // inner`` of threaded BLAS) when BLAS runs on one thread:
-#: 256 KiB of float64 (128 KiB of float32), in a core's L2 cache with its operands. Measured
-#: (n = 1024 and 4096, one thread, float64 and float32, interleaved): against the tiles of
-#: ``SERIAL_BLAS_MACS // inner`` entries, 4-8 % faster at d = 16 (120 x 120 tiles before) and
-#: 12-26 % at d = 64 (63 x 63 before); tiles of 2**17 entries were 28-38 % slower at d = 16.
+#: Tiles of wide products (``d >= 4``): :data:`TILE_KEYS` keys by enough rows for
+#: :data:`TILE_ENTRIES` entries, or for :data:`BLOCK_ELEMENTS` entries (256 x 256) when the
+#: products have more than :data:`WIDE_INNER` inner columns, where a longer product amortises
+#: the tile's writes better; in a core's L2 cache with their operands. Measured on one thread,
+#: float64 and float32, n = 1024 and 4096 (bare tile loops, best of 5, against seven shapes
+#: from 64 x 512 to 512 x 512): 128 x 256 is the best or within 7 % of it at d = 4 to 16,
+#: 256 x 256 within 7 % at d = 32 to 128, where the former 181 x 181 tiles were 10-20 % slower
+#: and 128 x 256 ones 6-14 %.
 TILE_ENTRIES = 2**15
-
-#: Widest products (inner columns: ``d`` plus one or two) of a whole slab of BLOCK_ELEMENTS
-#: entries that stay under SERIAL_BLAS_MACS. Kernels that need whole rows per slab (hardmax,
-#: the generic transforms, the dense matrices) share their slabs out to the pool only up to
-#: this width; wider slabs run one after the other on the calling thread.
-POOL_MAX_INNER = SERIAL_BLAS_MACS // BLOCK_ELEMENTS
+TILE_KEYS = 256
+WIDE_INNER = 24
 
 #: Rows per tile when a row of scores is longer than a slab (more than BLOCK_ELEMENTS keys,
 #: n > 65536): the keys are then cut into tiles too, each tile's products stay small, and the
@@ -174,33 +155,59 @@ def _executor(workers: int) -> ThreadPoolExecutor:
         return _pool
 
 
-def _run(
-    task: Callable[[list], None],
-    blocks: list,
-    n_elements: int,
-    inner: int,
-    *,
-    tile_entries: int | None = None,
-) -> None:
-    """Run ``task`` over groups of blocks: on the pool when the problem is large enough and
-    the products of a block (``tile_entries`` score entries, :data:`BLOCK_ELEMENTS` by
-    default, times ``inner`` columns) stay under :data:`SERIAL_BLAS_MACS`, else on the calling
-    thread.
+_blas: ThreadpoolController | None = None
+_blas_restore: Callable[[], None] | None = None
+_blas_users = 0
+_blas_lock = threading.Lock()
+
+
+@contextmanager
+def serial_blas() -> Iterator[None]:
+    """Hold the BLAS libraries loaded in the process to one thread while the kernels run.
+
+    The kernels' parallelism is their own pool of :data:`THREADS` workers, each on its own
+    cache-sized tiles; BLAS's threads get in its way. A threaded OpenBLAS called from two
+    workers at once serialises their products, and after any product it threads, its threads
+    spin for about 0.1 s on the cores the workers need. Measured on the project's 2-core VM
+    with OpenBLAS on two threads (softmax velocity, n = 4096, d = 64, float64): 141 ms with BLAS
+    threaded, 63 ms held to one thread, 113 ms on one thread alone. The limit is set through
+    ``threadpoolctl`` (a few microseconds) and restored when the last of nested or concurrent
+    uses leaves; meanwhile other threads of the process see BLAS on one thread too.
+    """
+    global _blas, _blas_restore, _blas_users
+    with _blas_lock:
+        if _blas_users == 0:
+            if _blas is None:
+                _blas = ThreadpoolController()
+            _blas_restore = _blas.limit(limits=1, user_api="blas").restore_original_limits
+        _blas_users += 1
+    try:
+        yield
+    finally:
+        with _blas_lock:
+            _blas_users -= 1
+            if _blas_users == 0 and _blas_restore is not None:
+                _blas_restore()
+                _blas_restore = None
+
+
+def _run(task: Callable[[list], None], blocks: list, n_elements: int) -> None:
+    """Run ``task`` over groups of blocks: on the pool (BLAS held to one thread,
+    :func:`serial_blas`) when the problem is large enough, else on the calling thread.
 
     Exceptions propagate from the earliest group that raised (the serial order).
     """
     workers = min(int(THREADS), len(blocks))
-    entries = BLOCK_ELEMENTS if tile_entries is None else tile_entries
-    threaded_blas = BLAS_THREADED and inner * entries > SERIAL_BLAS_MACS
-    if workers <= 1 or n_elements < PARALLEL_MIN_ELEMENTS or threaded_blas:
+    if workers <= 1 or n_elements < PARALLEL_MIN_ELEMENTS:
         task(blocks)
         return
     n_tasks = min(len(blocks), workers * TASKS_PER_THREAD)
     bounds = np.linspace(0, len(blocks), n_tasks + 1).astype(int)
     groups = [blocks[lo:hi] for lo, hi in itertools.pairwise(bounds)]
-    futures = [_executor(workers).submit(task, group) for group in groups]
-    for future in futures:
-        future.result()
+    with serial_blas():
+        futures = [_executor(workers).submit(task, group) for group in groups]
+        for future in futures:
+            future.result()
 
 
 def scores(F: np.ndarray, G: np.ndarray, rows: slice, bias: np.ndarray | None) -> np.ndarray:
@@ -262,7 +269,7 @@ def apply_rows(
                         block = block * np.exp(log_scale)[:, None]
                 out[rows] = block
 
-        _run(task, list(row_blocks(n_rows, n_cols)), n_rows * n_cols, max(F.shape[1], R.shape[1]))
+        _run(task, list(row_blocks(n_rows, n_cols)), n_rows * n_cols)
     else:
         shift = _softmax_rows(F, G, np.ascontiguousarray(R), bias, out)
         if transform is exp_transform:  # the unnormalised kernel: put each row's shift back
@@ -276,26 +283,21 @@ def apply_rows(
 def tiles(n_rows: int, n_cols: int, inner: int) -> tuple[list[slice], list[slice]]:
     """Row blocks and key tiles of the score matrix for products of ``inner`` columns.
 
-    Skinny products (``inner * BLOCK_ELEMENTS`` at most :data:`SERIAL_BLAS_MACS`, ``d <= 3``):
-    slabs of whole rows of at most :data:`BLOCK_ELEMENTS` entries, or :data:`WIDE_ROWS` rows
-    cut into key tiles when a row is longer than that. Wider products: square-ish tiles of
-    ``SERIAL_BLAS_MACS // inner`` entries, so that both products of a tile (scores, then the
-    weighted sum of the values) have at most :data:`SERIAL_BLAS_MACS` multiply-adds: BLAS runs
-    them on the calling thread, and the tiles can be shared out to the pool; with BLAS pinned
-    to one thread (:data:`BLAS_THREADED` false), cache-sized tiles of :data:`TILE_ENTRIES`. The
-    tiles depend on the shapes (and that setting) only, never on the kernels' threads.
+    Skinny products (at most :data:`SKINNY_INNER` inner columns, ``d <= 3`` but for a score
+    bias with a shift): slabs of whole rows of at most :data:`BLOCK_ELEMENTS` entries, or
+    :data:`WIDE_ROWS` rows cut into key tiles when a row is longer than that. Wider products:
+    tiles of :data:`TILE_KEYS` keys and :data:`TILE_ENTRIES` entries, or
+    :data:`BLOCK_ELEMENTS` entries beyond :data:`WIDE_INNER` inner columns, each in cache with
+    its operands. The tiles depend on the shapes only, never on the kernels' threads.
     """
-    if inner * BLOCK_ELEMENTS <= SERIAL_BLAS_MACS:
+    if inner <= SKINNY_INNER:
         if n_cols <= BLOCK_ELEMENTS:
             step, keys = max(1, BLOCK_ELEMENTS // max(n_cols, 1)), max(n_cols, 1)
         else:
             step, keys = WIDE_ROWS, max(1, BLOCK_ELEMENTS // WIDE_ROWS)
     else:
-        entries = max(1, SERIAL_BLAS_MACS // inner)
-        if not BLAS_THREADED:
-            entries = max(entries, TILE_ENTRIES)
-        keys = min(max(n_cols, 1), max(1, math.isqrt(entries)))
-        step = max(1, entries // keys)
+        keys = min(max(n_cols, 1), TILE_KEYS)
+        step = max(1, (BLOCK_ELEMENTS if inner > WIDE_INNER else TILE_ENTRIES) // keys)
     rows = [slice(i, min(i + step, n_rows)) for i in range(0, n_rows, step)]
     cols = [slice(j, min(j + keys, n_cols)) for j in range(0, max(n_cols, 1), keys)]
     return rows, cols
@@ -320,7 +322,7 @@ def accumulate(
     # slab), for a square-ish tile E R (d = 16: 9 against 17 us; d = 64: 9 against 12 us).
     # Square tiles take the rows of G and R as they are (views; BLAS reads G's tile
     # transposed), skinny slabs contiguous copies of their transposes.
-    square = inner * BLOCK_ELEMENTS > SERIAL_BLAS_MACS
+    square = inner > SKINNY_INNER
     if square:
         G_tiles = [G[cols].T for cols in col_tiles]
         R_tiles = [R[cols] for cols in col_tiles]
@@ -343,7 +345,7 @@ def accumulate(
                 else:
                     block += part
 
-    _run(task, blocks, n_rows * n_cols, inner, tile_entries=entries)
+    _run(task, blocks, n_rows * n_cols)
 
 
 def _softmax_rows(
@@ -415,5 +417,5 @@ def matrix_rows(
             out[rows] = E
 
     n_rows, n_cols = F.shape[0], G.shape[0]
-    _run(task, list(row_blocks(n_rows, n_cols)), n_rows * n_cols, F.shape[1])
+    _run(task, list(row_blocks(n_rows, n_cols)), n_rows * n_cols)
     return out

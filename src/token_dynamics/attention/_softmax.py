@@ -219,8 +219,9 @@ def softmax_shift(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
     """Per-row shifts for the tiled softmax path, from O(n d) bounds on each row's scores.
 
-    Returns ``L`` (the best score over a few probe keys, a lower bound on the row's maximum),
-    ``exact`` (rows whose bounds are too loose to use ``L``: they get the exact maximum),
+    Returns ``L`` (the best score over a few probe keys, a lower bound on the row's maximum;
+    0 for rows whose scores all lie within the slack of 0 and above the floor, which are not
+    probed), ``exact`` (rows whose bounds are too loose to use ``L``: they get the exact maximum),
     ``clamp`` (rows where a shifted score may fall below the exp floor of the dtype,
     :func:`exp_limits`) and ``unshifted`` (every score lies within the slack of 0 and above the
     floor: no shift is needed at all).
@@ -232,6 +233,15 @@ def softmax_shift(
     g_sq = np.einsum("ij,ij->i", G, G)
     g_norm = float(np.sqrt(g_sq.max()))
     f_norm = np.sqrt(np.einsum("ij,ij->i", F, F).astype(np.float64))
+    with np.errstate(over="ignore", invalid="ignore"):
+        upper = f_norm * g_norm + b_hi  # Cauchy-Schwarz: no score of the row is above it
+        lower = -f_norm * g_norm + b_lo  # ... nor below this one
+        # rows whose scores all lie within the slack of 0 and above the floor need no shift
+        probed = np.flatnonzero(~((upper <= slack) & (lower >= floor)))
+    L = np.zeros(F.shape[0], dtype=np.float64)
+    if probed.size == 0:
+        no_row = np.zeros(F.shape[0], dtype=bool)
+        return L, no_row, no_row, True
     # probe keys: the extreme keys along each coordinate, the longest key, the key of largest
     # bias and an even sample; the best of them is within a few |f| |g| of the true maximum
     GT = np.ascontiguousarray(G.T)  # argmax along contiguous rows: 10x faster than axis=0
@@ -241,17 +251,14 @@ def softmax_shift(
     probes.append(np.linspace(0, G.shape[0] - 1, min(G.shape[0], PROBE_KEYS)).astype(int))
     J = np.unique(np.concatenate(probes))
     GJ = np.ascontiguousarray(G[J].T)
+    Fp = F[probed]
     step = max(1, BLOCK_ELEMENTS // J.size)  # probe scores in slabs: O(n) extra memory
     with np.errstate(over="ignore", invalid="ignore"):
-        L = np.empty(F.shape[0], dtype=np.float64)
-        for start in range(0, F.shape[0], step):  # one product per slab, not one per key
-            P = np.dot(F[start : start + step], GJ)
+        for start in range(0, probed.size, step):  # one product per slab, not one per key
+            P = np.dot(Fp[start : start + step], GJ)
             if bias is not None:
                 P += bias[J]
-            L[start : start + step] = P.max(axis=1)
-        upper = f_norm * g_norm + b_hi  # Cauchy-Schwarz: no score of the row is above it
-        lower = -f_norm * g_norm + b_lo  # ... nor below this one
+            L[probed[start : start + step]] = P.max(axis=1)
         exact = ~(upper - L <= slack)  # also catches inf and nan
         clamp = ~(lower - L >= floor)
-        unshifted = bool(np.all((upper <= slack) & (L >= -slack) & (lower >= floor)))
-    return np.where(exact, 0.0, L), exact, clamp, unshifted
+    return np.where(exact, 0.0, L), exact, clamp, False

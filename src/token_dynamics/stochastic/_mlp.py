@@ -175,7 +175,7 @@ def _mlp(activation: str, Y, U, bU, W, bW) -> np.ndarray:
     Small layers are computed over groups of paths at once; larger ones per path in tiles of
     (rows x hidden units), the activation in place and each tile's product with ``W``
     accumulated into its rows (in a fixed order: results do not depend on the threads), on the
-    attention module's worker threads when ``d`` is small enough for its pool.
+    attention module's worker threads (BLAS held to one thread meanwhile).
     """
     sigma = _sigma_inplace(activation)
     paths, n, _ = Y.shape
@@ -203,7 +203,7 @@ def _mlp(activation: str, Y, U, bU, W, bW) -> np.ndarray:
                         H += bU[p, c : c + units]
                         gr += sigma(H) @ W[p, :, c : c + units].T
 
-        kernels._run(task, tiles, paths * n * m, Y.shape[2])
+        kernels._run(task, tiles, paths * n * m)
     g /= np.sqrt(m)
     g += bW[:, None, :]
     return g
