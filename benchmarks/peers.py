@@ -10,8 +10,9 @@ pinned before numpy, torch and JAX load (thread pools cannot be resized reliably
 Peers are optional (``pip install -e '.[bench]'``); a missing one is reported and skipped.
 Every workload first checks that each peer's output equals the library's (float64 to 1e-10
 relative: the same sums in another order; float32 to 1e-4: its rounding, 6e-8, over the
-softmax's sums and products), then times the implementations interleaved (library, torch,
-JAX, library, ...) so that a busy spell of the machine hits all alike, and prints the ratio
+softmax's sums and products), then times the implementations in alternating bursts (an
+untimed call and a few timed ones of the library, then of torch, then of JAX, ...; three
+rounds) so that a busy spell of the machine hits all alike, and prints the ratio
 library time / peer time (> 1: the library is slower), float64 against float64 and the
 library's float32 path (``velocity`` of float32 tokens) against the peers' float32.
 """
@@ -63,8 +64,20 @@ def _load_peers() -> dict[str, object]:
 ROUND_BUDGET_S = 3.0
 
 
-def interleaved(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
-    """Median wall time of each function, timed in turns (one warm-up call each first)."""
+def interleaved(
+    fns: dict[str, Callable[[], object]], repeats: int, first: int = 0
+) -> dict[str, float]:
+    """Median wall time of each function, the functions taking turns in short bursts: one
+    untimed call, then ``repeats`` timed calls back to back, as a user's loop would make them;
+    the turns start at the function of index ``first`` (the rounds rotate it: on this VM the
+    burst after the pause ran slower, its cores idle a moment before).
+
+    Call by call alternation was biased: torch's OpenMP threads and XLA's keep spinning for a
+    while after their call and slowed whichever call came next (measured on two cores: the
+    library's float32 velocity at n = 1024, d = 64 took 2.8 ms after itself, 5.2 ms right after
+    a torch call); the untimed call absorbs that, and the bursts still alternate, so a change
+    in the machine's load reaches every function alike.
+    """
     slowest = 0.0
     for fn in fns.values():
         start = time.perf_counter()
@@ -73,8 +86,11 @@ def interleaved(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str,
     repeats = max(1, min(repeats, int(ROUND_BUDGET_S / slowest)))
     samples: dict[str, list[float]] = {k: [] for k in fns}
     time.sleep(run.SETTLE_S)
-    for _ in range(repeats):
-        for name, fn in fns.items():
+    names = list(fns)
+    for name in names[first:] + names[:first]:
+        fn = fns[name]
+        fn()
+        for _ in range(repeats):
             start = time.perf_counter()
             fn()
             samples[name].append(time.perf_counter() - start)
@@ -86,7 +102,7 @@ def _spread(fns: dict[str, Callable[[], object]], repeats: int, rounds: int):
     ratios to the library across rounds (the spread a reader should expect). A name ending in
     ``32`` is a float32 implementation, compared with the library's float32 path
     (``library32``) when it is timed."""
-    per_round = [interleaved(fns, repeats) for _ in range(rounds)]
+    per_round = [interleaved(fns, repeats, r * len(fns) // rounds) for r in range(rounds)]
     med = {k: float(np.median([r[k] for r in per_round])) for k in fns}
 
     def base(k: str) -> str:

@@ -180,7 +180,7 @@ def test_errors_raised_in_a_worker_reach_the_caller_in_serial_order(threaded):
             raise ValueError(f"group at {group[0].start}")
 
     with pytest.raises(ValueError, match=r"group at 4$"):
-        K_._run(task, blocks, 10**9)
+        K_._run(task, blocks, 10**9, 1)
 
 
 def test_causal_query_that_sees_no_token_is_named(threaded):

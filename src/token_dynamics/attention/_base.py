@@ -21,6 +21,7 @@ __all__ = [
     "known_dim",
     "positive_keys",
     "scatter_columns",
+    "weighted_values",
 ]
 
 #: A matrix parameter once checked: a read-only float64 array or a function of time.
@@ -73,6 +74,16 @@ def positive_keys(X: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]
         return X, w
     keep = w > 0
     return X[keep], w[keep]
+
+
+def weighted_values(Xk: np.ndarray, V: np.ndarray, wk: np.ndarray) -> np.ndarray:
+    """Columns ``[w_j V x_j, w_j]`` of a weighted average over the keys (the last column holds
+    the weights, whose sums normalise it), built in place: one product into the array."""
+    R = np.empty((Xk.shape[0], Xk.shape[1] + 1), dtype=Xk.dtype)
+    np.matmul(Xk, V.T, out=R[:, :-1])
+    R[:, :-1] *= wk[:, None]
+    R[:, -1] = wk
+    return R
 
 
 @dataclass(frozen=True, eq=False)

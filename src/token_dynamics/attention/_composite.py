@@ -16,6 +16,7 @@ from ._base import (
     known_dim,
     positive_keys,
     scatter_columns,
+    weighted_values,
 )
 from ._l2 import L2
 from ._masked import causal_matrix, causal_rows
@@ -263,7 +264,7 @@ class Causal(AttentionField):
     def _velocity_at(self, Y, X, t, w):
         A, V, Xk, wk = self._prepare(Y, X, t, w)
         Xc = Xk[:, 1:]
-        R = np.column_stack([wk[:, None] * (Xc @ V.T), wk])
+        R = weighted_values(Xc, V, wk)
         out = np.zeros_like(Y)
         out[:, 1:] = causal_rows(self.beta * (Y[:, 1:] @ A.T), Xc, R, Y[:, 0], Xk[:, 0])
         return out

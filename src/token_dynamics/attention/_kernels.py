@@ -121,8 +121,13 @@ WIDE_INNER = 24
 #: per-row sums are accumulated over the tiles (the softmax shift is known beforehand).
 WIDE_ROWS = 4
 
-#: Below this many score entries a kernel runs on the calling thread: handing work to the pool
-#: costs some tens of microseconds, the work of 2**18 entries is about a millisecond.
+#: Below this many score entries a kernel whose products have more than :data:`WIDE_INNER`
+#: inner columns runs on the calling thread; narrower products need 8 times as many, skinny
+#: ones (:data:`SKINNY_INNER`) 32 times: handing work out costs some tens of microseconds and
+#: the workers' turns at the GIL more, next to less work per entry. Measured on two cores
+#: (softmax velocity, two threads against one, float64 / float32): d = 64 at n = 512 0.84 /
+#: 0.99, n = 1024 0.74 / 0.70; d = 16 at n = 1024 1.09 / 1.19, n = 1536 0.89 / 1.02, n = 2048
+#: 0.83 / 0.84; d = 2 at n = 2048 0.97 / 1.08, n = 4096 0.81 / 0.76.
 PARALLEL_MIN_ELEMENTS = 2**18
 
 #: Slabs per task handed to a thread is chosen so that each thread gets about this many tasks:
@@ -191,14 +196,16 @@ def serial_blas() -> Iterator[None]:
                 _blas_restore = None
 
 
-def _run(task: Callable[[list], None], blocks: list, n_elements: int) -> None:
+def _run(task: Callable[[list], None], blocks: list, n_elements: int, inner: int) -> None:
     """Run ``task`` over groups of blocks: on the pool (BLAS held to one thread,
-    :func:`serial_blas`) when the problem is large enough, else on the calling thread.
+    :func:`serial_blas`) when the problem is large enough for products of ``inner`` columns
+    (:data:`PARALLEL_MIN_ELEMENTS`), else on the calling thread.
 
     Exceptions propagate from the earliest group that raised (the serial order).
     """
     workers = min(int(THREADS), len(blocks))
-    if workers <= 1 or n_elements < PARALLEL_MIN_ELEMENTS:
+    scale = 32 if inner <= SKINNY_INNER else 8 if inner <= WIDE_INNER else 1
+    if workers <= 1 or n_elements < scale * PARALLEL_MIN_ELEMENTS:
         task(blocks)
         return
     n_tasks = min(len(blocks), workers * TASKS_PER_THREAD)
@@ -269,7 +276,8 @@ def apply_rows(
                         block = block * np.exp(log_scale)[:, None]
                 out[rows] = block
 
-        _run(task, list(row_blocks(n_rows, n_cols)), n_rows * n_cols)
+        inner = max(F.shape[1], R.shape[1])
+        _run(task, list(row_blocks(n_rows, n_cols)), n_rows * n_cols, inner)
     else:
         shift = _softmax_rows(F, G, np.ascontiguousarray(R), bias, out)
         if transform is exp_transform:  # the unnormalised kernel: put each row's shift back
@@ -345,7 +353,7 @@ def accumulate(
                 else:
                     block += part
 
-    _run(task, blocks, n_rows * n_cols)
+    _run(task, blocks, n_rows * n_cols, inner)
 
 
 def _softmax_rows(
@@ -417,5 +425,5 @@ def matrix_rows(
             out[rows] = E
 
     n_rows, n_cols = F.shape[0], G.shape[0]
-    _run(task, list(row_blocks(n_rows, n_cols)), n_rows * n_cols)
+    _run(task, list(row_blocks(n_rows, n_cols)), n_rows * n_cols, F.shape[1])
     return out

@@ -17,6 +17,7 @@ from ._base import (
     known_dim,
     positive_keys,
     scatter_columns,
+    weighted_values,
 )
 from ._kernels import apply_rows, matrix_rows
 from ._softmax import softmax_transform
@@ -99,7 +100,7 @@ class L2(AttentionField):
         V = eval_parameter(self.V, "V", t, (X.shape[1], X.shape[1]), X.dtype)
         Xk, wk = positive_keys(X, w)
         F, G, bias, e = self._parts(Y, Xk, t)
-        R = np.column_stack([wk[:, None] * (Xk @ V.T), wk])
+        R = weighted_values(Xk, V, wk)
         return apply_rows(F, G, R, softmax_transform, bias=bias, normalise=True, log2_scale=e)
 
     def _matrix(self, X, t, w):

@@ -80,7 +80,7 @@ def causal_rows(
             sums = np.dot(E, Rs[:c1])
             out[order_q[rows]] = sums[:, :-1] / sums[:, -1:]
 
-    _kernels._run(task, _blocks(counts), int(counts.sum()))
+    _kernels._run(task, _blocks(counts), int(counts.sum()), max(F.shape[1], R.shape[1]))
     return out
 
 

@@ -23,6 +23,7 @@ from ._base import (
     known_dim,
     positive_keys,
     scatter_columns,
+    weighted_values,
 )
 from ._sinkhorn_plan import (
     SINKHORN_MAX_ITER,
@@ -170,7 +171,7 @@ class Sinkhorn(AttentionField):
         V = eval_parameter(self.V, "V", t, (d, d))
         Xk, wk = positive_keys(X, w)
         res = self._checked_plan(Xk, wk, t)
-        R = np.column_stack([wk[:, None] * (Xk @ V.T), wk])
+        R = weighted_values(Xk, V, wk)
         F = (Y @ A.T) / self.eps
         return K_.apply_rows(F, Xk, R, K_.softmax_transform, bias=res.g / self.eps, normalise=True)
 

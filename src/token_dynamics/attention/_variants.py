@@ -19,6 +19,7 @@ from ._base import (
     known_dim,
     positive_keys,
     scatter_columns,
+    weighted_values,
 )
 from ._hardmax import hardmax_rows, tie_threshold
 from ._kernels import apply_rows, matrix_rows
@@ -109,11 +110,12 @@ class _Exponential(_Bilinear):
     def _velocity_at(self, Y, X, t, w):
         A, V = self._params(t, X)
         Xk, wk = positive_keys(X, w)
-        F, R = self.beta * (Y @ A.T), wk[:, None] * (Xk @ V.T)
+        F = Y @ A.T
+        if self.beta != 1.0:
+            F *= self.beta
         if self._normalised:
-            R = np.column_stack([R, wk])
-            return apply_rows(F, Xk, R, softmax_transform, normalise=True)
-        out = apply_rows(F, Xk, R, exp_transform, normalise=False)
+            return apply_rows(F, Xk, weighted_values(Xk, V, wk), softmax_transform, normalise=True)
+        out = apply_rows(F, Xk, wk[:, None] * (Xk @ V.T), exp_transform, normalise=False)
         return _overflow_check(out, "Unnormalised attention")
 
     def _matrix(self, X, t, w):
@@ -254,8 +256,7 @@ class Hardmax(_Bilinear):
     def _velocity_at(self, Y, X, t, w):
         A, V = self._params(t, X)
         Xk, wk = positive_keys(X, w)
-        R = np.column_stack([wk[:, None] * (Xk @ V.T), wk])
-        sums = hardmax_rows(Y @ A.T, Xk, R, self.tol)
+        sums = hardmax_rows(Y @ A.T, Xk, weighted_values(Xk, V, wk), self.tol)
         return sums[:, :-1] / sums[:, -1:]
 
     def _matrix(self, X, t, w):

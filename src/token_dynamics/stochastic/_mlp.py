@@ -203,7 +203,7 @@ def _mlp(activation: str, Y, U, bU, W, bW) -> np.ndarray:
                         H += bU[p, c : c + units]
                         gr += sigma(H) @ W[p, :, c : c + units].T
 
-        kernels._run(task, tiles, paths * n * m)
+        kernels._run(task, tiles, paths * n * m, Y.shape[2])
     g /= np.sqrt(m)
     g += bW[:, None, :]
     return g
