@@ -797,8 +797,8 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument(
         "--peer-workloads",
-        default="softmax,ode,mlp",
-        help="workloads of `peers`, comma-separated (softmax, ode, mlp)",
+        default="softmax,ode,mlp,gemm",
+        help="workloads of `peers`, comma-separated (softmax, ode, mlp, gemm)",
     )
     cfg = parser.parse_args(argv)
     if cfg.list:

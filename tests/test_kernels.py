@@ -143,6 +143,29 @@ def test_softmax_paths_agree_with_dense(monkeypatch, threaded, block, beta, far,
     assert_rounded(v, ref)
 
 
+@pytest.mark.parametrize("block", [7 * 257, 64])
+def test_exact_rows_return_their_maximum_as_shift(monkeypatch, threaded, block):
+    """Rows whose bounds are loose are shifted by their exact maximum, found in the slab when
+    it holds whole rows (``block`` >= n keys) or in a first pass over the key tiles; the kernel
+    returns each row's shift, which the unnormalised kernel puts back."""
+    monkeypatch.setattr(K_, "BLOCK_ELEMENTS", block)
+    rng = np.random.default_rng(3)
+    n = 400
+    X = rng.standard_normal((n, 2))
+    F = 400.0 * X @ np.array([[1.0, 0.4], [-0.3, 0.8]]).T  # scores up to ~4000
+    R = np.column_stack([X, np.ones(n)])
+    _, exact, _, _ = _softmax.softmax_shift(F, X, None)
+    assert exact.mean() > 0.5 and not exact.all()
+    out = np.empty((n, 3))
+    shift = K_._softmax_rows(F, X, R, None, out)
+    S = F @ X.T
+    np.testing.assert_allclose(shift[exact], S.max(axis=1)[exact], rtol=1e-14)
+    # each exponent carries the rounding of a score, |s| u ~ 4000 * 1.1e-16 = 4.4e-13 times a
+    # few operations: relative errors of a few 1e-12 in the terms and their sums
+    ref = np.exp(S - shift[:, None]) @ R
+    np.testing.assert_allclose(out, ref, rtol=1e-10, atol=1e-300)
+
+
 def test_softmax_extreme_scores_stay_finite_and_exact():
     """Scores spread over 1e5: most terms underflow; the rows are still the dense ones."""
     rng = np.random.default_rng(4)

@@ -373,7 +373,12 @@ def _softmax_rows(
         g_cols.append(bias.astype(F.dtype, copy=False))
     Fs = np.column_stack(f_cols) if len(f_cols) > 1 else F
     Gs = np.column_stack(g_cols) if len(g_cols) > 1 else np.ascontiguousarray(G)
-    if exact.any():  # the exact maximum of these rows, with their shift column at 0
+    shift = np.zeros(n_rows, dtype=F.dtype) if unshifted else L.astype(F.dtype)
+    whole_rows = len(tiles(n_rows, n_cols, max(Fs.shape[1], R.shape[1]))[1]) == 1
+    in_slab = exact if exact.any() and whole_rows else None
+    if exact.any():  # the exact maximum of these rows (their shift column is at 0) ...
+        clamp = clamp | exact  # ... against which their lowest scores are not bounded
+    if exact.any() and not whole_rows:  # ... in a first pass over their key tiles
         rows_e = np.flatnonzero(exact)
         Fe = Fs[rows_e]
         m = np.full(rows_e.size, -np.inf, dtype=F.dtype)
@@ -382,19 +387,20 @@ def _softmax_rows(
             for cols in col_tiles:
                 np.maximum(m[rows], np.dot(Fe[rows], Gs[cols].T).max(axis=1), out=m[rows])
         Fs[rows_e, F.shape[1]] = -m
-        clamp = clamp.copy()
-        clamp[rows_e] = True  # their lowest scores are not bounded against the maximum
+        shift[rows_e] = m
     any_clamp = bool(clamp.any())
 
     def elementwise(S: np.ndarray, rows: slice) -> None:
+        if in_slab is not None and in_slab[rows].any():  # ... or in the slab, which has them
+            m = np.where(in_slab[rows], S.max(axis=1), 0.0).astype(S.dtype, copy=False)
+            S -= m[:, None]
+            shift[rows] += m
         if any_clamp and clamp[rows].any():
             np.maximum(S, floor, out=S)
         np.exp(S, out=S)
 
     accumulate(Fs, Gs, R, out, elementwise)
-    if unshifted:
-        return np.zeros(n_rows, dtype=F.dtype)
-    return -Fs[:, F.shape[1]]
+    return shift
 
 
 def matrix_rows(
