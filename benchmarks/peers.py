@@ -324,9 +324,9 @@ def case_gemm(peers, cfg) -> None:
     shapes = [(256, 64, 256), (256, 256, 65), (1024, 64, 1024), (1024, 1024, 65)]
     if not cfg.quick:
         shapes += [(4096, 64, 4096), (4096, 4096, 65)]
-    names = ["numpy", *peers]
+    names = ["library", *peers]
     run.header(
-        f"matrix products, GFLOP/s ({cfg.peer_threads} thread(s) each; numpy: the library's BLAS)",
+        f"matrix products, GFLOP/s ({cfg.peer_threads} thread(s) each; library: numpy's BLAS)",
         "m x k x n",
         *(f"{k} {p}" for p in ("float64", "float32") for k in names),
     )
@@ -336,7 +336,7 @@ def case_gemm(peers, cfg) -> None:
         for dtype in (np.float64, np.float32):
             a = rng.standard_normal((m, k)).astype(dtype)
             b = rng.standard_normal((k, n)).astype(dtype)
-            fns: dict[str, Callable[[], object]] = {"numpy": lambda a=a, b=b: np.dot(a, b)}
+            fns: dict[str, Callable[[], object]] = {"library": lambda a=a, b=b: np.dot(a, b)}
             if "torch" in peers:
                 ta, tb = peers["torch"].from_numpy(a), peers["torch"].from_numpy(b)
                 fns["torch"] = lambda ta=ta, tb=tb: ta @ tb

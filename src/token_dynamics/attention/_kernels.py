@@ -57,7 +57,6 @@ __all__ = [
     "SKINNY_INNER",
     "TASKS_PER_THREAD",
     "THREADS",
-    "TILE_ENTRIES",
     "TILE_KEYS",
     "WIDE_INNER",
     "WIDE_ROWS",
@@ -104,16 +103,17 @@ THREADS = _threads_from_env(min(_usable_cores(), 2))
 #: runs from cache at close to its rate (16-row slabs of whole rows ran them at a third of it).
 SKINNY_INNER = 4
 
-#: Tiles of wide products (``d >= 4``): :data:`TILE_KEYS` keys by enough rows for
-#: :data:`TILE_ENTRIES` entries, or for :data:`BLOCK_ELEMENTS` entries (256 x 256) when the
-#: products have more than :data:`WIDE_INNER` inner columns, where a longer product amortises
-#: the tile's writes better; in a core's L2 cache with their operands. Measured on one thread,
-#: float64 and float32, n = 1024 and 4096 (bare tile loops, best of 5, against seven shapes
-#: from 64 x 512 to 512 x 512): 128 x 256 is the best or within 7 % of it at d = 4 to 16,
-#: 256 x 256 within 7 % at d = 32 to 128, where the former 181 x 181 tiles were 10-20 % slower
-#: and 128 x 256 ones 6-14 %.
-TILE_ENTRIES = 2**15
+#: Keys of a tile of wide products (``d >= 4``), whose rows fill :data:`BLOCK_ELEMENTS`
+#: entries (256 x 256): in a core's L2 cache with their operands. Measured against seven
+#: shapes from 64 x 512 to 512 x 512 (bare tile loops, float64 and float32, n = 1024 and 4096,
+#: d = 4 to 128, one thread): within 7 % of the best at d = 4, 8 and d >= 32; at d = 16 on one
+#: thread 128 x 256 was 10-18 % faster, but on two threads 15-25 % slower (twice as many turns
+#: at the GIL). The tiles cannot follow the threads (threaded and serial results are the same
+#: numbers), so they follow the default of two.
 TILE_KEYS = 256
+
+#: Products of more inner columns than this share their tiles out to the pool from
+#: :data:`PARALLEL_MIN_ELEMENTS` score entries, narrower ones from four times as many.
 WIDE_INNER = 24
 
 #: Rows per tile when a row of scores is longer than a slab (more than BLOCK_ELEMENTS keys,
@@ -122,12 +122,13 @@ WIDE_INNER = 24
 WIDE_ROWS = 4
 
 #: Below this many score entries a kernel whose products have more than :data:`WIDE_INNER`
-#: inner columns runs on the calling thread; narrower products need 8 times as many, skinny
+#: inner columns runs on the calling thread; narrower products need 4 times as many, skinny
 #: ones (:data:`SKINNY_INNER`) 32 times: handing work out costs some tens of microseconds and
 #: the workers' turns at the GIL more, next to less work per entry. Measured on two cores
-#: (softmax velocity, two threads against one, float64 / float32): d = 64 at n = 512 0.84 /
-#: 0.99, n = 1024 0.74 / 0.70; d = 16 at n = 1024 1.09 / 1.19, n = 1536 0.89 / 1.02, n = 2048
-#: 0.83 / 0.84; d = 2 at n = 2048 0.97 / 1.08, n = 4096 0.81 / 0.76.
+#: (softmax velocity, two threads against one on the same tiles, float64 / float32): d = 64 at
+#: n = 512 0.84 / 0.99, n = 1024 0.74 / 0.70; d = 16 at n = 1024 0.74 / 0.90, n = 2048 0.66 /
+#: 0.81; d = 8 at n = 1024 0.84 / 1.15, n = 2048 0.81 / 0.81; d = 2 at n = 2048 0.97 / 1.08,
+#: n = 4096 0.81 / 0.76.
 PARALLEL_MIN_ELEMENTS = 2**18
 
 #: Slabs per task handed to a thread is chosen so that each thread gets about this many tasks:
@@ -204,7 +205,7 @@ def _run(task: Callable[[list], None], blocks: list, n_elements: int, inner: int
     Exceptions propagate from the earliest group that raised (the serial order).
     """
     workers = min(int(THREADS), len(blocks))
-    scale = 32 if inner <= SKINNY_INNER else 8 if inner <= WIDE_INNER else 1
+    scale = 32 if inner <= SKINNY_INNER else 4 if inner <= WIDE_INNER else 1
     if workers <= 1 or n_elements < scale * PARALLEL_MIN_ELEMENTS:
         task(blocks)
         return
@@ -294,9 +295,8 @@ def tiles(n_rows: int, n_cols: int, inner: int) -> tuple[list[slice], list[slice
     Skinny products (at most :data:`SKINNY_INNER` inner columns, ``d <= 3`` but for a score
     bias with a shift): slabs of whole rows of at most :data:`BLOCK_ELEMENTS` entries, or
     :data:`WIDE_ROWS` rows cut into key tiles when a row is longer than that. Wider products:
-    tiles of :data:`TILE_KEYS` keys and :data:`TILE_ENTRIES` entries, or
-    :data:`BLOCK_ELEMENTS` entries beyond :data:`WIDE_INNER` inner columns, each in cache with
-    its operands. The tiles depend on the shapes only, never on the kernels' threads.
+    tiles of :data:`TILE_KEYS` keys and :data:`BLOCK_ELEMENTS` entries, each in cache with its
+    operands. The tiles depend on the shapes only, never on the kernels' threads.
     """
     if inner <= SKINNY_INNER:
         if n_cols <= BLOCK_ELEMENTS:
@@ -305,7 +305,7 @@ def tiles(n_rows: int, n_cols: int, inner: int) -> tuple[list[slice], list[slice
             step, keys = WIDE_ROWS, max(1, BLOCK_ELEMENTS // WIDE_ROWS)
     else:
         keys = min(max(n_cols, 1), TILE_KEYS)
-        step = max(1, (BLOCK_ELEMENTS if inner > WIDE_INNER else TILE_ENTRIES) // keys)
+        step = max(1, BLOCK_ELEMENTS // keys)
     rows = [slice(i, min(i + step, n_rows)) for i in range(0, n_rows, step)]
     cols = [slice(j, min(j + keys, n_cols)) for j in range(0, max(n_cols, 1), keys)]
     return rows, cols
