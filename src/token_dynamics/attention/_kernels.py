@@ -373,12 +373,13 @@ def _softmax_rows(
         g_cols.append(bias.astype(F.dtype, copy=False))
     Fs = np.column_stack(f_cols) if len(f_cols) > 1 else F
     Gs = np.column_stack(g_cols) if len(g_cols) > 1 else np.ascontiguousarray(G)
-    shift = np.zeros(n_rows, dtype=F.dtype) if unshifted else L.astype(F.dtype)
+    shift = L.astype(F.dtype)  # a copy (0 where unshifted or exact): filled in below
     whole_rows = len(tiles(n_rows, n_cols, max(Fs.shape[1], R.shape[1]))[1]) == 1
-    in_slab = exact if exact.any() and whole_rows else None
-    if exact.any():  # the exact maximum of these rows (their shift column is at 0) ...
+    any_exact = bool(exact.any())
+    in_slab = exact if any_exact and whole_rows else None
+    if any_exact:  # the exact maximum of these rows (their shift column is at 0) ...
         clamp = clamp | exact  # ... against which their lowest scores are not bounded
-    if exact.any() and not whole_rows:  # ... in a first pass over their key tiles
+    if any_exact and not whole_rows:  # ... in a first pass over their key tiles
         rows_e = np.flatnonzero(exact)
         Fe = Fs[rows_e]
         m = np.full(rows_e.size, -np.inf, dtype=F.dtype)
