@@ -13,6 +13,8 @@ lives in `benchmarks/`.
 """
 
 import itertools
+import threading
+import time
 from concurrent.futures import Future
 
 import numpy as np
@@ -204,6 +206,29 @@ def test_errors_raised_in_a_worker_reach_the_caller_in_serial_order(threaded):
 
     with pytest.raises(ValueError, match=r"group at 4$"):
         K_._run(task, blocks, 10**9, 1)
+
+
+def test_the_caller_takes_part_and_each_group_runs_once(monkeypatch, threaded):
+    """On the pool the calling thread works too (one pool worker fewer to wake): every group
+    runs exactly once, each thread takes its groups in order, the caller some of them."""
+    sizes = []
+    executor = K_._executor
+    monkeypatch.setattr(K_, "_executor", lambda workers: sizes.append(workers) or executor(workers))
+    blocks = [slice(i, i + 1) for i in range(16)]
+    ran: list[tuple[int, int]] = []
+
+    def task(group: list[slice]) -> None:
+        time.sleep(0.005)  # long next to a wake-up: both threads get groups
+        ran.append((threading.get_ident(), group[0].start))
+
+    K_._run(task, blocks, 10**9, 1)
+    assert sizes == [1]  # THREADS = 2: the caller and one pool worker
+    starts = [start for _, start in ran]
+    assert sorted(starts) == list(range(0, 16, 2))  # 8 groups of 2 blocks, each once
+    for thread in {t for t, _ in ran}:
+        mine = [start for t, start in ran if t == thread]
+        assert mine == sorted(mine)
+    assert threading.get_ident() in {t for t, _ in ran}
 
 
 def test_causal_query_that_sees_no_token_is_named(threaded):

@@ -10,16 +10,15 @@ softmax and sigmoid kernels cut the score matrix into tiles (:func:`tiles`): for
 slabs of whole rows, whose time is in ``np.exp``; for wider ``d``, cache-sized tiles of rows and
 keys, whose two products BLAS runs at close to its rate (16-row slabs of whole rows ran them at
 a third of it), with the sums of a row block accumulated over its key tiles in a fixed order.
-Each tile is one small matrix product into a reused buffer, ``np.exp`` in place and one product
-with the value columns, all in cache, and the tiles are shared out to a pool of
-:data:`THREADS` threads (numpy's ufuncs and ``np.dot`` release the GIL) while BLAS is held to
-one thread (:func:`serial_blas`). Which rows and keys form a tile depends on neither, so
-threaded and serial evaluations give the same numbers. Slab products go through ``np.dot``,
-which releases the GIL around its BLAS call: with ``np.matmul`` two workers doing only these
-small products ran at 0.7x the speed of one (measured), and the softmax velocity at n = 16384
-took 0.37-0.41 s on two threads against 0.30-0.33 s with ``np.dot``. The kernels work in the
-dtype of their arrays, float64 or float32 (the exponent limits of ``_softmax.exp_limits``
-follow it).
+Each tile is one small matrix product into a reused buffer, ``np.exp`` in place and one product with
+the value columns, all in cache, and the tiles are shared out among :data:`THREADS` threads, the
+calling one and a pool's (numpy's ufuncs and ``np.dot`` release the GIL), while BLAS is held to one
+thread (:func:`serial_blas`). Which rows and keys form a tile depends on neither, so threaded and
+serial evaluations give the same numbers. Slab products go through ``np.dot``, which releases the
+GIL around its BLAS call: with ``np.matmul`` two workers doing only these small products ran at 0.7x
+the speed of one (measured), and the softmax velocity at n = 16384 took 0.37-0.41 s on two threads
+against 0.30-0.33 s with ``np.dot``. The kernels work in the dtype of their arrays, float64 or
+float32 (the exponent limits of ``_softmax.exp_limits`` follow it).
 
 The plain softmax (``transform is softmax_transform``) has a dedicated path: each row's shift
 comes from O(n d) bounds (``_softmax.softmax_shift``) and is folded into the score product, which
@@ -89,12 +88,12 @@ def _threads_from_env(default: int) -> int:
     return int(value)
 
 
-#: Worker threads sharing the slabs: one per usable core (the affinity mask, which containers
-#: and CI runners restrict), at most 2. Two is what the book's machines have (CI, Binder); each
-#: worker holds a slab, so more workers mean more memory (the memory test of the attention
-#: module allows four slabs) and they were not measured here. The environment variable
-#: ``TOKEN_DYNAMICS_THREADS`` sets it at import (higher on a larger machine, 1 to run every
-#: kernel on the calling thread); the module attribute can also be changed at run time.
+#: Threads sharing the slabs (the calling thread and ``THREADS - 1`` of a pool): one per usable core
+#: (the affinity mask, which containers and CI runners restrict), at most 2. Two is what the book's
+#: machines have (CI, Binder); each worker holds a slab, so more workers mean more memory (the
+#: memory test of the attention module allows four slabs) and they were not measured here. The
+#: environment variable ``TOKEN_DYNAMICS_THREADS`` sets it at import (higher on a larger machine, 1
+#: to run every kernel on the calling thread); the module attribute can also be changed at run time.
 THREADS = _threads_from_env(min(_usable_cores(), 2))
 
 #: Widest products (inner columns: ``d`` plus one or two) done on slabs of whole rows: up to
@@ -171,7 +170,7 @@ _blas_lock = threading.Lock()
 def serial_blas() -> Iterator[None]:
     """Hold the BLAS libraries loaded in the process to one thread while the kernels run.
 
-    The kernels' parallelism is their own pool of :data:`THREADS` workers, each on its own
+    The kernels' parallelism is their own :data:`THREADS` threads, each on its own
     cache-sized tiles; BLAS's threads get in its way. A threaded OpenBLAS called from two
     workers at once serialises their products, and after any product it threads, its threads
     spin for about 0.1 s on the cores the workers need. Measured on the project's 2-core VM
@@ -198,11 +197,17 @@ def serial_blas() -> Iterator[None]:
 
 
 def _run(task: Callable[[list], None], blocks: list, n_elements: int, inner: int) -> None:
-    """Run ``task`` over groups of blocks: on the pool (BLAS held to one thread,
-    :func:`serial_blas`) when the problem is large enough for products of ``inner`` columns
-    (:data:`PARALLEL_MIN_ELEMENTS`), else on the calling thread.
+    """Run ``task`` over groups of blocks: on the calling thread and ``THREADS - 1`` workers of
+    the pool (BLAS held to one thread, :func:`serial_blas`) when the problem is large enough
+    for products of ``inner`` columns (:data:`PARALLEL_MIN_ELEMENTS`), else on the calling
+    thread alone.
 
-    Exceptions propagate from the earliest group that raised (the serial order).
+    The threads take the groups in order from a shared counter, the calling thread among them:
+    one wake-up instead of one per group (a pool thread took some 25 us to wake on the
+    project's VM, and four groups handed out and awaited cost 0.1-0.2 ms, against 2.5 ms for a
+    whole softmax velocity at n = 1024, d = 16 on two threads). Exceptions propagate from the
+    earliest group that raised (the serial order): groups are taken in order and none is taken
+    after a failure, so every group before a failed one has run.
     """
     workers = min(int(THREADS), len(blocks))
     scale = 32 if inner <= SKINNY_INNER else 4 if inner <= WIDE_INNER else 1
@@ -212,10 +217,28 @@ def _run(task: Callable[[list], None], blocks: list, n_elements: int, inner: int
     n_tasks = min(len(blocks), workers * TASKS_PER_THREAD)
     bounds = np.linspace(0, len(blocks), n_tasks + 1).astype(int)
     groups = [blocks[lo:hi] for lo, hi in itertools.pairwise(bounds)]
+    order = iter(range(n_tasks))
+    lock = threading.Lock()
+    errors: dict[int, BaseException] = {}
+
+    def work() -> None:
+        while not errors:
+            with lock:
+                i = next(order, None)
+            if i is None:
+                return
+            try:
+                task(groups[i])
+            except BaseException as exc:  # re-raised by the caller below
+                errors[i] = exc
+
     with serial_blas():
-        futures = [_executor(workers).submit(task, group) for group in groups]
-        for future in futures:
-            future.result()
+        helpers = [_executor(workers - 1).submit(work) for _ in range(workers - 1)]
+        work()
+        for helper in helpers:
+            helper.result()
+    if errors:
+        raise errors[min(errors)]
 
 
 def scores(F: np.ndarray, G: np.ndarray, rows: slice, bias: np.ndarray | None) -> np.ndarray:
