@@ -113,10 +113,13 @@ def test_velocity_at_query_points_threaded(threaded):
     ],
 )
 @pytest.mark.parametrize("block", [7 * 257, 64])
-def test_softmax_paths_agree_with_dense(monkeypatch, threaded, block, beta, far, path):
+@pytest.mark.parametrize("hull", [False, True])
+def test_softmax_paths_agree_with_dense(monkeypatch, threaded, block, hull, beta, far, path):
     """Every branch of the softmax path gives the dense log-sum-exp result to round-off, with
-    whole rows per slab and with rows cut into key tiles (``block`` < n keys, as n > 65536)."""
+    whole rows per slab and with rows cut into key tiles (``block`` < n keys, as n > 65536),
+    the loose rows' maxima found in the scores or from the keys' convex hull."""
     monkeypatch.setattr(K_, "BLOCK_ELEMENTS", block)
+    monkeypatch.setattr(_softmax, "HULL_MIN_ENTRIES", 10**18)
     rng = np.random.default_rng(3)
     n, d = 400, 2
     X = rng.standard_normal((n, d))
@@ -124,17 +127,27 @@ def test_softmax_paths_agree_with_dense(monkeypatch, threaded, block, beta, far,
     A = np.array([[1.0, 0.4], [-0.3, 0.8]])
     V = rng.standard_normal((d, d))
     F = beta * X @ A.T
+    _, loose, _, _ = _softmax.softmax_shift(F, X, None)
+    if hull:
+        monkeypatch.setattr(_softmax, "HULL_MIN_ENTRIES", 0)
     L, exact, clamp, _ = _softmax.softmax_shift(F, X, None)
     if path == "folded shift":
-        assert not exact.any() and not clamp.any()
+        assert not loose.any() and not clamp.any()
     elif path == "clamped":
-        assert clamp.any() and not exact.all()
+        assert clamp.any() and not loose.all()
     elif path == "exact maximum":
-        assert exact.mean() > 0.5  # rows with a short query can still use the folded shift
+        assert loose.mean() > 0.5  # rows with a short query can still use the folded shift
     else:
-        assert exact.any() and not exact.all()
+        assert loose.any() and not loose.all()
     S = F @ X.T
     smax = S.max(axis=1)
+    if hull:  # the hull's vertices give the loose rows their maxima: none is left exact
+        assert not exact.any()
+        # a 2-term score rounds to within 2u |f_i| |x_j| (u = 1.1e-16): two roundings apart
+        tol = 4 * np.finfo(float).eps * np.linalg.norm(F, axis=1) * np.linalg.norm(X, axis=1).max()
+        assert np.all(np.abs(L[loose] - smax[loose]) <= tol[loose])
+    else:
+        np.testing.assert_array_equal(exact, loose)
     # the shift is a lower bound on the row maximum (up to the rounding of the products, a
     # few ulps), within SHIFT_SLACK where it is used
     assert np.all(L[~exact] <= smax[~exact] + 1e-13 * np.abs(smax[~exact]))
@@ -145,12 +158,63 @@ def test_softmax_paths_agree_with_dense(monkeypatch, threaded, block, beta, far,
     assert_rounded(v, ref)
 
 
+@pytest.mark.parametrize(
+    ("d", "bias", "hull"),
+    [(1, False, True), (2, True, True), (3, False, True), (3, True, False), (4, False, False)],
+)
+def test_hull_vertices_give_exact_maxima_up_to_three_lifted_dimensions(monkeypatch, d, bias, hull):
+    """Scores <f_i, g_j> + b_j are linear in the lifted key (g_j, b_j): their maximum over the
+    keys is reached at a vertex of the keys' hull, which Qhull finds in up to HULL_MAX_DIM
+    dimensions. Wider lifted keys keep the exact maxima of the score slabs."""
+    rng = np.random.default_rng(14)
+    n = 500
+    G = 2.0 + rng.standard_normal((n, d))  # off the origin: |g| is no proxy for <f, g>
+    F = 300.0 * rng.standard_normal((n, d))  # Cauchy-Schwarz gaps of hundreds: loose rows
+    b = 50.0 * rng.standard_normal(n) if bias else None
+    S = F @ G.T + (0.0 if b is None else b)
+    monkeypatch.setattr(_softmax, "HULL_MIN_ENTRIES", 10**18)
+    _, loose, _, _ = _softmax.softmax_shift(F, G, b)
+    assert loose.mean() > 0.3  # in one dimension, the rows of negative f_i
+    monkeypatch.setattr(_softmax, "HULL_MIN_ENTRIES", 0)
+    L, exact, clamp, _ = _softmax.softmax_shift(F, G, b)
+    if not hull:
+        np.testing.assert_array_equal(exact, loose)
+        return
+    assert not exact.any() and clamp.any()
+    # d + 1 rounded terms per score, each of the two ways: (d + 1) u (|f_i| |g_j| + |b_j|) apart
+    size = np.linalg.norm(F, axis=1)[:, None] * np.linalg.norm(G, axis=1)
+    tol = 2 * (d + 1) * np.finfo(float).eps * (size + np.abs(0.0 if b is None else b)).max(axis=1)
+    np.testing.assert_array_less(np.abs(L - S.max(axis=1))[loose], tol[loose])
+    R = np.column_stack([G, np.ones(n)])
+    out = K_.apply_rows(F, G, R, _softmax.softmax_transform, bias=b, normalise=True)
+    ref = softmax(S, axis=1) @ G
+    assert_rounded(out, ref)
+
+
+def test_flat_keys_keep_the_exact_maxima_of_the_scores(monkeypatch, threaded):
+    """Keys on a line of the plane: Qhull refuses them, the loose rows keep their exact maxima
+    from the score slabs and the velocity is still the dense one."""
+    rng = np.random.default_rng(15)
+    n = 300
+    X = np.outer(rng.standard_normal(n), [0.6, 0.8]) + np.array([1.0, -2.0])
+    A, V = np.array([[1.0, 0.4], [-0.3, 0.8]]), rng.standard_normal((2, 2))
+    F = 400.0 * X @ A.T
+    monkeypatch.setattr(_softmax, "HULL_MIN_ENTRIES", 10**18)
+    _, loose, _, _ = _softmax.softmax_shift(F, X, None)
+    monkeypatch.setattr(_softmax, "HULL_MIN_ENTRIES", 0)
+    _, exact, _, _ = _softmax.softmax_shift(F, X, None)
+    assert exact.mean() > 0.3
+    np.testing.assert_array_equal(exact, loose)
+    assert_rounded(Softmax(A, V, 400.0).velocity(X), dense_softmax_velocity(X, A, V, 400.0))
+
+
 @pytest.mark.parametrize("block", [7 * 257, 64])
 def test_exact_rows_return_their_maximum_as_shift(monkeypatch, threaded, block):
     """Rows whose bounds are loose are shifted by their exact maximum, found in the slab when
     it holds whole rows (``block`` >= n keys) or in a first pass over the key tiles; the kernel
     returns each row's shift, which the unnormalised kernel puts back."""
     monkeypatch.setattr(K_, "BLOCK_ELEMENTS", block)
+    monkeypatch.setattr(_softmax, "HULL_MIN_ENTRIES", 10**18)  # the maxima of the slabs
     rng = np.random.default_rng(3)
     n = 400
     X = rng.standard_normal((n, 2))

@@ -23,11 +23,12 @@ float32 (the exponent limits of ``_softmax.exp_limits`` follow it).
 The plain softmax (``transform is softmax_transform``) has a dedicated path: each row's shift
 comes from O(n d) bounds (``_softmax.softmax_shift``) and is folded into the score product, which
 saves the max and subtract passes over the slab (no shift at all when every score is within
-``_softmax.SHIFT_SLACK`` of 0); rows whose bounds are loose get the exact maximum. Shifted
-scores are clamped at ``_softmax.EXP_FLOOR`` when they can reach it: ``np.exp`` of arguments
-whose result is subnormal or zero runs 5 to 150 times slower than of ordinary ones, and such
-terms are below ``e^-700`` of the row's largest term, far under round-off. Rows longer
-than a slab (n > 65536) are cut into key tiles too.
+``_softmax.SHIFT_SLACK`` of 0); rows whose bounds are loose get their exact maximum, from the
+vertices of the keys' convex hull when the keys have at most three coordinates (counting a score
+bias), else from the scores themselves. Shifted scores are clamped at ``_softmax.EXP_FLOOR``
+when they can reach it: ``np.exp`` of arguments whose result is subnormal or zero runs 5 to 150
+times slower than of ordinary ones, and such terms are below ``e^-700`` of the row's largest
+term, far under round-off. Rows longer than a slab (n > 65536) are cut into key tiles too.
 
 Scale. Scores that could leave the floating range (tokens of norm ~1e155 in float64) are
 computed on factors rescaled by powers of two (``_scale.rescale_scores``, exact) and handed to
@@ -275,8 +276,10 @@ def apply_rows(
     product: rows are shifted by ``L_i``, the best score over a few probe keys, when the
     Cauchy-Schwarz bound says that no score of the row exceeds ``L_i + SHIFT_SLACK`` (the
     exponentials then neither overflow nor lose the row's largest term, and the shift cancels
-    in the normalisation); the other rows are shifted by their exact maximum, found in a first
-    pass over their tiles. When no shift is needed at all (every score within
+    in the normalisation); the other rows are shifted by their exact maximum: the best score
+    over the vertices of the keys' convex hull (``_softmax.HULL_MAX_DIM``), else the maximum of
+    their slab, or of a first pass over their key tiles. When no shift is needed at all (every
+    score within
     ``SHIFT_SLACK`` of 0) none is applied. (Without ``normalise`` each row carries a positive
     factor of its shift, as with any shift.)
     """
