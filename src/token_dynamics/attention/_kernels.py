@@ -204,9 +204,9 @@ def _run(task: Callable[[list], None], blocks: list, n_elements: int, inner: int
     thread alone.
 
     The threads take the groups in order from a shared counter, the calling thread among them:
-    one wake-up instead of one per group (a pool thread took some 25 us to wake on the
-    project's VM, and four groups handed out and awaited cost 0.1-0.2 ms, against 2.5 ms for a
-    whole softmax velocity at n = 1024, d = 16 on two threads). Exceptions propagate from the
+    one wake-up instead of one per group (on the project's VM a pool thread takes some 50 us to
+    wake, and one task handed out and awaited cost 0.1 ms, against 2.5 ms for a whole softmax
+    velocity at n = 1024, d = 16 on two threads). Exceptions propagate from the
     earliest group that raised (the serial order): groups are taken in order and none is taken
     after a failure, so every group before a failed one has run.
     """
@@ -279,9 +279,8 @@ def apply_rows(
     in the normalisation); the other rows are shifted by their exact maximum: the best score
     over the vertices of the keys' convex hull (``_softmax.HULL_MAX_DIM``), else the maximum of
     their slab, or of a first pass over their key tiles. When no shift is needed at all (every
-    score within
-    ``SHIFT_SLACK`` of 0) none is applied. (Without ``normalise`` each row carries a positive
-    factor of its shift, as with any shift.)
+    score within ``SHIFT_SLACK`` of 0) none is applied. (Without ``normalise`` each row carries
+    a positive factor of its shift, as with any shift.)
     """
     F, G, bias, e = rescale_scores(F, G, bias)
     e += log2_scale  # factors the caller already rescaled (true scores: S * 2**e)
