@@ -387,7 +387,7 @@ def test_kernels_share_their_work_out_with_blas_on_one_thread(monkeypatch):
             (16, Hardmax, "attention_matrix"),
         ]:
             threads_seen.clear()
-            X = rng.standard_normal((300, d)) / np.sqrt(d)
+            X = rng.standard_normal((600, d)) / np.sqrt(d)
             getattr(field(np.eye(d), np.eye(d)), method)(X)
             assert threads_seen and set(threads_seen) == {1}, (d, field, method)
             assert max(i["num_threads"] for i in blas.info()) == 2
@@ -435,19 +435,20 @@ def test_wide_tiles_agree_with_dense_after_sharing(monkeypatch):
 @pytest.mark.parametrize("inner", [3, 4, 5, 18, 66, 1000])
 def test_tiles_cover_the_scores_once_in_cache_sized_tiles(n_rows, n_cols, inner):
     """Row blocks and key tiles partition the score matrix; wide tiles take TILE_KEYS keys and
-    fill BLOCK_ELEMENTS entries, and every tile stays within BLOCK_ELEMENTS entries (bounded
-    memory per worker)."""
+    fill BLOCK_ELEMENTS entries (twice as many beyond TALL_INNER inner columns), and no tile
+    holds more (bounded memory per worker)."""
     rows, cols = K_.tiles(n_rows, n_cols, inner)
     for parts, total in ((rows, n_rows), (cols, n_cols)):
         assert parts[0].start == 0 and parts[-1].stop == total
         assert all(p.stop == q.start for p, q in itertools.pairwise(parts))
         assert all(p.stop > p.start for p in parts)
+    fill = (2 if inner > K_.TALL_INNER else 1) * K_.BLOCK_ELEMENTS
     entries = (rows[0].stop - rows[0].start) * (cols[0].stop - cols[0].start)
-    assert entries <= max(K_.BLOCK_ELEMENTS, n_cols if n_cols <= K_.BLOCK_ELEMENTS else 0)
+    assert entries <= max(fill, n_cols if n_cols <= K_.BLOCK_ELEMENTS else 0)
     if inner > K_.SKINNY_INNER:
         keys = min(n_cols, K_.TILE_KEYS)
         assert cols[0].stop - cols[0].start == keys
-        assert rows[0].stop - rows[0].start == min(n_rows, K_.BLOCK_ELEMENTS // keys)
+        assert rows[0].stop - rows[0].start == min(n_rows, fill // keys)
 
 
 @pytest.mark.parametrize(("beta", "far"), [(1.0, 1.0), (250.0, 1.0), (400.0, 1.0), (1.0, 30.0)])
@@ -455,7 +456,7 @@ def test_wide_tiles_agree_with_dense_on_every_path(monkeypatch, threaded, beta, 
     """d = 16 in many small tiles (several key tiles per row block, shared out to the pool):
     unshifted, folded, clamped, exact and mixed rows of the softmax, and the sigmoid, against
     the dense formulas. Same round-off argument as above, with d = 16 products per score."""
-    monkeypatch.setattr(K_, "TILE_KEYS", 29)  # 23 x 29 tiles
+    monkeypatch.setattr(K_, "TILE_KEYS", 29)  # 46 x 29 tiles (d = 16: tall, twice the rows)
     monkeypatch.setattr(K_, "BLOCK_ELEMENTS", 23 * 29)
     rng = np.random.default_rng(13)
     n, d = 301, 16

@@ -55,6 +55,7 @@ from ._softmax import Transform, exp_limits, exp_transform, softmax_shift, softm
 __all__ = [
     "PARALLEL_MIN_ELEMENTS",
     "SKINNY_INNER",
+    "TALL_INNER",
     "TASKS_PER_THREAD",
     "THREADS",
     "TILE_KEYS",
@@ -104,13 +105,23 @@ THREADS = _threads_from_env(min(_usable_cores(), 2))
 SKINNY_INNER = 4
 
 #: Keys of a tile of wide products (``d >= 4``), whose rows fill :data:`BLOCK_ELEMENTS`
-#: entries (256 x 256): in a core's L2 cache with their operands. Measured against seven
-#: shapes from 64 x 512 to 512 x 512 (bare tile loops, float64 and float32, n = 1024 and 4096,
-#: d = 4 to 128, one thread): within 7 % of the best at d = 4, 8 and d >= 32; at d = 16 on one
-#: thread 128 x 256 was 10-18 % faster, but on two threads 15-25 % slower (twice as many turns
-#: at the GIL). The tiles cannot follow the threads (threaded and serial results are the same
-#: numbers), so they follow the default of two.
+#: entries (256 x 256), or twice as many (512 x 256) for products of more than
+#: :data:`TALL_INNER` inner columns: in a core's L2 cache with their operands. Measured against
+#: seven shapes from 64 x 512 to 512 x 512 (bare tile loops, float64 and float32, n = 1024 and
+#: 4096, d = 4 to 128, one thread): within 7 % of the best at d = 4, 8 and d >= 32; at d = 16 on
+#: one thread 128 x 256 was 10-18 % faster, but on two threads 15-25 % slower (twice as many
+#: turns at the GIL). The tiles cannot follow the threads (threaded and serial results are the
+#: same numbers), so they follow the default of two.
 TILE_KEYS = 256
+
+#: Products of more inner columns than this (``d >= 16``) take tiles of twice the rows, 512 x 256
+#: (1 MiB of float64 scores, in L2 with their operands up to d = 128): half the tiles, so half
+#: the turns at the GIL on two threads. Softmax velocity, 256 x 256 -> 512 x 256, two threads,
+#: float64 / float32: d = 16, n = 1024 2.75 -> 2.55 / 1.8 -> 1.6 ms, n = 2048 9.2 -> 8.5 /
+#: 5.8 -> 5.1 ms; d = 32, n = 4096 48 -> 46 / 27 -> 23 ms; d = 64, n = 16384 1.13 -> 1.10 /
+#: 0.59 -> 0.51 s; on one thread the same or up to 8 % faster (d = 128, two threads, float64:
+#: 4 % slower). At d = 8 and 12 one thread ran 13-15 % slower with them: those keep 256 x 256.
+TALL_INNER = 16
 
 #: Products of more inner columns than this share their tiles out to the pool from
 #: :data:`PARALLEL_MIN_ELEMENTS` score entries, narrower ones from four times as many.
@@ -320,8 +331,9 @@ def tiles(n_rows: int, n_cols: int, inner: int) -> tuple[list[slice], list[slice
     Skinny products (at most :data:`SKINNY_INNER` inner columns, ``d <= 3`` but for a score
     bias with a shift): slabs of whole rows of at most :data:`BLOCK_ELEMENTS` entries, or
     :data:`WIDE_ROWS` rows cut into key tiles when a row is longer than that. Wider products:
-    tiles of :data:`TILE_KEYS` keys and :data:`BLOCK_ELEMENTS` entries, each in cache with its
-    operands. The tiles depend on the shapes only, never on the kernels' threads.
+    tiles of :data:`TILE_KEYS` keys and :data:`BLOCK_ELEMENTS` entries (twice as many beyond
+    :data:`TALL_INNER` inner columns), each in cache with its operands. The tiles depend on the
+    shapes only, never on the kernels' threads.
     """
     if inner <= SKINNY_INNER:
         if n_cols <= BLOCK_ELEMENTS:
@@ -330,7 +342,7 @@ def tiles(n_rows: int, n_cols: int, inner: int) -> tuple[list[slice], list[slice
             step, keys = WIDE_ROWS, max(1, BLOCK_ELEMENTS // WIDE_ROWS)
     else:
         keys = min(max(n_cols, 1), TILE_KEYS)
-        step = max(1, BLOCK_ELEMENTS // keys)
+        step = max(1, (2 if inner > TALL_INNER else 1) * BLOCK_ELEMENTS // keys)
     rows = [slice(i, min(i + step, n_rows)) for i in range(0, n_rows, step)]
     cols = [slice(j, min(j + keys, n_cols)) for j in range(0, max(n_cols, 1), keys)]
     return rows, cols
