@@ -10,9 +10,10 @@ pinned before numpy, torch and JAX load (thread pools cannot be resized reliably
 Peers are optional (``pip install -e '.[bench]'``); a missing one is reported and skipped.
 Every workload first checks that each peer's output equals the library's (float64 to 1e-10
 relative: the same sums in another order; float32 to 1e-4: its rounding, 6e-8, over the
-softmax's sums and products), then times the implementations in alternating bursts (an
-untimed call and a few timed ones of the library, then of torch, then of JAX, ...; three
-rounds) so that a busy spell of the machine hits all alike, and prints the ratio
+softmax's sums and products), then times the implementations in alternating bursts (untimed
+calls for 0.05 s, then a few timed ones, or as many as fill 0.25 s, of the library, then of
+torch, then of JAX, ...; three rounds) so that a busy spell of the machine hits all alike, and
+prints the ratio
 library time / peer time (> 1: the library is slower), float64 against float64 and the
 library's float32 path (``velocity`` of float32 tokens) against the peers' float32.
 """
@@ -63,14 +64,23 @@ def _load_peers() -> dict[str, object]:
 #: (at n = 16384 a float64 peer call takes seconds: one call per round is then enough).
 ROUND_BUDGET_S = 3.0
 
+#: Shortest burst, and shortest untimed warm-up before it: calls of a few milliseconds are
+#: repeated until their burst lasts this long. On the project's VM the cores slow down while
+#: idle: after a pause of half a second the library's first 5 calls at n = 1024 on two threads
+#: took 1.3-1.6x their steady time (d = 64: 6.8-9.0 ms against 5.5 ms), and torch's, whose
+#: OpenMP threads spin between calls, much less; a burst of 5 such calls (15-35 ms) measured
+#: that transient rather than the steady state of a user's loop.
+BURST_S, WARM_S = 0.25, 0.05
+
 
 def interleaved(
     fns: dict[str, Callable[[], object]], repeats: int, first: int = 0
 ) -> dict[str, float]:
-    """Median wall time of each function, the functions taking turns in short bursts: one
-    untimed call, then ``repeats`` timed calls back to back, as a user's loop would make them;
-    the turns start at the function of index ``first`` (the rounds rotate it: on this VM the
-    burst after the pause ran slower, its cores idle a moment before).
+    """Median wall time of each function, the functions taking turns in bursts: untimed calls
+    for :data:`WARM_S` (one at least), then ``repeats`` timed calls back to back, or as many as
+    fill :data:`BURST_S`, as a user's loop would make them; the turns start at the function of
+    index ``first`` (the rounds rotate it: on this VM the burst after the pause ran slower, its
+    cores idle a moment before).
 
     Call by call alternation was biased: torch's OpenMP threads and XLA's keep spinning for a
     while after their call and slowed whichever call came next (measured on two cores: the
@@ -89,8 +99,12 @@ def interleaved(
     names = list(fns)
     for name in names[first:] + names[:first]:
         fn = fns[name]
+        start = time.perf_counter()
         fn()
-        for _ in range(repeats):
+        while time.perf_counter() - start < WARM_S:
+            fn()
+        burst = time.perf_counter()
+        while len(samples[name]) < repeats or time.perf_counter() - burst < BURST_S:
             start = time.perf_counter()
             fn()
             samples[name].append(time.perf_counter() - start)
