@@ -295,6 +295,30 @@ def test_the_caller_takes_part_and_each_group_runs_once(monkeypatch, threaded):
     assert threading.get_ident() in {t for t, _ in ran}
 
 
+def test_a_task_may_run_kernels_on_the_pool_itself(threaded):
+    """Nested use of the pool (a task that evaluates a field) finishes: the inner call's helper,
+    queued behind the worker that waits on it, is cancelled once the inner caller has done
+    every group."""
+    rng = np.random.default_rng(16)
+    X = rng.standard_normal((200, 2))
+    field = Softmax(np.eye(2), np.eye(2))
+    ref = field.velocity(X)
+    results: dict[int, np.ndarray] = {}
+
+    def task(group: list[slice]) -> None:
+        for block in group:
+            results[block.start] = field.velocity(X)
+
+    blocks = [slice(i, i + 1) for i in range(4)]
+    runner = threading.Thread(target=K_._run, args=(task, blocks, 10**9, 1), daemon=True)
+    runner.start()
+    runner.join(timeout=60)
+    assert not runner.is_alive()
+    assert sorted(results) == [0, 1, 2, 3]
+    for v in results.values():
+        np.testing.assert_array_equal(v, ref)
+
+
 def test_causal_query_that_sees_no_token_is_named(threaded):
     """Causal attention: a query that sees no token raises, naming the first such query."""
     rng = np.random.default_rng(6)
