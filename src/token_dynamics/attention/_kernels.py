@@ -217,11 +217,11 @@ def _run(task: Callable[[list], None], blocks: list, n_elements: int, inner: int
     The threads take the groups in order from a shared counter, the calling thread among them:
     one wake-up instead of one per group (on the project's VM a pool thread takes some 50 us to
     wake, and one task handed out and awaited cost 0.1 ms, against 2.5 ms for a whole softmax
-    velocity at n = 1024, d = 16 on two threads). Exceptions propagate from the
-    earliest group that raised (the serial order): groups are taken in order and none is taken
-    after a failure, so every group before a failed one has run. A helper still waiting to start
-    when the calling thread has taken the last group is cancelled, not awaited: a task may itself
-    call a kernel on the pool without waiting on the worker it occupies.
+    velocity at n = 1024, d = 16 on two threads). Exceptions propagate from the earliest group
+    that raised (the serial order): groups are taken in order and none is taken after a failure,
+    so every group before a failed one has run. A helper still waiting to start when the calling
+    thread has taken the last group is cancelled, not awaited: a task may itself call a kernel
+    on the pool without waiting on the worker it occupies.
     """
     workers = min(int(THREADS), len(blocks))
     scale = 32 if inner <= SKINNY_INNER else 4 if inner <= WIDE_INNER else 1
