@@ -52,6 +52,15 @@ def fields(rng, d):
     return {k: f for k, f in all_fields(rng, d).items() if k != "multihead"}
 
 
+def shifts_without_and_with_hull(monkeypatch, F, G, bias=None):
+    """``exact`` of ``softmax_shift`` with the maxima of the slabs (the loose rows), then the
+    whole result with the keys' hull allowed at any size (left allowed)."""
+    monkeypatch.setattr(_softmax, "HULL_MIN_ENTRIES", 10**18)
+    loose = _softmax.softmax_shift(F, G, bias)[1]
+    monkeypatch.setattr(_softmax, "HULL_MIN_ENTRIES", 0)
+    return loose, _softmax.softmax_shift(F, G, bias)
+
+
 @pytest.fixture
 def threaded(monkeypatch):
     """Many small slabs, always on the pool (two threads even on a one-core runner)."""
@@ -119,7 +128,6 @@ def test_softmax_paths_agree_with_dense(monkeypatch, threaded, block, hull, beta
     whole rows per slab and with rows cut into key tiles (``block`` < n keys, as n > 65536),
     the loose rows' maxima found in the scores or from the keys' convex hull."""
     monkeypatch.setattr(K_, "BLOCK_ELEMENTS", block)
-    monkeypatch.setattr(_softmax, "HULL_MIN_ENTRIES", 10**18)
     rng = np.random.default_rng(3)
     n, d = 400, 2
     X = rng.standard_normal((n, d))
@@ -127,10 +135,10 @@ def test_softmax_paths_agree_with_dense(monkeypatch, threaded, block, hull, beta
     A = np.array([[1.0, 0.4], [-0.3, 0.8]])
     V = rng.standard_normal((d, d))
     F = beta * X @ A.T
-    _, loose, _, _ = _softmax.softmax_shift(F, X, None)
-    if hull:
-        monkeypatch.setattr(_softmax, "HULL_MIN_ENTRIES", 0)
-    L, exact, clamp, _ = _softmax.softmax_shift(F, X, None)
+    loose, (L, exact, clamp, _) = shifts_without_and_with_hull(monkeypatch, F, X)
+    if not hull:  # the maxima of the slabs, here and in the velocity below
+        monkeypatch.setattr(_softmax, "HULL_MIN_ENTRIES", 10**18)
+        L, exact, clamp, _ = _softmax.softmax_shift(F, X, None)
     if path == "folded shift":
         assert not loose.any() and not clamp.any()
     elif path == "clamped":
@@ -172,11 +180,8 @@ def test_hull_vertices_give_exact_maxima_up_to_three_lifted_dimensions(monkeypat
     F = 300.0 * rng.standard_normal((n, d))  # Cauchy-Schwarz gaps of hundreds: loose rows
     b = 50.0 * rng.standard_normal(n) if bias else None
     S = F @ G.T + (0.0 if b is None else b)
-    monkeypatch.setattr(_softmax, "HULL_MIN_ENTRIES", 10**18)
-    _, loose, _, _ = _softmax.softmax_shift(F, G, b)
+    loose, (L, exact, clamp, _) = shifts_without_and_with_hull(monkeypatch, F, G, b)
     assert loose.mean() > 0.3  # in one dimension, the rows of negative f_i
-    monkeypatch.setattr(_softmax, "HULL_MIN_ENTRIES", 0)
-    L, exact, clamp, _ = _softmax.softmax_shift(F, G, b)
     if not hull:
         np.testing.assert_array_equal(exact, loose)
         return
@@ -199,10 +204,7 @@ def test_flat_keys_keep_the_exact_maxima_of_the_scores(monkeypatch, threaded):
     X = np.outer(rng.standard_normal(n), [0.6, 0.8]) + np.array([1.0, -2.0])
     A, V = np.array([[1.0, 0.4], [-0.3, 0.8]]), rng.standard_normal((2, 2))
     F = 400.0 * X @ A.T
-    monkeypatch.setattr(_softmax, "HULL_MIN_ENTRIES", 10**18)
-    _, loose, _, _ = _softmax.softmax_shift(F, X, None)
-    monkeypatch.setattr(_softmax, "HULL_MIN_ENTRIES", 0)
-    _, exact, _, _ = _softmax.softmax_shift(F, X, None)
+    loose, (_, exact, _, _) = shifts_without_and_with_hull(monkeypatch, F, X)
     assert exact.mean() > 0.3
     np.testing.assert_array_equal(exact, loose)
     assert_rounded(Softmax(A, V, 400.0).velocity(X), dense_softmax_velocity(X, A, V, 400.0))

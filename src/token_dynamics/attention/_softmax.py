@@ -267,25 +267,42 @@ def softmax_shift(
     if bias is not None:
         probes.append([bias.argmax()])
     probes.append(np.linspace(0, G.shape[0] - 1, min(G.shape[0], PROBE_KEYS)).astype(int))
-    J = np.unique(np.concatenate(probes))
-    GJ = np.ascontiguousarray(G[J].T)
-    Fp = F[probed]
-    step = max(1, BLOCK_ELEMENTS // J.size)  # probe scores in slabs: O(n) extra memory
     with np.errstate(over="ignore", invalid="ignore"):
-        for start in range(0, probed.size, step):  # one product per slab, not one per key
-            P = np.dot(Fp[start : start + step], GJ)
-            if bias is not None:
-                P += bias[J]
-            L[probed[start : start + step]] = P.max(axis=1)
+        _best_scores(F, G, bias, probed, np.unique(np.concatenate(probes)), L)
         exact = ~(upper - L <= slack)  # also catches inf and nan
         if exact.any() and F.shape[0] * G.shape[0] >= HULL_MIN_ENTRIES:
-            _hull_maxima(F, G, bias, L, exact)
+            _hull_maxima(F, G, bias, f_norm, L, exact)
         clamp = ~(lower - L >= floor)
     return np.where(exact, 0.0, L), exact, clamp, False
 
 
+def _best_scores(
+    F: np.ndarray,
+    G: np.ndarray,
+    bias: np.ndarray | None,
+    rows: np.ndarray,
+    J: np.ndarray,
+    L: np.ndarray,
+) -> None:
+    """``L[rows]`` = the best score of each of these rows over the keys ``J``: one product per
+    slab of rows (not one per key), in slabs of at most ``BLOCK_ELEMENTS`` scores."""
+    GJ = np.ascontiguousarray(G[J].T)
+    step = max(1, BLOCK_ELEMENTS // J.size)
+    for start in range(0, rows.size, step):
+        R = rows[start : start + step]
+        S = np.dot(F[R], GJ)
+        if bias is not None:
+            S += bias[J]
+        L[R] = S.max(axis=1)
+
+
 def _hull_maxima(
-    F: np.ndarray, G: np.ndarray, bias: np.ndarray | None, L: np.ndarray, exact: np.ndarray
+    F: np.ndarray,
+    G: np.ndarray,
+    bias: np.ndarray | None,
+    f_norm: np.ndarray,
+    L: np.ndarray,
+    exact: np.ndarray,
 ) -> None:
     """Exact maxima of the ``exact`` rows from the vertices of the keys' convex hull (lifted by the
     bias), written into ``L``; those rows are then no longer ``exact``. Nothing changes when the
@@ -305,20 +322,10 @@ def _hull_maxima(
         except (QhullError, ValueError):  # flat keys, too few of them, or not finite
             return
     p_norm = float(np.sqrt(np.einsum("ij,ij->i", P, P).max()))
-    f_sq = np.einsum("ij,ij->i", F, F).astype(np.float64)
-    if bias is not None:
-        f_sq += 1.0  # the query lifted to (f_i, 1)
+    lifted = f_norm if bias is None else np.sqrt(f_norm**2 + 1.0)  # the query as (f_i, 1)
     # the vertices' maxima against the slab's own scores: Qhull's precision and the rounding of
     # the scores in the dtype (float32's round-off, 6e-8, is far above Qhull's)
     tol = HULL_TOLERANCE + 8 * float(np.finfo(F.dtype).eps)
-    with np.errstate(over="ignore", invalid="ignore"):
-        rows = np.flatnonzero(exact & (tol * np.sqrt(f_sq) * p_norm <= 1.0))
-    GJ = np.ascontiguousarray(G[J].T)
-    step = max(1, BLOCK_ELEMENTS // J.size)
-    for start in range(0, rows.size, step):
-        R = rows[start : start + step]
-        S = np.dot(F[R], GJ)
-        if bias is not None:
-            S += bias[J]
-        L[R] = S.max(axis=1)
+    rows = np.flatnonzero(exact & (tol * lifted * p_norm <= 1.0))
+    _best_scores(F, G, bias, rows, J, L)
     exact[rows] = False
