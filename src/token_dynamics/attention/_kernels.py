@@ -12,13 +12,14 @@ keys, whose two products BLAS runs at close to its rate (16-row slabs of whole r
 a third of it), with the sums of a row block accumulated over its key tiles in a fixed order.
 Each tile is one small matrix product into a reused buffer, ``np.exp`` in place and one product with
 the value columns, all in cache, and the tiles are shared out among :data:`THREADS` threads, the
-calling one and a pool's (numpy's ufuncs and ``np.dot`` release the GIL), while BLAS is held to one
+calling one and a pool's (numpy's ufuncs and products release the GIL), while BLAS is held to one
 thread (:func:`serial_blas`). Which rows and keys form a tile depends on neither, so threaded and
-serial evaluations give the same numbers. Slab products go through ``np.dot``, which releases the
-GIL around its BLAS call: with ``np.matmul`` two workers doing only these small products ran at 0.7x
-the speed of one (measured), and the softmax velocity at n = 16384 took 0.37-0.41 s on two threads
-against 0.30-0.33 s with ``np.dot``. The kernels work in the dtype of their arrays, float64 or
-float32 (the exponent limits of ``_softmax.exp_limits`` follow it).
+serial evaluations give the same numbers. Score products go through ``np.matmul`` on contiguous
+key tiles, which costs less per call than ``np.dot`` at these shapes: the softmax velocity on
+one / two threads, float64, n = 1024, took 0.90 / 0.88x the time at d = 2, 0.80 / 0.81x at
+d = 8, 0.93 / 0.92x at d = 16 and the same at d = 64 (n = 4096: 0.88 / 0.79x, 0.74 / 0.79x,
+0.99 / 0.93x, 1.00 / 0.97x; float32 alike). The kernels work in the dtype of their arrays,
+float64 or float32 (the exponent limits of ``_softmax.exp_limits`` follow it).
 
 The plain softmax (``transform is softmax_transform``) has a dedicated path: each row's shift
 comes from O(n d) bounds (``_softmax.softmax_shift``) and is folded into the score product, which
@@ -133,13 +134,16 @@ WIDE_INNER = 24
 WIDE_ROWS = 4
 
 #: Below this many score entries a kernel whose products have more than :data:`WIDE_INNER`
-#: inner columns runs on the calling thread; narrower products need 4 times as many, skinny
-#: ones (:data:`SKINNY_INNER`) 32 times: handing work out costs some tens of microseconds and
-#: the workers' turns at the GIL more, next to less work per entry. Measured on two cores
-#: (softmax velocity, two threads against one on the same tiles, float64 / float32): d = 64 at
-#: n = 512 0.84 / 0.99, n = 1024 0.74 / 0.70; d = 16 at n = 1024 0.74 / 0.90, n = 2048 0.66 /
-#: 0.81; d = 8 at n = 1024 0.84 / 1.15, n = 2048 0.81 / 0.81; d = 2 at n = 2048 0.97 / 1.08,
-#: n = 4096 0.81 / 0.76.
+#: inner columns runs on the calling thread; narrower products need 4 times as many (n = 1024):
+#: handing work out costs some tens of microseconds and the workers' turns at the GIL more,
+#: next to less work per entry. Measured on two cores (softmax velocity, two threads against
+#: one on the same tiles, median of 7 interleaved rounds, float64 / float32): d = 64 at
+#: n = 768 0.78 / 0.86, n = 1024 0.63 / 0.68; d = 16 at n = 768 0.86 / 0.92, n = 1024 0.67 /
+#: 0.72; d = 8 at n = 768 0.97 / 1.13, n = 1024 0.72 / 0.91; d = 4 at n = 1024 0.74 / 0.97;
+#: d = 2 at n = 768 0.96 / 1.19, n = 1024 0.80 / 0.98, n = 2048 0.65 / 0.76; d = 3 at
+#: n = 1024 0.95 / 0.94. (The skinny products of d <= 3 used to wait for 32 times as many,
+#: as measured before the calling thread took tiles too; the MLP's tiles,
+#: ``stochastic._mlp.MLP_TILE_ELEMENTS``, follow the same rule.)
 PARALLEL_MIN_ELEMENTS = 2**18
 
 #: Slabs per task handed to a thread is chosen so that each thread gets about this many tasks:
@@ -224,7 +228,7 @@ def _run(task: Callable[[list], None], blocks: list, n_elements: int, inner: int
     on the pool without waiting on the worker it occupies.
     """
     workers = min(int(THREADS), len(blocks))
-    scale = 32 if inner <= SKINNY_INNER else 4 if inner <= WIDE_INNER else 1
+    scale = 4 if inner <= WIDE_INNER else 1
     if workers <= 1 or n_elements < scale * PARALLEL_MIN_ELEMENTS:
         task(blocks)
         return
@@ -364,18 +368,19 @@ def accumulate(
     n_rows, n_cols = F.shape[0], G.shape[0]
     inner = max(F.shape[1], R.shape[1])
     blocks, col_tiles = tiles(n_rows, n_cols, inner)
-    # Key tiles that np.dot reads without copying (it copies a strided operand at every call).
-    # The orientation of the second product follows the tile: for a slab of a few whole rows
-    # BLAS runs R^T E^T faster than E R (measured at n = 16384, d = 2: 15 against 31 us per
-    # slab), for a square-ish tile E R (d = 16: 9 against 17 us; d = 64: 9 against 12 us).
-    # Square tiles take the rows of G and R as they are (views; BLAS reads G's tile
-    # transposed), skinny slabs contiguous copies of their transposes.
+    # Key tiles that BLAS reads without copying: each tile's keys as contiguous columns, G[cols].T
+    # copied once. The score product goes through np.matmul, which costs less per call than
+    # np.dot at these shapes (64 x 4 x 1024: 22 against 31 us; 256 x 9 x 256: 21 against 32 us
+    # contiguous, 43 us for np.dot on the transposed view the tiles used to be); the second
+    # product stays with np.dot, whose orientation follows the tile: for a slab of a few whole
+    # rows BLAS runs R^T E^T faster than E R (measured at n = 16384, d = 2: 15 against 31 us per
+    # slab; np.matmul on the strided E^T made two threads 1.3-1.5x slower at n = 4096), for a
+    # square-ish tile E R (d = 16: 9 against 17 us; d = 64: 9 against 12 us).
     square = inner > SKINNY_INNER
+    G_tiles = [np.ascontiguousarray(G[cols].T) for cols in col_tiles]
     if square:
-        G_tiles = [G[cols].T for cols in col_tiles]
         R_tiles = [R[cols] for cols in col_tiles]
     else:
-        G_tiles = [np.ascontiguousarray(G[cols].T) for cols in col_tiles]
         R_tiles = [np.ascontiguousarray(R[cols].T) for cols in col_tiles]
     entries = (blocks[0].stop - blocks[0].start) * G_tiles[0].shape[1] if blocks else 0
 
@@ -385,7 +390,7 @@ def accumulate(
             b, Fr, block = rows.stop - rows.start, F[rows], out[rows]
             for k, (Gt, Rt) in enumerate(zip(G_tiles, R_tiles, strict=True)):
                 S = buf[: b * Gt.shape[1]].reshape(b, -1)
-                np.dot(Fr, Gt, out=S)
+                np.matmul(Fr, Gt, out=S)
                 elementwise(S, rows)
                 part = np.dot(S, Rt) if square else np.dot(Rt, S.T).T
                 if k == 0:

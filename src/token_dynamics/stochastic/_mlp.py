@@ -28,15 +28,25 @@ __all__ = ["MLPNoise"]
 
 #: Largest array (entries) a batched step allocates at once: an ``n x n`` score matrix over a
 #: group of paths, or an ``n x m`` hidden layer. Larger problems are cut into row slabs
-#: (attention) and (rows x hidden units) tiles (MLP) of about this size, which stay in a core's
-#: L2 cache, so the memory of a layer is O(n d + m d) (the weights), whatever ``n`` and ``m``.
+#: (attention) and (rows x hidden units) tiles (MLP, :data:`MLP_TILE_ELEMENTS`), which stay in
+#: a core's L2 cache, so the memory of a layer is O(n d + m d) (the weights), whatever ``n``
+#: and ``m``.
 TILE_ELEMENTS = 2**14
-#: Rows of one MLP tile (fewer when ``n`` is smaller); its hidden units fill TILE_ELEMENTS.
-#: Measured at N = 4096, d = 16, m = 4096 and 16384 on the 2-core machine: 128 x 128 tiles ran
-#: within 10 % of 256 x 64 and 64 x 256 and 25 % faster than 1024 x 16; tiles large enough for
-#: OpenBLAS to thread their products (up to 4096 x 256) were at most 20 % faster, for 16x the
-#: memory. The MLP is bound by its skinny products: one whole-array MLP takes longer.
+#: Rows of one MLP tile (fewer when ``n`` is smaller); its hidden units fill
+#: :data:`MLP_TILE_ELEMENTS`. Measured at N = 4096, d = 16, m = 4096 and 16384 on the 2-core
+#: machine: 128 x 128 tiles ran within 10 % of 256 x 64 and 64 x 256 and 25 % faster than
+#: 1024 x 16; tiles large enough for OpenBLAS to thread their products (up to 4096 x 256) were
+#: at most 20 % faster, for 16x the memory. The MLP is bound by its skinny products: one
+#: whole-array MLP takes longer.
 TILE_ROWS = 128
+#: Entries of one MLP tile (128 x 1024: 1 MiB of float64, in a core's L2 cache). On one thread
+#: tiles of 2^14 to 2^17 entries ran within 7 % of each other, but the small ones made two
+#: threads slower than one at d <= 8 (each tile is a few short numpy calls, each a turn at the
+#: GIL): one layer, relu, one path, serial / two threads, 128 x 128 against 128 x 1024 tiles:
+#: d = 3, N = m = 4096: 24 / 30 against 23 / 16 ms; d = 8, N = 2048, m = 4096: 16 / 19 against
+#: 17 / 9.6 ms; d = 16, N = m = 4096: 44 / 40 against 42 / 23 ms; d = 64, N = m = 2048: 27 /
+#: 17 against 25 / 13 ms.
+MLP_TILE_ELEMENTS = 2**17
 #: Relative jitter added to a kernel matrix before its Cholesky factor: above the 1e-16 n
 #: rounding of its entries (n <= 10^4) and at the 1e-10 accuracy of the kernel itself.
 JITTER = 1e-10
@@ -191,7 +201,7 @@ def _mlp(activation: str, Y, U, bU, W, bW) -> np.ndarray:
         kernels = _attention._kernels
         g = np.zeros_like(Y)
         rows = min(n, TILE_ROWS)
-        units = max(1, TILE_ELEMENTS // rows)
+        units = max(1, MLP_TILE_ELEMENTS // rows)
         tiles = [(p, slice(r, min(r + rows, n))) for p in range(paths) for r in range(0, n, rows)]
 
         def task(group) -> None:
