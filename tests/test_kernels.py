@@ -321,6 +321,31 @@ def test_a_task_may_run_kernels_on_the_pool_itself(threaded):
         np.testing.assert_array_equal(v, ref)
 
 
+def test_scratch_buffers_are_kept_per_thread_and_never_shared():
+    """A thread gets its scratch buffer back on its next use (no fresh mapping per call), a
+    larger request or another dtype gets a buffer of its own, and so does a nested use."""
+    with K_.scratch(100, np.float64) as a:
+        with K_.scratch(10, np.float64) as nested:
+            assert not np.shares_memory(a, nested)
+        assert a.size >= 100 and a.dtype == np.float64
+    with K_.scratch(50, np.float64) as again:
+        assert again is a
+    with K_.scratch(50, np.float32) as single:
+        assert single.dtype == np.float32 and not np.shares_memory(single, a)
+    with K_.scratch(1000, np.float64) as larger:
+        assert larger.size >= 1000
+    seen: list[np.ndarray] = []
+
+    def other_thread() -> None:
+        with K_.scratch(1000, np.float64) as b:
+            seen.append(b)
+
+    worker = threading.Thread(target=other_thread)
+    worker.start()
+    worker.join()
+    assert not np.shares_memory(seen[0], larger)
+
+
 def test_causal_query_that_sees_no_token_is_named(threaded):
     """Causal attention: a query that sees no token raises, naming the first such query."""
     rng = np.random.default_rng(6)

@@ -66,6 +66,7 @@ __all__ = [
     "apply_rows",
     "matrix_rows",
     "scores",
+    "scratch",
     "serial_blas",
     "tiles",
 ]
@@ -210,6 +211,26 @@ def serial_blas() -> Iterator[None]:
             if _blas_users == 0 and _blas_restore is not None:
                 _blas_restore()
                 _blas_restore = None
+
+
+_scratch = threading.local()
+
+
+@contextmanager
+def scratch(entries: int, dtype: np.dtype) -> Iterator[np.ndarray]:
+    """A buffer of at least ``entries`` values of ``dtype``, kept by the calling thread for its
+    next use: a fresh array of a tile's size is mapped anew by the allocator and costs a page
+    fault per 4 KiB (at n = 1024, d = 64 the velocity's fresh arrays took 1.6 ms of 8.5). A
+    nested use on the same thread gets a buffer of its own."""
+    key = np.dtype(dtype).char
+    cache = _scratch.__dict__
+    buf = cache.pop(key, None)
+    if buf is None or buf.size < entries:
+        buf = np.empty(entries, dtype=dtype)
+    try:
+        yield buf
+    finally:
+        cache[key] = buf
 
 
 def _run(task: Callable[[list], None], blocks: list, n_elements: int, inner: int) -> None:
@@ -384,19 +405,29 @@ def accumulate(
         R_tiles = [np.ascontiguousarray(R[cols].T) for cols in col_tiles]
     entries = (blocks[0].stop - blocks[0].start) * G_tiles[0].shape[1] if blocks else 0
 
+    width = R.shape[1]
+    rows_max = blocks[0].stop - blocks[0].start if blocks else 0
+
     def task(group: list[slice]) -> None:
-        buf = np.empty(entries, dtype=F.dtype)
-        for rows in group:
-            b, Fr, block = rows.stop - rows.start, F[rows], out[rows]
-            for k, (Gt, Rt) in enumerate(zip(G_tiles, R_tiles, strict=True)):
-                S = buf[: b * Gt.shape[1]].reshape(b, -1)
-                np.matmul(Fr, Gt, out=S)
-                elementwise(S, rows)
-                part = np.dot(S, Rt) if square else np.dot(Rt, S.T).T
-                if k == 0:
-                    block[...] = part
-                else:
-                    block += part
+        with scratch(entries + rows_max * width, F.dtype) as buf:
+            for rows in group:
+                b, Fr, block = rows.stop - rows.start, F[rows], out[rows]
+                part = buf[entries : entries + b * width]
+                part = part.reshape(b, width) if square else part.reshape(width, b)
+                for k, (Gt, Rt) in enumerate(zip(G_tiles, R_tiles, strict=True)):
+                    S = buf[: b * Gt.shape[1]].reshape(b, -1)
+                    np.matmul(Fr, Gt, out=S)
+                    elementwise(S, rows)
+                    if square:
+                        np.dot(S, Rt, out=block if k == 0 else part)
+                        if k > 0:
+                            block += part
+                    else:
+                        np.dot(Rt, S.T, out=part)
+                        if k == 0:
+                            block[...] = part.T
+                        else:
+                            block += part.T
 
     _run(task, blocks, n_rows * n_cols, inner)
 

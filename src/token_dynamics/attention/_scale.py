@@ -25,6 +25,11 @@ __all__ = [
 SCORE_HEADROOM = 16
 
 
+def _max_abs(M: np.ndarray) -> float:
+    """``max |M|`` (0 for an empty array, nan if any entry is) without an array of ``|M|``."""
+    return float(np.maximum(np.max(M, initial=0.0), -np.min(M, initial=0.0)))
+
+
 def rescale_scores(
     F: np.ndarray, G: np.ndarray, bias: np.ndarray | None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, int]:
@@ -38,9 +43,8 @@ def rescale_scores(
     """
     k = max(F.shape[1], 1)
     limit = float(np.finfo(F.dtype).max) * 2.0**-SCORE_HEADROOM
-    f = float(np.max(np.abs(F), initial=0.0))
-    g = float(np.max(np.abs(G), initial=0.0))
-    b = 0.0 if bias is None else float(np.max(np.abs(bias), initial=0.0))
+    f, g = _max_abs(F), _max_abs(G)
+    b = 0.0 if bias is None else _max_abs(bias)
     with np.errstate(over="ignore"):
         fits = k * f * g + b <= limit and k * f * f <= limit and k * g * g <= limit
     if fits:

@@ -205,11 +205,17 @@ def _mlp(activation: str, Y, U, bU, W, bW) -> np.ndarray:
         tiles = [(p, slice(r, min(r + rows, n))) for p in range(paths) for r in range(0, n, rows)]
 
         def task(group) -> None:
-            with np.errstate(over="ignore", invalid="ignore"):  # per thread; see _normalise
+            # per thread; see _normalise. The hidden tile lives in the thread's scratch buffer
+            with (
+                np.errstate(over="ignore", invalid="ignore"),
+                kernels.scratch(rows * units, Y.dtype) as buf,
+            ):
                 for p, r in group:
                     Yr, gr = Y[p, r], g[p, r]
                     for c in range(0, m, units):
-                        H = Yr @ U[p, c : c + units].T
+                        Uc = U[p, c : c + units]
+                        H = buf[: Yr.shape[0] * Uc.shape[0]].reshape(Yr.shape[0], -1)
+                        np.matmul(Yr, Uc.T, out=H)
                         H += bU[p, c : c + units]
                         gr += sigma(H) @ W[p, :, c : c + units].T
 
