@@ -746,3 +746,40 @@ def test_one_point_correlation_against_the_relu_closed_form():
     )
     with pytest.raises(TypeError, match="`noise`"):
         sto.one_point_correlation("relu", times, d=d)
+
+
+def test_kernel_roots_run_with_blas_on_one_thread(monkeypatch):
+    """The infinite-width field's Cholesky (and its eigh fallback) run with BLAS held to one
+    thread: OpenBLAS's spinning threads made them 300x slower when the other core was busy.
+    BLAS gets its threads back afterwards."""
+    from threadpoolctl import ThreadpoolController
+
+    blas = ThreadpoolController().select(user_api="blas")
+    seen = []
+    cholesky, eigh = np.linalg.cholesky, np.linalg.eigh
+
+    def recording(f, fail=False):
+        def call(*args, **kwargs):
+            seen.append(max(i["num_threads"] for i in blas.info()))
+            if fail:
+                raise np.linalg.LinAlgError("not positive definite")
+            return f(*args, **kwargs)
+
+        return call
+
+    Y = uniform_sphere(40, 3, rng=np.random.default_rng(3))[None]
+    K = _mlp._kernel_matrix(sto.MLPNoise("relu", width=None), Y)
+    with blas.limit(limits=2):  # BLAS on two threads, even where the environment pins one
+        monkeypatch.setattr(np.linalg, "cholesky", recording(cholesky))
+        R = _mlp._psd_root(K)
+        monkeypatch.setattr(np.linalg, "cholesky", recording(cholesky, fail=True))
+        monkeypatch.setattr(np.linalg, "eigh", recording(eigh))
+        R_eig = _mlp._psd_root(K)
+        assert max(i["num_threads"] for i in blas.info()) == 2
+    assert seen == [1, 1, 1]
+    # the roots' residuals: the jitter on the diagonal (Cholesky), and the backward error of
+    # eigh, n eps ||K|| with ||K|| <= n max K_ii (plus the clipped negative rounding, as small)
+    n, scale = K.shape[-1], np.max(np.diagonal(K[0]))
+    rounding = 4 * n * n * np.finfo(float).eps * scale
+    np.testing.assert_allclose(R[0] @ R[0].T, K[0], atol=_mlp.JITTER * scale + rounding)
+    np.testing.assert_allclose(R_eig[0] @ R_eig[0].T, K[0], atol=rounding)

@@ -147,15 +147,20 @@ def _psd_root(K: np.ndarray) -> np.ndarray:
     e.g. coincident tokens, have a factor, and the sampled covariance is exact to 1e-10
     relative); where even that fails, the eigenvalue root with negative rounding clipped.
     Cholesky is 50 to 250 times faster than ``eigh`` on the small batched matrices of the
-    simulations (measured at 60 x 40 x 40).
+    simulations (measured at 60 x 40 x 40). Both run with BLAS held to one thread
+    (``attention._kernels.serial_blas``): OpenBLAS's threads wait on each other by spinning, and
+    with the other core busy (a second process, the tests' other worker) 8 Cholesky factors of
+    256 x 256 took 1.3 s instead of 4 ms; on two free cores one thread is as fast up to n = 256
+    and 1.1x / 1.2x / 1.3x slower at n = 1024 / 2048 / 4096 (measured).
     """
     n = K.shape[-1]
     scale = np.max(np.diagonal(K, axis1=-2, axis2=-1), axis=-1)
-    try:
-        return np.linalg.cholesky(K + (JITTER * scale)[..., None, None] * np.eye(n))
-    except np.linalg.LinAlgError:
-        lam, U = np.linalg.eigh(0.5 * (K + np.swapaxes(K, -1, -2)))
-        return U * np.sqrt(np.clip(lam, 0.0, None))[..., None, :]
+    with _attention._kernels.serial_blas():
+        try:
+            return np.linalg.cholesky(K + (JITTER * scale)[..., None, None] * np.eye(n))
+        except np.linalg.LinAlgError:
+            lam, U = np.linalg.eigh(0.5 * (K + np.swapaxes(K, -1, -2)))
+            return U * np.sqrt(np.clip(lam, 0.0, None))[..., None, :]
 
 
 def _gaussian_field(noise: MLPNoise, Y: np.ndarray, Z: np.ndarray) -> np.ndarray:
