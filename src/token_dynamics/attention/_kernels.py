@@ -413,22 +413,20 @@ def accumulate(
         with scratch(entries + rows_max * width, F.dtype) as buf:
             for rows in group:
                 b, Fr, block = rows.stop - rows.start, F[rows], out[rows]
-                part = buf[entries : entries + b * width]
-                part = part.reshape(b, width) if square else part.reshape(width, b)
+                part = buf[entries : entries + b * width]  # this tile's sums, (b, width)
+                part = part.reshape(b, width) if square else part.reshape(width, b).T
                 for k, (Gt, Rt) in enumerate(zip(G_tiles, R_tiles, strict=True)):
                     S = buf[: b * Gt.shape[1]].reshape(b, -1)
                     np.matmul(Fr, Gt, out=S)
                     elementwise(S, rows)
                     if square:
-                        np.dot(S, Rt, out=block if k == 0 else part)
-                        if k > 0:
-                            block += part
+                        np.dot(S, Rt, out=part)
                     else:
-                        np.dot(Rt, S.T, out=part)
-                        if k == 0:
-                            block[...] = part.T
-                        else:
-                            block += part.T
+                        np.dot(Rt, S.T, out=part.T)
+                    if k == 0:
+                        block[...] = part
+                    else:
+                        block += part
 
     _run(task, blocks, n_rows * n_cols, inner)
 
