@@ -636,6 +636,23 @@ def test_cone_coordinates():
     np.testing.assert_allclose(np.hypot(X[1, 0], X[1, 1]), X[1, 2])
 
 
+def test_cone_is_the_upright_half():
+    # exercise gauss-ex-cone-boundary: Sigma >= 0 iff |(a - b, 2c)| <= a + b. The squared
+    # inequality alone holds for -I too (det >= 0, trace < 0): the nonnegative trace is needed.
+    x = g.cone_coordinates(-np.eye(2))
+    assert x[0] ** 2 + x[1] ** 2 <= x[2] ** 2 and x[2] < 0
+    rng = np.random.default_rng(3)
+    S = rng.standard_normal((4000, 2, 2))
+    S = S + np.swapaxes(S, -1, -2)
+    x = g.cone_coordinates(S)
+    # margins of 1e-9 keep rounding away from the boundary, which has measure zero
+    lam_min = np.linalg.eigvalsh(S)[:, 0]
+    gap = x[:, 2] - np.hypot(x[:, 0], x[:, 1])  # = 2 lam_min exactly
+    np.testing.assert_allclose(gap, 2.0 * lam_min, atol=1e-12)
+    assert np.array_equal(gap >= 0, lam_min >= 0)
+    assert 0 < np.mean(lam_min >= 0) < 1
+
+
 # --------------------------------------------------------------------------------------------
 # Particle-side estimator (sampling + integrators + attention of the core library)
 

@@ -608,6 +608,16 @@ def test_energy_rate_formula_is_the_derivative_along_the_field(normalised):
     assert gf.energy_rate_formula(A, A, X, normalised=normalised) > 0
     with pytest.raises(ValueError, match="`A`"):
         gf.energy_rate_formula(B, V, X)
+    # exercise gf-ex-usa-rate needs A symmetric: for a non-symmetric A the expression
+    # sum_i w_i Z_i^2 m_i^T A V m_i is not the rate along unnormalised attention
+    S = B + np.diag([1.0, 0.0, 0.0])  # B is not symmetric
+    v = Unnormalised(S, V).velocity(X, weights=w)
+    E = np.exp(X @ S.T @ X.T) * w
+    Z = E.sum(axis=1)
+    m = (E @ X) / Z[:, None]
+    expression = np.einsum("i,i,ik,kl,il->", w, Z**2, m, S @ V, m)
+    rate = gf.energy_rate(A=S, X=X, velocity=v, weights=w)
+    assert abs(expression - rate) > 1e-3 * abs(rate)
 
 
 def test_observed_monotonicity():

@@ -312,8 +312,9 @@ def cone_coordinates(covariances: ArrayLike) -> FloatArray:
     r"""Coordinates ``(a - b, 2c, a + b)`` of 2x2 covariances in the PSD cone.
 
     :math:`\Sigma = \begin{psmallmatrix}a&c\\c&b\end{psmallmatrix}` is PSD iff
-    :math:`(a-b)^2 + (2c)^2 \le (a+b)^2`, i.e. iff the point lies in the upright circular
-    cone; rank-one covariances lie on its surface.
+    :math:`\sqrt{(a-b)^2 + (2c)^2} \le a+b`, i.e. iff the point lies in the upright circular
+    cone (the squared inequality alone also admits the downward cone, :math:`-I` for instance);
+    rank-one covariances lie on its surface, whose apex is :math:`\Sigma = 0`.
 
     Parameters
     ----------
