@@ -241,6 +241,42 @@ def test_rate_bracket(activation, d, s):
         assert lam - 1e-12 <= rate <= lam * 2 * beta / np.expm1(2 * beta) + 1e-9
 
 
+@pytest.mark.statement("sync-prop-sharp-rate")
+@pytest.mark.parametrize(("activation", "d", "s"), ASSUMPTION_1)
+def test_rate_is_lambda_bar_below_the_sharp_beta(activation, d, s):
+    kw = _noise(activation, d, s)
+    row = sto.noise_exponents(activation, **kw)
+    beta = sto.sharp_rate_beta(activation, **kw)
+    # beta_* solves beta e^(2 beta) = 2 kappa(1) / |lambda_bar| (to the rounding of lambertw)
+    np.testing.assert_allclose(
+        beta * np.exp(2 * beta), 2 * row.kappa_1 / abs(row.lambda_bar), rtol=1e-12
+    )
+    # at and below beta_* the infimum of F is F(1) = -lambda_bar: equal up to the 1e-9
+    # accuracy of the grid-and-search infimum (a larger infimum elsewhere cannot lower it)
+    for b in (beta, beta / 2, beta / 10):
+        rate = sto.dissipation_rate(activation, beta=b, **kw)
+        assert abs(rate - row.lambda_bar) < 1e-9
+        F = sto.dissipation_function(np.linspace(-1, 1, 2001), activation, beta=b, **kw)
+        assert F.min() >= -row.lambda_bar - 1e-9
+    # well above beta_* the antipodal pairs set a strictly slower rate
+    assert sto.dissipation_rate(activation, beta=5.0, **kw) > row.lambda_bar + 1e-3
+
+
+@pytest.mark.statement("sync-prop-odd-exponent")
+@pytest.mark.parametrize("activation", ["tanh", "erf"])
+@pytest.mark.parametrize("d", [2, 4, 16, 64, 128])
+def test_odd_fields_have_lambda_bar_at_least_twice_kappa_1(activation, d):
+    row = sto.noise_exponents(activation, d=d)
+    assert row.odd
+    # kappa(-1) = -kappa(1) and kappa(u) >= kappa(1) - kappa'(1)(1 - u) at u = -1 give
+    # kappa'(1) >= kappa(1), hence lambda_bar >= 2 kappa(1) > 0 (margins: quadrature 1e-10)
+    assert row.kappa_prime_1 >= row.kappa_1 - 1e-10
+    assert row.lambda_bar >= 2 * row.kappa_1 - 1e-9
+    # the antipodal point is a zero of G for odd fields: F(-1) = 0, so no negative rate
+    F = sto.dissipation_function([-1.0], activation, d=d, beta=1.0)
+    assert abs(F[0]) < 1e-9
+
+
 @pytest.mark.statement("sync-lem-rate")
 def test_noise_energy_drift_is_bounded_by_the_rate_on_clouds():
     rng = np.random.default_rng(4)

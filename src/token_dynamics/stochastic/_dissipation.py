@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize
+from scipy import optimize, special
 
 from .._guards import float_guard
 from .._linalg import LOG_FLOAT_MAX
@@ -28,6 +28,7 @@ __all__ = [
     "dissipation_rate",
     "lemma_4_1_terms",
     "noise_energy_drift",
+    "sharp_rate_beta",
 ]
 
 #: Grid points on [-1, 1] for the infimum of Lemma 4.1's F; the grid minimum is refined by a
@@ -317,6 +318,56 @@ def dissipation_rate(
         options={"xatol": 1e-10},
     )
     return -float(min(F[i], res.fun))
+
+
+def sharp_rate_beta(
+    activation: str, *, d: int, sigma_U: float = 0.0, sigma_W: float = 0.0
+) -> float:
+    r"""An inverse temperature below which the rate of Lemma 4.1 is exactly :math:`\bar\lambda`.
+
+    With :math:`c = 2\kappa(1)/|\bar\lambda|`, every :math:`\beta` with
+    :math:`\beta e^{2\beta} \le c` has :math:`\inf F = F(1)`, i.e.
+    :math:`\bar\lambda'(\beta) = \bar\lambda` (derived in this book: the lower bound
+    :math:`G(u) \ge -\bar\lambda r + \kappa(1) r^2`, :math:`r = 1 - u`, of the proof of Lemma 4.1
+    beats :math:`(e^s - 1)/s \le 1 + \frac s2 e^s`). The largest such :math:`\beta` is returned:
+
+    .. math:: \beta_* = \tfrac12 W_0(2c),
+
+    with :math:`W_0` the principal branch of Lambert's function. The condition is sufficient,
+    not necessary: :math:`\bar\lambda'(\beta) = \bar\lambda` may hold beyond :math:`\beta_*`.
+
+    Parameters
+    ----------
+    activation : str
+    d : int
+    sigma_U, sigma_W : float
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    AssumptionError
+        If Assumption 1 fails (:math:`\bar\lambda` is then not negative).
+    ValueError
+        If a noise argument is invalid.
+
+    References
+    ----------
+    Agazzi et al., arXiv:2604.26898, Lemma 4.1 and Remark 1.6 (the choice of :math:`\beta`).
+
+    Examples
+    --------
+    >>> from token_dynamics.stochastic import dissipation_rate, noise_exponents, sharp_rate_beta
+    >>> b = sharp_rate_beta("sigmoid", d=5)
+    >>> rate = dissipation_rate("sigmoid", d=5, beta=b)
+    >>> bool(abs(rate - noise_exponents("sigmoid", d=5).lambda_bar) < 1e-12)
+    True
+    """
+    row = check_assumption_1(activation, d=d, sigma_U=sigma_U, sigma_W=sigma_W)
+    c = 2.0 * row.kappa_1 / abs(row.lambda_bar)
+    return 0.5 * float(special.lambertw(2.0 * c).real)
 
 
 def noise_energy_drift(
