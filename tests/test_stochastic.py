@@ -433,6 +433,36 @@ def test_one_point_motion_is_spherical_brownian_motion(simulator, activation, wi
 
 
 @pytest.mark.statement("sto-lem-norm")
+@pytest.mark.statement("sto-prop-empirical-spde")
+def test_empirical_measure_has_the_spde_drift_and_common_noise_variance():
+    """For f(x) = <a, x> the weak form of the SPDE, at mu = mu^N and without attention, gives
+    d<mu, f> = -kappa(1) (d-1)/2 <mu, f> dt + dM with
+    d<M> = (1/N^2) sum_ij kappa(u_ij) a^T P_xi P_xj a dt: one short SDE step from a fixed cloud,
+    over many paths, has that mean and variance (a common noise: the variance does not shrink
+    like 1/N)."""
+    d, N, h, paths = 4, 6, 1e-3, 4000
+    noise = sto.MLPNoise("tanh", width=None, sigma_U=0.3, sigma_W=0.3)
+    model = sto.StochasticTransformer(noise, V=np.zeros((d, d)))
+    X0 = uniform_sphere(N, d, rng=5)
+    a = np.array([1.0, -0.5, 0.25, 2.0])
+    res = sto.simulate_sde(model, X0, T=h, L=1, n_paths=paths, method="euler", rng=6)
+    f0 = float(np.mean(X0 @ a))
+    incr = np.mean(res.X[:, -1] @ a, axis=-1) - f0
+    k1 = float(noise.kappa(1.0, d=d))
+    P = np.eye(d)[None] - X0[:, :, None] * X0[:, None, :]
+    Pa = P @ a
+    rate = float(np.mean(noise.kappa(np.clip(X0 @ X0.T, -1, 1), d=d) * (Pa @ Pa.T)))
+    # the variance: relative SE sqrt(2 / paths) ~ 2.2 %, so 5 SE, plus an O(h) bias
+    np.testing.assert_allclose(incr.var(ddof=1) / h, rate, rtol=5 * np.sqrt(2 / paths) + 0.01)
+    # the mean: drift h * (-kappa(1) (d-1)/2) f0, within 5 SE of the mean plus O(h^2)
+    se = incr.std(ddof=1) / np.sqrt(paths)
+    assert abs(incr.mean() + h * k1 * (d - 1) / 2 * f0) < 5 * se + h**2
+    # common noise: the variance is of order one in N, far above the independent-noise
+    # value kappa(1) (1/N^2) sum_i |P_xi a|^2
+    independent = k1 * float(np.mean(np.sum(Pa**2, axis=-1))) / N
+    assert rate > 2 * independent
+
+
 def test_radial_drift_cancels_the_ito_correction():
     """Plain Euler-Maruyama: E|X_T|^2 - 1 = O(h) with the drift -kappa (d-1)/2 x, against
     (d - 1) kappa T without it (the Itô correction the radial drift removes)."""
