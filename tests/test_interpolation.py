@@ -273,6 +273,29 @@ def test_softmax_substitution_error_and_critical_temperature(seed):
             assert np.all(np.linalg.norm(a - b, axis=1) <= e + 1e-12 * scale)
 
 
+def test_critical_temperature_exercise_numbers():
+    """The solution of exercise interp-ex-critical-tau: the bound 2 (n - 1) |V| R e^(-Delta/tau)
+    of interp-prop-softmax-limit at 1e-12, for n = 10 and 20, R = 5, Delta = 2, as printed."""
+    import re
+    from pathlib import Path
+
+    book = Path(__file__).resolve().parents[1] / "book"
+    text = (book / "interpolation" / "softmax.md").read_text(encoding="utf-8")
+    solution = text[text.index("{solution} interp-ex-critical-tau") :]
+    solution = solution[: solution.index("```")]
+
+    def tau(n):
+        return 2.0 / np.log(2 * (n - 1) * 5.0 / 1e-12)
+
+    printed = [float(x) for x in re.findall(r"\\approx (0\.\d+)", solution)]
+    # three significant digits as printed: the rounding of the value, 5e-5
+    assert printed[0] == pytest.approx(tau(10), abs=5e-5)
+    assert printed[-1] == pytest.approx(tau(20), abs=5e-5)
+    # doubling n adds log(38 / 18) = log(19 / 9) to the logarithm (0.75 as printed)
+    increment = float(re.search(r"\\log\(19/9\) \\approx (\d\.\d+)", solution).group(1))
+    assert increment == pytest.approx(np.log(19 / 9), abs=5e-3)
+
+
 @pytest.mark.statement("interp-prop-softmax-limit")
 @pytest.mark.parametrize("seed", [2, 9])
 def test_substitution_bound_grows_with_the_temperature(seed):
