@@ -88,6 +88,27 @@ def test_velocity_is_lipschitz_in_the_measure(seed):
     assert gap.max() <= mf.lipschitz_measure(A, V, R) * wasserstein1(X, Y) * (1 + 1e-10)
 
 
+@pytest.mark.statement("mf-lem-lipschitz-mu")
+@pytest.mark.parametrize(("kappa", "R"), [(0.5, 1.0), (1.0, 1.5), (2.0, 1.0)])
+def test_the_exponential_factor_of_the_measure_constant_is_attained(kappa, R):
+    # Two atoms: mu = delta_{-R e}, nu = (1 - eps) delta_{-R e} + eps delta_{R e}, query R e,
+    # A = kappa I, V = I. W1 = 2 R eps and the velocity moves by 2 R eps e^{2 kappa R^2} (1 + O(eps)):
+    # the ratio reaches e^{2 kappa R^2}, within the factor 1 + 2 kappa R^2 of the lemma's constant.
+    d, eps = 2, 1e-9
+    e = np.array([1.0, 0.0])
+    field = Softmax(kappa * np.eye(d), np.eye(d))
+    X = np.array([-R * e, R * e])
+    query = (R * e)[None]
+    v_mu = field.velocity_at(query, X, weights=np.array([1.0, 0.0]))
+    v_nu = field.velocity_at(query, X, weights=np.array([1.0 - eps, eps]))
+    ratio = float(np.linalg.norm(v_nu - v_mu)) / (2 * R * eps)
+    # relative O(eps e^{2 kappa R^2}) from the expansion, and rounding ~1e-16 / eps: 1e-5
+    np.testing.assert_allclose(ratio, np.exp(2 * kappa * R**2), rtol=1e-5)
+    constant = mf.lipschitz_measure(kappa * np.eye(d), np.eye(d), R)
+    assert ratio <= constant
+    np.testing.assert_allclose(constant / ratio, 1 + 2 * kappa * R**2, rtol=1e-5)
+
+
 @pytest.mark.statement("mf-thm-stability")
 @given(st.integers(0, 10_000))
 def test_gronwall_bound_holds(seed):
