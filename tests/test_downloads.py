@@ -122,7 +122,9 @@ def test_every_launch_button_opens_its_notebook():
     for page in pages:
         text = html.unescape((SITE / page).with_suffix(".html").read_text(encoding="utf-8"))
         # every link to either service, whatever it opens
-        launches = re.findall(r'href="(https://(?:mybinder\.org|colab\.[^"]+))"', text)
+        launches = re.findall(
+            r'href="(https://(?:mybinder\.org|colab\.research\.google\.com)/[^"]*)"', text
+        )
         for service, pattern in (("Binder", binder), ("Colab", colab)):
             links = [match.groups() for url in launches if (match := re.fullmatch(pattern, url))]
             assert len(links) == 1, f"{page}: {len(links)} {service} links to {owner}/{repo}"
@@ -130,6 +132,32 @@ def test_every_launch_button_opens_its_notebook():
             assert (link_branch, path) == (branch, f"{page.as_posix()}.ipynb"), (service, page)
             assert (NOTEBOOKS / path).is_file(), f"{service} opens {path}, not generated"
         assert len(launches) == 2, f"{page}: launch links besides its notebook's: {launches}"
+
+
+def test_cross_references_link_to_the_site():
+    """Each link of a notebook into the site (``html.baseurl``) opens a built page, at an
+    element of that page when it names one: the place the cross-reference points at."""
+    base = launch_config(ROOT)["site"]
+    assert base, "no `html.baseurl` in _config.yml: the notebooks link to no site"
+    ids: dict[Path, set[str]] = {}
+    broken, count = [], 0
+    for path in downloads():
+        notebook = nbformat.reads(path.read_text(encoding="utf-8"), as_version=4)
+        for cell in notebook.cells:
+            if cell.cell_type != "markdown":
+                continue
+            for url in re.findall(r"\]\((\S+?)\)", cell.source):
+                if not url.startswith(base):
+                    continue
+                count += 1
+                page, _, anchor = url.removeprefix(base).partition("#")
+                built = SITE / page
+                if built.is_file() and built not in ids:
+                    ids[built] = set(re.findall(r'id="([^"]+)"', built.read_text("utf-8")))
+                if not built.is_file() or (anchor and anchor not in ids[built]):
+                    broken.append((path.name, url))
+    assert count, "no cross-reference links to the site"
+    assert not broken, f"links to no page or no element of it: {broken}"
 
 
 def test_binder_of_the_notebooks_holds_what_they_import():
