@@ -104,14 +104,24 @@ def test_publish_commits_the_folder_alone(clone, tmp_path):
     (out / "book").mkdir(parents=True)
     (out / "book" / "nb.ipynb").write_text("{}\n", encoding="utf-8")
     (out / "README.md").write_text("# notebooks\n", encoding="utf-8")
+    (out / "binder").mkdir()
+    (out / "binder" / "requirements.txt").write_text(
+        "numpy==2.4.6\ntoken-dynamics @ git+https://github.com/o/r@0123456789abcdef\n",
+        encoding="utf-8",
+    )
     before = [git(clone, "rev-parse", "HEAD"), git(clone, "status", "--porcelain")]
 
     first = publish_notebooks.publish(out, clone)
     assert git(clone, "rev-parse", "nbs") == first  # the branch of _config.yml
     assert git(clone, "ls-tree", "-r", "--name-only", first).split() == [
         "README.md",
+        "binder/requirements.txt",
         "book/nb.ipynb",
     ]
+    # the message names the commit built, as the Binder environment pins it
+    assert git(clone, "log", "-1", "--format=%s", first) == (
+        "Plain notebooks of 0123456789ab: make notebooks"
+    )
     assert git(clone, "rev-list", "--count", first) == "1"  # no history of the book's
     assert git(clone, "show", f"{first}:book/nb.ipynb") == "{}"
     # HEAD, the index and the work tree (its uncommitted edit) as they were

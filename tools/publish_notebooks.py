@@ -172,6 +172,18 @@ notebooks import, without Jupyter Book.
     return notebooks
 
 
+def built_from(out: Path) -> str:
+    """The commit the notebooks in `out` were built from, as ``collect`` recorded it: the
+    library's pin in their Binder environment, and the README's word on uncommitted changes."""
+    requirements, readme = out / "binder" / "requirements.txt", out / "README.md"
+    text = requirements.read_text(encoding="utf-8") if requirements.exists() else ""
+    pin = re.search(r"^token-dynamics @ \S+@(?P<commit>[0-9a-f]{7,40})$", text, re.MULTILINE)
+    if pin is None:
+        return "an unrecorded commit"
+    dirty = readme.exists() and "with uncommitted changes" in readme.read_text(encoding="utf-8")
+    return pin["commit"][:12] + (" with uncommitted changes" if dirty else "")
+
+
 def publish(out: Path = OUT, root: Path = ROOT, branch: str | None = None) -> str | None:
     """Commit the folder `out` as the whole tree of the next commit of `branch` (default:
     ``launch_buttons.notebooks_branch``) in the repository `root`, without touching its work
@@ -190,7 +202,6 @@ def publish(out: Path = OUT, root: Path = ROOT, branch: str | None = None) -> st
     branch = branch or launch_config(root)["branch"]
     if _git(root, "rev-parse", "--abbrev-ref", "HEAD") == branch:
         raise ValueError(f"`{branch}` is checked out in {root}: publish from another branch")
-    commit, dirty = source_commit(root)
     parent = subprocess.run(
         ["git", "-C", str(root), "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}"],
         capture_output=True,
@@ -204,8 +215,7 @@ def publish(out: Path = OUT, root: Path = ROOT, branch: str | None = None) -> st
         tree = _git(root, "write-tree", env=env)
     if parent and _git(root, "rev-parse", f"{parent}^{{tree}}") == tree:
         return None
-    state = " (with uncommitted changes)" if dirty else ""
-    message = f"Plain notebooks of {commit[:12]}{state}: make notebooks"
+    message = f"Plain notebooks of {built_from(out)}: make notebooks"
     new = _git(root, "commit-tree", tree, *(["-p", parent] if parent else []), "-m", message)
     _git(root, "update-ref", f"refs/heads/{branch}", new, *([parent] if parent else []))
     return new
