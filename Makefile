@@ -19,7 +19,7 @@ $(error EDITION must be `full` or `student`, not `$(EDITION)`)
 endif
 
 .PHONY: book pdf test test-fullsize fuzz env lint unit build site browser pdf-check chromium poppler \
-	bench clean coursework
+	bench clean coursework notebooks
 
 ## env: the pinned environment in .venv (re-installed when a requirements file changes)
 env: $(STAMP)
@@ -39,6 +39,15 @@ book: env
 	$(BIN)/python tools/book_config.py --edition $(EDITION) > _build/book_options_$(EDITION)
 	$(BIN)/jupyter-book build . $(BUILD_FLAGS) $$(cat _build/book_options_$(EDITION))
 	$(BIN)/python tools/book_config.py --edition $(EDITION) --built
+
+## notebooks: the plain notebook of every notebook page, which the site's Binder and Colab
+## buttons open, in _build/notebooks/ (the full edition's downloads at their paths, Binder's
+## environment for them in binder/, a README). `$(BIN)/python tools/publish_notebooks.py publish`
+## then commits that folder to the branch `launch_buttons.notebooks_branch` (default
+## `notebooks`); `git push origin notebooks` publishes it (README.md, "Reading outside the book").
+notebooks: override EDITION = full
+notebooks: book
+	$(BIN)/python tools/publish_notebooks.py collect
 
 ## pdf: the whole book as one PDF, printed by Chromium from the site of `make book`:
 ## _build/pdf/token-dynamics.pdf (EDITION=student: token-dynamics-student.pdf, from
@@ -83,12 +92,14 @@ build: env
 	$(BIN)/python tools/book_config.py --ci --edition full > _build/book_options_full
 	$(BIN)/jupyter-book build . $(BUILD_FLAGS) $$(cat _build/book_options_full)
 	$(BIN)/python tools/book_config.py --edition full --built
+	$(BIN)/python tools/publish_notebooks.py collect  # the notebooks of `make notebooks`
 	$(BIN)/python tools/book_config.py --ci --edition student > _build/book_options_student
 	$(BIN)/jupyter-book build . $(BUILD_FLAGS) $$(cat _build/book_options_student)
 	$(BIN)/python tools/book_config.py --edition student --built
 
 ## site (in `make test`, after `build`): no solution in the student edition; every downloadable
-## notebook runs in a kernel where Jupyter Book, Sphinx and myst-nb cannot be imported
+## notebook runs in a kernel where Jupyter Book, Sphinx and myst-nb cannot be imported, and the
+## launch buttons open the same notebooks, gathered in _build/notebooks
 site: env
 	$(BIN)/pytest -n $(JOBS) -rP $(SITE_TESTS)  # -rP: the leak test prints its counts
 

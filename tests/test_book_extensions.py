@@ -170,3 +170,27 @@ def test_no_kind_word_before_a_numbered_reference():
     }
     offenders = {page: found for page, found in offenders.items() if found}
     assert not offenders, f"a kind word before a numbered reference: {offenders}"
+
+
+def test_launch_buttons_open_the_published_notebook():
+    """The Binder and Colab buttons open the page's plain notebook on the notebooks branch
+    (`launch_buttons` of `_config.yml`), not its MyST source on the main branch."""
+    launch = {
+        "binderhub_url": "https://mybinder.org/",
+        "colab_url": "https://colab.research.google.com",
+        "notebook_interface": "jupyterlab",
+    }
+    options = {"repository_url": "https://github.com/o/r/", "launch_buttons": launch}
+    assert book_site.notebook_launch_urls(options, "book/x/y") == {
+        "Binder": "https://mybinder.org/v2/gh/o/r/notebooks?urlpath=lab/tree/book/x/y.ipynb",
+        "Colab": "https://colab.research.google.com/github/o/r/blob/notebooks/book/x/y.ipynb",
+    }
+    launch.update(notebooks_repository="https://github.com/o/nbs.git", notebooks_branch="v2")
+    urls = book_site.notebook_launch_urls(options, "book/x/y")
+    assert urls["Colab"].endswith("/github/o/nbs/blob/v2/book/x/y.ipynb")
+    # off GitHub: Binder clones the repository by its URL, Colab cannot open it
+    launch["notebooks_repository"] = "https://git.example.org/o/nbs"
+    assert book_site.notebook_launch_urls(options, "book/x/y") == {
+        "Binder": "https://mybinder.org/v2/git/https%3A%2F%2Fgit.example.org%2Fo%2Fnbs/v2"
+        "?urlpath=lab/tree/book/x/y.ipynb"
+    }

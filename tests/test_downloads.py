@@ -1,9 +1,15 @@
-"""The notebooks the site offers for download are plain notebooks that run without the book.
+"""The notebooks the site offers, to download or to launch, are plain notebooks that run
+without the book.
 
-Needs the full edition built (``make build``; ``make site`` runs this file after it). Each
-downloadable notebook (``_build/html/_sources/**/*.ipynb``, what the download button serves)
-must have no MyST markup left in its Markdown and an install cell first, and must run in a
-fresh kernel in which the book's tool chain cannot be imported: an import blocker, installed by
+Needs the full edition built and its notebooks gathered (``make build``, which runs ``make
+notebooks``' step; ``make site`` runs this file after it). The notebooks that the launch buttons
+open (``_build/notebooks/``, published on the notebooks branch) are the downloads
+(``_build/html/_sources/**/*.ipynb``, what the download button serves), byte for byte, so
+that one run of each checks both; every notebook page's Binder and Colab links open its
+notebook there, on the configured branch, and Binder's environment there holds every module
+the notebooks import. Each notebook must have no MyST markup nor a raw label (a target, a glued
+name, a citation key of the book) left in its Markdown and an install cell first, and must run
+in a fresh kernel in which the book's tool chain cannot be imported: an import blocker, installed by
 a ``sitecustomize`` on the kernel's path, makes Jupyter Book, Sphinx, docutils, myst-nb,
 myst-parser, jupyter-cache and jupytext unimportable, so that only the library and its runtime
 dependencies (with IPython and ipywidgets) are left. (A virtual environment built in the test
@@ -12,8 +18,13 @@ would say the same, at the price of a full install per run.)
 
 from __future__ import annotations
 
+import ast
+import html
+import importlib.metadata
 import os
+import re
 import sys
+from functools import cache
 from pathlib import Path
 
 import nbformat
@@ -22,9 +33,11 @@ from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / "_build" / "html"
+NOTEBOOKS = ROOT / "_build" / "notebooks"
 sys.path.insert(0, str(ROOT / "tools"))
 from notebook_code import CELL_TIMEOUT_S, notebooks, stderr_outputs  # noqa: E402
-from plain_notebook import raw_myst  # noqa: E402
+from plain_notebook import defined_names, raw_myst, raw_names  # noqa: E402
+from publish_notebooks import launch_config  # noqa: E402
 
 #: The book's tool chain: nothing a downloaded notebook may need.
 BLOCKED = (
@@ -72,6 +85,111 @@ def downloads() -> list[Path]:
     return sorted((SITE / "_sources").rglob("*.ipynb"))
 
 
+@cache
+def book_names() -> frozenset[str]:
+    """Every label, glued name and citation key that the book's sources define."""
+    sources = [*(ROOT / "book").rglob("*.md"), *(ROOT / "book").rglob("*.bib")]
+    return frozenset(name for p in sources for name in defined_names(p.read_text("utf-8")))
+
+
+def test_the_launched_notebooks_are_the_downloads():
+    """``make notebooks`` gathers the downloads: the same files, so one run checks both."""
+    if not (NOTEBOOKS / "README.md").exists():
+        pytest.fail(f"no notebooks in {NOTEBOOKS}: run `make notebooks` (or `make build`)")
+    launched = {p.relative_to(NOTEBOOKS) for p in NOTEBOOKS.rglob("*.ipynb")}
+    offered = {p.relative_to(SITE / "_sources") for p in downloads()}
+    assert launched == offered
+    differ = [
+        str(rel)
+        for rel in offered
+        if (NOTEBOOKS / rel).read_bytes() != (SITE / "_sources" / rel).read_bytes()
+    ]
+    assert not differ, f"launched notebooks that differ from their download: {differ}"
+
+
+def test_every_launch_button_opens_its_notebook():
+    """Each notebook page's Binder and Colab links open its plain notebook, at its path on the
+    notebooks branch of the configured repository, where ``make notebooks`` wrote it."""
+    config = launch_config(ROOT)
+    owner, repo = re.fullmatch(
+        r"https://github\.com/([^/]+)/([^/]+)", config["notebooks_repository"]
+    ).groups()
+    branch = config["branch"]
+    binder = rf"https://mybinder\.org/v2/gh/{owner}/{repo}/([^/\"]+)\?urlpath=lab/tree/([^\"]+)"
+    colab = rf"https://colab\.research\.google\.com/github/{owner}/{repo}/blob/([^/\"]+)/([^\"]+)"
+    pages = [p.relative_to(ROOT).with_suffix("") for p in notebooks()]
+    assert pages
+    for page in pages:
+        text = html.unescape((SITE / page).with_suffix(".html").read_text(encoding="utf-8"))
+        # every link to either service, whatever it opens
+        launches = re.findall(
+            r'href="(https://(?:mybinder\.org|colab\.research\.google\.com)/[^"]*)"', text
+        )
+        for service, pattern in (("Binder", binder), ("Colab", colab)):
+            links = [match.groups() for url in launches if (match := re.fullmatch(pattern, url))]
+            assert len(links) == 1, f"{page}: {len(links)} {service} links to {owner}/{repo}"
+            link_branch, path = links[0]
+            assert (link_branch, path) == (branch, f"{page.as_posix()}.ipynb"), (service, page)
+            assert (NOTEBOOKS / path).is_file(), f"{service} opens {path}, not generated"
+        assert len(launches) == 2, f"{page}: launch links besides its notebook's: {launches}"
+
+
+def test_cross_references_link_to_the_site():
+    """Each link of a notebook into the site (``html.baseurl``) opens a built page, at an
+    element of that page when it names one: the place the cross-reference points at."""
+    base = launch_config(ROOT)["site"]
+    assert base, "no `html.baseurl` in _config.yml: the notebooks link to no site"
+    ids: dict[Path, set[str]] = {}
+    broken, count = [], 0
+    for path in downloads():
+        notebook = nbformat.reads(path.read_text(encoding="utf-8"), as_version=4)
+        for cell in notebook.cells:
+            if cell.cell_type != "markdown":
+                continue
+            for url in re.findall(r"\]\((\S+?)\)", cell.source):
+                if not url.startswith(base):
+                    continue
+                count += 1
+                page, _, anchor = url.removeprefix(base).partition("#")
+                built = SITE / page
+                if built.is_file() and built not in ids:
+                    ids[built] = set(re.findall(r'id="([^"]+)"', built.read_text("utf-8")))
+                if not built.is_file() or (anchor and anchor not in ids[built]):
+                    broken.append((path.name, url))
+    assert count, "no cross-reference links to the site"
+    assert not broken, f"links to no page or no element of it: {broken}"
+
+
+def test_binder_of_the_notebooks_holds_what_they_import():
+    """The environment published with the notebooks provides every module they import."""
+    pinned = {
+        re.sub(r"[-_.]+", "-", re.match(r"[A-Za-z0-9._-]+", line)[0]).lower()
+        for line in (NOTEBOOKS / "binder" / "requirements.txt").read_text("utf-8").splitlines()
+        if line.strip() and not line.startswith("#")
+    }
+    assert "token-dynamics" in pinned and not (NOTEBOOKS / "binder" / "postBuild").exists()
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    modules = set()
+    for path in NOTEBOOKS.rglob("*.ipynb"):
+        notebook = nbformat.reads(path.read_text(encoding="utf-8"), as_version=4)
+        for cell in notebook.cells:
+            if cell.cell_type == "code":
+                tree = ast.parse(TransformerManager().transform_cell(cell.source))
+                for node in ast.walk(tree):
+                    if isinstance(node, ast.Import):
+                        modules |= {alias.name.split(".")[0] for alias in node.names}
+                    elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                        modules.add(node.module.split(".")[0])
+    distributions = importlib.metadata.packages_distributions()
+    missing = {
+        module
+        for module in modules - set(sys.stdlib_module_names)
+        if not {d.lower() for d in distributions.get(module, [])} & pinned
+    }
+    assert modules and not missing, f"imported but not in Binder's requirements: {missing}"
+
+
 def test_every_notebook_page_offers_a_plain_notebook():
     if not (SITE / "index.html").exists():
         pytest.fail(f"no built site at {SITE}: run `make build` first")
@@ -94,6 +212,12 @@ def test_download_runs_without_the_book(path, tmp_path):
         if cell.cell_type == "markdown" and raw_myst(cell.source)
     }
     assert not raw, f"MyST markup left in Markdown cells (cell index: markup): {raw}"
+    labels = {
+        i: raw_names(cell.source, book_names())
+        for i, cell in enumerate(notebook.cells)
+        if cell.cell_type == "markdown" and raw_names(cell.source, book_names())
+    }
+    assert not labels, f"labels shown raw in Markdown cells (cell index: names): {labels}"
     # the outputs the site shows (glued values, figures) are in the text or under the cells
     assert any(cell.get("outputs") for cell in notebook.cells)
 

@@ -46,6 +46,7 @@ NAMES = {
     ("prf:ref", "thm-one"): "Theorem 3.2",
     ("cite", "castin2025unified"): "Castin et al. (2025)",
     ("numref", "ex-one"): "Exercise 3.1",
+    ("numref", "fig-one"): "Figure 3.3",
 }
 
 
@@ -95,7 +96,7 @@ def test_markup_becomes_plain_markdown(notebook):
     assert "```python\nprint(2 + 2)\n```\n\n</details>" in text
     # the glued figure: an attachment of the cell, with its caption
     assert markdown["attachments"] == {"fig.png": {"image/png": "iVBORw0KGgo="}}
-    assert "![fig.png](attachment:fig.png)\n\n*The caption, with $x$.*" in text
+    assert "![Figure 3.3](attachment:fig.png)\n\n*Figure 3.3: The caption, with $x$.*" in text
     # hidden glue outputs dropped, the others kept
     assert code["outputs"] == [notebook["cells"][0]["outputs"][3]]
     assert 'git+https://example.org/r"' in install["source"]
@@ -161,4 +162,83 @@ def test_gated_exercise_and_solution(notebook):
         "",
         "**Solution to Exercise 3.1.**",
         "",
+    ]
+
+
+SITE = "https://example.org/book/"
+
+
+def locate(role, target):
+    """The site's places of the targets of MARKDOWN (none for the section)."""
+    return {
+        "thm-one": SITE + "theory.html#thm-one",
+        "castin2025unified": SITE + "references.html#id3",
+        "ex-one": SITE + "notebook.html#ex-one",
+    }.get(target)
+
+
+def test_cross_references_link_to_the_site(notebook):
+    plain = plain_notebook.plain_notebook(notebook, resolve, repository="", locate=locate)
+    text = plain["cells"][2]["source"]
+    assert plain_notebook.raw_myst(text) == []
+    assert f"as\n[Theorem 3.2]({SITE}theory.html#thm-one) and" in text
+    assert f"[Castin et al. (2025)]({SITE}references.html#id3) say" in text
+    # no place found: the text alone
+    assert "see the section,\n[Exercise 3.1]" in text
+    # the headings of an exercise and its solution are not links
+    assert "**Exercise 3.1: Two plus two.**" in text
+    assert "<summary>Solution to Exercise 3.1</summary>" in text
+    # the labels stand in the URLs only
+    assert plain_notebook.raw_names(text, {"thm-one", "castin2025unified", "ex-one"}) == []
+
+
+def test_each_cited_key_is_its_own_link(notebook):
+    notebook["cells"][1]["source"] = "As {cite}`castin2025unified, other2024key` show."
+    names = {("cite", "other2024key"): "Other (2024)", **NAMES}
+    plain = plain_notebook.plain_notebook(
+        notebook, lambda role, target, text: names[role, target], repository="", locate=locate
+    )
+    assert plain["cells"][2]["source"] == (
+        f"As [Castin et al. (2025)]({SITE}references.html#id3); Other (2024) show."
+    )
+
+
+def test_install_cell():
+    cell = plain_notebook.install_cell("https://example.org/r/")
+    assert cell["cell_type"] == "code" and cell["outputs"] == []
+    assert '%pip install --quiet "token-dynamics @ git+https://example.org/r"' in cell["source"]
+    by_name = plain_notebook.install_cell("")["source"]
+    assert '%pip install --quiet "token-dynamics"' in by_name
+    # the cell is valid Python once IPython turns the magic into a call
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    compile(TransformerManager().transform_cell(by_name), "<install>", "exec")
+
+
+def test_defined_names():
+    source = (
+        "(sec-one)=\n## A\n\n```{prf:theorem} T\n:label: thm-one\n```\n\n"
+        "```{glue:figure} fig\n:name: fig-one\n```\n"
+        'glue("rate_1", 0.5)\n@article{castin2025unified,\n'
+    )
+    assert plain_notebook.defined_names(source) == {
+        "sec-one",
+        "thm-one",
+        "fig-one",
+        "rate_1",
+        "castin2025unified",
+    }
+
+
+def test_raw_names_finds_labels_outside_links():
+    names = {"mf-thm-meanfield", "flamary2021pot", "gap_ratio", "intro", "mf-w2-formula"}
+    text = (
+        "See mf-thm-meanfield, [POT](https://x.org/r.html#flamary2021pot), "
+        "mf-w2-formula:.4f, the intro, (gap_ratio) and mf-thm-meanfield-two."
+    )
+    # a word label (intro) cannot be told from prose; a longer name is not its prefix's
+    assert plain_notebook.raw_names(text, names) == [
+        "gap_ratio",
+        "mf-thm-meanfield",
+        "mf-w2-formula",
     ]

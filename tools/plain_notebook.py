@@ -11,15 +11,17 @@ them as plain Markdown, as QuantEcon's downloads do:
   gated one, whose code cells lie between ``{solution-start}`` and ``{solution-end}``, gets
   that heading unfolded: Markdown cannot fold other cells);
 - ``{glue:text}`` becomes the glued value (formatted as the role asks), ``{glue:figure}`` the
-  glued image (a cell attachment) with its caption; hidden glue outputs left in the cells are
-  dropped;
+  glued image (a cell attachment) with its number and caption; hidden glue outputs left in the
+  cells are dropped;
 - a cross-reference becomes the text the book shows for it ("Theorem 3.2", a section's title,
-  "Castin et al. (2025)"), as given by ``resolve(role, target, text)``;
-- a first cell installs the library when ``import token_dynamics`` fails (Colab, a plain
-  Jupyter), so that the notebook runs without Jupyter Book.
+  "Castin et al. (2025)"), as given by ``resolve(role, target, text)``, linked to the place on
+  the published site that ``locate(role, target)`` gives (no link where it gives None);
+- a first cell (:func:`install_cell`) installs the library when ``import token_dynamics``
+  fails (Colab, a plain Jupyter), so that the notebook runs without Jupyter Book.
 
 The Sphinx extension ``book/_ext/editions.py`` applies it to the downloads at the end of the
-build, with a resolver that reads the build's numbers and titles.
+build, with a resolver that reads the build's numbers and titles and a locator that reads its
+pages; ``tools/publish_notebooks.py`` gathers the same notebooks for the launch buttons.
 """
 
 from __future__ import annotations
@@ -48,6 +50,9 @@ _EXPLICIT = re.compile(r"^(?P<text>.*?)\s*<(?P<target>[^<>]+)>$", re.DOTALL)
 _ADMONITIONS = {"note", "tip", "warning", "important", "caution", "attention", "hint", "seealso"}
 
 Resolver = Callable[[str, str, str | None], str]
+Locator = Callable[[str, str], str | None]
+#: Roles of sphinxcontrib-bibtex: their target is a comma-separated list of citation keys.
+_CITE_ROLES = {"cite", "cite:p", "cite:t", "cite:ps", "cite:ts"}
 
 
 def glue_values(notebook: dict) -> dict[str, dict]:
@@ -122,9 +127,15 @@ def _sentence(heading: str) -> str:
     return heading if heading.endswith((".", "?", "!")) else heading + "."
 
 
+def _linked(text: str, url: str | None) -> str:
+    """`text` as a Markdown link to `url`, or as is without one."""
+    return f"[{text}]({url})" if url else text
+
+
 class _Converter:
-    def __init__(self, resolve: Resolver, glued: dict[str, dict]):
+    def __init__(self, resolve: Resolver, glued: dict[str, dict], locate: Locator | None = None):
         self.resolve = resolve
+        self.locate = locate or (lambda role, target: None)
         self.glued = glued
         self.attachments: dict[str, dict] = {}
 
@@ -142,7 +153,12 @@ class _Converter:
             if name.startswith("py:"):
                 shown = target.removeprefix("~")
                 return f"`{shown.rsplit('.', 1)[-1] if target.startswith('~') else shown}`"
-            return self.resolve(name, target, explicit)
+            if name in _CITE_ROLES:  # each key its own link, to its bibliography entry
+                keys = [key.strip() for key in target.split(",") if key.strip()]
+                return "; ".join(
+                    _linked(self.resolve(name, key, None), self.locate(name, key)) for key in keys
+                )
+            return _linked(self.resolve(name, target, explicit), self.locate(name, target))
 
         return _ROLE.sub(role, text)
 
@@ -188,7 +204,10 @@ class _Converter:
             image = next(k for k in self.glued[arg] if k.startswith("image/"))
             filename = f"{arg}.{image.split('/')[1].split('+')[0]}"
             self.attachments[filename] = {image: self.glued[arg][image]}
-            return f"![{filename}](attachment:{filename})\n\n*{body}*\n"
+            # numbered as on the site ("Figure 3.1: caption"); the glued name stays in the URL
+            number = self.resolve("numref", options["name"], None) if "name" in options else ""
+            caption = f"{number}: {body}" if number and body else number or body
+            return f"![{number or 'Figure'}](attachment:{filename})\n\n*{caption}*\n"
         if name in ("math", "math:math"):
             return f"$$\n{body}\n$$\n"
         if name in _ADMONITIONS or name == "admonition":
@@ -200,8 +219,40 @@ class _Converter:
         )
 
 
+def install_cell(repository: str) -> dict:
+    """The first cell of a plain notebook: installs the library when it cannot be imported.
+
+    Parameters
+    ----------
+    repository : str
+        The repository's URL, from which the cell installs the library (with pip's ``git+``
+        scheme); empty: the cell installs ``token-dynamics`` by name.
+
+    Returns
+    -------
+    dict
+        An nbformat 4 code cell, not executed.
+    """
+    requirement = "token-dynamics"
+    if repository:
+        requirement += f" @ git+{repository.removesuffix('/')}"
+    return {
+        "cell_type": "code",
+        "execution_count": None,
+        "id": "install-token-dynamics",
+        "metadata": {},
+        "outputs": [],
+        "source": INSTALL_CELL.format(requirement=requirement),
+    }
+
+
 def plain_notebook(
-    notebook: dict, resolve: Resolver, *, repository: str, glued: dict[str, dict] | None = None
+    notebook: dict,
+    resolve: Resolver,
+    *,
+    repository: str,
+    glued: dict[str, dict] | None = None,
+    locate: Locator | None = None,
 ) -> dict:
     """`notebook` (nbformat 4 JSON, executed) with its MyST markup as plain Markdown and an
     install cell first. Not in place.
@@ -220,6 +271,10 @@ def plain_notebook(
         Glued values (name -> MIME bundle) besides those in the notebook's outputs: myst-nb
         takes the hidden ones out of the notebook it writes, and keeps them in
         ``<page>.glue.json``.
+    locate : callable, optional
+        ``locate(role, target)`` -> the URL of the place on the published site that a
+        cross-reference points at (a citation: one key), or None; each cross-reference shown
+        as text becomes a link to it. None (the default): no links.
 
     Raises
     ------
@@ -229,7 +284,7 @@ def plain_notebook(
         If a Markdown cell holds a directive with no plain Markdown form here.
     """
     notebook = copy.deepcopy(notebook)
-    converter = _Converter(resolve, {**(glued or {}), **glue_values(notebook)})
+    converter = _Converter(resolve, {**(glued or {}), **glue_values(notebook)}, locate)
     for cell in notebook["cells"]:
         if cell["cell_type"] == "markdown":
             converter.attachments = {}
@@ -243,18 +298,7 @@ def plain_notebook(
                 for out in cell.get("outputs", [])
                 if not any(key.startswith(GLUE_PREFIX) for key in out.get("data", {}))
             ]
-    requirement = "token-dynamics"
-    if repository:
-        requirement += f" @ git+{repository.removesuffix('/')}"
-    install = {
-        "cell_type": "code",
-        "execution_count": None,
-        "id": "install-token-dynamics",
-        "metadata": {},
-        "outputs": [],
-        "source": INSTALL_CELL.format(requirement=requirement),
-    }
-    notebook["cells"].insert(0, install)
+    notebook["cells"].insert(0, install_cell(repository))
     notebook.get("metadata", {}).pop("jupytext", None)
     return notebook
 
@@ -265,4 +309,36 @@ def raw_myst(text: str) -> list[str]:
     found = [m[0] for m in _ROLE.finditer(text)]
     found += [line for line in text.splitlines() if _FENCE.match(line)]
     found += [m[0].strip() for m in _TARGET.finditer(text)]
+    return found
+
+
+_DEFINED = (
+    re.compile(r"^\((?P<name>[\w:.-]+)\)=[ \t]*$", re.MULTILINE),  # a MyST target
+    re.compile(r"^:(?:label|name):[ \t]*(?P<name>\S+)[ \t]*$", re.MULTILINE),  # a directive's
+    re.compile(r"""\bglue\(\s*["'](?P<name>[^"']+)["']"""),  # a glued value
+    re.compile(r"^@\w+\{(?P<name>[^,\s]+),", re.MULTILINE),  # a BibTeX entry's key
+)
+#: A link's target (``](url)``) and an attachment's name: where a label may stand in a URL.
+_LINK_TARGET = re.compile(r"\]\([^)\s]*\)")
+
+
+def defined_names(text: str) -> set[str]:
+    """The names that a book source `text` (MyST, or BibTeX) defines for cross-references and
+    glued values: its targets ``(label)=``, ``:label:`` and ``:name:`` options, the names of
+    ``glue("name", ...)`` and citation keys. A reader must never see one as it is."""
+    return {match["name"] for pattern in _DEFINED for match in pattern.finditer(text)}
+
+
+def raw_names(text: str, names: set[str]) -> list[str]:
+    """The names of `names` that `text` (Markdown) shows as they are, outside link URLs.
+
+    Only names that no prose word can equal are looked for: those holding a hyphen, an
+    underscore or a digit (``mf-thm-meanfield``, ``flamary2021pot``, ``gap_ratio``); a label
+    that is an ordinary word (``intro``) cannot be told from the prose around it.
+    """
+    text = _LINK_TARGET.sub("]()", text)
+    found = []
+    for name in sorted(names):
+        if re.search(r"[-_\d]", name) and re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text):
+            found.append(name)
     return found

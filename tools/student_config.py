@@ -30,6 +30,7 @@ def student_config(config: dict) -> dict:
         use_repository_button=False, use_download_button=False, use_issues_button=False
     )
     config.pop("launch_buttons", None)
+    config["html"].pop("baseurl", None)  # no canonical link to the full edition's pages
     # Replaces the theme options Jupyter Book would derive from `repository` and
     # `launch_buttons`: no repository URL (nor the checks page's links that read it), no
     # launch buttons, no download button.

@@ -5,6 +5,11 @@
   ``const THEBE_JS_URL`` is emitted twice and throws on every page. Its handlers and stylesheet
   are removed here (``launch_buttons.thebe: false`` removes the button); CONTRIBUTING.md says
   why. The Binder and download buttons stay.
+- **Launch buttons open the plain notebooks.** The Binder and Colab buttons of a notebook page
+  open its plain notebook (``make notebooks``: numbers, cross-references and glued values as
+  the site shows them), published by ``tools/publish_notebooks.py`` at the page's path on the
+  branch ``launch_buttons.notebooks_branch`` of ``launch_buttons.notebooks_repository`` (empty:
+  ``repository.url``), not its MyST source on the repository's main branch.
 - **MathJax served locally, pruned to what the pages use** (``tex-chtml.js``, its TeX extensions
   and fonts: 2 MB of the 24 MB that sphinx-mathjax-offline copies), with ``mathjax-settings.js``
   keeping every menu setting that can hide or blank the maths out of reach.
@@ -203,6 +208,83 @@ def _finish_site(app, exception):
     _downloadable_notebooks(app)
 
 
+#: Where a launch button of a notebook page opens its plain notebook by default: the branch
+#: ``notebooks`` of the book's own repository (``launch_buttons`` of ``_config.yml``).
+NOTEBOOKS_BRANCH = "notebooks"
+
+
+def notebook_launch_urls(theme_options: dict, pagename: str) -> dict[str, str]:
+    """Binder and Colab URLs that open the plain notebook of the page `pagename`.
+
+    Parameters
+    ----------
+    theme_options : dict
+        The theme's options as Jupyter Book sets them from ``_config.yml``: ``repository_url``,
+        and ``launch_buttons`` with ``binderhub_url``, ``colab_url``, ``notebook_interface``,
+        ``notebooks_repository`` (empty or absent: ``repository_url``) and
+        ``notebooks_branch`` (absent: ``notebooks``).
+    pagename : str
+        The page's document name (``book/gaussian/cone``): its notebook is
+        ``<pagename>.ipynb`` in the published notebooks.
+
+    Returns
+    -------
+    dict
+        ``{"Binder": url, "Colab": url}``, each for the services configured; Colab only for a
+        repository on GitHub.
+
+    Examples
+    --------
+    >>> options = {"repository_url": "https://github.com/o/r",
+    ...            "launch_buttons": {"binderhub_url": "https://mybinder.org",
+    ...                               "colab_url": "https://colab.research.google.com",
+    ...                               "notebook_interface": "jupyterlab"}}
+    >>> urls = notebook_launch_urls(options, "book/x/y")
+    >>> urls["Binder"]
+    'https://mybinder.org/v2/gh/o/r/notebooks?urlpath=lab/tree/book/x/y.ipynb'
+    >>> urls["Colab"]
+    'https://colab.research.google.com/github/o/r/blob/notebooks/book/x/y.ipynb'
+    """
+    from urllib.parse import quote
+
+    launch = theme_options.get("launch_buttons", {})
+    repository = (
+        launch.get("notebooks_repository") or theme_options.get("repository_url", "")
+    ).removesuffix("/")
+    branch = launch.get("notebooks_branch") or NOTEBOOKS_BRANCH
+    path = f"{pagename}.ipynb"
+    github = re.fullmatch(r"https://github\.com/([^/]+)/([^/]+?)(?:\.git)?", repository)
+    urls = {}
+    if binder := launch.get("binderhub_url", "").strip("/"):
+        ui = {"classic": "tree", "jupyterlab": "lab/tree"}[
+            launch.get("notebook_interface", "classic")
+        ]
+        where = f"gh/{github[1]}/{github[2]}" if github else f"git/{quote(repository, safe='')}"
+        urls["Binder"] = f"{binder}/v2/{where}/{branch}?urlpath={ui}/{path}"
+    if (colab := launch.get("colab_url", "").strip("/")) and github:
+        urls["Colab"] = f"{colab}/github/{github[1]}/{github[2]}/blob/{branch}/{path}"
+    return urls
+
+
+def _launch_plain_notebooks(app, pagename, templatename, context, doctree):
+    """Point the page's Binder and Colab buttons (made by the theme, at priority 501, for the
+    MyST source on the repository's branch) at its plain notebook."""
+    urls = notebook_launch_urls(app.config.html_theme_options, pagename)
+    for group in context.get("header_buttons", []):
+        if group.get("label") != "launch-buttons":
+            continue
+        # a service that cannot open the plain notebook (Colab, off GitHub) offers no button
+        group["buttons"] = [
+            button
+            for button in group["buttons"]
+            if button.get("text") not in ("Binder", "Colab") or button["text"] in urls
+        ]
+        for button in group["buttons"]:
+            if button.get("text") in urls:
+                button["url"] = urls[button["text"]]
+                button["tooltip"] = f"Open this page's notebook on {button['text']}"
+
+
 def _config_inited(app, config):
     # the sidebar without its search field: the header's search button is the one search box
     config.html_sidebars = {
@@ -226,6 +308,7 @@ def setup(app):
     app.connect("config-inited", _config_inited)
     app.connect("builder-inited", _builder_inited)
     app.connect("build-finished", _finish_site)
+    app.connect("html-page-context", _launch_plain_notebooks, priority=502)
     # deferred: they run after the page's inline MathJax configuration and searchtools.js,
     # and before MathJax itself (also deferred, later in the page)
     app.add_js_file("mathjax-settings.js", loading_method="defer", priority=400)

@@ -6,8 +6,9 @@
 - **Downloads are plain notebooks.** Each executed notebook offered for download
   (``_sources/**/*.ipynb``) is rewritten by ``tools/plain_notebook.py``: its MyST markup as plain
   Markdown (numbers and titles of cross-references read from this build, glued values from
-  myst-nb's ``<page>.glue.json`` in the text, solutions folded) and a first cell that
-  installs the library when it is missing.
+  myst-nb's ``<page>.glue.json`` in the text, solutions folded), each cross-reference a link
+  to its place on the published site (``html.baseurl`` of ``_config.yml``; no links without
+  it), and a first cell that installs the library when it is missing.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ def resolver(app, docname: str):
             entry = env.proof_list[target]
             found = number(entry["docname"], target, entry["countertype"])
             return text or f"{entry['realtype'].capitalize()} {found[1] if found else ''}".strip()
-        if role == "cite":
+        if role.split(":")[0] == "cite":
             return "; ".join(citations.get(key.strip(), key.strip()) for key in target.split(","))
         if role == "doc":
             doc = docname_join(docname, target)
@@ -105,6 +106,47 @@ def resolver(app, docname: str):
     return resolve
 
 
+def locator(app, docname: str):
+    """``locate(role, target)``: the URL on the published site (``html_baseurl``) of what a
+    cross-reference made on the page `docname` points at, for ``plain_notebook``; None when
+    the site has no base URL or the target is not found."""
+    from sphinx.util import docname_join
+
+    base = app.config.html_baseurl
+    env = app.env
+    std = env.get_domain("std")
+    exercises = getattr(env, "sphinx_exercise_registry", {})
+    bibliography = {
+        citation.key: (citation.bibliography_key.docname, citation.citation_id)
+        for citation in env.domaindata.get("cite", {}).get("citations", [])
+    }
+    equations = env.get_domain("math").data.get("objects", {})
+
+    def url(doc: str, anchor: str = "") -> str:
+        page = base.rstrip("/") + "/" + app.builder.get_target_uri(doc)
+        return page + (f"#{anchor}" if anchor else "")
+
+    def locate(role: str, target: str) -> str | None:
+        if not base:
+            return None
+        if role.split(":")[0] == "cite":
+            return url(*bibliography[target]) if target in bibliography else None
+        if role == "doc":
+            doc = docname_join(docname, target)
+            return url(doc) if doc in env.titles else None
+        if role == "eq":
+            return url(equations[target][0], f"equation-{target}") if target in equations else None
+        if target in env.proof_list:  # {prf:ref}, or a {ref} to a statement
+            return url(env.proof_list[target]["docname"], target)
+        if target in exercises:
+            return url(exercises[target]["docname"], target)
+        if target in std.anonlabels:
+            return url(*std.anonlabels[target])
+        return None
+
+    return locate
+
+
 def _plain_downloads(app, exception):
     if exception is not None or app.builder.format != "html":
         return
@@ -127,7 +169,11 @@ def _plain_downloads(app, exception):
                 for name, output in json.loads(glue_file.read_text(encoding="utf-8")).items()
             }
         plain = converter.plain_notebook(
-            notebook, resolver(app, docname), repository=repository, glued=glued
+            notebook,
+            resolver(app, docname),
+            repository=repository,
+            glued=glued,
+            locate=locator(app, docname),
         )
         path.write_text(json.dumps(plain, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
