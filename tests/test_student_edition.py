@@ -146,6 +146,35 @@ def calls(code: str) -> list[str]:
     return found
 
 
+_BEGIN_SOLUTION = re.compile(r"^\s*# BEGIN SOLUTION( NO PROMPT)?\s*$")
+_END_SOLUTION = re.compile(r"^\s*# END SOLUTION\s*$")
+_MARKER = re.compile(r"^\s*(?:#|\"\"\") ?(?:BEGIN|END) |^\s*(?:`{3,}|:{3,})")
+
+
+def coursework_solutions(root: Path = ROOT / "coursework") -> tuple[list[set[str]], str]:
+    """(the code lines and calls of each solution block of the problem sets, the sets' text
+    without them). A block runs from ``# BEGIN SOLUTION`` to its ``# END SOLUTION``
+    (otter-grader's markers, nested in a code cell or around cells)."""
+    blocks, rest = [], []
+    for path in sorted(root.glob("*.md")):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        starts, inside = [], [False] * len(lines)
+        for i, line in enumerate(lines):
+            if _BEGIN_SOLUTION.match(line):
+                starts.append(i)
+            elif _END_SOLUTION.match(line) and starts:
+                start = starts.pop()
+                inside[start : i + 1] = [True] * (i + 1 - start)
+                blocks.append(lines[start + 1 : i])
+        rest += [line for line, hidden in zip(lines, inside, strict=True) if not hidden]
+    per_block = []
+    for block in blocks:
+        code = textwrap.dedent("\n".join(line for line in block if not _MARKER.match(line)))
+        pieces = [line.split("  #")[0] for line in code.splitlines()] + calls(code)
+        per_block.append({_squash(p) for p in pieces if len(_squash(p)) >= MIN_FRAGMENT})
+    return per_block, _squash("\n".join(rest))
+
+
 def leaks(per_solution: list[set[str]], files: dict[str, str]) -> dict[str, list[str]]:
     """file -> the fragments of solutions found in its text (files without any left out)."""
     fragments_ = sorted({f for found in per_solution for f in found})
@@ -235,6 +264,19 @@ def test_no_solution_in_the_library(book):
         f"{len(files)} files of {Path(token_dynamics.__file__).parent}: {len(found)} leaks"
     )
     assert not found, f"solution text in the installed library: {found}"
+
+
+def test_no_problem_set_answer_in_the_library(book):
+    """The problem sets' answers live in the instructor notebooks of ``coursework/`` only:
+    no line of code or call of a solution block is in the installed library."""
+    _per_solution, _words, shared = book
+    blocks, rest = coursework_solutions()
+    per_block = [{f for f in found if f not in rest and f not in shared} for found in blocks]
+    assert len(blocks) >= 12 and sum(map(len, per_block)) >= 40, "solution blocks not found"
+    for found in filter(None, per_block):  # the control, as for the book's solutions
+        assert leaks([found], {"planted.py": _squash(" ".join(found))})
+    found = leaks(per_block, library_files())
+    assert not found, f"problem-set answers in the installed library: {found}"
 
 
 def test_the_student_table_of_contents_leaves_out_the_staff_pages():
