@@ -111,6 +111,8 @@ def test_bad_arguments_are_named():
         check_answer("tok-ex-clusters", {}, X=1)
     with pytest.raises(TypeError, match="`answer` must be a real number"):
         check_answer("sync-ex-tanh-bias", "0.3")
+    with pytest.raises(ValueError, match="`answer` must be a bias sigma_W >= 0"):
+        check_answer("sync-ex-tanh-bias", -0.5)
     with pytest.raises(TypeError, match="`answer` must be a pair of numbers"):
         check_answer("mf-ex-order", 0.0, tokens=np.zeros((2, 3)))
     with pytest.raises(ValueError, match="`answer` must be \\+1 \\(increases\\) or -1"):
@@ -119,3 +121,13 @@ def test_bad_arguments_are_named():
         check_answer("sync-ex-repulsive", "no")
     with pytest.raises(TypeError, match="`answer` must be a dict with the keys"):
         check_answer("tok-ex-clusters", [1, 2], X0=np.eye(2))
+
+
+def test_the_bias_threshold_is_judged_on_both_sides():
+    """The check of `sync-ex-tanh-bias` reads the sign of lambda_bar around the answer: an
+    answer within the two digits asked is right on either side of the threshold, one 0.02 away
+    is wrong on either side (the closed form of the book's solution gives the threshold)."""
+    plain = sto.noise_exponents("tanh", d=4)
+    threshold = float(np.sqrt(3 * plain.kappa_prime_1 - plain.kappa_1))
+    for offset, right in ((-0.005, True), (0.005, True), (-0.02, False), (0.02, False)):
+        assert check_answer("sync-ex-tanh-bias", threshold + offset).correct is right, offset

@@ -15,6 +15,9 @@ successful build (recorded by ``--built``), so that Sphinx re-reads the pages wh
 outputs came from another library. Both editions share the cache: a student build after a full
 one executes nothing.
 
+The student edition's table of contents is `_toc.yml` without the pages for the course staff
+(``tools/student_config.py --toc``, written to ``_build/_toc_student.yml``).
+
 The editions are built side by side, so that one server can serve both: the full one into
 ``_build/html``, the student one into ``_build/student/html`` (Jupyter Book builds it under
 ``_build/student/_build/``; ``--built`` moves the site up and deletes the executed notebooks it
@@ -65,15 +68,20 @@ def anchored(config: dict) -> dict:
     return config
 
 
+def _student_tool(*args: str) -> str:
+    """What ``tools/student_config.py`` prints (its configuration, or with ``--toc`` its table
+    of contents)."""
+    return subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "student_config.py"), *args],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+
 def edition_config(edition: str) -> dict:
     if edition == "student":
-        printed = subprocess.run(
-            [sys.executable, str(ROOT / "tools" / "student_config.py")],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        return yaml.safe_load(printed)  # already anchored
+        return yaml.safe_load(_student_tool())  # already anchored
     return anchored(yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8")))
 
 
@@ -135,7 +143,9 @@ def main(argv: list[str] | None = None) -> str:
     previous = state.read_text(encoding="utf-8").strip() if state.exists() else ""
     options = ["--config", str(path)]
     if args.edition == "student":
-        options += ["--path-output", str(BUILD / STUDENT)]
+        toc = BUILD / "_toc_student.yml"  # without the pages for the course staff
+        toc.write_text(_student_tool("--toc"), encoding="utf-8")
+        options += ["--toc", str(toc), "--path-output", str(BUILD / STUDENT)]
     if previous != fingerprint or fresh:
         options.append("--all")
     return " ".join(options)

@@ -3,6 +3,9 @@
 - **The student edition** (``hide_solutions: true``, which ``make book EDITION=student`` sets)
   builds with the tag ``student``: a page shows text to students only with
   ``{only} student`` and hides it from them with ``{only} not student``.
+- **Pages of one edition only.** The student edition leaves the instructor's guide out of its
+  table of contents (``tools/student_config.py``); a reference to it inside an
+  ``{only} not student`` block is not resolved there, and not reported as missing.
 - **Downloads are plain notebooks.** Each executed notebook offered for download
   (``_sources/**/*.ipynb``) is rewritten by ``tools/plain_notebook.py``: its MyST markup as plain
   Markdown (numbers and titles of cross-references read from this build, glued values from
@@ -178,6 +181,22 @@ def _plain_downloads(app, exception):
         path.write_text(json.dumps(plain, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
+def _left_out(app, domain, node):
+    """True for a reference inside an ``{only}`` block that this build leaves out: its target
+    may be a page of the other edition only (Sphinx resolves references before it removes
+    such blocks)."""
+    from sphinx import addnodes
+
+    parent = node.parent
+    while parent is not None:
+        if isinstance(parent, addnodes.only) and not app.builder.tags.eval_condition(
+            parent["expr"]
+        ):
+            return True
+        parent = parent.parent
+    return None
+
+
 def _student_tag(app, config):
     if config.hide_solutions:
         app.tags.add("student")
@@ -185,6 +204,7 @@ def _student_tag(app, config):
 
 def setup(app):
     app.connect("config-inited", _student_tag)
+    app.connect("warn-missing-reference", _left_out)
     # after book_site's build-finished handler, which gives the notebooks their outputs
     app.connect("build-finished", _plain_downloads, priority=700)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
