@@ -49,11 +49,14 @@ notebooks: override EDITION = full
 notebooks: book
 	$(BIN)/python tools/publish_notebooks.py collect
 
-## pdf: the whole book as one PDF, printed by Chromium from the site of `make book`:
-## _build/pdf/token-dynamics.pdf (EDITION=student: token-dynamics-student.pdf, from
-## _build/student/html, no solution)
-pdf: book chromium poppler
+## pdf: the book as a PDF (title page, contents, bookmarks, page numbers), printed by Chromium
+## from the site of `make book`: _build/pdf/token-dynamics.pdf (EDITION=student:
+## token-dynamics-student.pdf, from _build/student/html, no solution), without the API
+## reference; `make pdf API=1` prints that too, as _build/pdf/token-dynamics-api.pdf
+pdf: book chromium
 	$(BIN)/python tools/book_pdf.py --html $(SITE_HTML) --out _build/pdf/$(PDF_NAME)
+	$(if $(API),$(BIN)/python tools/book_pdf.py --api only --html $(SITE_HTML) \
+		--out _build/pdf/token-dynamics-api.pdf)
 
 ## test: lint, unit tests and doctests, every notebook in a fresh kernel, a clean build of both
 ## editions, the student edition's leak test and the downloads run outside the book, browser
@@ -113,9 +116,9 @@ chromium:
 pdf-check: env chromium poppler
 	$(BIN)/pytest tests/test_pdf.py
 
-# pdftotext, pdfinfo, pdfimages and pdfunite (Debian's poppler-utils) for `make pdf` and its test
+# pdftotext, pdfinfo and pdfimages (Debian's poppler-utils) for the test of `make pdf`
 poppler:
-	@command -v pdfunite >/dev/null && command -v pdftotext >/dev/null || \
+	@command -v pdfimages >/dev/null && command -v pdftotext >/dev/null || \
 		{ apt-get update -q && apt-get install -y -q poppler-utils; }
 
 ## coursework: from the instructor notebooks coursework/ps*.md, the student notebooks, the answer

@@ -1,20 +1,27 @@
-"""The whole-book PDF (`make pdf`, `tools/book_pdf.py`): every page of the table of contents in
+"""The book's PDF (`make pdf`, `tools/book_pdf.py`): a title page and a contents page with the
+page numbers, an outline of parts, chapters and sections in the order of `_toc.yml`, the
+metadata, running page numbers, every page of the table of contents but the API reference in
 its order, the chapter titles, the numbered statements with their titles, typeset maths, the
-figures and the bibliography; and the student edition's PDF carries no solution.
+figures and the bibliography, links that stay inside the PDF; the API reference printed apart
+(`--api only`); and the student edition's PDF carries no solution.
 
-The whole-book test prints the site that `make build` left in `_build/html` (it fails with that
-instruction when there is none, rather than skip); `make test` runs this module after the build.
+The whole-book tests print the site that `make build` left in `_build/html` once (the module's
+fixture `book`; it fails with that instruction when there is none, rather than skip); `make test`
+runs this module after the build. The others build a small fixture book of their own.
 """
 
 import re
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import yaml
+from pypdf import PdfReader
 
 from .helpers import (
+    API_PAGE,
     EXERCISE,
     GOOD_NOTEBOOK,
     ROOT,
@@ -34,10 +41,15 @@ STATEMENT = re.compile(r"^`{3,4}\{prf:(" + "|".join(SAMPLED_KINDS) + r")\} *(.+)
 def pdf_text(path: Path) -> str:
     """The text of the PDF at `path` (poppler's ``pdftotext``), every run of white space one
     space, so that a title broken over two lines is still found."""
-    text = subprocess.run(
+    return " ".join(page_texts(path).replace("\f", " ").split())
+
+
+def page_texts(path: Path) -> str:
+    """The text of the PDF at `path` as poppler's ``pdftotext`` writes it: a form feed after
+    each page."""
+    return subprocess.run(
         ["pdftotext", str(path), "-"], capture_output=True, text=True, check=True
     ).stdout
-    return " ".join(text.split())
 
 
 def squeeze(text: str) -> str:
@@ -45,32 +57,73 @@ def squeeze(text: str) -> str:
     return "".join(text.translate(str.maketrans("‘’“”", "''\"\"")).split())
 
 
-def toc_pages() -> list[str]:
-    """The pages of `_toc.yml` in reading order, as paths of the built site (``book/x.html``)."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
-    pages = [toc["root"]]
+def outline(reader: PdfReader) -> list:
+    """The outline of `reader` as nested ``(title, page index, children)``."""
 
-    def walk(entries):
+    def walk(items):
+        tree = []
+        for item in items:
+            if isinstance(item, list):  # the children of the item before
+                title, page, _ = tree[-1]
+                tree[-1] = (title, page, walk(item))
+            else:
+                tree.append((item.title, reader.get_destination_page_number(item), []))
+        return tree
+
+    return walk(reader.outline)
+
+
+def toc_tree() -> list[tuple[str | None, list]]:
+    """`_toc.yml` as ``(part caption, [(file, [section files])])``, the root first with no part;
+    a glob expanded in name order as Sphinx does."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+
+    def files(entries):
         for entry in entries:
             if "file" in entry:
-                pages.append(entry["file"])
-            else:  # a glob, expanded in name order as Sphinx does
-                found = sorted(ROOT.glob(entry["glob"] + ".*"))
-                pages.extend(str(p.relative_to(ROOT).with_suffix("")) for p in found)
-            walk(entry.get("sections", []))
+                yield entry["file"], list(files(entry.get("sections", [])))
+            else:
+                for found in sorted(ROOT.glob(entry["glob"] + ".*")):
+                    yield str(found.relative_to(ROOT).with_suffix("")), []
 
+    tree: list[tuple[str | None, list]] = [(None, [(toc["root"], [])])]
     for part in toc["parts"]:
-        walk(part["chapters"])
+        tree.append((part["caption"], list(files(part["chapters"]))))
+    return tree
+
+
+def without_api(tree):
+    """`tree` (of `toc_tree`) without the pages of the API reference, which `make pdf` leaves
+    out, and without a part left empty."""
+    api = book_pdf.API.removesuffix(".html")
+    kept = [
+        (caption, [(f, s) for f, s in chapters if not f"{f}.html".startswith(api)])
+        for caption, chapters in tree
+    ]
+    return [(caption, chapters) for caption, chapters in kept if chapters]
+
+
+def toc_pages() -> list[str]:
+    """The pages of `_toc.yml` in reading order, as paths of the built site (``book/x.html``)."""
+    pages = []
+    for _, chapters in toc_tree():
+        for chapter, sections in chapters:
+            pages.extend([chapter, *(section for section, _ in sections)])
     return [f"{page}.html" for page in pages]
+
+
+def heading(page: str) -> str:
+    """The `# Title` of the book's page `page` (``book/x``)."""
+    text = (ROOT / f"{page}.md").read_text(encoding="utf-8")
+    return re.search(r"^# (.+)$", text, re.MULTILINE).group(1).strip()
 
 
 def chapter_titles() -> list[str]:
     """The `# Title` of every chapter's theory page."""
-    titles = []
-    for theory in sorted((ROOT / "book").glob("*/theory.md")):
-        heading = re.search(r"^# (.+)$", theory.read_text(encoding="utf-8"), re.MULTILINE)
-        titles.append(heading.group(1).strip())
-    return titles
+    return [
+        heading(str(p.relative_to(ROOT).with_suffix("")))
+        for p in sorted(ROOT.glob("book/*/theory.md"))
+    ]
 
 
 def statement_titles() -> list[tuple[str, str]]:
@@ -84,43 +137,173 @@ def statement_titles() -> list[tuple[str, str]]:
 
 
 def require_tools():
-    missing = [t for t in ("pdftotext", "pdfinfo", "pdfunite", "pdfimages") if not shutil.which(t)]
+    missing = [t for t in ("pdftotext", "pdfimages") if not shutil.which(t)]
     if missing:
         pytest.fail(f"{missing} missing: run `make poppler` (Debian's poppler-utils)")
     if not book_pdf.CHROMIUM.exists():
         pytest.fail(f"no Chromium at {book_pdf.CHROMIUM}: run `make chromium`")
 
 
+@dataclass(frozen=True)
+class Printed:
+    """A PDF as the tests read it: its path, what `print_book` returned, its reader, the text of
+    each page and the whole text on one line."""
+
+    out: Path
+    book: object  # book_pdf.Book
+    reader: PdfReader
+    pages: list[str]
+    text: str
+
+
+def read_pdf(out: Path, book) -> Printed:
+    pages = page_texts(out).split("\f")[:-1]  # a form feed ends each page
+    return Printed(out, book, PdfReader(out), pages, " ".join(" ".join(pages).split()))
+
+
 @pytest.fixture(scope="module")
 def book(tmp_path_factory):
-    """The site of `make build` printed once: the PDF's path, its pages, its text."""
+    """The site of `make build` printed once as `make pdf` prints it (no API reference)."""
     require_tools()
     if not (HTML / "index.html").exists():
         pytest.fail(f"no built site at {HTML}: run `make build` first")
     out = tmp_path_factory.mktemp("pdf") / "token-dynamics.pdf"
-    printed = book_pdf.print_book(HTML, out)
-    return out, printed, pdf_text(out)
+    return read_pdf(out, book_pdf.print_book(HTML, out))
 
 
 @pytest.mark.slow
 def test_every_page_in_toc_order_and_the_page_count(book):
-    out, printed, _ = book
-    assert [page for page, _ in printed] == toc_pages()
-    # each page of the site starts a page of the PDF, and pdfunite joins them without loss
-    assert all(count >= 1 for _, count in printed), printed
-    assert book_pdf.pdf_pages(out) == sum(count for _, count in printed)
+    expected = [page for page in toc_pages() if not page.startswith(book_pdf.API)]
+    assert [page.path for page in book.book.printed] == expected
+    assert len(expected) < len(toc_pages())  # the API reference is in the site, not the PDF
+    # each page of the site starts a page of the PDF, numbered on from the one before, and the
+    # title and contents come before them without loss
+    assert all(page.pages >= 1 for page in book.book.printed), book.book.printed
+    firsts = [page.first for page in book.book.printed]
+    assert firsts == [1 + sum(p.pages for p in book.book.printed[:k]) for k in range(len(firsts))]
+    assert len(book.reader.pages) == book.book.front + sum(p.pages for p in book.book.printed)
+
+
+@pytest.mark.slow
+def test_outline_parts_chapters_and_sections_in_toc_order(book):
+    """Bookmarks: the contents, then each part of `_toc.yml` with its chapters and their
+    sections, in order; each leads to the page where its title is printed."""
+    tree = outline(book.reader)
+    assert tree[0][:2] == ("Contents", 1)  # after the title page
+    numbered = iter(range(1, 100))  # the chapters of the numbered parts, counted across parts
+    config = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    is_numbered = {part["caption"]: bool(part.get("numbered")) for part in config["parts"]}
+    expected = []  # (title, file, [(title, file, [])]) in the outline's shape
+    for caption, chapters in without_api(toc_tree()):
+        items = []
+        for chapter, sections in chapters:
+            number = f"{next(numbered)}. " if is_numbered.get(caption) else ""
+            children = [(heading(s), s, []) for s, _ in sections]
+            items.append((number + heading(chapter), chapter, children))
+        expected.extend(items if caption is None else [(caption, None, items)])
+    start = {page.path: book.book.front + page.first - 1 for page in book.book.printed}
+
+    def shape(items):  # titles (the site prints typographic quotes) and nesting only
+        return [(squeeze(title), shape(children)) for title, _, children in items]
+
+    assert shape(tree[1:]) == shape(expected)
+
+    def check(found, wanted):
+        for (title, page, children), (_, file, kids) in zip(found, wanted, strict=True):
+            if file is None:  # a part starts where its first chapter does
+                assert page == start[f"{kids[0][1]}.html"], title
+            else:
+                assert page == start[f"{file}.html"], title
+                printed_title = squeeze(book.pages[page])
+                assert squeeze(heading(file)) in printed_title, (title, page)
+            check(children, kids)
+
+    check(tree[1:], expected)
+
+
+@pytest.mark.slow
+def test_title_page_contents_and_running_page_numbers(book):
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    title, _, subtitle = config["title"].partition(": ")
+    cover = " ".join(book.pages[0].split())
+    assert title in cover and subtitle.lower() in cover.lower() and config["author"] in cover
+    # the contents: every page of the book on a line of its own with the number of its first
+    # page, in order (the text as laid out on the page, a line of the contents a line of text)
+    front = book.book.front
+    laid_out = subprocess.run(
+        ["pdftotext", "-layout", "-f", "2", "-l", str(front), str(book.out), "-"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    lines = [squeeze(line) for line in laid_out.splitlines() if line.strip()]
+    assert lines[0] == "Contents"
+    wanted = [squeeze(page.entry.title) + str(page.first) for page in book.book.printed]
+    assert [line for line in lines if line in wanted] == wanted
+    # the viewer's page labels are the printed numbers: i, ii, ... then 1, 2, ...
+    labels = book.reader.page_labels
+    roman = ["i", "ii", "iii", "iv", "v", "vi"][:front]
+    assert labels[:front] == roman
+    assert labels[front:] == [str(k) for k in range(1, len(labels) - front + 1)]
+    # every page but the title page prints that number in its bottom margin (18 mm of the A4
+    # page's 842 pt, read as text at 72 dpi: 1 pt a pixel), and no other number: the margin
+    # holds only the number, but a tall MathJax glyph's box may reach into it
+    feet = subprocess.run(
+        ["pdftotext", "-x", "0", "-y", "791", "-W", "595", "-H", "51", str(book.out), "-"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split("\f")[:-1]
+    numbers = [[w for w in foot.split() if re.fullmatch(r"\d+|[ivx]+", w)] for foot in feet]
+    assert numbers == [[], *([label] for label in labels[1:])]
+
+
+@pytest.mark.slow
+def test_metadata(book):
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    meta = book.reader.metadata
+    assert meta.title == config["title"]
+    assert meta.author == config["author"]
+    assert meta.subject == book_pdf.SUBJECT and meta["/Keywords"] == book_pdf.KEYWORDS
+    assert book.reader.page_mode == "/UseOutlines"
+
+
+@pytest.mark.slow
+def test_links_stay_inside_the_pdf(book):
+    """A link between pages of the site leads to a page of the PDF (the local server that
+    printed it is gone); each line of the contents leads to its page."""
+    index = {page.indirect_reference.idnum: k for k, page in enumerate(book.reader.pages)}
+    local, inside = [], 0
+    for k, page in enumerate(book.reader.pages):
+        for ref in page.get("/Annots") or []:
+            annotation = ref.get_object()
+            uri = str(annotation.get("/A", {}).get("/URI", ""))
+            if uri.startswith(("http://127.0.0.1", "http://localhost", book_pdf.PAGE_LINK)):
+                local.append((k, uri))
+            if "/Dest" in annotation:
+                dest = annotation["/Dest"]
+                assert dest[0].idnum in index, (k, dest)
+                inside += 1
+    assert not local, f"links to the local server or placeholders left in the PDF: {local[:5]}"
+    contents = [
+        index[ref.get_object()["/Dest"][0].idnum]
+        for page in book.reader.pages[1 : book.book.front]
+        for ref in page["/Annots"]
+    ]
+    front = book.book.front
+    assert contents == [front + page.first - 1 for page in book.book.printed]
+    assert inside > len(contents)  # the pages link to each other too
 
 
 @pytest.mark.slow
 def test_chapter_titles_and_numbered_statements(book):
-    _, _, text = book
-    missing = [title for title in chapter_titles() if title not in text]
+    missing = [title for title in chapter_titles() if title not in book.text]
     assert not missing, f"chapter titles not in the PDF: {missing}"
     statements = statement_titles()
     assert len(statements) >= 10, statements  # the sample is the book's, not a handful
     # compared without white space (a line may break after a dash) and with typographic quotes
     # made plain, as the site prints the title's apostrophes
-    flat = squeeze(text)
+    flat = squeeze(book.text)
     missing = [
         f"{kind} ({title})"
         for kind, title in statements
@@ -131,13 +314,13 @@ def test_chapter_titles_and_numbered_statements(book):
 
 @pytest.mark.slow
 def test_maths_typeset_figures_and_bibliography(book):
-    out, _, text = book
+    text = book.text
     # MathJax ran on every page: none of the delimiters \( \) \[ \] that Sphinx writes around
     # the prose's maths is left as text (TeX commands do occur as text: in code cells' labels)
     raw = sorted(set(re.findall(r"\\[()[\]]", text)))
     assert not raw, f"untypeset maths in the PDF: {raw}"
     images = subprocess.run(
-        ["pdfimages", "-list", str(out)], capture_output=True, text=True, check=True
+        ["pdfimages", "-list", str(book.out)], capture_output=True, text=True, check=True
     ).stdout.splitlines()[2:]  # two header lines
     # every figure of the site (each PNG under _images) is printed at least once
     figures = len(list((HTML / "_images").glob("*.png")))
@@ -151,6 +334,71 @@ def test_maths_typeset_figures_and_bibliography(book):
         t for t in titles if " ".join(re.sub(r"[{}]", "", t).lower().split()[:4]) not in lowered
     ]
     assert not missing, f"bibliography entries not in the PDF: {missing}"
+
+
+# a fixture book with two parts, a chapter with a section, and an API reference under book/api/
+PARTS_TOC = """format: jb-book
+root: book/intro
+parts:
+  - caption: "Part I: Fixture"
+    numbered: 1
+    chapters:
+      - file: book/nb
+        sections:
+          - file: book/api
+  - caption: Back matter
+    chapters:
+      - file: book/api/index
+        sections:
+          - file: book/api/token_dynamics.geometry
+"""
+PARTS_BOOK = {
+    "_toc.yml": PARTS_TOC,
+    "book/api.rst": "A section\n=========\n\nThe chapter's section.\n",
+    "book/api/index.rst": "API reference\n=============\n\nThe library, module by module.\n",
+    "book/api/token_dynamics.geometry.rst": API_PAGE,
+}
+
+
+@pytest.mark.slow
+def test_api_reference_left_out_or_printed_apart(tmp_path):
+    """`make pdf` leaves the API reference out (and the links to it, whose pages are not in
+    the PDF); `--api only` prints it alone, its index over its modules; `--api append` keeps
+    it as the book's last part."""
+    require_tools()
+    (tmp_path / "book" / "api").mkdir(parents=True)
+    book_dir = make_book(tmp_path, PARTS_BOOK)
+    result = build_book(book_dir)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    html = book_dir / "_build" / "html"
+    shapes = {}
+    for api in book_pdf.API_CHOICES:
+        out = tmp_path / f"{api}.pdf"
+        printed = read_pdf(out, book_pdf.print_book(html, out, api=api))
+        tree = outline(printed.reader)
+
+        def shape(items):
+            return [(title, shape(children)) for title, _, children in items]
+
+        shapes[api] = shape(tree)
+        in_text = "Geometry of the token space" in printed.text
+        assert in_text == (api != "omit"), api
+        assert ("A notebook" in printed.text) == (api != "only"), api
+        uris = [
+            str(ref.get_object().get("/A", {}).get("/URI", ""))
+            for page in printed.reader.pages
+            for ref in page.get("/Annots") or []
+        ]
+        assert not [u for u in uris if u.startswith("http://127.0.0.1")], (api, uris)
+    book_part = [
+        ("Contents", []),
+        ("Intro", []),
+        ("Part I: Fixture", [("1. A notebook", [("A section", [])])]),
+    ]
+    api_part = [("API reference", [("Geometry", [])])]
+    assert shapes["omit"] == book_part
+    assert shapes["only"] == [("Contents", []), *api_part]
+    assert shapes["append"] == [*book_part, ("Back matter", api_part)]
 
 
 @pytest.mark.slow

@@ -1,37 +1,50 @@
-"""Print the built book as one PDF: every page of the site, in the order of the table of contents.
+"""Print the built book as a PDF to read and to print: a title page, a table of contents with
+page numbers, bookmarks for its parts, chapters and sections, and every page of the site in
+the order of the table of contents.
 
 Usage (what ``make pdf`` runs after ``make book``)::
 
     python tools/book_pdf.py [--html _build/html] [--out _build/pdf/token-dynamics.pdf]
+                             [--api omit|only|append]
 
 Each page of the built site is opened in Debian's headless Chromium, offline, exactly as a reader
 sees it: MathJax has typeset the maths, sphinx-proof has numbered the statements (Theorem 3.2),
 figures, animations (their first frame) and the bibliography are there. The page is then printed
 on A4 with its navigation hidden and its folded solutions unfolded (the student edition has none
-to unfold), its pages numbered on from the previous page's, its title in the running head; the
-printed pages are joined with poppler's ``pdfunite``. The order is the site's own: the chain of
-"next" links from the first page, which Sphinx derives from ``_toc.yml``.
+to unfold), its pages numbered on from the previous page's, its title in the running head.
 
-Needs ``/usr/bin/chromium`` (``make chromium``) and poppler-utils (``make poppler``).
+The book's structure is the site's own: the parts, chapters and sections of its navigation, which
+Sphinx derives from ``_toc.yml``, checked against the chain of "next" links as the pages are
+printed. Once every page is printed, and so its first page number known, the title page and the
+contents (front matter, numbered i, ii, ...) are written as HTML, printed by the same Chromium
+and put in front; pypdf joins the pages, adds the outline (part > chapter > section), the page
+labels (the viewer's page numbers are the printed ones), the metadata, and turns the links
+between pages of the site into links inside the PDF.
+
+The API reference (``book/api/``: one page per module of the library) is left out by default;
+``--api only`` prints it as a PDF of its own, ``--api append`` keeps it at the end of the book.
+
+Needs ``/usr/bin/chromium`` (``make chromium``) and pypdf (requirements-dev.txt).
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import html as markup
 import http.server
+import io
 import json
 import os
-import shutil
-import subprocess
+import re
 import sys
-import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from urllib.parse import urljoin, urlsplit
+from typing import Any, NamedTuple
+from urllib.parse import unquote, urljoin, urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
@@ -48,6 +61,24 @@ ARGS = [
 ]
 # A page that has not typeset its maths within this time has a broken MathJax: fail, not hang.
 TIMEOUT_MS = 60_000
+# The pages of the API reference, relative to the site: its index and one page per module.
+API = "book/api/"
+API_CHOICES = ("omit", "only", "append")
+# The PDF's metadata beyond the title and authors, which come from the site (_config.yml).
+SUBJECT = (
+    "Deep transformers as interacting particle systems: the mean-field Transformer PDE, "
+    "clustering, Gaussian solutions, gradient-flow structure, noise and synchronization, "
+    "exact sequence interpolation; with the Python library token_dynamics"
+)
+API_SUBJECT = "The API reference of token_dynamics, the Python library of the book"
+KEYWORDS = (
+    "transformers; self-attention; interacting particle systems; mean-field limit; "
+    "clustering; Wasserstein gradient flow; stochastic differential equations; "
+    "synchronization; interpolation"
+)
+# Links of the contents pages point here (a page number after the slash) while they are
+# printed; they become links to that page of the PDF once the book is assembled.
+PAGE_LINK = "https://page.invalid/"
 # The screen's chrome (header, sidebars, buttons, previous/next links, the theme's printed
 # "Contents" list of the page) has no place on paper; folded content (solutions, hidden cells'
 # outputs, <details>) is printed unfolded; long code lines wrap instead of being cut.
@@ -69,8 +100,98 @@ PRINT_CSS = """
 pre { white-space: pre-wrap !important; overflow-wrap: anywhere; }
 .cell_input, .cell_output, img, figure, mjx-container[display="true"], div.math {
   break-inside: avoid; }
-h1, h2, h3 { break-after: avoid; }
+h1, h2, h3, .print-label { break-after: avoid; }
+.print-label { font: 600 11pt sans-serif; color: #666; letter-spacing: 0.04em; margin: 0 0 2mm; }
 """
+# The title page (no number) and the contents (ii, iii, ...), in the site's fonts.
+FRONT_CSS = """
+@page {
+  size: A4;
+  margin: 22mm 20mm 20mm 20mm;
+  @bottom-center { content: counter(page, lower-roman); font: 9pt sans-serif; color: #444; }
+}
+@page :first { @bottom-center { content: none; } }
+body { font-family: var(--pst-font-family-base, sans-serif); color: #222; }
+a { color: inherit; text-decoration: none; }
+.title-page { break-after: page; text-align: center; padding-top: 70mm; }
+.title-page h1 { font-size: 30pt; margin: 0 0 6mm; }
+.title-page .subtitle { font-size: 16pt; margin: 0 0 30mm; }
+.title-page .authors { font-size: 13pt; margin: 0 0 4mm; }
+.title-page .edition, .title-page .copyright { font-size: 10pt; color: #555; margin: 0 0 2mm; }
+.contents h2 { font-size: 20pt; margin: 0 0 8mm; }
+.contents .part { font-weight: bold; font-size: 12pt; margin: 6mm 0 2mm; break-after: avoid; }
+.contents a { display: flex; align-items: baseline; font-size: 10.5pt; margin: 1.2mm 0; }
+.contents .level-1 { font-weight: 600; margin-top: 2.5mm; }
+.contents .level-2 { padding-left: 8mm; }
+.contents .level-3 { padding-left: 16mm; font-size: 9.5pt; }
+.contents .leader { flex: 1; border-bottom: 1px dotted #999; margin: 0 2mm; min-width: 8mm; }
+"""
+# The book's structure, read from the site's navigation in document order: each part's caption,
+# then each entry with its depth (1 a chapter, 2 a section) and its link; the home link first.
+READ_NAVIGATION = """() => {
+  const nav = document.querySelector('nav.bd-docs-nav');
+  if (!nav) return null;
+  const found = [];
+  for (const el of nav.querySelectorAll('p.caption, li[class*="toctree-l"] > a')) {
+    const title = el.textContent.replace(/\\s+/g, ' ').trim();
+    if (el.matches('p.caption')) { found.push({title, level: 0, href: null}); continue; }
+    const level = Number(el.parentElement.className.match(/toctree-l(\\d+)/)[1]);
+    found.push({title, level, href: el.href.split('#')[0]});
+  }
+  return found;
+}"""
+# The site's title and authors, as its sidebar and footer show them.
+READ_BOOK = """() => {
+  const text = s => { const el = document.querySelector(s);
+    return el ? el.textContent.replace(/\\s+/g, ' ').trim() : ''; };
+  return {title: text('.logo__title') || document.title,
+          authors: text('.component-author').replace(/^By /, ''),
+          copyright: text('.copyright')};
+}"""
+
+# Lines printed above a page's title (its chapter's number, its part's name).
+LABEL_HEADING = """labels => {
+  // the theme prints its own copy of the title (#jb-print-docs-body) above the article's
+  const h1 = document.querySelector('#jb-print-docs-body h1') ||
+    document.querySelector('article h1') || document.querySelector('h1');
+  for (const label of labels) {
+    const line = document.createElement('p');
+    line.className = 'print-label';
+    line.textContent = label;
+    h1.before(line);
+  }
+}"""
+
+
+class Entry(NamedTuple):
+    """One line of the book's table of contents: a page of the site, or a part's caption."""
+
+    title: str
+    level: int  # 0 a part's caption, 1 a chapter (or the front page), 2 a section, ...
+    path: str | None  # the page relative to the site (``book/x.html``); None for a caption
+
+
+class Printed(NamedTuple):
+    """A page of the site as printed: its entry in the contents, its part, its PDF pages
+    (``first`` is the number printed on its first page, counted from the book's first page)."""
+
+    entry: Entry
+    part: str | None
+    first: int
+    pages: int
+
+    @property
+    def path(self) -> str:
+        return self.entry.path or ""
+
+
+class Book(NamedTuple):
+    """What `print_book` made: the book's pages as printed, the number of front-matter pages
+    (title and contents) before them, and the metadata written into the PDF."""
+
+    printed: list[Printed]
+    front: int
+    metadata: dict[str, str]
 
 
 @contextmanager
@@ -92,12 +213,10 @@ def serve(html: Path) -> Iterator[str]:
 
 
 def pdf_pages(path: Path) -> int:
-    """The number of pages of the PDF at `path` (poppler's ``pdfinfo``)."""
-    info = subprocess.run(["pdfinfo", str(path)], capture_output=True, text=True, check=True)
-    for line in info.stdout.splitlines():
-        if line.startswith("Pages:"):
-            return int(line.split()[1])
-    raise ValueError(f"`pdfinfo` reports no page count for {path}")
+    """The number of pages of the PDF at `path`."""
+    from pypdf import PdfReader
+
+    return len(PdfReader(path).pages)
 
 
 def first_page(html: Path) -> str:
@@ -109,28 +228,72 @@ def first_page(html: Path) -> str:
     return index.split(marker, 1)[1].split('"', 1)[0].strip()
 
 
+def select(entries: Sequence[Entry], api: str) -> list[tuple[Entry, str | None]]:
+    """The pages of `entries` that `api` keeps (``omit``: all but the API reference, ``only``:
+    the API reference alone, ``append``: all), each with the caption of its part."""
+    if api not in API_CHOICES:
+        raise ValueError(f"`api` must be one of {API_CHOICES}, not {api!r}")
+    chosen: list[tuple[Entry, str | None]] = []
+    part = None
+    for entry in entries:
+        if entry.path is None:
+            part = entry.title
+            continue
+        in_api = entry.path.startswith(API)
+        if api == "append" or (api == "only") == in_api:
+            # the API reference alone has no part: its index is the top of its outline
+            chosen.append((entry, None if api == "only" else part))
+    if not chosen:
+        raise ValueError(f"no page of the site is left to print with `--api {api}`")
+    return chosen
+
+
+def front_matter(book: dict[str, str], printed: Sequence[Printed], *, api_only: bool) -> str:
+    """The title page and the contents as one HTML document; each line of the contents links
+    to its page (``PAGE_LINK`` followed by the page number) and shows the number."""
+    esc = markup.escape
+    title, _, subtitle = book["title"].partition(": ")
+    subtitle = subtitle[:1].upper() + subtitle[1:]
+    edition = "API reference" if api_only else ""
+    lines = []
+    part = None
+    for page in printed:
+        if page.part != part and page.part is not None:
+            lines.append(f'<p class="part">{esc(page.part)}</p>')
+        part = page.part
+        lines.append(
+            f'<a class="level-{page.entry.level}" href="{PAGE_LINK}{page.first}">'
+            f'<span class="title">{esc(page.entry.title)}</span><span class="leader"></span>'
+            f'<span class="number">{page.first}</span></a>'
+        )
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>{esc(book['title'])}</title><style>{FRONT_CSS}</style></head><body>"
+        f'<section class="title-page"><h1>{esc(title)}</h1>'
+        f'<p class="subtitle">{esc(subtitle)}</p>'
+        f'<p class="authors">{esc(book["authors"])}</p>'
+        + (f'<p class="edition">{esc(edition)}</p>' if edition else "")
+        + f'<p class="copyright">{esc(book["copyright"])}</p></section>'
+        '<section class="contents"><h2>Contents</h2>' + "".join(lines) + "</section>"
+        "</body></html>"
+    )
+
+
 def print_book(
-    html: Path, out: Path, *, chromium: Path = CHROMIUM, progress: bool = False
-) -> list[tuple[str, int]]:
-    """Print every page of the site built in `html` into the PDF `out`; return each page's path
-    (relative to `html`) with the number of PDF pages it took, in the order printed."""
+    html: Path, out: Path, *, api: str = "omit", chromium: Path = CHROMIUM, progress: bool = False
+) -> Book:
+    """Print the site built in `html` into the PDF `out`: the title page and contents, then
+    every page of the table of contents that `api` keeps (see `select`), in its order."""
     from playwright.sync_api import sync_playwright
 
     if not (html / "index.html").exists():
         raise ValueError(f"no built site at {html}: run `make book` (or `make build`) first")
     if not chromium.exists():
         raise ValueError(f"no Chromium at {chromium}: run `make chromium` first")
-    for tool in ("pdfinfo", "pdfunite"):
-        if shutil.which(tool) is None:
-            raise ValueError(f"`{tool}` is missing: run `make poppler` (Debian's poppler-utils)")
     out.parent.mkdir(parents=True, exist_ok=True)
-    printed: list[tuple[str, int]] = []
-    parts: list[Path] = []
-    with (
-        serve(html) as base,
-        tempfile.TemporaryDirectory() as scratch,
-        sync_playwright() as playwright,
-    ):
+    printed: list[Printed] = []
+    bodies: list[bytes] = []
+    with serve(html) as base, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(chromium), args=ARGS)
         page = browser.new_page(viewport={"width": 1000, "height": 1400})
         # offline: a request that leaves the machine is refused (the site serves everything)
@@ -140,13 +303,37 @@ def print_book(
                 route.continue_() if route.request.url.startswith(base) else route.abort()
             ),
         )
-        url: str | None = urljoin(base, first_page(html))
+
+        def relative(url: str) -> str:
+            return urlsplit(url).path.removeprefix(urlsplit(base).path)
+
+        page.goto(urljoin(base, first_page(html)), wait_until="networkidle", timeout=TIMEOUT_MS)
+        book = page.evaluate(READ_BOOK)
+        found = page.evaluate(READ_NAVIGATION)
+        if not found:
+            raise ValueError(f"the first page of {html} has no navigation to read the book from")
+        entries = [
+            Entry(e["title"], e["level"], None if e["href"] is None else relative(e["href"]))
+            for e in found
+        ]
+        order = [e.path for e in entries if e.path is not None]
+        if len(set(order)) != len(order):
+            raise ValueError(f"the site's navigation lists a page twice: {order}")
         next_number = 1
-        while url is not None:
-            relative = urlsplit(url).path.removeprefix(urlsplit(base).path)
-            if relative in (done for done, _ in printed):
-                raise ValueError(f"the chain of next links returns to {relative}")
-            page.goto(url, wait_until="networkidle", timeout=TIMEOUT_MS)
+        for entry, part in select(entries, api):
+            assert entry.path is not None  # select keeps pages only
+            page.goto(urljoin(base, entry.path), wait_until="networkidle", timeout=TIMEOUT_MS)
+            following = page.evaluate(
+                "() => { const a = document.querySelector('a.right-next'); "
+                "return a ? a.href.split('#')[0] : null; }"
+            )
+            after = order.index(entry.path) + 1
+            expected = order[after] if after < len(order) else None
+            if (following and relative(following)) != expected:
+                raise ValueError(
+                    f"the next link of {entry.path} leads to {following}, not to {expected} "
+                    "as the site's navigation has it"
+                )
             if page.locator("script[src*='mathjax/tex']").count():  # only pages with maths load it
                 page.wait_for_function(
                     "() => window.MathJax && MathJax.startup && MathJax.startup.promise",
@@ -159,37 +346,180 @@ def print_book(
             )
             css = PRINT_CSS.replace("TITLE", json.dumps(title)).replace("FIRST", str(next_number))
             page.add_style_tag(content=css)
+            # a numbered chapter opens with its number, the first of a part with the part's name
+            number = re.match(r"(\d+)\. ", entry.title)
+            labels = [f"Chapter {number.group(1)}"] if entry.level == 1 and number else []
+            if labels and part is not None and (not printed or printed[-1].part != part):
+                labels.insert(0, part)
+            page.evaluate(LABEL_HEADING, labels)
             page.evaluate("() => document.querySelectorAll('details').forEach(d => d.open = true)")
-            part = Path(scratch) / f"{len(parts):03d}.pdf"
-            page.pdf(path=str(part), prefer_css_page_size=True, print_background=True, outline=True)
-            parts.append(part)
-            printed.append((relative, pdf_pages(part)))
-            next_number += printed[-1][1]
+            bodies.append(page.pdf(prefer_css_page_size=True, print_background=True))
+            printed.append(Printed(entry, part, next_number, count_pages(bodies[-1])))
+            next_number += printed[-1].pages
             if progress:
-                print(f"{relative}: to page {next_number - 1}", file=sys.stderr)
-            following = page.evaluate(
-                "() => { const a = document.querySelector('a.right-next'); "
-                "return a ? a.href : null; }"
-            )
-            url = following
+                print(f"{entry.path}: to page {next_number - 1}", file=sys.stderr)
+        page.set_content(front_matter(book, printed, api_only=api == "only"))
+        front = page.pdf(prefer_css_page_size=True, print_background=True)
         browser.close()
-        subprocess.run(["pdfunite", *map(str, parts), str(out)], check=True)
-    return printed
+    title = book["title"] + (" — API reference" if api == "only" else "")
+    metadata = {
+        "/Title": title,
+        "/Author": book["authors"],
+        "/Subject": API_SUBJECT if api == "only" else SUBJECT,
+        "/Keywords": KEYWORDS,
+        "/Creator": "tools/book_pdf.py: the site printed by Chromium, joined by pypdf",
+    }
+    assemble(out, front, bodies, printed, metadata, base=base)
+    return Book(printed, count_pages(front), metadata)
+
+
+def count_pages(pdf: bytes) -> int:
+    """The number of pages of the PDF `pdf` (its bytes)."""
+    from pypdf import PdfReader
+
+    return len(PdfReader(io.BytesIO(pdf)).pages)
+
+
+def assemble(
+    out: Path,
+    front: bytes,
+    bodies: Sequence[bytes],
+    printed: Sequence[Printed],
+    metadata: dict[str, str],
+    *,
+    base: str,
+) -> None:
+    """Join the front matter and the printed pages into `out`, with the outline, the page
+    labels, the metadata, and links inside the PDF where the pages link to each other."""
+    from pypdf import PdfReader, PdfWriter
+
+    writer = PdfWriter()
+    readers = [PdfReader(io.BytesIO(pdf)) for pdf in (front, *bodies)]
+    firsts = []  # the PDF page index of each reader's first page
+    for reader in readers:
+        firsts.append(len(writer.pages))
+        writer.append(reader, import_outline=False)
+    offset = firsts[1] if len(firsts) > 1 else len(writer.pages)  # where page 1 of the book is
+    # the viewer shows the printed numbers: i, ii, ... for the front matter, then 1, 2, ...
+    writer.set_page_label(0, offset - 1, style="/r", start=1)
+    writer.set_page_label(offset, len(writer.pages) - 1, style="/D", start=1)
+    # the outline: the contents, then the parts, each with its chapters and their sections
+    writer.add_outline_item(title="Contents", page_number=1)  # after the title page
+    parts: dict[str, Any] = {}
+    chain: list[Any] = []  # the open items: chain[k] is the last item of level k + 1
+    for page in printed:
+        parent = None
+        if page.part is not None:
+            if page.part not in parts:
+                parts[page.part] = writer.add_outline_item(
+                    title=page.part, page_number=offset + page.first - 1, bold=True
+                )
+            parent = parts[page.part]
+        level = page.entry.level
+        del chain[level - 1 :]
+        if chain:
+            parent = chain[-1]
+        item = writer.add_outline_item(
+            title=page.entry.title, page_number=offset + page.first - 1, parent=parent
+        )
+        chain.extend([item] * (level - len(chain)))
+    relink(writer, readers, firsts, [None, *(page.path for page in printed)], base=base)
+    writer.add_metadata(metadata)
+    writer.page_mode = "/UseOutlines"  # the viewer opens with the bookmarks shown
+    writer.compress_identical_objects()
+    with out.open("wb") as file:
+        writer.write(file)
+
+
+def relink(
+    writer: Any,
+    readers: Sequence[Any],
+    firsts: Sequence[int],
+    paths: Sequence[str | None],
+    *,
+    base: str,
+) -> None:
+    """Point the links of the joined PDF in `writer` inside it: `readers` are the PDFs joined,
+    the k-th from page index ``firsts[k]``, printed from the page ``paths[k]`` of the site
+    served at `base` (None: the front matter).
+
+    A link to a place on its own page names a destination of that page's PDF, where Chromium
+    names them after the HTML ids, which recur from page to page: it is made explicit. A link
+    to another page of the site leads to that page's place (or its start); a line of the
+    contents (``PAGE_LINK``) to its page. A link to a page left out of the PDF (the API
+    reference, the indexes) would lead to a server that is gone: it is dropped.
+    """
+    from pypdf.generic import ArrayObject, NameObject, NullObject
+
+    printed = {path: k for k, path in enumerate(paths) if path is not None}
+    local = urlsplit(base).path
+
+    def place(k: int, name: str) -> Any:
+        """The explicit destination of `name` in the k-th PDF, or its first page."""
+        named = readers[k].named_destinations
+        dest = named.get(name) or named.get("/" + name) if name else None
+        if dest is None:
+            return ArrayObject([writer.pages[firsts[k]].indirect_reference, NameObject("/Fit")])
+        at = firsts[k] + readers[k].get_destination_page_number(dest)
+        left, top = dest.left, dest.top
+        return ArrayObject(
+            [
+                writer.pages[at].indirect_reference,
+                NameObject("/XYZ"),
+                NullObject() if left is None else left,
+                NullObject() if top is None else top,
+                NullObject(),
+            ]
+        )
+
+    for index, pdf_page in enumerate(writer.pages):
+        if "/Annots" not in pdf_page:
+            continue
+        source = max(k for k, first in enumerate(firsts) if first <= index)
+        kept = ArrayObject()
+        for ref in pdf_page["/Annots"]:
+            annotation = ref.get_object()
+            action = annotation.get("/A")
+            uri = str(action.get_object().get("/URI", "")) if action is not None else ""
+            if "/Dest" in annotation and not isinstance(annotation["/Dest"], ArrayObject):
+                annotation[NameObject("/Dest")] = place(source, str(annotation["/Dest"]))
+            elif uri.startswith(PAGE_LINK):
+                page = int(uri.removeprefix(PAGE_LINK))
+                target = writer.pages[firsts[1] + page - 1].indirect_reference
+                del annotation["/A"]
+                annotation[NameObject("/Dest")] = ArrayObject([target, NameObject("/Fit")])
+            elif uri.startswith(base):
+                parts = urlsplit(uri)
+                k = printed.get(parts.path.removeprefix(local))
+                if k is None:
+                    continue
+                del annotation["/A"]
+                annotation[NameObject("/Dest")] = place(k, unquote(parts.fragment))
+            kept.append(ref)
+        pdf_page[NameObject("/Annots")] = kept
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description="Print the built book as a PDF.")
     parser.add_argument("--html", type=Path, default=ROOT / "_build" / "html")
     parser.add_argument("--out", type=Path, default=ROOT / "_build" / "pdf" / "token-dynamics.pdf")
+    parser.add_argument(
+        "--api",
+        choices=API_CHOICES,
+        default="omit",
+        help="the API reference: left out (default), alone, or at the end of the book",
+    )
     args = parser.parse_args(argv)
     start = time.perf_counter()
     try:
-        pages = print_book(args.html, args.out, progress=True)
+        book = print_book(args.html, args.out, api=args.api, progress=True)
     except ValueError as error:
         print(f"book_pdf: {error}", file=sys.stderr)
         return 1
+    size = args.out.stat().st_size / 2**20
     print(
-        f"{args.out}: {len(pages)} pages of the site, {pdf_pages(args.out)} PDF pages, "
+        f"{args.out}: {len(book.printed)} pages of the site, {pdf_pages(args.out)} PDF pages "
+        f"({book.front} of title and contents), {size:.1f} MiB, "
         f"{time.perf_counter() - start:.0f} s"
     )
     return 0
