@@ -12,6 +12,7 @@ the problems of a set share one graded submission per round (the k-th wrong answ
 import importlib.util
 import re
 import sys
+import types
 import zipfile
 from pathlib import Path
 
@@ -149,17 +150,32 @@ def _with_wrong_answers(notebook, name, k):
     return made
 
 
+def _answered(out, name):
+    """The student notebook of set `name` with every answer cell filled in from the answer key
+    (the two notebooks have the same cells): what a student hands in."""
+    student = nbformat.read(out / "student" / f"{name}.ipynb", as_version=4)
+    key = nbformat.read(out / "answers" / f"{name}.ipynb", as_version=4)
+    assert len(student.cells) == len(key.cells), name
+    answers = [
+        i for i, c in enumerate(student.cells) if "otter_answer_cell" in c.metadata.get("tags", [])
+    ]
+    assert len(answers) == len(PROBLEM.findall(_source(name))), name
+    for i in answers:
+        student.cells[i].source = key.cells[i].source
+    return student
+
+
 @pytest.fixture(scope="module")
 def wrong(built, tmp_path_factory):
-    """``wrong(name, k)``: (submission path, mistakes by question, score) of the answer key
-    of set `name` with the k-th wrong answer of each problem, graded once."""
+    """``wrong(name, k)``: (submission path, mistakes by question, score) of the student
+    notebook of set `name` answered with the k-th wrong answer of each problem, graded once."""
     folder = tmp_path_factory.mktemp("wrong")
     done = {}
 
     def get(name, k):
         if (name, k) not in done:
             out = built(name)
-            notebook = nbformat.read(out / "answers" / f"{name}.ipynb", as_version=4)
+            notebook = _answered(out, name)
             made = _with_wrong_answers(notebook, name, k)
             submission = folder / f"{name}_wrong{k}.ipynb"
             nbformat.write(notebook, submission)
@@ -207,7 +223,7 @@ def test_every_test_says_what_is_wrong(built, name):
 @pytest.mark.parametrize("name", SETS)
 def test_wrong_answers_fail_a_visible_check_and_lose_points(built, wrong, name, k):
     out = built(name)
-    submission, made, score = wrong(name, k)
+    _, made, score = wrong(name, k)
     visible = _visible_messages(out, name)
     report = coursework.report(score)
     for question, mistake in made.items():
@@ -218,3 +234,67 @@ def test_wrong_answers_fail_a_visible_check_and_lose_points(built, wrong, name, 
         assert score.questions[question] < score.possible[question], (question, mistake)
         for message in failed:
             assert message in report, (question, message)
+
+
+def test_student_sees_why_a_check_fails(built, wrong, tmp_path):
+    """Run as a student runs it, the answered notebook's ``grader.check`` cells print the
+    message of each failed visible check, and never that every test passed."""
+    name = "ps4_interpolation"  # the quickest set to run
+    submission, made, _ = wrong(name, 0)
+    # otter reads the visible tests from the notebook's own file, by its name
+    path = tmp_path / f"{name}.ipynb"
+    path.write_bytes(submission.read_bytes())
+    notebook = nbformat.read(path, as_version=4)
+    client = NotebookClient(
+        notebook,
+        timeout=coursework.CELL_TIMEOUT_S,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(tmp_path)}},
+    )
+    client.execute()
+    visible = _visible_messages(built(name), name)
+    for question in made:
+        (cell,) = [c for c in notebook.cells if c.source == f'grader.check("{question}")']
+        shown = "".join(o.get("data", {}).get("text/plain", "") for o in cell.outputs)
+        assert "All test cases passed" not in shown, (question, shown)
+        assert any(m in shown for m in visible[question]), (question, shown)
+
+
+def test_install_cell_installs_only_what_is_missing(monkeypatch):
+    """The first cell of a student notebook runs ``%pip install`` for the library (from the
+    repository, as pyproject.toml names it) and for otter-grader (as requirements-dev.txt pins
+    it) where their import fails, and for nothing where it succeeds."""
+    cell = coursework.install_cell()
+    code = TransformerManager().transform_cell(cell.source)
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    (repository,) = re.findall(r'^Repository = "(.*)"$', pyproject, re.MULTILINE)
+    (otter,) = re.findall(r"^otter-grader==.*$", (ROOT / "requirements-dev.txt").read_text(), re.M)
+
+    def run(missing):
+        calls = []
+
+        class Shell:
+            def run_line_magic(self, magic, line):
+                calls.append(f"%{magic} {line}")
+
+        with monkeypatch.context() as patch:
+            for module in ("token_dynamics", "otter"):
+                # None: `import module` raises ImportError; a bare module: the import succeeds
+                stand_in = None if module in missing else types.ModuleType(module)
+                patch.setitem(sys.modules, module, stand_in)
+            exec(code, {"get_ipython": Shell})
+        return calls
+
+    assert run([]) == []
+    assert run(["token_dynamics", "otter"]) == [
+        f'%pip install --quiet "token-dynamics @ git+{repository}"',
+        f'%pip install --quiet "{otter}"',
+    ]
+    assert run(["otter"]) == [f'%pip install --quiet "{otter}"']
+
+
+@pytest.mark.parametrize("name", SETS)
+def test_student_notebook_starts_with_the_install_cell(built, name):
+    notebook = nbformat.read(built(name) / "student" / f"{name}.ipynb", as_version=4)
+    assert notebook.cells[0].source == coursework.install_cell().source
+    assert notebook.cells[1].source.startswith("# Initialize Otter\nimport otter")
