@@ -216,7 +216,13 @@ def assignment_of(submission: Path) -> str:
     """The problem set a submission answers: the name otter wrote in the notebook's metadata,
     else the file's name (``ps1_tokens.ipynb``)."""
     metadata = nbformat.read(submission, as_version=4).metadata
-    return metadata.get("otter", {}).get("assignment_name") or Path(submission).stem
+    name = metadata.get("otter", {}).get("assignment_name") or Path(submission).stem
+    if name not in problem_sets():
+        raise ValueError(
+            f"`{submission}` answers no problem set: its metadata names none and its file name "
+            f"is none of {problem_sets()} (rename it `<set>.ipynb`)"
+        )
+    return name
 
 
 def grade(name: str, submission: Path, out: Path = DEFAULT_OUT) -> Score:
@@ -271,6 +277,8 @@ def submissions(paths: list[Path]) -> list[Path]:
     """The notebooks among `paths`, and those in the folders among them (recursively)."""
     found = []
     for path in map(Path, paths):
+        if not path.exists():
+            raise FileNotFoundError(f"no submission `{path}`: give notebooks or folders of them")
         if path.is_dir():
             found += sorted(p for p in path.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
         elif path.suffix == ".ipynb":
@@ -315,10 +323,6 @@ def main(argv: list[str]) -> None:
         if "--out" in args:
             i = args.index("--out")
             out, args = Path(args[i + 1]), args[:i] + args[i + 2 :]
-        if args and args[0] in problem_sets():  # the older form: --grade SET SUBMISSION [OUT]
-            name, submission, *rest = args
-            print(report(grade(name, Path(submission), Path(rest[0]) if rest else out)))
-            return
         found = submissions([Path(a) for a in args])
         if not found:
             raise SystemExit(f"no submission (.ipynb) in {args}")
