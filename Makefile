@@ -19,7 +19,7 @@ $(error EDITION must be `full` or `student`, not `$(EDITION)`)
 endif
 
 .PHONY: book pdf test test-fullsize fuzz env lint unit build site browser pdf-check chromium poppler \
-	bench clean coursework notebooks
+	bench clean coursework notebooks grade
 
 ## env: the pinned environment in .venv (re-installed when a requirements file changes)
 env: $(STAMP)
@@ -126,6 +126,14 @@ poppler:
 coursework: env
 	rm -rf _build/coursework
 	$(BIN)/python coursework/build.py _build/coursework
+
+## grade: grade SUBMISSIONS (notebooks, or folders of them; default _build/submissions)
+## with the autograder bundles, built first when missing: the points per question and the
+## message of every failed test (coursework/README.md)
+SUBMISSIONS ?= _build/submissions
+grade: env
+	test -d _build/coursework/autograder || $(MAKE) coursework
+	$(BIN)/python coursework/build.py --grade $(SUBMISSIONS)
 
 ## bench: the speed and memory benchmarks (ratios against references measured in the same run);
 ## against torch and JAX too when they are installed (`$(BIN)/pip install -e '.[bench]'`)

@@ -3,20 +3,24 @@
 Usage::
 
     python coursework/build.py [OUT]        # default OUT: _build/coursework
-    python coursework/build.py --grade ps1_tokens SUBMISSION.ipynb [OUT]
+    python coursework/build.py --grade SUBMISSION.ipynb|FOLDER ... [--out OUT]
     python coursework/build.py --time-notebooks [SUBSTRING ...]
 
 Each problem set ``coursework/ps*.md`` is one instructor notebook (jupytext MyST) in
 otter-grader's format: it holds the problems, their solutions and their tests. ``otter assign``
 turns it into
 
-- ``OUT/student/<set>.ipynb``: the notebook to hand out, without solutions or hidden tests;
+- ``OUT/student/<set>.ipynb``: the notebook to hand out, without solutions or hidden tests,
+  with a first cell that installs the library and otter-grader where they are missing;
 - ``OUT/answers/<set>.ipynb``: the answer key, solutions executed, for teaching assistants;
 - ``OUT/autograder/<set>.zip``: the autograder bundle (``otter run -a <zip> <submission>``
   grades locally, Gradescope takes the zip as it is).
 
 ``otter assign`` runs every test against the solutions while it builds, so a build that
 finishes has checked that the instructor solutions pass.
+
+``--grade`` grades each notebook given, and each in the folders given (the problem set read
+from the notebook's metadata): the points per question, and the message of every failed test.
 
 ``--time-notebooks`` executes the book's notebooks one at a time in fresh kernels (those whose
 path contains one of the substrings, or all) and records their wall times in
@@ -26,17 +30,18 @@ path contains one of the substrings, or all) and records their wall times in
 from __future__ import annotations
 
 import csv
+import importlib.util
 import json
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+import tomllib
+from dataclasses import dataclass, field
 from pathlib import Path
 
-import jupytext
 import nbformat
-from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ROOT / "coursework"
@@ -44,14 +49,47 @@ DEFAULT_OUT = ROOT / "_build" / "coursework"
 #: Seconds a cell of the answer key may run (the book's cell timeout, _config.yml).
 CELL_TIMEOUT_S = 90
 TIMES_FILE = SOURCES / "notebook_times.csv"
+#: The cell ``otter assign`` puts first: the install cell goes before it.
+OTTER_INIT = "# Initialize Otter"
+#: The installer of a missing otter-grader, after the library's (tools/plain_notebook.py).
+OTTER_INSTALL = """
+try:
+    import otter  # noqa: F401
+except ImportError:
+    %pip install --quiet "{requirement}"
+"""
+
+#: Run in a child process by :func:`grade` (otter changes the working directory, the PATH and
+#: the logging of the process it runs in): grade one submission, print the verdict of every
+#: test case as JSON.
+_OTTER_RUN = """
+import json, sys
+from otter.run import main
+results = main(sys.argv[2], autograder=sys.argv[1], output_dir=None, no_logo=True)
+print("\\n@@results@@" + json.dumps({
+    name: {
+        "score": test_file.score,
+        "possible": test_file.possible,
+        "cases": [
+            {"hidden": r.test_case.hidden, "passed": r.passed,
+             "message": r.test_case.failure_message, "output": r.message}
+            for r in test_file.test_case_results
+        ],
+    }
+    for name, test_file in results.results.items()
+}))
+"""
 
 
 @dataclass(frozen=True)
 class Score:
-    """The autograder's verdict on one submission: points per question and in total."""
+    """The autograder's verdict on one submission: points per question and in total, and the
+    failure message of every failed test case (``hidden`` tells the tests students do not run
+    themselves)."""
 
     questions: dict[str, float]
     possible: dict[str, float]
+    failures: dict[str, list[dict]] = field(default_factory=dict)
 
     @property
     def total(self) -> float:
@@ -62,6 +100,50 @@ class Score:
         return sum(self.possible.values())
 
 
+def _repository() -> str:
+    """The repository's URL: pyproject.toml's ``Repository`` (the same as _config.yml's)."""
+    with (ROOT / "pyproject.toml").open("rb") as f:
+        return tomllib.load(f)["project"]["urls"]["Repository"]
+
+
+def _otter_requirement() -> str:
+    """otter-grader as pinned in requirements-dev.txt (``otter-grader==7.0.0``)."""
+    text = (ROOT / "requirements-dev.txt").read_text(encoding="utf-8")
+    (pin,) = re.findall(r"^otter-grader==\S+", text, re.MULTILINE)
+    return pin
+
+
+def install_cell() -> dict:
+    """The first cell of a student notebook: outside this repository's environment (a plain
+    Jupyter, Binder, Colab) it installs the library and otter-grader when they are missing.
+
+    The library's part is the install cell of the book's downloads (tools/plain_notebook.py,
+    which writes the requirement from the repository's URL); otter's follows it.
+    """
+    spec = importlib.util.spec_from_file_location(
+        "plain_notebook", ROOT / "tools" / "plain_notebook.py"
+    )
+    plain = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(plain)
+    empty = {"cells": [], "metadata": {}}
+    (cell,) = plain.plain_notebook(empty, lambda *_: "", repository=_repository())["cells"]
+    cell = nbformat.from_dict(cell)
+    cell.id = "install-requirements"
+    cell.source = (
+        cell.source.rstrip("\n") + "\n" + OTTER_INSTALL.format(requirement=_otter_requirement())
+    )
+    return cell
+
+
+def _with_install_cell(path: Path) -> None:
+    """Put the install cell first in the notebook at `path` (before otter's own first cell)."""
+    notebook = nbformat.read(path, as_version=4)
+    if not notebook.cells[0].source.startswith(OTTER_INIT):
+        raise RuntimeError(f"{path}: otter's first cell moved; where does the install cell go?")
+    notebook.cells.insert(0, install_cell())
+    nbformat.write(notebook, path)
+
+
 def problem_sets() -> list[str]:
     """Names of the problem sets, in order (``ps1_tokens``, ...)."""
     return sorted(p.stem for p in SOURCES.glob("ps*.md"))
@@ -69,6 +151,8 @@ def problem_sets() -> list[str]:
 
 def _assign(name: str, work: Path) -> Path:
     """Run ``otter assign`` on one instructor notebook; return its output folder."""
+    import jupytext
+
     source = work / f"{name}.ipynb"
     nbformat.write(jupytext.read(SOURCES / f"{name}.md"), source)
     dist = work / "dist"
@@ -109,7 +193,11 @@ def build(
             shutil.copy(bundle, out / "autograder" / f"{name}.zip")
             key = out / "answers" / f"{name}.ipynb"
             shutil.copy(dist / "autograder" / f"{name}.ipynb", key)
+        for notebook_path in (out / "student" / f"{name}.ipynb", key):
+            _with_install_cell(notebook_path)
         if execute_key:
+            from nbclient import NotebookClient
+
             # in its own folder: its first cell opens the notebook by its file name
             notebook = nbformat.read(key, as_version=4)
             NotebookClient(
@@ -124,6 +212,19 @@ def build(
     return out
 
 
+def assignment_of(submission: Path) -> str:
+    """The problem set a submission answers: the name otter wrote in the notebook's metadata,
+    else the file's name (``ps1_tokens.ipynb``)."""
+    metadata = nbformat.read(submission, as_version=4).metadata
+    name = metadata.get("otter", {}).get("assignment_name") or Path(submission).stem
+    if name not in problem_sets():
+        raise ValueError(
+            f"`{submission}` answers no problem set: its metadata names none and its file name "
+            f"is none of {problem_sets()} (rename it `<set>.ipynb`)"
+        )
+    return name
+
+
 def grade(name: str, submission: Path, out: Path = DEFAULT_OUT) -> Score:
     """Grade `submission` (an ``.ipynb``) with the autograder bundle of problem set `name`."""
     bundle = Path(out) / "autograder" / f"{name}.zip"
@@ -132,30 +233,59 @@ def grade(name: str, submission: Path, out: Path = DEFAULT_OUT) -> Score:
     with tempfile.TemporaryDirectory() as tmp:
         # otter grades a copy named like the assignment's notebook, in a folder of its own
         shutil.copy(submission, Path(tmp) / f"{name}.ipynb")
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "otter",
-                "run",
-                "--no-logo",
-                "-a",
-                str(bundle.resolve()),
-                "-o",
-                tmp,
-                f"{name}.ipynb",
-            ],
-            check=True,
+        run = subprocess.run(
+            [sys.executable, "-c", _OTTER_RUN, str(bundle.resolve()), f"{name}.ipynb"],
             cwd=tmp,
             capture_output=True,
             text=True,
         )
-        results = json.loads((Path(tmp) / "results.json").read_text(encoding="utf-8"))
-    graded = [t for t in results["tests"] if t.get("max_score") is not None]
+    if run.returncode != 0 or "@@results@@" not in run.stdout:
+        raise RuntimeError(f"otter could not grade {submission}:\n{run.stdout}{run.stderr}")
+    results = json.loads(run.stdout.rsplit("@@results@@", 1)[1])
+    for result in results.values():
+        for case in result["cases"]:
+            case["output"] = case["output"].strip()
     return Score(
-        questions={t["name"]: float(t["score"]) for t in graded},
-        possible={t["name"]: float(t["max_score"]) for t in graded},
+        questions={q: float(r["score"]) for q, r in results.items()},
+        possible={q: float(r["possible"]) for q, r in results.items()},
+        failures={
+            q: [
+                # a test without a message: the last line of its output (the exception)
+                {"hidden": c["hidden"], "message": c["message"] or c["output"].split("\n")[-1]}
+                for c in r["cases"]
+                if not c["passed"]
+            ]
+            for q, r in results.items()
+        },
     )
+
+
+def report(score: Score) -> str:
+    """The points per question and in total, and under each question the message of every
+    test it failed."""
+    lines = []
+    for question, points in score.questions.items():
+        lines.append(f"{question}: {points:g} / {score.possible[question]:g}")
+        for failure in score.failures.get(question, []):
+            kind = "hidden test" if failure["hidden"] else "visible test"
+            lines.append(f"  failed ({kind}): {failure['message']}")
+    lines.append(f"total: {score.total:g} / {score.max_total:g}")
+    return "\n".join(lines)
+
+
+def submissions(paths: list[Path]) -> list[Path]:
+    """The notebooks among `paths`, and those in the folders among them (recursively)."""
+    found = []
+    for path in map(Path, paths):
+        if not path.exists():
+            raise FileNotFoundError(f"no submission `{path}`: give notebooks or folders of them")
+        if path.is_dir():
+            found += sorted(p for p in path.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+        elif path.suffix == ".ipynb":
+            found.append(path)
+        else:
+            raise ValueError(f"`{path}` is neither a notebook (.ipynb) nor a folder of notebooks")
+    return found
 
 
 def time_notebooks(selection: list[str] | None = None, path: Path = TIMES_FILE) -> dict:
@@ -189,11 +319,17 @@ def main(argv: list[str]) -> None:
         time_notebooks(argv[1:])
         return
     if argv[:1] == ["--grade"]:
-        name, submission, *rest = argv[1:]
-        score = grade(name, Path(submission), Path(rest[0]) if rest else DEFAULT_OUT)
-        for question, points in score.questions.items():
-            print(f"{question}: {points:g} / {score.possible[question]:g}")
-        print(f"total: {score.total:g} / {score.max_total:g}")
+        args, out = argv[1:], DEFAULT_OUT
+        if "--out" in args:
+            i = args.index("--out")
+            out, args = Path(args[i + 1]), args[:i] + args[i + 2 :]
+        found = submissions([Path(a) for a in args])
+        if not found:
+            raise SystemExit(f"no submission (.ipynb) in {args}")
+        for submission in found:
+            name = assignment_of(submission)
+            print(f"== {submission} ({name})")
+            print(report(grade(name, submission, out)), flush=True)
         return
     out = build(Path(argv[0]) if argv else DEFAULT_OUT)
     print(f"coursework built in {out}: student/, answers/, autograder/")
