@@ -72,7 +72,7 @@ lint: env
 	$(BIN)/ruff check --extend-ignore E402,E501,E703,B018 _build/notebook_code
 
 # the site tests need the built editions: `make site` runs them after `make build`
-SITE_TESTS := tests/test_student_edition.py tests/test_downloads.py
+SITE_TESTS := tests/test_student_edition.py tests/test_downloads.py tests/test_reader_text.py
 
 unit: env
 	$(BIN)/pytest -n $(JOBS) --ignore=tests/browser --ignore=tests/test_pdf.py $(addprefix --ignore=,$(SITE_TESTS)) tests src

@@ -416,3 +416,27 @@ def test_student_edition_pdf_carries_no_solution(tmp_path, edition):
     text = pdf_text(out)
     assert "Compute two plus two" in text
     assert ("SOLUTION-TEXT-4" in text) == (edition == "full")
+
+
+@pytest.mark.slow
+def test_no_markup_and_no_test_machinery_in_the_pdf_text(book):
+    """The PDF's text shows no unrendered MyST and no test suite (``tests/reader_text.py``)
+    beyond what the site shows as code: each such string occurs in the PDF at most as often as
+    in the code of the site's pages (the checks page's ``@pytest.mark.statement``, the API
+    reference's roles), so one left in the prose of any page makes it fail."""
+    from collections import Counter
+
+    from .reader_text import MYST, TOOLING, pages, visible_text
+
+    def found(text: str) -> Counter:
+        # test names and files are left to tests/test_reader_text.py (on the pages printed
+        # here): the PDF breaks the checks page's long names anywhere, into pieces that match
+        keys = (m.group(0).strip() for pattern in (MYST, TOOLING) for m in pattern.finditer(text))
+        return Counter(k for k in keys if not re.match(r"(?:::)?test_", k))
+
+    in_code = Counter()
+    for page in pages(HTML):
+        in_code += found(visible_text(page.read_text(encoding="utf-8", errors="replace"))[1])
+    in_pdf = found(book[2])
+    extra = {s: n - in_code[s] for s, n in in_pdf.items() if n > in_code[s]}
+    assert not extra, f"MyST markup or the test suite in the PDF's text, beyond the code: {extra}"

@@ -179,7 +179,7 @@ def integrate(
         ``solve_ivp`` methods integrate in float64 (scipy's) and return the states in `dtype`.
         With ``"float32"`` the fixed-step methods agree with float64 to about the number of
         steps times float32's round-off, 6e-8, times the growth of perturbations along the flow
-        (tested in ``tests/test_float32.py``).
+        (checked by the library's test suite).
 
     Returns
     -------

@@ -143,8 +143,8 @@ class AttentionField:
         dtype : {None, "float64", "float32"}
             Precision of the computation and of the result. ``None``: float32 when ``X`` is a
             float32 array, float64 otherwise. In float32 the velocity agrees with the float64
-            one to a relative error of a few hundred float32 round-offs (tested; see
-            ``tests/test_float32.py``) and takes about half the time.
+            one to a relative error of a few hundred float32 round-offs (checked by the library's
+            test suite) and takes about half the time.
 
         Returns
         -------

@@ -271,8 +271,8 @@ def simulate(
         Precision of the tokens and of every layer's arithmetic (the random weights are drawn
         as in float64 and rounded, the Gaussian field's kernel root is computed in float64).
         Over ``L`` layers the float32 tokens stay within about ``L`` float32 round-offs per
-        layer of the float64 ones while the dynamics does not amplify perturbations (tested in
-        ``tests/test_float32.py``).
+        layer of the float64 ones while the dynamics does not amplify perturbations (checked by the
+        library's test suite).
 
     Returns
     -------
