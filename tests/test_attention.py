@@ -908,3 +908,26 @@ def test_key_weights_over_the_float64_range_agree_with_the_attention_matrix(name
         if name == "softmax":
             ref = att.softmax_weights(400.0 * X @ X.T, log_weights=np.log(w))
             np.testing.assert_allclose(P, ref, rtol=0, atol=RTOL_ROUNDOFF)
+
+
+@pytest.mark.parametrize("w0", [1e-20, 1e-308])
+def test_small_weights_times_small_values_keep_their_digits(w0):
+    """A weight of 1e-20 times values of size 1e-300 is subnormal (few digits) or zero: the
+    causal query at position 0 sees key 0 alone, and its velocity ``w_0 V x_0 / w_0`` came out
+    wrong by 1e4 tolerances (zero for 1e-308). The kernels divide each value column by a power
+    of two (exact) before the weights multiply in, or fold tiny weights into the scores: the
+    velocity is ``V x_0`` to round-off."""
+    rng = np.random.default_rng(2)
+    n, d = 5, 2
+    content = 1e-300 * rng.uniform(0.5, 1.0, size=(n, d))
+    X = np.column_stack([np.linspace(0.0, 1.0, n), content])
+    w = np.full(n, (1.0 - w0) / (n - 1))
+    w[0] = w0
+    V = np.array([[1.0, 0.5], [0.0, 1.0]])
+    v = Causal(np.eye(d), V).velocity(X, weights=w)
+    np.testing.assert_allclose(v[0, 1:], V @ content[0], rtol=RTOL_ROUNDOFF)
+    for field in (Softmax(np.eye(d), V), Unnormalised(np.eye(d), V)):  # the unmasked kernels
+        P = field.attention_matrix(content, weights=w)
+        np.testing.assert_allclose(
+            field.velocity(content, weights=w), P @ content @ V.T, rtol=RTOL_ROUNDOFF
+        )

@@ -52,7 +52,7 @@ from contextlib import contextmanager
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-from .._linalg import BLOCK_ELEMENTS, row_blocks
+from .._linalg import BLOCK_ELEMENTS, power_of_two_scale, row_blocks
 from ._scale import rescale_scores
 from ._softmax import (
     Transform,
@@ -79,6 +79,7 @@ __all__ = [
     "scratch",
     "serial_blas",
     "tiles",
+    "weighted_columns",
 ]
 
 
@@ -345,10 +346,10 @@ def apply_rows(
     n_rows, n_cols = F.shape[0], G.shape[0]
     out = np.empty((n_rows, R.shape[1]), dtype=F.dtype)
     tiled = e == 0 and (transform is softmax_transform or transform is exp_transform)
+    col_scale = None
     if weights is not None:
         bias, folded = _fold_weights(weights, bias, tiled)
-        if not folded:
-            R = R * weights[:, None]
+        R, col_scale = weighted_columns(R, None if folded else weights)
     if not tiled:
         GT, RT = np.ascontiguousarray(G.T), np.ascontiguousarray(R.T)
 
@@ -372,8 +373,26 @@ def apply_rows(
             with np.errstate(over="ignore", invalid="ignore"):  # inf: the caller reports it
                 out *= np.exp(shift)[:, None]
     if normalise:
-        return out[:, :-1] / out[:, -1:]
+        out = out[:, :-1] / out[:, -1:]
+        if col_scale is not None:  # the sums of the values over the sums of the weights
+            out *= col_scale[:-1] / col_scale[-1]
+    elif col_scale is not None:
+        with np.errstate(over="ignore", invalid="ignore"):  # inf: the caller reports it
+            out *= col_scale
     return out
+
+
+def weighted_columns(R: np.ndarray, w: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """``(R / c) * w`` (rows times the key weights ``w`` unless ``None``) and ``c``, each column
+    divided by the power of two ``c`` at or below its largest entry (exact): a small weight
+    times a small value then stays a normal double, where ``w_j R_j`` could turn subnormal
+    and lose its digits (weights of 1e-20 times values of 1e-300), and the result's columns
+    are multiplied back by ``c``."""
+    c = power_of_two_scale(R, axis=0)
+    Rc = R / c
+    if w is not None:
+        Rc *= w[:, None]
+    return Rc, c[0]
 
 
 def _fold_weights(
