@@ -941,3 +941,175 @@ OVERRIDES.update(
         },
     }
 )
+
+
+# ---------------------------------------------------------------------------------------------
+# Scales and separations: answers checked, not only endings. A spoiled call above is clean when
+# it ends well; a finite answer can still be wrong. These cases put tokens at distances 1e-2 to
+# 1e-12 of their size, scale them (and the interpolation targets) and one key weight over the
+# float64 range, and compare each answer with a second way to it: a velocity with the attention
+# matrix applied to the values, an interpolator's outputs with its targets. A case is clean when
+# the two agree, or when it ends in a named error or a FloatingPointError: never a plausible
+# wrong number.
+
+#: Distances between tokens, relative to their size.
+SEPARATIONS = tuple(10.0**-k for k in range(2, 13, 2))
+#: Sizes (largest entry) of the tokens, or of the interpolation inputs and targets.
+SIZES = (1e-300, 1e-150, 1e-6, 1.0, 1e3, 1e6, 1e150, 1e300)
+#: The weight of key 0 (the other keys share the rest), from 1/2 down to the smallest normal
+#: doubles' decade.
+KEY_WEIGHTS = (0.5, 1e-20, 1e-100, 1e-200, 1e-300, 1e-308)
+#: Outcomes of a scale case that are clean (a softmax interpolator whose collapse is not exact
+#: says so: a failure status).
+SCALE_CLEAN = ("agrees", "failure status", "named error", "FloatingPointError")
+#: Interpolation: exact means within this fraction of the targets' size (item 4 of issue 28).
+INTERPOLATION_RTOL = 1e-10
+
+
+def _weighted_fields() -> dict[str, Callable[[], Any]]:
+    """The attention fields that take key weights, with O(1) parameters."""
+    A, V = np.array(_A), np.array(_V)
+    att = importlib.import_module("token_dynamics.attention")
+    return {
+        "Softmax": lambda: att.Softmax(A, V, beta=1.5),
+        "Unnormalised": lambda: att.Unnormalised(A, V),
+        "L2": lambda: att.L2(A, np.eye(D), V),
+        "Hardmax": lambda: att.Hardmax(A, V),
+        "Sigmoid": lambda: att.Sigmoid(A, V, b=-0.5),
+        "MultiHead": lambda: att.MultiHead((att.Softmax(A, V), att.L2(A, np.eye(D), V))),
+        "Causal": lambda: att.Causal(A, V),
+    }
+
+
+def scale_cases() -> list[tuple[Any, ...]]:
+    """Every case of the sweep: ``("attention", field, size, separation, weight)`` and
+    ``("interpolation", builder, input size, target size, separation)``."""
+    cases: list[tuple[Any, ...]] = [
+        ("attention", name, size, sep, w0)
+        for name in _weighted_fields()
+        for size in SIZES
+        for sep in SEPARATIONS
+        for w0 in KEY_WEIGHTS
+    ]
+    cases += [
+        ("interpolation", builder, sx, sy, sep)
+        for builder in ("build_hardmax_interpolator", "build_softmax_interpolator")
+        for sx in SIZES
+        for sy in SIZES
+        for sep in SEPARATIONS[::2]
+    ]
+    return cases
+
+
+def scale_key(case: tuple[Any, ...]) -> tuple[str, str, str]:
+    """The case as a line of ``fuzz_known_defects.txt``: callable | "scales" | its numbers."""
+    kind, name, *numbers = case
+    module = "attention" if kind == "attention" else "interpolation"
+    return f"token_dynamics.{module}.{name}", "scales", " ".join(f"{x:.0e}" for x in numbers)
+
+
+def _cluster(n: int, d: int, size: float, sep: float, seed: int, lead: bool = False) -> np.ndarray:
+    """``n`` points of size about ``size``, pairwise about ``sep * size`` apart (a cluster around
+    one point, so that the scores differ by that relative amount). With ``lead``, point 0 sticks
+    out of the cluster along ``A c`` (``c`` its centre): it is every query's best key, and the
+    small weight it gets meets the clamped terms of the others."""
+    rng = np.random.default_rng(seed)
+    centre = np.linspace(1.0, 0.5, d)
+    Z = centre + sep * rng.normal(size=(n, d))
+    if lead:
+        u = np.array(_A) @ centre
+        Z[0] = centre + 4.0 * sep * u / np.linalg.norm(u)
+    return size * (Z / np.abs(Z).max())
+
+
+def _attention_case(name: str, size: float, sep: float, w0: float) -> str:
+    field = _weighted_fields()[name]()
+    n = N
+    w = np.full(n, (1.0 - w0) / (n - 1))
+    w[0] = w0
+    content = _cluster(n, D, size, sep, seed=1, lead=True)
+    X = content
+    if name == "Causal":  # positions first; key 0 comes first, so every query sees it
+        X = np.column_stack([np.linspace(0.0, 1.0, n), content])
+    v = field.velocity(X, weights=w)
+    if name == "MultiHead":
+        P = field.attention_matrices(X, weights=w).sum(axis=0)
+    else:
+        P = field.attention_matrix(X, weights=w)
+    values = content @ np.array(_V).T
+    with np.errstate(over="ignore", invalid="ignore"):
+        vP = P @ values
+        if name == "Causal":
+            v = v[:, 1:]
+        if not (np.all(np.isfinite(v)) and np.all(np.isfinite(vP))):
+            return "non-finite result returned silently"
+        # Scores are known to a few hundred roundings of their size (|x|^2 times O(1) parameters),
+        # which moves each weight by that fraction: kappa. Normalised fields then move by at most
+        # 2 kappa times the spread of the values, unnormalised ones by kappa times their sum.
+        kappa = min(1.0, 512 * np.finfo(float).eps * float(np.float64(size) ** 2))
+        if name in ("Unnormalised", "Sigmoid"):
+            scale = np.abs(P) @ np.abs(values)
+            tol = (1e-10 + 2 * kappa) * scale
+        else:
+            spread = float(np.ptp(values, axis=0).max())
+            tol = 1e-10 * float(np.abs(values).max()) + 2 * kappa * spread
+        if np.all(np.abs(v - vP) <= tol):
+            return "agrees"
+        worst = float(np.max(np.abs(v - vP) / np.maximum(tol, np.finfo(float).tiny)))
+    return f"plausible wrong number: the velocity is {worst:.3g} tolerances off P @ values"
+
+
+def _interpolation_data(sx: float, sy: float, sep: float) -> tuple[list, list]:
+    """Three overlapping input sequences with two tokens ``sep`` apart (relative), and targets
+    with two points ``sep`` apart, at sizes ``sx`` and ``sy``."""
+    P = _cluster(4, D, 1.0, 1.0, seed=2)
+    P[1] = P[0] + sep * np.array([0.6, 0.8])
+    Y0 = _cluster(2, D, 1.0, 1.0, seed=3)
+    Y0[1] = Y0[0] + sep * np.array([0.8, -0.6])
+    inputs = [P[[0, 1, 2]], P[[1, 3]], P[[0, 3]]]
+    targets = [Y0, _cluster(2, D, 1.0, 1.0, seed=4), _cluster(1, D, 1.0, 1.0, seed=5)]
+    return [sx * Z for Z in inputs], [sy * Z for Z in targets]
+
+
+def _interpolation_case(builder: str, sx: float, sy: float, sep: float) -> str:
+    X, Y = _interpolation_data(sx, sy, sep)
+    interpolation = importlib.import_module("token_dynamics.interpolation")
+    interp = getattr(interpolation, builder)(X, Y, rng=0)
+    if getattr(interp, "exact_collapse", True) is False:
+        return "failure status"
+    size = max(float(np.abs(Z).max()) for Z in Y)
+    outs = interp.transformer(X)
+    worst = max(interpolation.hausdorff_distance(o, y) for o, y in zip(outs, Y, strict=True)) / size
+    if worst <= INTERPOLATION_RTOL:
+        return "agrees"
+    return f"plausible wrong number: outputs {worst:.3g} of the targets' size off the targets"
+
+
+def run_scale_case(case: tuple[Any, ...]) -> str:
+    """Run one case of :func:`scale_cases` and say how it ended: one of :data:`SCALE_CLEAN`, or
+    a description of the defect."""
+    kind, name, *numbers = case
+    run = _attention_case if kind == "attention" else _interpolation_case
+    previous = signal.signal(signal.SIGALRM, _raise_timeout)
+    signal.setitimer(signal.ITIMER_REAL, TIME_LIMIT)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            return run(name, *numbers)
+    except CallTimeout:
+        return f"no answer within {TIME_LIMIT:g} s"
+    except FloatingPointError as exc:
+        if not str(exc) or str(exc).split(" encountered")[0] in NUMPY_KINDS:
+            return f"FloatingPointError with numpy's message: {exc}"
+        return "FloatingPointError"
+    except (ValueError, TypeError) as exc:
+        if _NAMED.search(str(exc)):
+            return "named error"
+        return f"{type(exc).__name__} naming no argument: {exc}"
+    except Warning as exc:
+        return f"{type(exc).__name__} escaped: {exc}"
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

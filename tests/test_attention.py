@@ -840,3 +840,94 @@ def test_causal_prefix_slabs_match_the_dense_masked_softmax(monkeypatch, block):
     v = field.velocity(X, weights=w)
     np.testing.assert_array_equal(v[:, 0], 0.0)
     np.testing.assert_allclose(v[:, 1:], P @ X[:, 1:] @ V.T, rtol=1e-12, atol=1e-14)
+
+
+# Key weights swept over the float64 range: 0.1 down to 1e-308 (the smallest normal: 2.2e-308).
+KEY_WEIGHTS = np.concatenate([10.0 ** -np.arange(1, 308, 19), [1e-308]])
+
+
+def _spread_fields(d):
+    """One field of each variant that takes key weights, with scores spread over thousands of
+    e-folds (so that the kernels shift and clamp their exponentials)."""
+    A, V = 400.0 * np.eye(d), np.eye(d)
+    return {
+        "softmax": Softmax(A, V),
+        "unnormalised": Unnormalised(A, V, beta=1.6 / d),  # e^640 at most: no overflow
+        "l2": L2(np.eye(d), np.eye(d), V, s=0.002),
+        "hardmax": Hardmax(A, V),
+        "sigmoid": Sigmoid(A, V, b=-30.0),
+        "multihead": MultiHead((Softmax(A, V), L2(np.eye(d), np.eye(d), V, s=0.002))),
+        "causal": Causal(A[1:, 1:], V[1:, 1:]),
+        "sinkhorn": Sinkhorn(np.eye(d), V, eps=1 / 400),
+    }
+
+
+@pytest.mark.parametrize(
+    "name, n, d",
+    [
+        (name, n, d)
+        for name in ("softmax", "unnormalised", "l2", "hardmax", "sigmoid", "multihead", "causal")
+        # a few keys; the keys' hull giving the shifts (n^2 >= HULL_MIN_ENTRIES); wide tiles
+        for n, d in ((7, 3), (600, 3), (300, 16))
+    ]
+    + [("sinkhorn", 7, 3)],  # its plan, at eps = 1/400, is solved for these weights too
+)
+def test_key_weights_over_the_float64_range_agree_with_the_attention_matrix(name, n, d):
+    """Issue 28, item 3: the velocity is ``P @ (X V^T)`` with ``P`` the attention matrix for key
+    weights from 1 down to 1e-308 on the query's best key; before, a weight below e^-700 of the
+    others lost to their clamped exponentials (velocity 0.9 where the exact value was 1e-127).
+    Both are also checked against the one softmax with the weights as log-weights.
+
+    Tolerance: the normalised velocities are convex combinations of the values ``V x_j``, so
+    their round-off is a few hundred ulps of ``max |V x_j|`` (RTOL_ROUNDOFF); the unnormalised
+    ones (unnormalised, sigmoid) of ``sum_j P_ij |V x_j|``, the size of the sum."""
+    rng = np.random.default_rng(28)
+    X = rng.uniform(-1.0, 0.0, size=(n, d))
+    X[0] = 1.0  # the best key of query 0, all others 1200 e-folds (l2: 1500) below it
+    if name == "causal":
+        X[:, 0] = np.linspace(0.0, 1.0, n)  # token 0 first in position: every query sees it
+    field = _spread_fields(d)[name]
+    V = X @ np.eye(d).T if name != "causal" else X[:, 1:]
+    for w0 in KEY_WEIGHTS:
+        w = np.full(n, (1.0 - w0) / (n - 1))
+        w[0] = w0
+        v = field.velocity(X, weights=w)
+        if name == "multihead":  # the heads add up (W = identity)
+            P = field.attention_matrices(X, weights=w).sum(axis=0)
+        else:
+            P = field.attention_matrix(X, weights=w)
+        vP = P @ V
+        if name == "causal":
+            v = v[:, 1:]
+        if name in ("unnormalised", "sigmoid"):  # each row at the size of its own sum
+            scale = (np.abs(P) @ np.abs(V)).max(axis=1, keepdims=True)
+        else:
+            scale = np.abs(V).max()
+        worst = float(np.max(np.abs(v - vP) / scale))
+        assert worst <= RTOL_ROUNDOFF, f"w0 = {w0:g}: error {worst:.3g} of the values' size"
+        if name == "softmax":
+            ref = att.softmax_weights(400.0 * X @ X.T, log_weights=np.log(w))
+            np.testing.assert_allclose(P, ref, rtol=0, atol=RTOL_ROUNDOFF)
+
+
+@pytest.mark.parametrize("w0", [1e-20, 1e-308])
+def test_small_weights_times_small_values_keep_their_digits(w0):
+    """A weight of 1e-20 times values of size 1e-300 is subnormal (few digits) or zero: the
+    causal query at position 0 sees key 0 alone, and its velocity ``w_0 V x_0 / w_0`` came out
+    wrong by 1e4 tolerances (zero for 1e-308). The kernels divide each value column by a power
+    of two (exact) before the weights multiply in, or fold tiny weights into the scores: the
+    velocity is ``V x_0`` to round-off."""
+    rng = np.random.default_rng(2)
+    n, d = 5, 2
+    content = 1e-300 * rng.uniform(0.5, 1.0, size=(n, d))
+    X = np.column_stack([np.linspace(0.0, 1.0, n), content])
+    w = np.full(n, (1.0 - w0) / (n - 1))
+    w[0] = w0
+    V = np.array([[1.0, 0.5], [0.0, 1.0]])
+    v = Causal(np.eye(d), V).velocity(X, weights=w)
+    np.testing.assert_allclose(v[0, 1:], V @ content[0], rtol=RTOL_ROUNDOFF)
+    for field in (Softmax(np.eye(d), V), Unnormalised(np.eye(d), V)):  # the unmasked kernels
+        P = field.attention_matrix(content, weights=w)
+        np.testing.assert_allclose(
+            field.velocity(content, weights=w), P @ content @ V.T, rtol=RTOL_ROUNDOFF
+        )

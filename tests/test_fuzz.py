@@ -16,6 +16,10 @@ range that scale one float argument. The profile is chosen by ``TOKEN_DYNAMICS_F
 ``long`` (``make fuzz``, randomised) draws 2000.
 ``tools/fuzz_report.py`` runs every named case once and prints the fraction that ends cleanly.
 
+A second sweep checks answers, not only endings (`tests.fuzz_api.scale_cases`): tokens at
+distances 1e-2 to 1e-12 of their size, sizes and key weights over the float64 range, and
+interpolation data of any sizes; each answer is compared with a second way to it.
+
 Cases in ``tests/fuzz_known_defects.txt`` are defects found and not yet fixed: they are
 reported by the sweep, and `test_known_defects_are_current` fails once one of them is fixed,
 so the list only shrinks.
@@ -35,10 +39,14 @@ from hypothesis import strategies as st
 from .fuzz_api import (
     CLEAN,
     INFINITE_BY_DESIGN,
+    SCALE_CLEAN,
     all_cases,
     public_callables,
     run_case,
+    run_scale_case,
     scalable,
+    scale_cases,
+    scale_key,
     valid_arguments,
 )
 
@@ -110,6 +118,30 @@ def _known_key(name: str, param: str, corruption: str | float) -> tuple[str, str
     return name, param, "huge" if abs(corruption) > 1 else "tiny"
 
 
+#: The sweep over scales and separations, by its line in the known-defects list.
+SCALE_CASES = {scale_key(case): case for case in scale_cases()}
+
+
+def test_scales_and_separations_give_the_right_answers():
+    """Every case of the scale sweep (tokens 1e-2 to 1e-12 apart, sizes and one key weight over
+    the float64 range; interpolation inputs and targets of sizes over that range): the velocity
+    agrees with the attention matrix applied to the values, the interpolator meets its targets
+    to 1e-10 of their size, or the call ends in a named error or a FloatingPointError. All
+    cases, a few seconds: issue 28's defects were single cases of it."""
+    defects = [
+        f"{key} -> {outcome}"
+        for key, case in SCALE_CASES.items()
+        if key not in KNOWN and (outcome := run_scale_case(case)) not in SCALE_CLEAN
+    ]
+    assert not defects, "\n".join(defects[:20])
+
+
+def _ends_cleanly(name: str, param: str, corruption: str) -> bool:
+    if param == "scales":
+        return run_scale_case(SCALE_CASES[name, param, corruption]) in SCALE_CLEAN
+    return run_case(name, CALLABLES[name], param, corruption) in CLEAN
+
+
 def test_known_defects_are_current():
     """Each listed defect still occurs: remove its line from the list once it is fixed (an
     empty list, every case clean, is the goal; a loop rather than a parametrisation, so that
@@ -117,7 +149,7 @@ def test_known_defects_are_current():
     fixed = [
         (name, param, corruption)
         for name, param, corruption in sorted(KNOWN)
-        if run_case(name, CALLABLES[name], param, corruption) in CLEAN
+        if _ends_cleanly(name, param, corruption)
     ]
     assert not fixed, f"fixed, remove from tests/fuzz_known_defects.txt: {fixed}"
 

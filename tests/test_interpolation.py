@@ -639,3 +639,60 @@ def test_block_count_bound_refuses_what_is_not_a_length():
     for bad in ([], [1.5], [-1], [[1, 2]], [2.0**60]):
         with pytest.raises(ValueError, match="`m`"):
             block_count_bound(bad)
+
+
+# Sizes of inputs and targets a factor up to 1e6 apart either way, and far from unit size.
+SCALE_PAIRS = [(1e6, 1.0), (1.0, 1e6), (1e-6, 1.0), (1.0, 1e-6), (1e3, 1e-3), (1e-140, 1e140)]
+
+
+@pytest.mark.parametrize("build", [build_hardmax_interpolator, build_softmax_interpolator])
+@pytest.mark.parametrize(("sx", "sy"), SCALE_PAIRS)
+def test_interpolation_is_exact_relative_to_the_targets_at_any_scale(build, sx, sy):
+    """Issue 28, item 4: inputs of size 1e3 and targets of size 1 used to be met to 5e-8 of the
+    targets' size (the moves' rounding is relative to the largest point they pass); the network
+    now works at unit size, its first layer taking the inputs' scale and its last the targets'
+    (powers of two), so the error is the rounding of a unit-size build: 1e-10 of the targets'
+    size is a hundred times the 1e-12 measured."""
+    for seed in (0, 5):
+        X, Y = DATASETS[seed]
+        X, Y = [sx * Z for Z in X], [sy * Z for Z in Y]
+        interp = build(X, Y, rng=seed)
+        size = max(float(np.abs(Z).max()) for Z in Y)
+        for out, tgt in zip(interp.transformer(X), Y, strict=True):
+            assert hausdorff_distance(out, tgt) <= 1e-10 * size
+
+
+def test_interpolators_commute_with_powers_of_two():
+    """Data scaled by powers of two (beyond the unit sizes) give the same network but for the
+    scales of its first and last layers: the outputs scale exactly, bit for bit."""
+    X, Y = DATASETS[7]
+    base = build_hardmax_interpolator([2.0**40 * Z for Z in X], [2.0**-30 * Z for Z in Y], rng=1)
+    other = build_hardmax_interpolator([2.0**-50 * Z for Z in X], [2.0**60 * Z for Z in Y], rng=1)
+    out_base = base.transformer([2.0**40 * Z for Z in X])
+    out_other = other.transformer([2.0**-50 * Z for Z in X])
+    for a, b in zip(out_base, out_other, strict=True):
+        np.testing.assert_array_equal(2.0**90 * a, b)
+    assert base.n_blocks == other.n_blocks and base.n_params == other.n_params
+
+
+def test_dataset_coincidence_is_judged_at_each_objects_own_size():
+    """Targets one apart are distinct whatever the inputs' size (1e7 made them coincide when
+    tolerances followed the largest of both), and inputs 1e-10 apart at size 1e-5 are distinct
+    too (the tolerance had a floor at 1)."""
+    rng = np.random.default_rng(4)
+    X = [1e7 * rng.normal(size=(3, 2))]
+    Y = [np.array([[0.0, 0.0], [1.0, 0.0]])]
+    interp = build_hardmax_interpolator(X, Y, rng=0)
+    assert hausdorff_distance(interp.transformer(X)[0], Y[0]) <= 1e-10
+    X = [1e-5 * np.array([[1.0, 0.0], [1.0 + 1e-5, 0.0]])]
+    interp = build_hardmax_interpolator(X, Y, rng=0)
+    assert hausdorff_distance(interp.transformer(X)[0], Y[0]) <= 1e-10
+
+
+@pytest.mark.parametrize("name", ["inputs", "targets"])
+@pytest.mark.parametrize("size", [1e200, 1e-200])
+def test_data_beyond_the_float64_sizes_is_refused_by_name(name, size):
+    X, Y = [np.array([[0.0, 0.0], [1.0, 0.5]])], [np.array([[1.0, 2.0]])]
+    X, Y = ([size * X[0]], Y) if name == "inputs" else (X, [size * Y[0]])
+    with pytest.raises(ValueError, match=rf"`{name}` is .*outside \[2\^-500, 2\^500\]"):
+        build_hardmax_interpolator(X, Y, rng=0)

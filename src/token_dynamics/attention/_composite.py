@@ -264,9 +264,9 @@ class Causal(AttentionField):
     def _velocity_at(self, Y, X, t, w):
         A, V, Xk, wk = self._prepare(Y, X, t, w)
         Xc = Xk[:, 1:]
-        R = weighted_values(Xc, V, wk)
+        R = weighted_values(Xc, V, np.ones_like(wk))  # the weights apart: see causal_rows
         out = np.zeros_like(Y)
-        out[:, 1:] = causal_rows(self.beta * (Y[:, 1:] @ A.T), Xc, R, Y[:, 0], Xk[:, 0])
+        out[:, 1:] = causal_rows(self.beta * (Y[:, 1:] @ A.T), Xc, R, wk, Y[:, 0], Xk[:, 0])
         return out
 
     def _matrix(self, X, t, w):

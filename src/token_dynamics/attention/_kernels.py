@@ -29,7 +29,10 @@ vertices of the keys' convex hull when the keys have at most three coordinates (
 bias), else from the scores themselves. Shifted scores are clamped at ``_softmax.EXP_FLOOR``
 when they can reach it: ``np.exp`` of arguments whose result is subnormal or zero runs 5 to 150
 times slower than of ordinary ones, and such terms are below ``e^-700`` of the row's largest
-term, far under round-off. Rows longer than a slab (n > 65536) are cut into key tiles too.
+term, far under round-off. Key weights smaller than that floor allows against the others
+(``_softmax.folds_weights``) enter as log-weights in the score bias, before the shift and the
+clamp, so a tiny weight on a row's best key keeps its exact share. Rows longer than a slab
+(n > 65536) are cut into key tiles too.
 
 Scale. Scores that could leave the floating range (tokens of norm ~1e155 in float64) are
 computed on factors rescaled by powers of two (``_scale.rescale_scores``, exact) and handed to
@@ -49,9 +52,16 @@ from contextlib import contextmanager
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-from .._linalg import BLOCK_ELEMENTS, row_blocks
+from .._linalg import BLOCK_ELEMENTS, power_of_two_scale, row_blocks
 from ._scale import rescale_scores
-from ._softmax import Transform, exp_limits, exp_transform, softmax_shift, softmax_transform
+from ._softmax import (
+    Transform,
+    exp_limits,
+    exp_transform,
+    folds_weights,
+    softmax_shift,
+    softmax_transform,
+)
 
 __all__ = [
     "PARALLEL_MIN_ELEMENTS",
@@ -69,6 +79,7 @@ __all__ = [
     "scratch",
     "serial_blas",
     "tiles",
+    "weighted_columns",
 ]
 
 
@@ -297,16 +308,24 @@ def apply_rows(
     transform: Transform,
     *,
     bias: np.ndarray | None = None,
+    weights: np.ndarray | None = None,
     normalise: bool,
     log2_scale: int = 0,
 ) -> np.ndarray:
-    """Return ``kernel @ R`` row block by row block, with ``kernel = transform(F @ G.T + bias)``.
+    """Return ``kernel @ R`` row block by row block, with ``kernel = transform(F @ G.T + bias)``
+    times the key weights.
 
     ``log2_scale`` is the exponent of a scale the caller already took out of the scores (true
-    scores ``(F G^T + bias) * 2**log2_scale``). With ``normalise=True`` the last column of
-    ``R`` holds the key weights and the result is the first columns divided by the last one (a
-    row-stochastic average). The arrays share one floating dtype (float64 or float32), which
-    the result has too.
+    scores ``(F G^T + bias) * 2**log2_scale``). The positive key ``weights`` ``w_j`` multiply the
+    kernel's columns; ``R`` then holds the unweighted values (``None``: the weights are already
+    in ``R``). With ``normalise=True`` the last column of ``R`` holds ones (or the key weights)
+    and the result is the first columns divided by the last one (a row-stochastic average). The
+    arrays share one floating dtype (float64 or float32), which the result has too.
+
+    On the tiled exponential path, weights spanning more than the exp floor allows
+    (``_softmax.folds_weights``) enter as their logarithms, added to the bias before the shift
+    and the clamp: a tiny weight on the row's best key then still outweighs the clamped terms of
+    the others, as it does in the exact sum. Elsewhere they multiply the rows of ``R``.
 
     Scores that could overflow are rescaled first (``_scale.rescale_scores``) and every transform
     gets the exponent of their scale. With ``transform=softmax_transform`` (or
@@ -327,6 +346,10 @@ def apply_rows(
     n_rows, n_cols = F.shape[0], G.shape[0]
     out = np.empty((n_rows, R.shape[1]), dtype=F.dtype)
     tiled = e == 0 and (transform is softmax_transform or transform is exp_transform)
+    col_scale = None
+    if weights is not None:
+        bias, folded = _fold_weights(weights, bias, tiled)
+        R, col_scale = weighted_columns(R, None if folded else weights)
     if not tiled:
         GT, RT = np.ascontiguousarray(G.T), np.ascontiguousarray(R.T)
 
@@ -350,8 +373,48 @@ def apply_rows(
             with np.errstate(over="ignore", invalid="ignore"):  # inf: the caller reports it
                 out *= np.exp(shift)[:, None]
     if normalise:
-        return out[:, :-1] / out[:, -1:]
+        out = out[:, :-1] / out[:, -1:]
+        if col_scale is not None:  # the sums of the values over the sums of the weights
+            out *= col_scale[:-1] / col_scale[-1]
+    elif col_scale is not None:
+        with np.errstate(over="ignore", invalid="ignore"):  # inf: the caller reports it
+            out *= col_scale
     return out
+
+
+#: Columns whose largest value is at least this are weighted as they are: a weight that is
+#: multiplied in (not folded, so at least ``e^-655`` ~ ``2^-945`` of the sum) times their largest
+#: entry stays above the smallest normal double, ``2^-1022``. Smaller columns are brought to
+#: unit size first (a pass that is skipped otherwise: O(n d), but some 5 % of a softmax
+#: velocity at n = 1024, d = 2).
+SMALL_VALUES = 2.0**-60
+
+
+def weighted_columns(R: np.ndarray, w: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """``(R / c) * w`` (rows times the key weights ``w`` unless ``None``) and ``c``, each column
+    divided by the power of two ``c`` at or below its largest entry (exact): a small weight
+    times a small value then stays a normal double, where ``w_j R_j`` could turn subnormal
+    and lose its digits (weights of 1e-20 times values of 1e-300), and the result's columns
+    are multiplied back by ``c``."""
+    c = power_of_two_scale(R, axis=0)
+    if np.all(c >= SMALL_VALUES):  # a multiplied weight (>= e^-655 of the sum) stays normal
+        return (R if w is None else R * w[:, None]), np.ones(R.shape[1], dtype=R.dtype)
+    Rc = R / c
+    if w is not None:
+        Rc *= w[:, None]
+    return Rc, c[0]
+
+
+def _fold_weights(
+    w: np.ndarray, bias: np.ndarray | None, fold: bool
+) -> tuple[np.ndarray | None, bool]:
+    """``(bias + log w, True)`` when ``fold`` allows it (an exponential kernel on unscaled scores)
+    and the positive key weights ``w`` need it (``_softmax.folds_weights``), else ``(bias,
+    False)``: the caller then multiplies the weights in. The caller's bias is not touched."""
+    if fold and folds_weights(w):
+        log_w = np.log(w)
+        return (log_w if bias is None else bias + log_w), True
+    return bias, False
 
 
 def tiles(n_rows: int, n_cols: int, inner: int) -> tuple[list[slice], list[slice]]:
@@ -490,15 +553,21 @@ def matrix_rows(
     log2_scale: int = 0,
 ) -> np.ndarray:
     """Dense matrix ``w_j kernel_ij`` (rows normalised when asked), row block by row block;
-    scores that could overflow are rescaled first (``_scale.rescale_scores``)."""
+    scores that could overflow are rescaled first (``_scale.rescale_scores``). Exponential
+    kernels take weights spanning more than the exp floor allows as log-weights in the bias, as
+    :func:`apply_rows` does (the weights of its tiled path)."""
     F, G, bias, e = rescale_scores(F, G, bias)
     e += log2_scale  # factors the caller already rescaled (true scores: S * 2**e)
     out = np.empty((F.shape[0], G.shape[0]), dtype=F.dtype)
+    exponential = transform is softmax_transform or transform is exp_transform
+    bias, folded = _fold_weights(w, bias, e == 0 and exponential)
+    w_col = None if folded else w
 
     def task(blocks: list[slice]) -> None:
         for rows in blocks:
             E, log_scale = transform(scores(F, G, rows, bias), rows, e)
-            E = E * w
+            if w_col is not None:
+                E = E * w_col
             if normalise:
                 E /= E.sum(axis=1, keepdims=True)
             elif log_scale is not None:

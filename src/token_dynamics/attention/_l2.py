@@ -100,8 +100,10 @@ class L2(AttentionField):
         V = eval_parameter(self.V, "V", t, (X.shape[1], X.shape[1]), X.dtype)
         Xk, wk = positive_keys(X, w)
         F, G, bias, e = self._parts(Y, Xk, t)
-        R = weighted_values(Xk, V, wk)
-        return apply_rows(F, G, R, softmax_transform, bias=bias, normalise=True, log2_scale=e)
+        R = weighted_values(Xk, V, np.ones_like(wk))  # the weights apart: see apply_rows
+        return apply_rows(
+            F, G, R, softmax_transform, bias=bias, weights=wk, normalise=True, log2_scale=e
+        )
 
     def _matrix(self, X, t, w):
         eval_parameter(self.V, "V", t, (X.shape[1], X.shape[1]))

@@ -16,7 +16,7 @@ import numpy as np
 
 from . import _kernels
 from ._scale import rescale_scores
-from ._softmax import softmax_transform
+from ._softmax import folds_weights, softmax_transform
 
 __all__: list[str] = []
 
@@ -53,32 +53,56 @@ def _blocks(counts: np.ndarray) -> list[slice]:
 
 
 def _slab(
-    F: np.ndarray, G: np.ndarray, counts: np.ndarray, rows: slice, e: int
+    F: np.ndarray,
+    G: np.ndarray,
+    counts: np.ndarray,
+    rows: slice,
+    e: int,
+    log_w: np.ndarray | None = None,
 ) -> tuple[np.ndarray, int]:
-    """Softmax numerators of a block of sorted queries over its longest prefix of keys."""
+    """Softmax numerators of a block of sorted queries over its longest prefix of keys (with
+    the keys' log-weights ``log_w`` added to the scores, when given)."""
     c0, c1 = int(counts[rows.start]), int(counts[rows.stop - 1])
     S = np.dot(F[rows], G[:c1].T)  # a contiguous row block: BLAS reads its transpose, no copy
+    if log_w is not None:
+        S += log_w[:c1]
     if c1 > c0:
         hidden = np.arange(c0, c1)[None, :] >= counts[rows, None]
         S[:, c0:c1][hidden] = -np.inf
     return softmax_transform(S, rows, e)[0], c1
 
 
+def _log_weights(w: np.ndarray, e: int) -> np.ndarray | None:
+    """The keys' log-weights when they must enter the scores (unscaled scores, weights spanning
+    more than the exp floor allows: ``_softmax.folds_weights``), else ``None``."""
+    return np.log(w) if e == 0 and folds_weights(w) else None
+
+
 def causal_rows(
-    F: np.ndarray, G: np.ndarray, R: np.ndarray, pq: np.ndarray, pk: np.ndarray
+    F: np.ndarray,
+    G: np.ndarray,
+    R: np.ndarray,
+    w: np.ndarray,
+    pq: np.ndarray,
+    pk: np.ndarray,
 ) -> np.ndarray:
-    """Masked softmax average ``sum_{j: pk_j <= pq_i} P_ij R_j[:-1]``, the last column of ``R``
-    holding the key weights (``_kernels.apply_rows`` with ``normalise=True``, masked)."""
+    """Masked softmax average ``sum_{j: pk_j <= pq_i} P_ij R_j[:-1]`` with key weights ``w``,
+    the last column of ``R`` holding ones (``_kernels.apply_rows`` with ``weights`` and
+    ``normalise=True``, masked): tiny weights enter as log-weights, the others multiply the
+    values brought to unit size (``_kernels.weighted_columns``)."""
     order_k, order_q, counts = _prefixes(pq, pk)
     F, G, _, e = rescale_scores(F[order_q], G[order_k], None)
-    Rs = R[order_k]
+    ws = w[order_k]
+    log_w = _log_weights(ws, e)
+    Rs, scale = _kernels.weighted_columns(R[order_k], None if log_w is not None else ws)
+    ratio = scale[:-1] / scale[-1]
     out = np.empty((F.shape[0], R.shape[1] - 1), dtype=F.dtype)
 
     def task(group: list[slice]) -> None:
         for rows in group:
-            E, c1 = _slab(F, G, counts, rows, e)
+            E, c1 = _slab(F, G, counts, rows, e, log_w)
             sums = np.dot(E, Rs[:c1])
-            out[order_q[rows]] = sums[:, :-1] / sums[:, -1:]
+            out[order_q[rows]] = sums[:, :-1] / sums[:, -1:] * ratio
 
     _kernels._run(task, _blocks(counts), int(counts.sum()), max(F.shape[1], R.shape[1]))
     return out
@@ -91,10 +115,12 @@ def causal_matrix(
     order_k, order_q, counts = _prefixes(pq, pk)
     F, G, _, e = rescale_scores(F[order_q], G[order_k], None)
     ws = w[order_k]
+    log_w = _log_weights(ws, e)
     out = np.zeros((F.shape[0], G.shape[0]), dtype=F.dtype)
     for rows in _blocks(counts):
-        E, c1 = _slab(F, G, counts, rows, e)
-        E *= ws[:c1]
+        E, c1 = _slab(F, G, counts, rows, e, log_w)
+        if log_w is None:
+            E *= ws[:c1]
         E /= E.sum(axis=1, keepdims=True)
         out[np.ix_(order_q[rows], order_k[:c1])] = E
     return out

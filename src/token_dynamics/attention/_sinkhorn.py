@@ -171,9 +171,10 @@ class Sinkhorn(AttentionField):
         V = eval_parameter(self.V, "V", t, (d, d))
         Xk, wk = positive_keys(X, w)
         res = self._checked_plan(Xk, wk, t)
-        R = weighted_values(Xk, V, wk)
+        R = weighted_values(Xk, V, np.ones_like(wk))  # the weights apart: see apply_rows
         F = (Y @ A.T) / self.eps
-        return K_.apply_rows(F, Xk, R, K_.softmax_transform, bias=res.g / self.eps, normalise=True)
+        g = res.g / self.eps
+        return K_.apply_rows(F, Xk, R, K_.softmax_transform, bias=g, weights=wk, normalise=True)
 
     def _matrix(self, X, t, w):
         if X.dtype != np.float64:

@@ -45,6 +45,16 @@ SHIFT_SLACK = 300.0
 #: ``n`` terms times the values before overflow.
 EXP_FLOOR_32, SHIFT_SLACK_32 = -80.0, 40.0
 
+#: Margin, in ``e``-folds, between the exp floor and the smallest key weight (relative to the
+#: sum of the weights) that the softmax paths multiply in after the exponential. A clamped term
+#: weighs at most ``e^floor`` times the sum of the weights, and the row's largest term at least
+#: the smallest weight (its shifted score is at least 0), so with every weight above
+#: ``e^(floor + margin)`` times their sum the clamp moves the result by less than ``e^-margin``
+#: of it: 3e-20 in float64 (margin 45, under its round-off 1.1e-16), 2e-9 in float32 (margin 20,
+#: round-off 6e-8). Smaller weights (1e-285 of the sum in float64, 9e-27 in float32) enter as
+#: their logarithms, added to the scores before the shift and the clamp (:func:`folds_weights`).
+WEIGHT_MARGIN, WEIGHT_MARGIN_32 = 45.0, 20.0
+
 #: Widest key points (coordinates of a key, plus its score bias when there is one) whose convex
 #: hull gives the rows their exact maxima: a score ``<f_i, g_j> + b_j`` is a linear function of the
 #: lifted key ``(g_j, b_j)``, so its maximum over the keys is reached at a vertex of their hull,
@@ -78,6 +88,15 @@ def exp_limits(dtype: np.dtype) -> tuple[float, float]:
     if np.dtype(dtype) == np.float32:
         return EXP_FLOOR_32, SHIFT_SLACK_32
     return EXP_FLOOR, SHIFT_SLACK
+
+
+def folds_weights(w: np.ndarray) -> bool:
+    """Whether the positive key weights ``w`` must enter the softmax paths as log-weights added
+    to the scores (a score bias) rather than as factors after the clamped exponential: when the
+    smallest is below ``e^(floor + margin)`` of their sum (:data:`WEIGHT_MARGIN`)."""
+    floor, _ = exp_limits(w.dtype)
+    margin = WEIGHT_MARGIN_32 if np.dtype(w.dtype) == np.float32 else WEIGHT_MARGIN
+    return bool(w.size) and float(w.min()) < float(w.sum()) * float(np.exp(floor + margin))
 
 
 def fast_softmax(

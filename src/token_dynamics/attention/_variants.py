@@ -113,9 +113,11 @@ class _Exponential(_Bilinear):
         F = Y @ A.T
         if self.beta != 1.0:
             F *= self.beta
+        # unweighted values and the weights apart: the kernel folds tiny weights into the scores
         if self._normalised:
-            return apply_rows(F, Xk, weighted_values(Xk, V, wk), softmax_transform, normalise=True)
-        out = apply_rows(F, Xk, wk[:, None] * (Xk @ V.T), exp_transform, normalise=False)
+            R = weighted_values(Xk, V, np.ones_like(wk))
+            return apply_rows(F, Xk, R, softmax_transform, weights=wk, normalise=True)
+        out = apply_rows(F, Xk, Xk @ V.T, exp_transform, weights=wk, normalise=False)
         return _overflow_check(out, "Unnormalised attention")
 
     def _matrix(self, X, t, w):

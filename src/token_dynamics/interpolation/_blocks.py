@@ -127,6 +127,38 @@ def _magnitude(*groups: Iterable[FloatArray]) -> float:
     return max([1.0, *(float(np.abs(Z).max()) for group in groups for Z in group)])
 
 
+#: Sizes (largest absolute entry) of the inputs, or of the targets, that the constructions take
+#: as they are: their constants (margins of 1, leaders at ``2 + 10 sqrt(d)`` beyond the data)
+#: are of unit size, and the rounding of a move is relative to the largest point it passes, so
+#: data of another size is first brought into ``[1, 2)`` by a power of two (exact, see
+#: :func:`_unit_exponent`). The range covers the book's data (inputs of standard normal
+#: entries, targets of three times that).
+UNIT_SIZES = (2.0**-3, 2.0**4)
+
+
+def _unit_exponent(group: Iterable[FloatArray]) -> int:
+    """``e`` such that the sequences divided by ``2**e`` have a size in :data:`UNIT_SIZES`: 0 when
+    theirs already is (or is 0), else the one that brings it into ``[1, 2)``."""
+    size = max(float(np.abs(Z).max()) for Z in group)
+    if size == 0.0 or UNIT_SIZES[0] <= size <= UNIT_SIZES[1]:
+        return 0
+    return int(np.frexp(size)[1]) - 1
+
+
+def _scaled_ends(ff: FeedForward, before: int, after: int) -> FeedForward:
+    """``x -> 2**after * ff(2**before * x)``, one layer of the same width: the input weights and
+    the skip weight take ``2**before``, the output weights and the skip weight ``2**after``
+    (powers of two: the layer's values are those of ``ff`` exactly, rescaled)."""
+    if before == 0 and after == 0:
+        return ff
+    return FeedForward(
+        U=np.ldexp(ff.U, before),
+        b=ff.b,
+        W=np.ldexp(ff.W, after),
+        eta=float(np.ldexp(ff.eta, before + after)),
+    )
+
+
 @dataclass(frozen=True, eq=False)
 class Transformer:
     r"""A composition of transformer blocks, applied to each sequence separately:

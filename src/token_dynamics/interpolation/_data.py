@@ -8,7 +8,7 @@ import numpy as np
 
 from .._typing import ArrayLike, FloatArray, IntArray, SeedLike
 from .._validation import as_real_array, as_rng, check_int, check_positive
-from ._blocks import Transformer, _magnitude, as_sequences
+from ._blocks import Transformer, as_sequences
 from ._hausdorff import _closest_pair, _unchecked_hausdorff
 from ._moves import COINCIDE_RTOL, DISTINCT_RTOL, _distinct
 
@@ -221,6 +221,14 @@ def overlapping_dataset(
     return X, Y
 
 
+#: Largest size (largest absolute entry) of the inputs or of the targets, and the inverse of the
+#: smallest nonzero one: the constructions bring each to unit size by a power of two, in the
+#: first and the last layer (``_blocks.UNIT_SIZES``), whose weights then carry that power times
+#: weights of up to the inverse of the points' relative gaps (1e6 and more): 2^500 (3e150)
+#: leaves them hundreds of orders of magnitude inside the float64 range, either way.
+SIZE_LIMIT = 2.0**500
+
+
 def check_dataset(
     inputs: ArrayLike, targets: ArrayLike
 ) -> tuple[list[FloatArray], list[FloatArray]]:
@@ -228,7 +236,10 @@ def check_dataset(
 
     Assumptions: ``d >= 2``; tokens pairwise distinct within each input sequence; input
     sequences pairwise distinct as sets; targets pairwise distinct within each output sequence
-    and ``m_j <= n_j``; distinct points at least ``1e-6`` (relative) apart.
+    and ``m_j <= n_j``; distinct points at least ``1e-6`` apart relative to their own data (the
+    largest entry of the inputs for input tokens, of the targets for targets); the largest
+    entries of the inputs and of the targets, unless zero, within ``[2^-500, 2^500]`` (about
+    3e-151 to 3e150; the two may differ by any factor in that range).
 
     Parameters
     ----------
@@ -276,9 +287,18 @@ def check_dataset(
             "assumption violated: the construction needs tokens of dimension d >= 2; "
             f"got d = {d}. Embed the data in R^2 (append a zero coordinate)."
         )
-    scale = _magnitude(X, Y)
-    tol = DISTINCT_RTOL * scale
+    sizes = {}
     for name, seqs in (("inputs", X), ("targets", Y)):
+        size = max(float(np.abs(Z).max()) for Z in seqs)
+        if not (size == 0.0 or 1.0 / SIZE_LIMIT <= size <= SIZE_LIMIT):
+            raise ValueError(
+                f"the largest entry of `{name}` is {size:.3g}, outside [2^-500, 2^500] (about "
+                "3e-151 to 3e150): the construction brings the data to unit size by a power of "
+                "two, and its layers' weights (up to the inverse of the points' relative gaps, "
+                f"1e6) must stay in the float64 range at the data's size. Rescale `{name}`."
+            )
+        sizes[name] = size
+        tol = DISTINCT_RTOL * size  # each at its own size: inputs and targets are moved apart
         for j, Z in enumerate(seqs):
             dist, i, k = _closest_pair(Z)
             if dist <= tol:
@@ -293,7 +313,8 @@ def check_dataset(
                 f"`inputs[{j}]` only {X[j].shape[0]} distinct tokens; need m_j <= n_j."
             )
     allpts = np.vstack(X)
-    distinct = _distinct(allpts, COINCIDE_RTOL * scale)
+    tol = DISTINCT_RTOL * sizes["inputs"]
+    distinct = _distinct(allpts, COINCIDE_RTOL * sizes["inputs"])
     if _closest_pair(distinct)[0] <= tol:
         raise ValueError(
             "assumption violated: two input tokens of different sequences are distinct but "

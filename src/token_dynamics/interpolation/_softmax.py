@@ -10,7 +10,7 @@ import numpy as np
 
 from .._typing import ArrayLike, FloatArray, IntArray, SeedLike
 from .._validation import as_rng, check_positive
-from ._blocks import Transformer, TransformerBlock
+from ._blocks import Transformer, TransformerBlock, _scaled_ends, _unit_exponent
 from ._data import _InterpolatorCounts, check_dataset
 from ._hardmax import build_hardmax_interpolator
 from ._hausdorff import relative_hausdorff_errors
@@ -106,6 +106,11 @@ def build_softmax_interpolator(
 
     the last count being the one reported for the paper's softmax theorem.
 
+    Like the hardmax plan it starts from, it works at unit size: its first layer takes the
+    inputs' scale and its last snapping layer gives the targets' (powers of two, exact), so
+    the result is exact relative to the targets' size for inputs and targets of any sizes
+    within ``[2^-500, 2^500]`` (see :func:`build_hardmax_interpolator`).
+
     Cost: 1.0 s of CPU time for N = 40 sequences of 16 tokens with 4 targets each in d = 4
     (321 blocks; measured, ``benchmarks/run.py interpolation``), about half in the hardmax
     plan and half in the critical temperature. Both grow like blocks x tokens (up to a log):
@@ -166,7 +171,10 @@ def build_softmax_interpolator(
             Z = collapsed[j]
             centers.append(Z[np.argmin(np.linalg.norm(Z - L_[k], axis=1))])
     C = np.array(centers)
-    targets_flat = np.vstack(Y)
+    # the plan works at unit size (its first block takes the inputs' scale): so do the snapping
+    # layers, the last of which takes the targets' scale (``_blocks.UNIT_SIZES``)
+    e_out = _unit_exponent(Y)
+    targets_flat = np.ldexp(np.vstack(Y), -e_out)
     # Projection onto the line a -> a w (eta = 0, width 1); a = <e, x> + b0 >= 1 on the clusters.
     e0, gap = _generic_direction(C, rng) if K > 1 else (np.eye(d)[0], 1.0)
     a = C @ e0
@@ -192,8 +200,14 @@ def build_softmax_interpolator(
         blocks.append(
             TransformerBlock(snap_layer(line[k], delta, w, e, targets_flat[k]), SelfAttention())
         )
+    blocks[-1] = TransformerBlock(_scaled_ends(blocks[-1].ff, 0, e_out), blocks[-1].sa)
     snap_radius = 0.5 * min(deltas)
-    tau_star = critical_temperature(head, X, SNAP_SAFETY * snap_radius)
+    # the bound on the head as built, at unit size: its first layer without the inputs' scale
+    e_in = _unit_exponent(X)
+    first = TransformerBlock(_scaled_ends(head.blocks[0].ff, e_in, 0), head.blocks[0].sa)
+    unit_head = Transformer((first, *head.blocks[1:]))
+    Xu = [np.ldexp(Z, -e_in) for Z in X]
+    tau_star = critical_temperature(unit_head, Xu, SNAP_SAFETY * snap_radius)
     tau = tau_star if tau is None else check_positive(tau, "tau")
     soft_head = head.with_attention("softmax", tau)
     with np.errstate(under="ignore"):
