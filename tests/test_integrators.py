@@ -299,10 +299,10 @@ def test_default_step_converges_as_the_tolerance_shrinks(clustering_problem):
 
 def test_default_euler_meets_its_tolerance(linear_problem):
     M, X0, exact = linear_problem
-    traj = integrate(linear_field(M), X0, [0.0, 0.5, 1.0], method="euler", rtol=1e-4, atol=1e-6)
+    traj = integrate(linear_field(M), X0, [0.0, 0.5, 1.0], method="euler", rtol=1e-3, atol=1e-6)
     assert traj.status == "completed" and traj.n_steps > 100
     # Euler's Richardson estimate is exact up to a relative O(h), h < 1e-2 here
-    tol = 1e-6 + 1e-4 * np.linalg.norm(exact, axis=-1)
+    tol = 1e-6 + 1e-3 * np.linalg.norm(exact, axis=-1)
     assert np.all(np.linalg.norm(traj.final - exact, axis=-1) <= 2 * tol)
 
 
