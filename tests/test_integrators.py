@@ -4,14 +4,24 @@ Tolerances: integrated quantities are compared at C h^p (p = 1 for Euler, 4 for 
 solve_ivp tolerance, as derived in each test; 1e-15 to 1e-12 is round-off of identical arithmetic.
 """
 
+import itertools
+
 import numpy as np
 import pytest
 from scipy.linalg import expm
 
+from token_dynamics import _richardson
 from token_dynamics.attention import Softmax, Unnormalised
-from token_dynamics.diagnostics import interaction_energy, min_inner_product
-from token_dynamics.geometry import normalize
-from token_dynamics.integrators import Trajectory, integrate
+from token_dynamics.diagnostics import cluster_count, interaction_energy, min_inner_product
+from token_dynamics.geometry import normalize, project_tangent
+from token_dynamics.integrators import (
+    DEFAULT_TOLERANCES,
+    FLOAT32_TOLERANCES,
+    STATUSES,
+    ToleranceWarning,
+    Trajectory,
+    integrate,
+)
 from token_dynamics.sampling import uniform_sphere
 
 from .helpers import loglog_slope
@@ -35,7 +45,7 @@ def test_euler_step_is_exactly_a_residual_layer():
     X0 = rng.standard_normal((5, 2))
     field = Softmax(rng.standard_normal((2, 2)), rng.standard_normal((2, 2)))
     h = 0.1
-    traj = integrate(field, X0, [0.0, h], method="euler")
+    traj = integrate(field, X0, [0.0, h], method="euler", dt=h)
     np.testing.assert_array_equal(traj.states[1], X0 + h * field.velocity(X0))  # bitwise
     # L layers of scale T/L on the sphere = ResNet + LayerNorm
     Xs = normalize(X0)
@@ -239,3 +249,107 @@ def test_a_field_refusing_the_state_names_field_and_X0():
     field = Softmax(np.eye(2), np.eye(2))
     with pytest.raises(ValueError, match=r"`field` refused the state built from `X0`"):
         integrate(field, np.ones((3, 3)), [0.0, 1.0])
+
+
+# --- The default step (dt=None): step doubling to a stated tolerance (issue 28, item 1) ---
+
+
+@pytest.fixture(scope="module")
+def clustering_problem():
+    """The issue's case: Softmax(3I, I) on the sphere up to t = 12, where one RK4 step of size
+    12 was off by 1.6; the reference is DOP853 at rtol 1e-12 (error ~1e-11, far below)."""
+    X0 = uniform_sphere(32, 3, rng=0)
+    field = Softmax(3 * np.eye(3), np.eye(3))
+    times = np.linspace(0.0, 12.0, 5)
+    ref = integrate(field, X0, times, method="solve_ivp", geometry="sphere", rtol=1e-12,
+                    atol=1e-13)  # fmt: skip
+    return field, X0, times, ref.states
+
+
+@pytest.mark.parametrize("n_times", [2, 5])
+def test_default_step_meets_the_default_tolerance(clustering_problem, n_times):
+    field, X0, times, ref = clustering_problem
+    pick = [0, -1] if n_times == 2 else slice(None)
+    traj = integrate(field, X0, times[pick], geometry="sphere")
+    rtol, atol = DEFAULT_TOLERANCES["rk4"]
+    assert traj.status == "completed" and "estimated error" in traj.message
+    assert traj.error_estimate is not None and traj.error_estimate <= atol + rtol  # |x_i| = 1
+    # The Richardson estimate is the leading term C h^4 of the error, exact up to a relative
+    # O(h): twice the tolerance bounds the true error of every token at every output time.
+    err = np.linalg.norm(traj.states - ref[pick], axis=-1).max()
+    assert err <= 2 * (atol + rtol)
+    # the clustering picture is the reference's (one RK4 step of 12 gave 32 clusters)
+    assert cluster_count(traj.final, 1e-3) == cluster_count(ref[-1], 1e-3)
+
+
+def test_default_step_converges_as_the_tolerance_shrinks(clustering_problem):
+    field, X0, _, ref = clustering_problem
+    errors, steps = [], []
+    for rtol in (1e-4, 1e-6, 1e-8, 1e-10):
+        traj = integrate(field, X0, [0.0, 12.0], geometry="sphere", rtol=rtol, atol=rtol / 1e3)
+        assert traj.status == "completed" and traj.error_estimate <= rtol * (1 + 1e-3)
+        errors.append(np.linalg.norm(traj.final - ref[-1], axis=-1).max())
+        steps.append(traj.n_steps)
+    # each tolerance is met by the true error up to the O(h) slack of the estimate (factor 2),
+    # and RK4 needs ~ rtol^(-1/4) steps: 100 times tighter, about 3 times more steps (the
+    # doubling rounds up to a power of two: between 2 and 8 times)
+    assert all(e <= 2 * r for e, r in zip(errors, (1e-4, 1e-6, 1e-8, 1e-10), strict=True))
+    assert all(2 <= b / a <= 8 for a, b in itertools.pairwise(steps))
+
+
+def test_default_euler_meets_its_tolerance(linear_problem):
+    M, X0, exact = linear_problem
+    traj = integrate(linear_field(M), X0, [0.0, 0.5, 1.0], method="euler", rtol=1e-3, atol=1e-6)
+    assert traj.status == "completed" and traj.n_steps > 100
+    # Euler's Richardson estimate is exact up to a relative O(h), h < 1e-2 here
+    tol = 1e-6 + 1e-3 * np.linalg.norm(exact, axis=-1)
+    assert np.all(np.linalg.norm(traj.final - exact, axis=-1) <= 2 * tol)
+
+
+def test_missed_tolerance_returns_its_status_and_warns(monkeypatch):
+    """x' = x^2 from 1 reaches 100 at t = 0.99, where the error of RK4 at 2^10 steps is ~h^4
+    times a constant of order (1 - t)^-5 = 1e10: the tolerance cannot be met in the budget."""
+    monkeypatch.setattr(_richardson, "MAX_DEFAULT_STEPS", 2**10)
+    with pytest.warns(ToleranceWarning, match="misses rtol = 1e-06"):
+        traj = integrate(lambda t, X: X**2, np.ones((1, 1)), [0.0, 0.99])
+    assert traj.status == "tolerance_not_met" and traj.status in STATUSES
+    assert traj.error_estimate > 1e-6 * 100 and "smaller `dt`" in traj.message
+    assert traj.n_steps == 2**10  # the finest run of the budget is the one returned
+    # past the pole no step is small enough: the finest run's failure is raised
+    with pytest.raises(FloatingPointError, match=r"non-finite at t = .* method='rk4'"):
+        integrate(lambda t, X: X**2, np.ones((1, 1)), [0.0, 2.0])
+
+
+def test_explicit_dt_is_run_as_given():
+    """An explicit dt is the classical RK4 recurrence on the sphere, with no estimate."""
+    rng = np.random.default_rng(3)
+    X0 = normalize(rng.standard_normal((6, 3)))
+    field = Softmax(rng.standard_normal((3, 3)), rng.standard_normal((3, 3)))
+    h = 0.25
+    traj = integrate(field, X0, [0.0, 0.5, 1.0], dt=h, geometry="sphere")
+    X, states = X0, [X0]
+    for s in range(4):
+        t = s * h
+
+        def f(t, Y):
+            return project_tangent(Y, field.velocity(Y, t))
+
+        k1 = f(t, X)
+        k2 = f(t + h / 2, X + (h / 2) * k1)
+        k3 = f(t + h / 2, X + (h / 2) * k2)
+        k4 = f(t + h, X + h * k3)
+        X = normalize(X + (h / 6) * (k1 + 2 * k2 + 2 * k3 + k4))
+        states.append(X)
+    # the same arithmetic up to the rounding of the normalisation (a few ulps of |x| = 1)
+    np.testing.assert_allclose(traj.states, np.stack(states)[[0, 2, 4]], rtol=0, atol=1e-15)
+    assert traj.n_steps == 4 and traj.error_estimate is None and traj.status == "completed"
+
+
+def test_default_step_in_float32_uses_the_float32_tolerance(linear_problem):
+    M, X0, exact = linear_problem
+    traj = integrate(linear_field(M), X0, [0.0, 1.0], dtype="float32")
+    rtol, atol = FLOAT32_TOLERANCES
+    assert traj.status == "completed" and traj.states.dtype == np.float32
+    # the estimate meets 1e-4 relative; float32 round-off (1e-7 per step) is far below it
+    tol = atol + rtol * np.linalg.norm(exact, axis=-1)
+    assert np.all(np.linalg.norm(traj.final - exact, axis=-1) <= 2 * tol)

@@ -17,6 +17,12 @@ output times, ``dt`` the step (the maximal step of an adaptive method), ``method
 ``solve_ivp`` with that method), ``rtol``/``atol`` the tolerances of the adaptive methods,
 ``progress`` a progress bar; the result has ``.times``, ``.status`` and ``.message``.
 
+Accuracy: without `dt`, Euler and RK4 choose their step by step doubling until the estimated
+global error meets `rtol`/`atol` (:data:`DEFAULT_TOLERANCES`), and the result carries that
+estimate (``error_estimate``); a run that misses the tolerance within its step budget
+(``2^12`` steps) returns ``status="tolerance_not_met"`` with a :class:`ToleranceWarning`. An
+explicit `dt` is the caller's choice of step (a depth of residual layers), run as given.
+
 Failure policy (the library's, see the contributing guide): bad arguments raise ``ValueError``
 or ``TypeError`` naming the argument; a numerical failure -- the tokens or the velocity field
 becoming non-finite (a finite-time blow-up, or a step too large), whatever the method, at the
@@ -30,19 +36,34 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, NoReturn
 
 import numpy as np
 from numpy.typing import DTypeLike
 from scipy.integrate import solve_ivp
 
 from ._guards import progress_bar
+from ._richardson import refine
 from ._typing import ArrayLike, FloatArray
 from ._validation import as_dtype, as_times, as_tokens, check_bool, check_positive, check_rtol
 from .geometry import _normalize_rows, _project_rows
 
-__all__ = ["GEOMETRIES", "IVP_METHODS", "METHODS", "Trajectory", "integrate"]
+if TYPE_CHECKING:  # tqdm is imported only when a bar is asked for
+    from tqdm import tqdm
+
+__all__ = [
+    "DEFAULT_TOLERANCES",
+    "GEOMETRIES",
+    "IVP_METHODS",
+    "METHODS",
+    "STATUSES",
+    "ToleranceWarning",
+    "Trajectory",
+    "integrate",
+]
 
 #: Methods of :func:`scipy.integrate.solve_ivp`, accepted by name by :func:`integrate` and by
 #: :func:`token_dynamics.gaussian.solve_moments` (``"solve_ivp"`` means DOP853).
@@ -57,6 +78,31 @@ DT_SLACK = 1e-9
 #: Most steps a run may ask for through `dt` (fixed steps, or the maximal step of an adaptive
 #: method): 10^7 steps of even a 2-token field take minutes; a smaller `dt` is a mistake.
 MAX_STEPS = 10**7
+#: Order of the fixed-step methods, read by the step doubling of ``dt=None``.
+ORDERS = {"euler": 1, "rk4": 4}
+#: Default ``(rtol, atol)`` of each method when `rtol`/`atol` are not given. ``solve_ivp``:
+#: tight enough for a reference run. The fixed-step methods with ``dt=None`` bound the
+#: estimated global error of each token at every output time by ``atol + rtol |x_i|``: RK4
+#: meets 1e-6 with tens of steps per unit time on the book's fields; Euler, of order one, needs
+#: about C / 1e-2 steps per unit time for 1e-2, and a tighter default would ask for thousands.
+DEFAULT_TOLERANCES = {
+    "euler": (1e-2, 1e-5),
+    "rk4": (1e-6, 1e-9),
+    "solve_ivp": (1e-10, 1e-12),
+}
+#: Loosest default ``(rtol, atol)`` with ``dtype="float32"``: float32 rounds at 6e-8, and a run
+#: of a few hundred steps accumulates 1e-5, which a step doubling cannot resolve below.
+FLOAT32_TOLERANCES = (1e-4, 1e-6)
+#: Values of :attr:`Trajectory.status`.
+STATUSES = ("completed", "tolerance_not_met")
+
+
+class ToleranceWarning(RuntimeWarning):
+    """:func:`integrate` with ``dt=None`` did not meet `rtol`/`atol` within its step budget.
+
+    The result is still returned, with ``status="tolerance_not_met"``, the estimated error in
+    ``error_estimate`` and the remedy in ``message``.
+    """
 
 
 @dataclass(frozen=True, eq=False)
@@ -75,10 +121,19 @@ class Trajectory:
     n_steps : int
         Number of steps (fixed-step methods), or of evaluations of the field (``solve_ivp``).
     status : str
-        ``"completed"``: every requested time was reached (a numerical failure raises
-        ``FloatingPointError`` instead of returning).
+        One of :data:`STATUSES`. ``"completed"``: every requested time was reached (and, with
+        ``dt=None`` for Euler and RK4, the estimated error is within the tolerance);
+        ``"tolerance_not_met"``: every requested time was reached, but the estimated error of
+        the default step misses the tolerance (a :class:`ToleranceWarning` was raised). A
+        numerical failure raises ``FloatingPointError`` instead of returning.
     message : str
         What happened, in words.
+    error_estimate : float or None
+        With ``dt=None`` for Euler and RK4: the estimated global error, the largest Euclidean
+        norm of a token's row of :math:`(X_{h/2} - X_h)/(2^p - 1)` over the output times
+        (Richardson, from the last two runs of the step doubling). ``None`` where no estimate
+        is made: an explicit `dt` (the step is the caller's choice) and ``solve_ivp`` (which
+        controls its local error by `rtol`/`atol` and reports no global estimate).
 
     References
     ----------
@@ -102,6 +157,7 @@ class Trajectory:
     n_steps: int = 0
     status: str = "completed"
     message: str = "reached the final time."
+    error_estimate: float | None = None
 
     @property
     def final(self) -> np.ndarray:
@@ -135,8 +191,8 @@ def integrate(
     method: str = "rk4",
     dt: float | None = None,
     geometry: str = "euclidean",
-    rtol: float = 1e-10,
-    atol: float = 1e-12,
+    rtol: float | None = None,
+    atol: float | None = None,
     progress: bool = False,
     ivp_method: str | None = None,
     dtype: DTypeLike = np.float64,
@@ -163,11 +219,20 @@ def integrate(
         A :data:`IVP_METHODS` name runs ``solve_ivp`` with that method.
     dt : float, optional
         Fixed-step methods: each interval between output times is split into
-        ``ceil(interval / dt)`` equal steps (one step per interval if ``None``).
-        ``solve_ivp``: the maximal step.
+        ``ceil(interval / dt)`` equal steps. If ``None`` (the default), the step is chosen to
+        meet `rtol`/`atol` by step doubling: every interval is split into equal steps, starting
+        from about one step per :math:`|X_0|/|f(t_0, X_0)|`, and all steps are halved until
+        the Richardson estimate of the global error, :math:`(X_{h/2} - X_h)/(2^p - 1)`, is
+        within ``atol + rtol |x_i|`` for every token (in the Euclidean norm of its row) at
+        every output time (for at most ``2^12`` steps; beyond
+        that the result says ``"tolerance_not_met"`` and a :class:`ToleranceWarning` is
+        raised). ``solve_ivp``: the maximal step (no limit if ``None``).
     geometry : {"euclidean", "sphere"}
-    rtol, atol : float
-        Tolerances of ``solve_ivp`` (ignored by the fixed-step methods).
+    rtol, atol : float, optional
+        Tolerances: of ``solve_ivp``'s local error control, and of the estimated global error
+        of the fixed-step methods with ``dt=None`` (ignored with an explicit `dt`). Defaults:
+        :data:`DEFAULT_TOLERANCES` (loosened to ``FLOAT32_TOLERANCES`` for the fixed-step
+        methods in float32).
     progress : bool
         Show a ``tqdm`` progress bar (off by default).
     ivp_method : str, optional
@@ -184,8 +249,8 @@ def integrate(
     Returns
     -------
     Trajectory
-        ``times`` of shape ``(T,)`` and ``states`` of shape ``(T, n, d)``, ``status`` and
-        ``message``.
+        ``times`` of shape ``(T,)`` and ``states`` of shape ``(T, n, d)``, ``status``,
+        ``message`` and, with ``dt=None`` for Euler and RK4, ``error_estimate``.
 
     Raises
     ------
@@ -207,6 +272,14 @@ def integrate(
     >>> X0 = np.array([[1.0, 0.0]])
     >>> traj = integrate(lambda t, X: X @ M.T, X0, [0.0, 1.0], dt=0.01)
     >>> np.allclose(traj.final, X0 @ expm(M).T, atol=1e-9)
+    True
+
+    Without `dt`, RK4 chooses its step for the default tolerance and says how close it got:
+
+    >>> traj = integrate(lambda t, X: X @ M.T, X0, [0.0, 1.0])
+    >>> traj.status, traj.error_estimate < 1e-6
+    ('completed', True)
+    >>> bool(np.abs(traj.final - X0 @ expm(M).T).max() < 1e-6)
     True
     """
     if not callable(field):
@@ -235,8 +308,12 @@ def integrate(
                 f"{times[-1]:g}], more than {MAX_STEPS:.0e}; pass a larger `dt` or shorter "
                 "`times`."
             )
-    rtol = check_rtol(rtol)
-    atol = check_positive(atol, "atol")
+    default_rtol, default_atol = DEFAULT_TOLERANCES.get(method, DEFAULT_TOLERANCES["solve_ivp"])
+    if method in ORDERS and dtype == np.float32:
+        default_rtol = max(default_rtol, FLOAT32_TOLERANCES[0])
+        default_atol = max(default_atol, FLOAT32_TOLERANCES[1])
+    rtol = check_rtol(default_rtol if rtol is None else rtol)
+    atol = check_positive(default_atol if atol is None else atol, "atol")
     check_bool(progress, "progress")
     sphere = geometry == "sphere"
     if sphere:
@@ -269,34 +346,87 @@ def integrate(
         traj = _solve_ivp(rhs, X0, times, dt, sphere, rtol, atol, progress, ivp_name, name)
         return dataclasses.replace(traj, states=traj.states.astype(dtype, copy=False))
 
+    step = _euler if method == "euler" else _rk4
+
+    def run(substeps: list[int], bar: tqdm[NoReturn] | None = None) -> np.ndarray:
+        return _fixed_steps(step, rhs, X0, times, substeps, sphere, dtype, method, bar)
+
+    if dt is not None:
+        substeps = [
+            max(1, math.ceil((b - a) / dt * (1 - DT_SLACK))) for a, b in itertools.pairwise(times)
+        ]
+        bar = progress_bar(progress, sum(substeps), f"integrate ({method})")
+        try:
+            states = run(substeps, bar)
+        finally:
+            if bar is not None:
+                bar.close()
+        return Trajectory(times, states, method, geometry, int(sum(substeps)))
+    return _default_step(run, rhs, X0, times, sphere, method, geometry, rtol, atol, progress)
+
+
+def _fixed_steps(step, rhs, X0, times, substeps, sphere, dtype, method, bar):
+    """States at `times` after ``substeps[k]`` equal steps on the k-th interval."""
     states = np.empty((times.size, *X0.shape), dtype=dtype)
     states[0] = X0
-    substeps = [
-        1 if dt is None else max(1, math.ceil((b - a) / dt * (1 - DT_SLACK)))
-        for a, b in itertools.pairwise(times)
-    ]
-    bar = progress_bar(progress, sum(substeps), f"integrate ({method})")
     X = X0
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        for k, m in enumerate(substeps):
+            h = float(times[k + 1] - times[k]) / m  # a Python float keeps the dtype
+            for s in range(m):
+                t = times[k] + s * h
+                X = step(rhs, t, X, h, sphere)
+                if not np.all(np.isfinite(X)):
+                    raise _blow_up(t + h, method)
+                if bar is not None:
+                    bar.update(1)
+            states[k + 1] = X
+    return states
+
+
+def _default_step(run, rhs, X0, times, sphere, method, geometry, rtol, atol, progress):
+    """``dt=None`` for Euler and RK4: step doubling from a step set by the field's scale."""
+    if times.size == 1:
+        return Trajectory(times, X0[None].copy(), method, geometry, 0, error_estimate=0.0)
+    # The field's rate |f| / |X| at the start sets the coarsest step: one step per 1/rate (a
+    # step that moves the tokens by about their size), the interval itself if the field is 0.
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        V = np.abs(rhs(float(times[0]), X0, sphere).astype(np.float64)).max()
+        rate = V / max(float(np.abs(X0).max()), np.finfo(np.float64).tiny)
+    intervals = np.diff(times)
+    coarsest = [max(1, math.ceil(float(L) * rate)) if np.isfinite(rate) else 1 for L in intervals]
+    bar = progress_bar(progress, 0, f"integrate ({method}, dt=None)")
+
+    def counted(substeps: list[int]) -> np.ndarray:
+        if bar is not None:
+            bar.reset(total=sum(substeps))
+        return run(substeps, bar)
+
     try:
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            for k, m in enumerate(substeps):
-                h = float(times[k + 1] - times[k]) / m  # a Python float keeps the dtype
-                for s in range(m):
-                    t = times[k] + s * h
-                    X = (
-                        _euler(rhs, t, X, h, sphere)
-                        if method == "euler"
-                        else _rk4(rhs, t, X, h, sphere)
-                    )
-                    if not np.all(np.isfinite(X)):
-                        raise _blow_up(t + h, method)
-                    if bar is not None:
-                        bar.update(1)
-                states[k + 1] = X
+        refined = refine(counted, coarsest, ORDERS[method], rtol, atol)
     finally:
         if bar is not None:
             bar.close()
-    return Trajectory(times, states, method, geometry, int(sum(substeps)))
+    n_steps = int(sum(refined.substeps))
+    h = float(np.min(intervals / np.asarray(refined.substeps)))
+    if refined.met:
+        status = "completed"
+        message = (
+            f"reached the final time; estimated error {refined.error:.2g} within rtol = "
+            f"{rtol:g}, atol = {atol:g} ({n_steps} steps, step doubling)."
+        )
+    else:
+        status = "tolerance_not_met"
+        message = (
+            f"reached the final time, but the estimated error {refined.error:.3g} misses "
+            f"rtol = {rtol:g}, atol = {atol:g} at the finest step tried, h = {h:.3g} "
+            f"({n_steps} steps): the field may be stiff or near a blow-up. Pass a smaller "
+            "`dt`, loosen `rtol`/`atol`, or use method='solve_ivp'."
+        )
+        warnings.warn(f"integrate({method!r}): {message}", ToleranceWarning, stacklevel=3)
+    return Trajectory(
+        times, refined.states, method, geometry, n_steps, status, message, refined.error
+    )
 
 
 def _euler(rhs, t, X, h, sphere):
