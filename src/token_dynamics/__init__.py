@@ -107,6 +107,7 @@ __all__ = [
     "__version__",
     "attention",
     "cluster_count",
+    "clustering",
     "diagnostics",
     "diameter",
     "discretisation",
