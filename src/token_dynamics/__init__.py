@@ -28,7 +28,7 @@ Modules
 (``integrate`` and ``Trajectory``), ``discretisation`` (their error against the step),
 ``sampling``, ``diagnostics``, ``wasserstein`` (the only
 module that calls POT), ``meanfield``, ``gaussian``, ``gradient_flow``, ``stochastic``,
-``interpolation``; ``plotting`` and ``widgets`` are leaves, not imported here, and so is
+``interpolation``, ``clustering`` (long-time clustering); ``plotting`` and ``widgets`` are leaves, not imported here, and so is
 ``exercises`` (the check-your-answer cells of the book's computational exercises).
 
 Examples
@@ -46,6 +46,7 @@ from importlib import metadata as _metadata
 
 from . import (
     attention,
+    clustering,
     diagnostics,
     discretisation,
     gaussian,
@@ -106,6 +107,7 @@ __all__ = [
     "__version__",
     "attention",
     "cluster_count",
+    "clustering",
     "diagnostics",
     "diameter",
     "discretisation",

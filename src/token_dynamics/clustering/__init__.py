@@ -1,0 +1,26 @@
+r"""Long-time clustering of self-attention on the sphere (Part V of the book).
+
+After Geshkovski, Letrouit, Polyanskiy and Rigollet, *A mathematical perspective on
+Transformers* (arXiv:2312.10794): tokens on :math:`\mathbb S^{d-1}` moved by self-attention
+with :math:`Q = K = V = I` (softmax, "SA", or unnormalised, "USA") and inverse temperature
+:math:`\beta`.
+
+- :func:`wendel_probability`, :func:`open_hemisphere`, :func:`cone_collapse_rate` -- when the
+  tokens lie in an open hemisphere, and how fast they then collapse;
+- :func:`orthogonal_overlap`, :func:`clustering_time` -- the scalar ODE of pairwise inner
+  products from orthogonal tokens, and the curve on which it reaches :math:`1 - \delta`;
+- :func:`clustered_fraction`, :func:`phase_diagram` -- the probability that two tokens have
+  clustered, on a grid of times and temperatures;
+- :func:`cluster_staircase` -- the plateaus of a cluster count and their waiting times.
+"""
+
+from ._hemisphere import *  # noqa: F403
+from ._hemisphere import __all__ as _hemisphere_all
+from ._orthogonal import *  # noqa: F403
+from ._orthogonal import __all__ as _orthogonal_all
+from ._phase import *  # noqa: F403
+from ._phase import __all__ as _phase_all
+from ._staircase import *  # noqa: F403
+from ._staircase import __all__ as _staircase_all
+
+__all__ = [*_hemisphere_all, *_orthogonal_all, *_phase_all, *_staircase_all]

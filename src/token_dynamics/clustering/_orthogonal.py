@@ -1,0 +1,223 @@
+r"""Orthogonal initial tokens: every pairwise inner product follows one scalar ODE."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.integrate import quad, solve_ivp
+
+from .._typing import ArrayLike, FloatArray
+from .._validation import as_times, check_int, check_positive, check_rtol
+
+__all__ = ["DYNAMICS", "OverlapCurve", "clustering_time", "orthogonal_overlap"]
+
+#: The two dynamics of the survey: softmax self-attention ("SA") and its unnormalised version
+#: ("USA"), both with Q = K = V = I on the sphere.
+DYNAMICS = ("SA", "USA")
+
+
+@dataclass(frozen=True)
+class OverlapCurve:
+    r"""The common inner product :math:`\gamma_\beta(t)` of tokens that start pairwise orthogonal.
+
+    Attributes
+    ----------
+    times : ndarray, shape (T,)
+    gamma : ndarray, shape (T,)
+        :math:`\gamma_\beta` at `times`; :math:`\gamma_\beta(0) = 0` and it increases to 1.
+    n : int
+    beta : float
+    dynamics : str
+        ``"SA"`` or ``"USA"``.
+    status : str
+        ``"completed"``, or ``"failed"`` with the solver's reason in `message`.
+    message : str
+
+    Examples
+    --------
+    Returned by :func:`orthogonal_overlap`:
+
+    >>> from token_dynamics.clustering import orthogonal_overlap
+    >>> orthogonal_overlap(3, [0.0, 1.0], beta=1.0).status
+    'completed'
+    """
+
+    times: FloatArray
+    gamma: FloatArray
+    n: int
+    beta: float
+    dynamics: str
+    status: str
+    message: str
+
+
+def _rate(gamma: FloatArray, n: int, beta: float, dynamics: str) -> FloatArray:
+    one_minus = 1.0 - gamma
+    spread = (n - 1) * gamma + 1.0
+    if dynamics == "SA":
+        # 2 e^{b g}(1-g)((n-1)g+1) / (e^b + (n-1)e^{b g}), divided through by e^{b g}: no overflow
+        return 2.0 * one_minus * spread / (np.exp(beta * one_minus) + (n - 1))
+    return (2.0 / n) * np.exp(beta * gamma) * one_minus * spread
+
+
+def _check(n: object, beta: object, dynamics: object) -> tuple[int, float, str]:
+    n = check_int(n, "n", minimum=2)
+    beta = check_positive(beta, "beta", allow_zero=True)
+    if dynamics not in DYNAMICS:
+        raise ValueError(f"`dynamics` must be one of {DYNAMICS}; got {dynamics!r}.")
+    if dynamics == "USA" and beta > 700.0:
+        raise ValueError(
+            f"`beta` = {beta:g} makes e^beta overflow in the USA equation; use beta <= 700."
+        )
+    return n, beta, str(dynamics)
+
+
+def orthogonal_overlap(
+    n: int,
+    times: ArrayLike,
+    *,
+    beta: float,
+    dynamics: str = "SA",
+    rtol: float = 1e-12,
+    atol: float = 1e-14,
+) -> OverlapCurve:
+    r"""The inner product :math:`\gamma_\beta(t)` of every pair of initially orthogonal tokens.
+
+    If :math:`x_1(0), \dots, x_n(0)` are pairwise orthogonal (:math:`d \ge n`), the symmetry of
+    the configuration is kept by the dynamics with :math:`Q = K = V = I`, and every
+    :math:`\langle x_i(t), x_j(t)\rangle`, :math:`i \ne j`, equals :math:`\gamma_\beta(t)`, the
+    solution from :math:`\gamma(0) = 0` of
+
+    .. math::
+
+        \text{SA:}\quad \dot\gamma = \frac{2e^{\beta\gamma}(1-\gamma)((n-1)\gamma+1)}
+        {e^\beta + (n-1)e^{\beta\gamma}}, \qquad
+        \text{USA:}\quad \dot\gamma = \frac2n e^{\beta\gamma}(1-\gamma)((n-1)\gamma+1).
+
+    At :math:`\beta = 0` both read :math:`\dot\gamma = \frac2n(1-\gamma)(1+(n-1)\gamma)`, solved by
+    :math:`\gamma_0(t) = (e^{2t} - 1)/(e^{2t} + n - 1)`. Integrated by ``solve_ivp`` (DOP853) at
+    the given tolerances, which the result meets (the right-hand side is smooth and bounded on
+    :math:`[0, 1]`, an invariant interval).
+
+    Parameters
+    ----------
+    n : int
+        Number of tokens, >= 2.
+    times : array_like, shape (T,)
+        Output times, increasing, from 0.
+    beta : float
+        Inverse temperature, >= 0.
+    dynamics : {"SA", "USA"}
+    rtol, atol : float
+        Tolerances of the integrator.
+
+    Returns
+    -------
+    OverlapCurve
+
+    Raises
+    ------
+    ValueError
+        If an argument is out of range (`times` must start at 0).
+
+    References
+    ----------
+    Geshkovski et al., arXiv:2312.10794, §6.2 (orthogonal initial data).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from token_dynamics.clustering import orthogonal_overlap
+    >>> t = np.array([0.0, 0.5, 2.0])
+    >>> curve = orthogonal_overlap(2, t, beta=0.0)
+    >>> bool(np.allclose(curve.gamma, np.tanh(t), rtol=1e-10))  # n = 2, beta = 0: tanh
+    True
+    """
+    n, beta, dynamics = _check(n, beta, dynamics)
+    times = as_times(times, nonnegative=True)
+    if times[0] != 0.0:
+        raise ValueError(f"`times` must start at 0 (gamma(0) = 0); got times[0] = {times[0]:g}.")
+    rtol = check_rtol(rtol)
+    atol = check_positive(atol, "atol")
+    if times.size == 1:
+        return OverlapCurve(times, np.zeros(1), n, beta, dynamics, "completed", "single time.")
+    sol = solve_ivp(
+        lambda _t, g: _rate(g, n, beta, dynamics), (0.0, float(times[-1])), [0.0],
+        method="DOP853", t_eval=times, rtol=rtol, atol=atol,
+    )  # fmt: skip
+    if sol.status != 0:
+        return OverlapCurve(
+            times, np.full(times.size, np.nan), n, beta, dynamics, "failed", str(sol.message)
+        )
+    gamma = np.clip(sol.y[0], 0.0, 1.0)  # the exact solution stays in [0, 1)
+    return OverlapCurve(times, gamma, n, beta, dynamics, "completed", "reached the final time.")
+
+
+def clustering_time(
+    n: int, *, beta: float, delta: float, dynamics: str = "SA", rtol: float = 1e-12
+) -> float:
+    r"""The time at which :math:`\gamma_\beta` reaches :math:`1 - \delta`.
+
+    The points :math:`(t, \beta)` with :math:`\gamma_\beta(t) = 1 - \delta` form the curve
+    :math:`\Gamma_{\infty,\delta}` drawn over the survey's phase diagrams. The time is found
+    without integrating: :math:`\gamma` increases, so
+    :math:`t = \int_0^{1-\delta} d\gamma / \dot\gamma`, computed by adaptive quadrature (at
+    :math:`\beta = 0` it is :math:`\frac12\log(1 + n(1-\delta)/\delta)`).
+
+    Parameters
+    ----------
+    n : int
+        Number of tokens, >= 2.
+    beta : float
+        Inverse temperature, >= 0.
+    delta : float
+        In (0, 1).
+    dynamics : {"SA", "USA"}
+    rtol : float
+        Relative tolerance of the quadrature.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        If an argument is out of range.
+    FloatingPointError
+        If the quadrature does not reach `rtol`.
+
+    References
+    ----------
+    Geshkovski et al., arXiv:2312.10794, §6.3 (the phase-transition curve).
+
+    Examples
+    --------
+    >>> import math
+    >>> from token_dynamics.clustering import clustering_time
+    >>> t = clustering_time(4, beta=0.0, delta=1e-3)
+    >>> math.isclose(t, 0.5 * math.log(1 + 4 * 0.999 / 1e-3), rel_tol=1e-10)
+    True
+    """
+    n, beta, dynamics = _check(n, beta, dynamics)
+    delta = check_positive(delta, "delta")
+    if delta >= 1.0:
+        raise ValueError(f"`delta` must be in (0, 1); got {delta:g}.")
+    rtol = check_rtol(rtol)
+    # 1 / rate has a logarithmic singularity only at gamma = 1, which is outside [0, 1 - delta];
+    # the substitution gamma = 1 - e^{-s} spreads the steep end evenly
+    s_top = -math.log(delta)
+
+    def integrand(s: float) -> float:
+        g = 1.0 - math.exp(-s)
+        return math.exp(-s) / float(_rate(np.array(g), n, beta, dynamics))
+
+    value, err = quad(integrand, 0.0, s_top, epsabs=0.0, epsrel=rtol, limit=200)
+    if not math.isfinite(value) or err > 10 * rtol * abs(value):
+        raise FloatingPointError(
+            f"the clustering time did not converge (estimate {value:g}, error {err:.2g}); "
+            "loosen `rtol` or check `beta`."
+        )
+    return float(value)

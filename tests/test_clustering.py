@@ -1,0 +1,174 @@
+"""Long-time clustering (token_dynamics.clustering), against closed forms and simulations."""
+
+import math
+
+import numpy as np
+import pytest
+
+import token_dynamics as td
+from token_dynamics import clustering as cl
+from token_dynamics.attention import Softmax, Unnormalised
+
+# -- hemispheres ------------------------------------------------------------------------------
+
+
+def test_wendel_probability_closed_values():
+    # d >= n: always in a hemisphere; d = 2: n / 2^(n-1); d = 1: the two signs agree
+    for n in range(1, 8):
+        assert cl.wendel_probability(n, n) == 1.0
+        assert cl.wendel_probability(n, n + 3) == 1.0
+        assert cl.wendel_probability(n, 2) == pytest.approx(min(1.0, n / 2 ** (n - 1)), abs=0)
+        assert cl.wendel_probability(n, 1) == 2.0 ** (1 - n)
+    # symmetry of the binomial sum: p(n, d) + p(n, n - d) = 1 for 0 < d < n
+    for n, d in [(5, 2), (7, 3), (10, 4)]:
+        assert cl.wendel_probability(n, d) + cl.wendel_probability(n, n - d) == pytest.approx(1)
+    with pytest.raises(ValueError, match="`n`"):
+        cl.wendel_probability(0, 3)
+
+
+@pytest.mark.parametrize(("n", "d"), [(4, 2), (5, 3), (6, 4), (7, 3)])
+def test_wendel_probability_against_monte_carlo(n, d):
+    rng = np.random.default_rng(n * 10 + d)
+    trials = 600
+    hits = sum(cl.open_hemisphere(td.uniform_sphere(n, d, rng=rng)).inside for _ in range(trials))
+    p = cl.wendel_probability(n, d)
+    # a binomial count: within 4.5 standard deviations (two-sided false alarm ~7e-6)
+    assert abs(hits / trials - p) <= 4.5 * math.sqrt(p * (1 - p) / trials)
+
+
+def test_open_hemisphere_certifies_its_pole():
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        w = td.uniform_sphere(1, 5, rng=rng)[0]
+        X = td.uniform_sphere(9, 5, rng=rng)
+        X = np.where((X @ w)[:, None] > 0, X, -X)  # reflect into the hemisphere of w
+        h = cl.open_hemisphere(X)
+        assert h.inside
+        np.testing.assert_allclose(np.linalg.norm(h.direction), 1.0, rtol=1e-15)
+        # the margin is recomputed exactly from the returned pole, and it is at least the
+        # margin of w (the program maximises it over the box, then normalises: up to sqrt(d))
+        np.testing.assert_allclose(h.margin, np.min(X @ h.direction), rtol=0, atol=0)
+        assert h.margin * math.sqrt(5) >= np.min(X @ w) - 1e-9
+
+
+def test_open_hemisphere_refuses_configurations_around_the_origin():
+    # an antipodal pair, the cross, the regular simplex: 0 is a convex combination of them
+    simplex = np.eye(4) - 0.25
+    simplex /= np.linalg.norm(simplex, axis=1, keepdims=True)
+    for X in ([[1.0, 0.0], [-1.0, 0.0]], [[1, 0], [0, 1], [-1, 0], [0, -1]], simplex):
+        assert not cl.open_hemisphere(np.asarray(X, dtype=float)).inside
+    with pytest.raises(ValueError, match="unit sphere"):
+        cl.open_hemisphere([[2.0, 0.0]])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_cone_collapse_inequality_along_trajectories(seed):
+    # tokens in an open hemisphere (d >= n: almost surely) collapse to x*, and
+    # alpha(t) = min_i <x_i(t), x*> obeys 1 - alpha(t) <= (1 - alpha(0)) e^{-t / (2 n e^{2 beta})}
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 7))
+    d = n + int(rng.integers(0, 3))
+    beta = float(rng.uniform(0.0, 3.0))
+    X0 = td.uniform_sphere(n, d, rng=rng)
+    assert cl.open_hemisphere(X0).inside
+    times = np.linspace(0.0, 60.0, 301)
+    traj = td.integrate(
+        Softmax(beta * np.eye(d), np.eye(d)), X0, times, method="solve_ivp",
+        geometry="sphere", rtol=1e-11, atol=1e-13,
+    )  # fmt: skip
+    x_star = traj.states[-1].mean(axis=0)
+    x_star /= np.linalg.norm(x_star)
+    gap = 1.0 - np.min(traj.states @ x_star, axis=1)
+    bound = gap[0] * np.exp(-cl.cone_collapse_rate(n, beta) * times)
+    # the integrator's error (rtol 1e-11 on O(1) states) and the estimate of x* from the last
+    # state (its own gap is below the bound at t = 60 by the same inequality): 1e-9
+    assert np.all(gap <= bound + 1e-9)
+
+
+# -- orthogonal tokens ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dynamics", ["SA", "USA"])
+@pytest.mark.parametrize("n", [2, 3, 7])
+def test_overlap_at_beta_zero_is_the_closed_form(dynamics, n):
+    t = np.linspace(0.0, 6.0, 13)
+    curve = cl.orthogonal_overlap(n, t, beta=0.0, dynamics=dynamics)
+    E = np.exp(2 * t)
+    # the integrator at rtol 1e-12 on a smooth bounded right-hand side
+    np.testing.assert_allclose(curve.gamma, (E - 1) / (E + n - 1), rtol=1e-10, atol=1e-14)
+
+
+@pytest.mark.parametrize(("dynamics", "field"), [("SA", Softmax), ("USA", Unnormalised)])
+@pytest.mark.parametrize(("n", "d", "beta"), [(4, 6, 2.0), (3, 3, 0.5), (5, 9, 4.0)])
+def test_overlap_is_every_pairwise_inner_product_of_orthogonal_tokens(dynamics, field, n, d, beta):
+    rng = np.random.default_rng(n + d)
+    Q, _ = np.linalg.qr(rng.standard_normal((d, d)))
+    X0 = Q[:n]  # n orthonormal rows
+    times = np.array([0.0, 0.5, 1.0, 2.0, 3.0])
+    traj = td.integrate(
+        field(beta * np.eye(d), np.eye(d)), X0, times, method="solve_ivp", geometry="sphere",
+        rtol=1e-12, atol=1e-14,
+    )  # fmt: skip
+    G = traj.states @ np.swapaxes(traj.states, -1, -2)
+    off = G[:, ~np.eye(n, dtype=bool)]
+    gamma = cl.orthogonal_overlap(n, times, beta=beta, dynamics=dynamics).gamma
+    # two integrations at rtol 1e-12 of O(1) quantities: 1e-9
+    np.testing.assert_allclose(off, np.repeat(gamma[:, None], off.shape[1], axis=1), atol=1e-9)
+
+
+def test_clustering_time_is_where_the_overlap_reaches_one_minus_delta():
+    for n, beta, delta, dyn in [(4, 0.0, 1e-3, "SA"), (32, 3.0, 1e-3, "SA"), (8, 1.0, 1e-2, "USA")]:
+        t = cl.clustering_time(n, beta=beta, delta=delta, dynamics=dyn)
+        g = cl.orthogonal_overlap(n, [0.0, t], beta=beta, dynamics=dyn).gamma[-1]
+        np.testing.assert_allclose(g, 1 - delta, rtol=1e-9)
+    np.testing.assert_allclose(
+        cl.clustering_time(5, beta=0.0, delta=0.01), 0.5 * math.log(1 + 5 * 0.99 / 0.01), rtol=1e-10
+    )
+    # a hotter system (smaller beta) clusters sooner under softmax attention
+    times = [cl.clustering_time(32, beta=b, delta=1e-3) for b in (0.5, 2.0, 8.0)]
+    assert times[0] < times[1] < times[2]
+    with pytest.raises(ValueError, match="`delta`"):
+        cl.clustering_time(4, beta=1.0, delta=1.5)
+
+
+# -- phase diagrams and staircases -------------------------------------------------------------
+
+
+def test_clustered_fraction_counts_pairs():
+    X = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
+    assert float(cl.clustered_fraction(X)) == pytest.approx(2 / 6)
+    batch = np.stack([X, np.repeat(X[:1], 4, axis=0)])
+    np.testing.assert_allclose(cl.clustered_fraction(batch), [2 / 6, 1.0])
+    with pytest.raises(ValueError, match="`threshold`"):
+        cl.clustered_fraction(X, threshold=1.0)
+
+
+def test_phase_diagram_matches_the_library_integrator():
+    # the batched RK4 of the phase diagram and `integrate` (RK4 on the sphere, same step) move
+    # the same initial tokens the same way: the fractions agree exactly
+    n, d, dt, seed = 6, 3, 0.05, 4
+    times = np.array([0.0, 2.0, 6.0])
+    for dynamics, field in (("SA", Softmax), ("USA", Unnormalised)):
+        pd = cl.phase_diagram(
+            n, d, [1.5], times, n_systems=5, dt=dt, dynamics=dynamics, threshold=0.99, rng=seed
+        )
+        G = np.random.default_rng(seed).standard_normal((5, n, d))
+        X0 = G / np.linalg.norm(G, axis=-1, keepdims=True)
+        fractions = []
+        for x0 in X0:
+            traj = td.integrate(
+                field(1.5 * np.eye(d), np.eye(d)), x0, times, method="rk4", dt=dt,
+                geometry="sphere",
+            )  # fmt: skip
+            fractions.append(cl.clustered_fraction(traj.states, threshold=0.99))
+        np.testing.assert_allclose(pd.fraction[0], np.mean(fractions, axis=0), atol=1e-12)
+
+
+def test_cluster_staircase_of_a_circle_run():
+    run = td.gradient_flow.circle_metastability(8.0, 12, 1e4, n_times=120, rng=2)
+    s = cl.cluster_staircase(run.times, run.cluster_counts)
+    assert np.all(np.diff(s.levels) != 0)
+    np.testing.assert_allclose(s.durations.sum(), run.times[-1] - run.times[0])
+    assert s.complete[:-1].all() and not s.complete[-1]
+    with pytest.raises(ValueError, match="`counts`"):
+        cl.cluster_staircase([0.0, 1.0], [1.5, 1.0])
