@@ -92,7 +92,8 @@ def test_velocity_is_lipschitz_in_the_measure(seed):
 @pytest.mark.parametrize(("kappa", "R"), [(0.5, 1.0), (1.0, 1.5), (2.0, 1.0)])
 def test_the_exponential_factor_of_the_measure_constant_is_attained(kappa, R):
     # Two atoms: mu = delta_{-R e}, nu = (1 - eps) delta_{-R e} + eps delta_{R e}, query R e,
-    # A = kappa I, V = I. W1 = 2 R eps and the velocity moves by 2 R eps e^{2 kappa R^2} (1 + O(eps)):
+    # A = kappa I, V = I. W1 = 2 R eps and the velocity moves by
+    # 2 R eps e^{2 kappa R^2} (1 + O(eps)):
     # the ratio reaches e^{2 kappa R^2}, within the factor 1 + 2 kappa R^2 of the lemma's constant.
     d, eps = 2, 1e-9
     e = np.array([1.0, 0.0])

@@ -28,7 +28,8 @@ Modules
 (``integrate`` and ``Trajectory``), ``discretisation`` (their error against the step),
 ``sampling``, ``diagnostics``, ``wasserstein`` (the only
 module that calls POT), ``meanfield``, ``gaussian``, ``gradient_flow``, ``stochastic``,
-``interpolation``, ``clustering`` (long-time clustering); ``plotting`` and ``widgets`` are leaves, not imported here, and so is
+``interpolation``, ``clustering`` (long-time clustering); ``plotting`` and ``widgets`` are
+leaves, not imported here, and so is
 ``exercises`` (the check-your-answer cells of the book's computational exercises).
 
 Examples
