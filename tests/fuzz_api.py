@@ -207,6 +207,18 @@ MODULE_OVERRIDES: dict[str, dict[str, Callable[[], Any]]] = {
         "sigma_U": lambda: 1.0,
         "sigma_W": lambda: 1.0,
     },
+    # long-time clustering: tokens on the sphere, output times from 0, a small phase diagram
+    "token_dynamics.clustering": {
+        "X": _sphere,
+        "times": lambda: np.array([0.0, 0.5, 1.0]),
+        "counts": lambda: np.array([3, 2, 2]),
+        "betas": lambda: np.array([0.5, 2.0]),
+        "n_systems": lambda: 3,
+        "dt": lambda: 0.1,
+        "delta": lambda: 1e-2,
+        "n": lambda: 3,
+        "d": lambda: 3,
+    },
     # the Gronwall bounds integrate nested quadratures: a short horizon keeps a call quick
     "token_dynamics.meanfield": {"times": lambda: np.array([0.0, 0.5])},
     # moments of softmax attention with A of norm one blow up at t = 0.39
@@ -395,6 +407,10 @@ RECORD_SOURCES: dict[str, str] = {
     "Lemma41Terms": "lemma_4_1_terms",
     "NoiseExponents": "noise_exponents",
     "SynchronizationRun": "synchronization_experiment",
+    "Hemisphere": "open_hemisphere",
+    "OverlapCurve": "orthogonal_overlap",
+    "PhaseDiagram": "phase_diagram",
+    "Staircase": "cluster_staircase",
 }
 
 

@@ -131,6 +131,27 @@ def test_clustering_time_is_where_the_overlap_reaches_one_minus_delta():
         cl.clustering_time(4, beta=1.0, delta=1.5)
 
 
+def test_overlap_at_the_ends_of_the_float_range():
+    # delta far below machine epsilon: the closed form at beta = 0 (the integrand is written per
+    # unit gap 1 - gamma, so nothing divides by a rounded-off gap)
+    t = cl.clustering_time(4, beta=0.0, delta=1e-300)
+    np.testing.assert_allclose(t, 0.5 * math.log1p(4 * (1 - 1e-300) / 1e-300), rtol=1e-12)
+    # horizons far past the time at which 1 - gamma is below half an ulp: gamma is 1 there
+    curve = cl.orthogonal_overlap(4, [0.0, 1.0, 1e200], beta=1.0)
+    assert curve.gamma[-1] == 1.0 and curve.status == "completed"
+    with pytest.raises(ValueError, match="`atol`"):
+        cl.orthogonal_overlap(4, [0.0, 1.0], beta=1.0, atol=1e-300)
+
+
+def test_beta_past_double_precision_is_refused_by_name():
+    # the SA clustering time grows like e^beta (metastability), so past e^700 it is no number
+    for dynamics in ("SA", "USA"):
+        with pytest.raises(ValueError, match=r"`beta`.*beta <= 700"):
+            cl.clustering_time(4, beta=1e4, delta=1e-3, dynamics=dynamics)
+        with pytest.raises(ValueError, match="`beta`"):
+            cl.orthogonal_overlap(4, [0.0, 1.0], beta=1e4, dynamics=dynamics)
+
+
 # -- phase diagrams and staircases -------------------------------------------------------------
 
 
@@ -141,6 +162,8 @@ def test_clustered_fraction_counts_pairs():
     np.testing.assert_allclose(cl.clustered_fraction(batch), [2 / 6, 1.0])
     with pytest.raises(ValueError, match="`threshold`"):
         cl.clustered_fraction(X, threshold=1.0)
+    with pytest.raises(ValueError, match="`X` must lie on the unit sphere"):
+        cl.clustered_fraction(2.0 * batch)  # a pair at inner product 4 is no pair of tokens
 
 
 def test_phase_diagram_matches_the_library_integrator():
@@ -162,6 +185,11 @@ def test_phase_diagram_matches_the_library_integrator():
             )  # fmt: skip
             fractions.append(cl.clustered_fraction(traj.states, threshold=0.99))
         np.testing.assert_allclose(pd.fraction[0], np.mean(fractions, axis=0), atol=1e-12)
+
+
+def test_phase_diagram_refuses_a_step_budget_past_the_integrators():
+    with pytest.raises(ValueError, match=r"`dt`.*larger `dt` or shorter `times`"):
+        cl.phase_diagram(3, 3, [1.0], [0.0, 1e200], n_systems=2, dt=0.1, rng=0)
 
 
 def test_cluster_staircase_of_a_circle_run():

@@ -138,11 +138,20 @@ def as_tokens(X: object, name: str = "X", *, d: int | None = None) -> FloatArray
     return arr
 
 
-def as_sphere_tokens(X: object, name: str = "X", *, tol: float = SPHERE_TOL) -> FloatArray:
-    """Return tokens of shape ``(n, d)`` that lie on the unit sphere (rows of norm one)."""
-    arr = as_tokens(X, name)
+def as_sphere_tokens(
+    X: object, name: str = "X", *, tol: float = SPHERE_TOL, batched: bool = False
+) -> FloatArray:
+    """Return tokens of shape ``(n, d)`` (``(..., n, d)`` if `batched`) on the unit sphere."""
+    if batched:
+        arr = as_real_array(X, name)
+        if arr.ndim < 2 or arr.shape[-2] < 1 or arr.shape[-1] < 1:
+            raise ValueError(
+                f"`{name}` must have shape (..., n, d) with one token per row; got {arr.shape}."
+            )
+    else:
+        arr = as_tokens(X, name)
     with np.errstate(over="ignore"):  # a row too long for its squared norm is far off the sphere
-        err = np.max(np.abs(np.linalg.norm(arr, axis=1) - 1.0), initial=0.0)
+        err = np.max(np.abs(np.linalg.norm(arr, axis=-1) - 1.0), initial=0.0)
     if err > tol:
         raise ValueError(
             f"`{name}` must lie on the unit sphere (every row of norm 1); the largest deviation is "

@@ -183,4 +183,4 @@ def cone_collapse_rate(n: int, beta: float) -> float:
     """
     n = check_int(n, "n")
     beta = check_positive(beta, "beta", allow_zero=True)
-    return 1.0 / (2.0 * n * math.exp(2.0 * beta))
+    return math.exp(-2.0 * beta) / (2.0 * n)  # underflows to 0 for huge beta, never overflows

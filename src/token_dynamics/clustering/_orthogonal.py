@@ -16,6 +16,11 @@ __all__ = ["DYNAMICS", "OverlapCurve", "clustering_time", "orthogonal_overlap"]
 #: The two dynamics of the survey: softmax self-attention ("SA") and its unnormalised version
 #: ("USA"), both with Q = K = V = I on the sphere.
 DYNAMICS = ("SA", "USA")
+#: The largest inverse temperature with e^beta finite in double precision (e^709.8 overflows).
+MAX_BETA = 700.0
+#: Smallest absolute tolerance of `orthogonal_overlap`: below, ``solve_ivp``'s scaled error norm
+#: (the error divided by ``atol`` at gamma = 0) overflows.
+MIN_ATOL = 1e-100
 
 
 @dataclass(frozen=True)
@@ -53,13 +58,18 @@ class OverlapCurve:
     message: str
 
 
-def _rate(gamma: FloatArray, n: int, beta: float, dynamics: str) -> FloatArray:
-    one_minus = 1.0 - gamma
+def _rate_per_gap(gamma: FloatArray, one_minus: FloatArray, n: int, beta: float, dynamics: str):
+    """``d gamma / dt`` divided by ``1 - gamma`` (given as `one_minus`, exact near 1)."""
     spread = (n - 1) * gamma + 1.0
     if dynamics == "SA":
-        # 2 e^{b g}(1-g)((n-1)g+1) / (e^b + (n-1)e^{b g}), divided through by e^{b g}: no overflow
-        return 2.0 * one_minus * spread / (np.exp(beta * one_minus) + (n - 1))
-    return (2.0 / n) * np.exp(beta * gamma) * one_minus * spread
+        # 2 e^{b g}((n-1)g+1) / (e^b + (n-1)e^{b g}), divided through by e^{b g}: no overflow
+        return 2.0 * spread / (np.exp(beta * one_minus) + (n - 1))
+    return (2.0 / n) * np.exp(beta * gamma) * spread
+
+
+def _rate(gamma: FloatArray, n: int, beta: float, dynamics: str) -> FloatArray:
+    one_minus = 1.0 - gamma
+    return one_minus * _rate_per_gap(gamma, one_minus, n, beta, dynamics)
 
 
 def _check(n: object, beta: object, dynamics: object) -> tuple[int, float, str]:
@@ -67,9 +77,11 @@ def _check(n: object, beta: object, dynamics: object) -> tuple[int, float, str]:
     beta = check_positive(beta, "beta", allow_zero=True)
     if dynamics not in DYNAMICS:
         raise ValueError(f"`dynamics` must be one of {DYNAMICS}; got {dynamics!r}.")
-    if dynamics == "USA" and beta > 700.0:
+    if beta > MAX_BETA:
         raise ValueError(
-            f"`beta` = {beta:g} makes e^beta overflow in the USA equation; use beta <= 700."
+            f"`beta` = {beta:g} makes e^beta overflow in double precision (the USA velocity and "
+            f"the SA clustering time, of order e^beta, are not representable); use beta <= "
+            f"{MAX_BETA:g}."
         )
     return n, beta, str(dynamics)
 
@@ -141,17 +153,27 @@ def orthogonal_overlap(
         raise ValueError(f"`times` must start at 0 (gamma(0) = 0); got times[0] = {times[0]:g}.")
     rtol = check_rtol(rtol)
     atol = check_positive(atol, "atol")
-    if times.size == 1:
-        return OverlapCurve(times, np.zeros(1), n, beta, dynamics, "completed", "single time.")
-    sol = solve_ivp(
-        lambda _t, g: _rate(g, n, beta, dynamics), (0.0, float(times[-1])), [0.0],
-        method="DOP853", t_eval=times, rtol=rtol, atol=atol,
-    )  # fmt: skip
-    if sol.status != 0:
-        return OverlapCurve(
-            times, np.full(times.size, np.nan), n, beta, dynamics, "failed", str(sol.message)
+    if atol < MIN_ATOL:
+        raise ValueError(
+            f"`atol` = {atol:g} is below {MIN_ATOL:g}, where the solver's error norm overflows; "
+            f"pass atol >= {MIN_ATOL:g}."
         )
-    gamma = np.clip(sol.y[0], 0.0, 1.0)  # the exact solution stays in [0, 1)
+    gamma = np.ones(times.size)
+    # past the time at which 1 - gamma falls below half an ulp of 1, gamma rounds to 1: an
+    # explicit solver would need a number of steps proportional to the horizon to get there
+    t_one = clustering_time(n, beta=beta, delta=0.5 * np.finfo(np.float64).eps, dynamics=dynamics)
+    early = times < t_one
+    if np.count_nonzero(early) > 1:
+        sol = solve_ivp(
+            lambda _t, g: _rate(g, n, beta, dynamics), (0.0, float(times[early][-1])), [0.0],
+            method="DOP853", t_eval=times[early], rtol=rtol, atol=atol,
+        )  # fmt: skip
+        if sol.status != 0:
+            return OverlapCurve(
+                times, np.full(times.size, np.nan), n, beta, dynamics, "failed", str(sol.message)
+            )
+        gamma[early] = np.clip(sol.y[0], 0.0, 1.0)  # the exact solution stays in [0, 1)
+    gamma[times == 0.0] = 0.0
     return OverlapCurve(times, gamma, n, beta, dynamics, "completed", "reached the final time.")
 
 
@@ -210,9 +232,9 @@ def clustering_time(
     # the substitution gamma = 1 - e^{-s} spreads the steep end evenly
     s_top = -math.log(delta)
 
-    def integrand(s: float) -> float:
-        g = 1.0 - math.exp(-s)
-        return math.exp(-s) / float(_rate(np.array(g), n, beta, dynamics))
+    def integrand(s: float) -> float:  # d gamma / rate, with d gamma = (1 - gamma) ds
+        one_minus = math.exp(-s)
+        return 1.0 / float(_rate_per_gap(np.array(1.0 - one_minus), one_minus, n, beta, dynamics))
 
     value, err = quad(integrand, 0.0, s_top, epsabs=0.0, epsrel=rtol, limit=200)
     if not math.isfinite(value) or err > 10 * rtol * abs(value):

@@ -8,8 +8,17 @@ import numpy as np
 
 from .._guards import float_guard
 from .._typing import ArrayLike, FloatArray, SeedLike
-from .._validation import as_real_array, as_rng, as_times, check_int, check_positive
+from .._validation import (
+    as_real_array,
+    as_rng,
+    as_sphere_tokens,
+    as_times,
+    check_int,
+    check_positive,
+    check_real,
+)
 from ..attention import softmax_weights
+from ..integrators import DT_SLACK, MAX_STEPS
 from ._orthogonal import DYNAMICS
 
 __all__ = ["PhaseDiagram", "clustered_fraction", "phase_diagram"]
@@ -72,7 +81,8 @@ def clustered_fraction(X: ArrayLike, *, threshold: float = 0.999) -> FloatArray:
     Raises
     ------
     ValueError
-        If `X` has fewer than two tokens or `threshold` is not in (-1, 1).
+        If `X` has fewer than two tokens, a row off the unit sphere, or `threshold` is not in
+        (-1, 1).
 
     References
     ----------
@@ -84,9 +94,10 @@ def clustered_fraction(X: ArrayLike, *, threshold: float = 0.999) -> FloatArray:
     >>> float(clustered_fraction([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]]))
     0.3333333333333333
     """
-    X = as_real_array(X, "X")
-    if X.ndim < 2 or X.shape[-2] < 2:
+    X = as_sphere_tokens(X, "X", batched=True)
+    if X.shape[-2] < 2:
         raise ValueError(f"`X` must have shape (..., n, d) with n >= 2; got {X.shape}.")
+    threshold = check_real(threshold, "threshold")
     if not -1.0 < threshold < 1.0:
         raise ValueError(f"`threshold` must be in (-1, 1); got {threshold!r}.")
     n = X.shape[-2]
@@ -161,7 +172,8 @@ def phase_diagram(
     Raises
     ------
     ValueError
-        If an argument is out of range.
+        If an argument is out of range, or `dt` asks for more than
+        :data:`token_dynamics.integrators.MAX_STEPS` steps.
     FloatingPointError
         If the USA weights overflow (large `betas`).
 
@@ -190,8 +202,16 @@ def phase_diagram(
         raise ValueError(f"`times` must start at 0; got times[0] = {times[0]:g}.")
     if dynamics not in DYNAMICS:
         raise ValueError(f"`dynamics` must be one of {DYNAMICS}; got {dynamics!r}.")
+    threshold = check_real(threshold, "threshold")
     if not -1.0 < threshold < 1.0:
         raise ValueError(f"`threshold` must be in (-1, 1); got {threshold!r}.")
+    with np.errstate(over="ignore"):
+        n_steps = (times[-1] - times[0]) / dt
+    if n_steps > MAX_STEPS:
+        raise ValueError(
+            f"`dt` = {dt:g} asks for about {n_steps:.3g} steps over [0, {times[-1]:g}], more "
+            f"than {MAX_STEPS:.0e}; pass a larger `dt` or shorter `times`."
+        )
     G = as_rng(rng).standard_normal((n_systems, n, d))
     X0 = G / np.linalg.norm(G, axis=-1, keepdims=True)
     fraction = np.empty((betas.size, times.size))
@@ -202,7 +222,7 @@ def phase_diagram(
             for k in range(times.size):
                 if k:
                     span = float(times[k] - times[k - 1])
-                    steps = max(1, int(np.ceil(span / dt - 1e-9)))
+                    steps = max(1, int(np.ceil(span / dt - DT_SLACK)))
                     for _ in range(steps):
                         X = _step(X, span / steps, float(beta), dynamics)
                 f = clustered_fraction(X, threshold=threshold)
