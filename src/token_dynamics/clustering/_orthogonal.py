@@ -58,7 +58,9 @@ class OverlapCurve:
     message: str
 
 
-def _rate_per_gap(gamma: FloatArray, one_minus: FloatArray, n: int, beta: float, dynamics: str):
+def _rate_per_gap(
+    gamma: FloatArray, one_minus: FloatArray | float, n: int, beta: float, dynamics: str
+) -> FloatArray:
     """``d gamma / dt`` divided by ``1 - gamma`` (given as `one_minus`, exact near 1)."""
     spread = (n - 1) * gamma + 1.0
     if dynamics == "SA":
