@@ -58,7 +58,13 @@ def _source(name):
 
 
 def test_one_problem_set_per_part_with_four_to_eight_problems():
-    assert SETS == ["ps1_tokens", "ps2_transformer_pde", "ps3_noise", "ps4_interpolation"]
+    assert SETS == [
+        "ps1_tokens",
+        "ps2_transformer_pde",
+        "ps3_noise",
+        "ps4_interpolation",
+        "ps5_clustering",
+    ]
     for name in SETS:
         kinds = PROBLEM.findall(_source(name))
         assert 4 <= len(kinds) <= 8, (name, kinds)

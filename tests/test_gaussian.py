@@ -913,3 +913,13 @@ def test_moment_gap_study_refuses_bad_sizes_and_a_blowup():
     blowup = td.Softmax(np.eye(2), np.eye(2))
     with pytest.raises(ValueError, match="smaller `T`"):
         g.moment_gap_study(blowup, np.zeros(2), 0.4 * np.eye(2), 2.0, [10, 20])
+
+
+def test_moment_gap_study_reports_the_error_of_its_default_step():
+    study = g.moment_gap_study(SOFTMAX, [0.2, 0.0], 0.5 * np.eye(2), 0.3, [20, 40], rng=1)
+    # RK4's default tolerance (1e-6 relative to the tokens' norms), met and reported
+    assert study.step_error is not None and study.step_error < 1e-6
+    explicit = g.moment_gap_study(
+        SOFTMAX, [0.2, 0.0], 0.5 * np.eye(2), 0.3, [20, 40], dt=0.1, rng=1
+    )
+    assert explicit.step_error is None

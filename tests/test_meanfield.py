@@ -718,3 +718,19 @@ def test_masked_stability_without_a_sink_through_hardy():
         # The Hardy exponent int(L_x + 2 L_mu) is below the sink exponent int(L_x + n L_mu).
         sink = mf.stability_check(*args, weights=cloud.weights)
         assert check.bound.log_constant[-1] < sink.bound.log_constant[-1]
+
+
+def test_default_step_meets_the_tolerance_and_reports_it():
+    # A = 0: every token moves by v times the mean, so the two clouds stay translates and the
+    # ratio is e^{v t} exactly. The default step meets RK4's default tolerance (1e-6 relative to
+    # the tokens' norms, about one here) and says so; an explicit step reports nothing
+    X = np.linspace(-1, 1, 5)[:, None]
+    run = mf.stability_ratios(Softmax([[0.0]], [[0.5]]), X, X + 0.01, [0.0, 1.0])
+    assert run.step_error is not None and run.step_error < 1e-6
+    # the distance 0.01 is a difference of tokens of norm below 2 at t = 1, each off by at most
+    # step_error times its norm: the ratio is off by at most 2 * 2 * step_error / 0.01
+    assert abs(run.ratio[-1] - np.exp(0.5)) <= 2 * 2 * run.step_error / 0.01
+    explicit = mf.stability_ratios(Softmax([[0.0]], [[0.5]]), X, X + 0.01, [0.0, 1.0], dt=0.05)
+    assert explicit.step_error is None
+    errors = mf.mean_field_errors([20, 40], cov0=[[0.4]], A=[[-0.6]], v=0.8, T=0.5, rng=0)
+    assert errors.step_error is not None and errors.step_error < 1e-6

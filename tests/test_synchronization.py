@@ -368,7 +368,10 @@ def test_theorem_1_4_decay_rate(activation, d, s, attention_on):
     assert est.mean <= bound + 3 * est.stderr, (est, bound)
     envelope = np.exp(bound * res.times) * E[:, 0].mean()
     se = E.std(axis=0, ddof=1) / np.sqrt(E.shape[0])
-    assert np.all(E.mean(axis=0) <= envelope + 3 * se), (E.mean(axis=0) / envelope).max()
+    # 3 SE, and rounding at t = 0 (every path starts with the same energy, so se = 0 there)
+    assert np.all(E.mean(axis=0) <= envelope * (1 + 1e-12) + 3 * se), (
+        E.mean(axis=0) / envelope
+    ).max()
 
 
 @pytest.mark.statement("sync-thm-dissipation")

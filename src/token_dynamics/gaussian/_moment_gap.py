@@ -91,6 +91,9 @@ class MomentGapStudy:
         Root mean square, over the repeats, of :func:`moment_gap` at the final time.
     fit : PowerLawFit
         The log-log fit of ``rms`` against ``ns``; its ``slope`` is close to :math:`-1/2`.
+    step_error : float or None
+        With the default ``dt=None``, the largest estimated global error of the particle runs
+        (step doubling, relative to the tokens' norms); ``None`` for an explicit `dt`.
 
     Examples
     --------
@@ -100,6 +103,7 @@ class MomentGapStudy:
     ns: np.ndarray
     rms: FloatArray
     fit: PowerLawFit
+    step_error: float | None = None
 
 
 def moment_gap_study(
@@ -110,14 +114,15 @@ def moment_gap_study(
     ns: ArrayLike,
     *,
     repeats: int = 4,
-    dt: float = 0.1,
+    dt: float | None = None,
     rng: SeedLike = None,
 ) -> MomentGapStudy:
     r"""Moment gap between ``n`` tokens and the Gaussian moment ODE at time ``T``, for each ``n``.
 
     For each ``n`` of `ns`, `repeats` times: draw ``n`` tokens with the moments of
     :math:`\mathcal N(\alpha_0, \Sigma_0)` (:func:`moment_matched_cloud`), move them to time
-    `T` with RK4 (:func:`token_dynamics.integrators.integrate`, step `dt`) and take their
+    `T` with RK4 (:func:`token_dynamics.integrators.integrate`, step `dt`, or by default the
+    step that meets RK4's default tolerance) and take their
     :func:`moment_gap` to the solution of the moment ODE (:func:`solve_moments`) at `T`. The
     root mean square over the repeats decays like the Monte-Carlo error,
 
@@ -125,7 +130,7 @@ def moment_gap_study(
 
         \Big(\tfrac1R \sum_{r=1}^R \mathrm{gap}_r(n)^2\Big)^{1/2} \approx C\,n^{-1/2},
 
-    plus the step error :math:`O(dt^4)`.
+    plus the step error :math:`O(dt^4)`, reported as ``step_error`` when the step is chosen.
 
     Parameters
     ----------
@@ -142,8 +147,10 @@ def moment_gap_study(
         Numbers of tokens, each at least 2, at least two distinct values.
     repeats : int, keyword-only
         Independent clouds per ``n``.
-    dt : float, keyword-only
-        RK4 step of the particle runs.
+    dt : float, optional, keyword-only
+        RK4 step of the particle runs; by default chosen by step doubling to meet
+        :data:`token_dynamics.integrators.DEFAULT_TOLERANCES` (the error reached is
+        ``step_error``).
     rng : Generator, int or None, keyword-only
         Source of the clouds, drawn in the order of `ns`, then of the repeats.
 
@@ -200,7 +207,7 @@ def moment_gap_study(
         )
     sizes = np.array([check_int(int(k), "ns", minimum=2) for k in sizes])
     repeats = check_int(repeats, "repeats")
-    dt = check_positive(dt, "dt")
+    dt = None if dt is None else check_positive(dt, "dt")
     gen = as_rng(rng)
     path = solve_moments(equations, m0, S0, [0.0, T])
     if path.status != "completed":
@@ -208,19 +215,18 @@ def moment_gap_study(
             f"the moment ODE does not reach `T` = {T:g} ({path.message}); choose a smaller `T`."
         )
     rms = np.empty(sizes.size)
+    errors = []
     for k, n in enumerate(sizes):
-        gaps = [
-            moment_gap(
-                integrators.integrate(
-                    field, moment_matched_cloud(int(n), m0, S0, rng=gen), [0.0, T], dt=dt
-                ).final,
-                path.means[-1],
-                path.covariances[-1],
-            )
-            for _ in range(repeats)
-        ]
+        gaps = []
+        for _ in range(repeats):
+            cloud = moment_matched_cloud(int(n), m0, S0, rng=gen)
+            run = integrators.integrate(field, cloud, [0.0, T], dt=dt)
+            gaps.append(moment_gap(run.final, path.means[-1], path.covariances[-1]))
+            errors.append(run.error_estimate)
         # rescaled by a power of two (exact) so that the squares cannot overflow
         g = np.asarray(gaps)
         scale = power_of_two_scale(g)
         rms[k] = scale * np.sqrt(np.mean(np.square(g / scale)))
-    return MomentGapStudy(ns=sizes, rms=rms, fit=diagnostics.fit_power_law(sizes, rms))
+    fit = diagnostics.fit_power_law(sizes, rms)
+    step_error = None if dt is not None else max(e for e in errors if e is not None)
+    return MomentGapStudy(ns=sizes, rms=rms, fit=fit, step_error=step_error)

@@ -29,9 +29,6 @@ from ._lipschitz import _check_field
 
 __all__ = ["MeanFieldErrors", "StabilityRun", "mean_field_errors", "stability_ratios"]
 
-#: Default RK4 step of the particle experiments: the RK4 error h^4 ~ 6e-6 is far below the
-#: 1/sqrt(n) ~ 1e-2 sampling error that the experiments measure.
-DEFAULT_DT = 0.05
 #: Default size of the reference sample in d >= 2, as a multiple of the largest n:
 #: n_ref >= 20 n keeps the reference's own error well below that of the particle system.
 REFERENCE_FACTOR = 20
@@ -49,6 +46,10 @@ class MeanFieldErrors:
         :math:`W_2(\\mu^n_0, \\mu_0)` and :math:`W_2(\\mu^n(T), \\mu(T))` for each seed and n.
     fit : PowerLawFit
         Fit of the seed-mean of ``final`` against ``ns``.
+    step_error : float or None
+        With the default ``dt=None``, the largest estimated global error of the particle runs
+        (step doubling, relative to the tokens' norms; see
+        :func:`token_dynamics.integrators.integrate`); ``None`` for an explicit `dt`.
 
     Examples
     --------
@@ -69,6 +70,7 @@ class MeanFieldErrors:
     initial: np.ndarray
     final: np.ndarray
     fit: PowerLawFit
+    step_error: float | None = None
 
     @property
     def ratio(self) -> np.ndarray:
@@ -80,11 +82,19 @@ def _flow(
     field: AttentionField,
     X0: np.ndarray,
     times: np.ndarray,
-    dt: float,
+    dt: float | None,
     weights: ArrayLike | None = None,
-) -> np.ndarray:
+) -> tuple[np.ndarray, float | None]:
+    """RK4 states at `times`, and the run's estimated global error (``None`` for a given `dt`)."""
     rhs = field if weights is None else (lambda t, X: field.velocity(X, t, weights=weights))
-    return integrate(rhs, X0, times, method="rk4", dt=dt).states
+    traj = integrate(rhs, X0, times, method="rk4", dt=dt)
+    return traj.states, traj.error_estimate
+
+
+def _largest(errors: list[float | None]) -> float | None:
+    """The largest error estimate of some runs, ``None`` if they ran with a given step."""
+    known = [e for e in errors if e is not None]
+    return max(known) if known else None
 
 
 @float_guard("the mean-field errors", "lower `T`, `v`, `beta` or the scale of `cov0` and `A`")
@@ -99,7 +109,7 @@ def mean_field_errors(
     beta: float = 1.0,
     n_seeds: int = 4,
     n_ref: int | None = None,
-    dt: float = DEFAULT_DT,
+    dt: float | None = None,
     rng: SeedLike = None,
 ) -> MeanFieldErrors:
     r"""Mean-field error :math:`W_2(\mu^n(T), \mu(T))` of softmax tokens against an exact solution.
@@ -127,7 +137,10 @@ def mean_field_errors(
     n_seeds : int
     n_ref : int, optional
         Reference sample size in ``d >= 2``; ``20 * max(ns)`` by default.
-    dt : float
+    dt : float, optional
+        RK4 step; by default the step is chosen to meet RK4's default tolerance
+        (:data:`token_dynamics.integrators.DEFAULT_TOLERANCES`) and the error reached is
+        reported as ``step_error``.
     rng : Generator, int or None
 
     Returns
@@ -164,7 +177,7 @@ def mean_field_errors(
     m0 = np.zeros(d) if mean0 is None else as_vector(mean0, "mean0", size=d)
     T = check_positive(T, "T")
     n_seeds = check_int(n_seeds, "n_seeds")
-    dt = check_positive(dt, "dt")
+    dt = None if dt is None else check_positive(dt, "dt")
     rng = as_rng(rng)
     if d >= 2 and np.any(m0 != 0):
         raise ValueError("`mean0` must be zero when d >= 2 (the exact reference is centred).")
@@ -185,10 +198,13 @@ def mean_field_errors(
     field = Softmax(A, v * np.eye(d), beta=beta)
     initial = np.empty((n_seeds, ns.shape[0]))
     final = np.empty_like(initial)
+    errors: list[float | None] = []
     for j, n in enumerate(ns):
         for k in range(n_seeds):
             X0 = rng.multivariate_normal(m0, S0, size=n)
-            XT = _flow(field, X0, np.array([0.0, T]), dt)[-1]
+            states, error = _flow(field, X0, np.array([0.0, T]), dt)
+            XT = states[-1]
+            errors.append(error)
             if d == 1:
                 initial[k, j] = w2_gaussian_1d(X0[:, 0], m0[0], S0[0, 0])
                 final[k, j] = w2_gaussian_1d(XT[:, 0], ref.means[1, 0], ref.covariances[1, 0, 0])
@@ -197,7 +213,8 @@ def mean_field_errors(
                 YT = rng.multivariate_normal(np.zeros(d), ref.covariances[1], size=n_ref)
                 initial[k, j] = wasserstein2(X0, Y0)
                 final[k, j] = wasserstein2(XT, YT)
-    return MeanFieldErrors(ns, initial, final, fit_power_law(ns, final.mean(axis=0)))
+    fit = fit_power_law(ns, final.mean(axis=0))
+    return MeanFieldErrors(ns, initial, final, fit, _largest(errors))
 
 
 @dataclass(frozen=True)
@@ -211,6 +228,9 @@ class StabilityRun:
         :math:`W_2(\\mu_t, \\nu_t)` (or :math:`W_{2,\\lambda}` for masked tokens).
     ratio : ndarray, shape (T,)
         ``distance / distance[0]``: the measured stability constant.
+    step_error : float or None
+        With the default ``dt=None``, the larger estimated global error of the two RK4 runs
+        (relative to the tokens' norms); ``None`` for an explicit `dt`.
 
     Examples
     --------
@@ -223,13 +243,16 @@ class StabilityRun:
     >>> from token_dynamics.meanfield import stability_ratios
     >>> X = np.linspace(-1, 1, 5)[:, None]
     >>> run = stability_ratios(Softmax([[0.0]], [[0.5]]), X, X + 0.01, [0.0, 1.0])
-    >>> bool(np.isclose(run.ratio[-1], np.exp(0.5), rtol=1e-8)), round(float(run.distance[0]), 12)
+    >>> bool(np.isclose(run.ratio[-1], np.exp(0.5), rtol=1e-6)), round(float(run.distance[0]), 12)
     (True, 0.01)
+    >>> run.step_error < 1e-6  # the RK4 step met the default tolerance
+    True
     """
 
     times: np.ndarray
     distance: np.ndarray
     ratio: np.ndarray
+    step_error: float | None = None
 
 
 @float_guard("the stability ratios", "rescale `X0` and `Y0` or shorten `times`")
@@ -242,7 +265,7 @@ def stability_ratios(
     weights: ArrayLike | None = None,
     conditional: bool = False,
     p: int = 2,
-    dt: float = DEFAULT_DT,
+    dt: float | None = None,
 ) -> StabilityRun:
     r"""Flow two clouds with the same field and measure :math:`W_p(\mu_t,\nu_t)/W_p(\mu_0,\nu_0)`.
 
@@ -259,8 +282,10 @@ def stability_ratios(
         Measure :math:`W_{2,\lambda}` (positions in column 0) instead of :math:`W_2`.
     p : {1, 2}
         Order of the Wasserstein distance (``conditional`` needs ``p = 2``).
-    dt : float
-        RK4 step.
+    dt : float, optional
+        RK4 step; by default the step is chosen to meet RK4's default tolerance
+        (:data:`token_dynamics.integrators.DEFAULT_TOLERANCES`) and the error reached is
+        reported as ``step_error``.
 
     Returns
     -------
@@ -291,14 +316,14 @@ def stability_ratios(
         raise ValueError(f"`Y0` must have the shape of `X0` {X0.shape}; got {Y0.shape}.")
     t = as_times(times, strict=False, nonnegative=True, scalar=True)
     w = as_weights(weights, X0.shape[0])
-    dt = check_positive(dt, "dt")
+    dt = None if dt is None else check_positive(dt, "dt")
     conditional = check_bool(conditional, "conditional")
     if p not in (1, 2) or (conditional and p != 2):
         raise ValueError(f"`p` must be 1 or 2 (2 with `conditional`); got {p!r}.")
-    Xs = _flow(field, X0, t, dt, None if weights is None else w)
-    Ys = _flow(field, Y0, t, dt, None if weights is None else w)
+    Xs, error_x = _flow(field, X0, t, dt, None if weights is None else w)
+    Ys, error_y = _flow(field, Y0, t, dt, None if weights is None else w)
     distance = conditional_w2 if conditional else (wasserstein1 if p == 1 else wasserstein2)
     dist = np.array([distance(x, y, weights_x=w, weights_y=w) for x, y in zip(Xs, Ys, strict=True)])
     if dist[0] == 0:
         raise ValueError("`X0` and `Y0` must define different measures (their distance is 0).")
-    return StabilityRun(times=t, distance=dist, ratio=dist / dist[0])
+    return StabilityRun(t, dist, dist / dist[0], _largest([error_x, error_y]))

@@ -11,14 +11,15 @@ from .._typing import ArrayLike
 from .._validation import as_tokens, as_weights
 from ..attention import AttentionField, Causal
 from ._estimates import support_radius
-from ._experiments import DEFAULT_DT, StabilityRun, stability_ratios
+from ._experiments import StabilityRun, stability_ratios
 from ._gronwall import StabilityBound, gronwall_bound
 from ._lipschitz import _check_field
 
 __all__ = ["StabilityCheck", "stability_check"]
 
-#: Slack on the comparison of log-ratios: the RK4 error of the measured distances (relative
-#: ~dt^4 ~ 1e-5 at the default step) is far below it, and a violation of the bound is not.
+#: Slack on the comparison of log-ratios, for rounding: the bounds the book checks are loose by
+#: decades (``looseness``), far above the RK4 error of the measured distances
+#: (``run.step_error``), and a violation of a bound is not a matter of rounding.
 LOG_SLACK = 1e-6
 
 
@@ -82,7 +83,7 @@ def stability_check(
     weights: ArrayLike | None = None,
     sink_mass: float | None = None,
     hardy: bool = False,
-    dt: float = DEFAULT_DT,
+    dt: float | None = None,
 ) -> StabilityCheck:
     r"""Flow two nearby clouds and compare :math:`W_p(\mu_t,\nu_t)/W_p(\mu_0,\nu_0)` with the bound.
 
@@ -110,8 +111,9 @@ def stability_check(
         refused.
     hardy : bool
         For ``Causal``: use the Hardy bound instead of the sink bound.
-    dt : float
-        RK4 step.
+    dt : float, optional
+        RK4 step; by default chosen to meet RK4's default tolerance, the error reached in
+        ``run.step_error`` (:func:`stability_ratios`).
 
     Returns
     -------
