@@ -93,7 +93,7 @@ DEFAULT_TOLERANCES = {
 #: Loosest default ``(rtol, atol)`` with ``dtype="float32"``: float32 rounds at 6e-8, and a run
 #: of a few hundred steps accumulates 1e-5, which a step doubling cannot resolve below.
 FLOAT32_TOLERANCES = (1e-4, 1e-6)
-#: Values of :attr:`Trajectory.status`.
+#: Values of ``Trajectory.status``.
 STATUSES = ("completed", "tolerance_not_met")
 
 

@@ -172,8 +172,8 @@ def phase_diagram(
     Raises
     ------
     ValueError
-        If an argument is out of range, or `dt` asks for more than
-        :data:`token_dynamics.integrators.MAX_STEPS` steps.
+        If an argument is out of range, or `dt` asks for more steps than `integrate` allows
+        (``token_dynamics.integrators.MAX_STEPS``, 10^7).
     FloatingPointError
         If the USA weights overflow (large `betas`).
 
