@@ -9,9 +9,9 @@ A judge holds no worked answer: it computes the quantity the exercise defines, i
 its statement, with the library functions that exist for that mathematics (a step-error study,
 a cluster count, a Wasserstein distance), or it checks the property that defines the answer (a
 threshold by the sign change around it) instead of solving for it. The reasoning of a
-solution (its closed forms, its signs, its why) is written only in the book's full edition;
-``tests/test_student_edition.py`` checks that no solution's sentences, formulas or code lines
-are in this package.
+solution (its closed forms, its signs, its why) is written only in the book's full edition,
+and the project's own checks verify that no solution's sentences, formulas or code lines are
+in this package.
 
 Examples
 --------
