@@ -437,6 +437,6 @@ def test_no_markup_and_no_test_machinery_in_the_pdf_text(book):
     in_code = Counter()
     for page in pages(HTML):
         in_code += found(visible_text(page.read_text(encoding="utf-8", errors="replace"))[1])
-    in_pdf = found(book[2])
+    in_pdf = found("\n".join(book.pages))
     extra = {s: n - in_code[s] for s, n in in_pdf.items() if n > in_code[s]}
     assert not extra, f"MyST markup or the test suite in the PDF's text, beyond the code: {extra}"
