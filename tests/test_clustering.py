@@ -254,7 +254,7 @@ def test_clustering_time_lower_bound(n, delta):
     )
 
 
-@pytest.mark.statement("meta-def-curve")
+@pytest.mark.statement("meta-prop-gamma")
 def test_curve_is_where_gamma_reaches_one_minus_delta():
     n, delta = 16, 1e-3
     betas = np.linspace(0.1, 9.0, 12)
