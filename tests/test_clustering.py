@@ -98,6 +98,7 @@ def test_overlap_at_beta_zero_is_the_closed_form(dynamics, n):
     np.testing.assert_allclose(curve.gamma, (E - 1) / (E + n - 1), rtol=1e-10, atol=1e-14)
 
 
+@pytest.mark.statement("meta-thm-orthogonal")
 @pytest.mark.parametrize(("dynamics", "field"), [("SA", Softmax), ("USA", Unnormalised)])
 @pytest.mark.parametrize(("n", "d", "beta"), [(4, 6, 2.0), (3, 3, 0.5), (5, 9, 4.0)])
 def test_overlap_is_every_pairwise_inner_product_of_orthogonal_tokens(dynamics, field, n, d, beta):
@@ -200,3 +201,106 @@ def test_cluster_staircase_of_a_circle_run():
     assert s.complete[:-1].all() and not s.complete[-1]
     with pytest.raises(ValueError, match="`counts`"):
         cl.cluster_staircase([0.0, 1.0], [1.5, 1.0])
+
+
+# -- Part V, chapter "metastability": statements of book/metastability/theory ------------------
+
+
+@pytest.mark.statement("meta-prop-gamma")
+@pytest.mark.parametrize("n", [2, 5, 32])
+def test_zero_temperature_curve_in_closed_form(n):
+    t = np.linspace(0.0, 6.0, 25)
+    closed = (np.exp(2 * t) - 1) / (np.exp(2 * t) + n - 1)
+    for dynamics in ("SA", "USA"):
+        # solver at rtol 1e-12 on a solution bounded by 1
+        np.testing.assert_allclose(
+            cl.orthogonal_overlap(n, t, beta=0.0, dynamics=dynamics).gamma, closed, atol=1e-10
+        )
+    for delta in (0.5, 1e-3, 1e-8):
+        # adaptive quadrature at rtol 1e-12 against 1/2 log(1 + n (1 - delta)/delta)
+        np.testing.assert_allclose(
+            cl.clustering_time(n, beta=0.0, delta=delta),
+            0.5 * math.log1p(n * (1 - delta) / delta),
+            rtol=1e-10,
+        )
+
+
+@pytest.mark.statement("meta-prop-gamma")
+def test_gamma_is_monotone_in_beta_in_opposite_directions():
+    n, t = 6, np.linspace(0.0, 5.0, 21)
+    betas = [0.0, 0.5, 1.0, 2.0, 4.0, 8.0]
+    sa = np.array([cl.orthogonal_overlap(n, t, beta=b).gamma for b in betas])
+    usa = np.array([cl.orthogonal_overlap(n, t, beta=b, dynamics="USA").gamma for b in betas])
+    # comparison principle: strict for t > 0 since the rates differ strictly on (0, 1), as long
+    # as gamma has not rounded to 1 (USA at large beta gets there within the window)
+    assert np.all(np.diff(sa[:, 1:], axis=0) < 0)
+    below = usa[1:, 1:] < 1 - 1e-6
+    assert np.all(np.diff(usa, axis=0) >= 0) and np.all(np.diff(usa[:, 1:], axis=0)[below] > 0)
+    assert np.all(np.diff(sa, axis=1) >= 0) and np.all(sa < 1)  # increasing, below 1
+
+
+@pytest.mark.statement("meta-prop-gamma")
+@pytest.mark.parametrize("n", [2, 8, 128])
+@pytest.mark.parametrize("delta", [0.5, 1e-3])
+def test_clustering_time_lower_bound(n, delta):
+    for beta in (0.0, 1.0, 5.0, 9.0, 20.0):
+        bound = (math.exp(beta / 2) + n - 1) * math.log(n + 1) / (2 * n)
+        t = cl.clustering_time(n, beta=beta, delta=delta)
+        # an inequality proved exactly; the quadrature's rtol 1e-12 is far below the gaps
+        assert t >= bound
+    # not sharp at large beta: the time grows like e^beta / beta, the bound like e^{beta/2}
+    assert cl.clustering_time(n, beta=20.0, delta=delta) > 100 * (
+        (math.exp(10.0) + n - 1) * math.log(n + 1) / (2 * n)
+    )
+
+
+@pytest.mark.statement("meta-prop-gamma")
+def test_curve_is_where_gamma_reaches_one_minus_delta():
+    n, delta = 16, 1e-3
+    betas = np.linspace(0.1, 9.0, 12)
+    times = np.array([cl.clustering_time(n, beta=b, delta=delta) for b in betas])
+    assert np.all(np.diff(times) > 0)  # the curve is the graph of an increasing function
+    for b, t in zip(betas, times, strict=True):
+        g = cl.orthogonal_overlap(n, [0.0, t], beta=b).gamma[-1]
+        # two solvers at rtol 1e-12 on the same equation; 1 - gamma = delta is resolved to
+        # relative accuracy ~1e-9 of delta
+        np.testing.assert_allclose(1 - g, delta, rtol=1e-6)
+
+
+@pytest.mark.statement("meta-thm-high-d")
+def test_random_tokens_follow_gamma_with_deviation_of_order_one_over_sqrt_d():
+    n, beta, seeds = 4, 1.0, 6
+    times = np.array([0.0, 0.5, 1.0])
+    gamma = cl.orthogonal_overlap(n, times, beta=beta).gamma
+    rng = np.random.default_rng(9)
+    mean_dev = {}
+    for d in (64, 1024):
+        field = Softmax(beta * np.eye(d), np.eye(d))
+        devs = []
+        for _ in range(seeds):
+            X0 = td.uniform_sphere(n, d, rng=rng)
+            traj = td.integrate(field, X0, times, method="rk4", dt=0.05, geometry="sphere")
+            devs.append(cl.overlap_deviation(traj.states, gamma))
+        devs = np.array(devs)
+        # t = 0: the first branch 2 sqrt(log d / d) bounds every draw (each overlap is about
+        # N(0, 1/d); the branch is 2 sqrt(log d) > 4 standard deviations at these d: 36 draws exceed
+        # it with probability < 2e-3)
+        assert np.all(devs[:, 0] <= 2 * math.sqrt(math.log(d) / d))
+        mean_dev[d] = devs.mean(axis=0)
+    # d grows 16 times: the deviation shrinks about 4 times (d^{-1/2}); a mean of 6 maxima over
+    # 6 pairs fluctuates by tens of percent, hence the window [2.5, 6.5]
+    ratio = mean_dev[64] / mean_dev[1024]
+    assert np.all((ratio > 2.5) & (ratio < 6.5)), ratio
+
+
+def test_overlap_deviation_validates_and_does_not_modify():
+    X = np.stack([np.eye(3), np.eye(3)])
+    before = X.copy()
+    np.testing.assert_allclose(cl.overlap_deviation(X, [0.0, 0.5]), [0.0, 0.5], atol=0)
+    np.testing.assert_array_equal(X, before)
+    with pytest.raises(ValueError, match="`gamma` must have shape"):
+        cl.overlap_deviation(X, [0.0])
+    with pytest.raises(ValueError, match="`states` must have shape"):
+        cl.overlap_deviation(np.eye(3), [0.0, 0.0, 0.0])
+    with pytest.raises(ValueError, match="`states` must have shape"):
+        cl.overlap_deviation(np.ones((2, 1, 3)), [0.0, 0.0])

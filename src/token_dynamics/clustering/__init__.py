@@ -7,8 +7,9 @@ with :math:`Q = K = V = I` (softmax, "SA", or unnormalised, "USA") and inverse t
 
 - :func:`wendel_probability`, :func:`open_hemisphere`, :func:`cone_collapse_rate` -- when the
   tokens lie in an open hemisphere, and how fast they then collapse;
-- :func:`orthogonal_overlap`, :func:`clustering_time` -- the scalar ODE of pairwise inner
-  products from orthogonal tokens, and the curve on which it reaches :math:`1 - \delta`;
+- :func:`orthogonal_overlap`, :func:`clustering_time`, :func:`overlap_deviation` -- the scalar
+  ODE of pairwise inner products from orthogonal tokens, the curve on which it reaches
+  :math:`1 - \delta`, and how far the inner products of other tokens are from it;
 - :func:`clustered_fraction`, :func:`phase_diagram` -- the probability that two tokens have
   clustered, on a grid of times and temperatures;
 - :func:`cluster_staircase` -- the plateaus of a cluster count and their waiting times.

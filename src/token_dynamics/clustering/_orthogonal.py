@@ -9,9 +9,9 @@ import numpy as np
 from scipy.integrate import quad, solve_ivp
 
 from .._typing import ArrayLike, FloatArray
-from .._validation import as_times, check_int, check_positive, check_rtol
+from .._validation import as_real_array, as_times, check_int, check_positive, check_rtol
 
-__all__ = ["DYNAMICS", "OverlapCurve", "clustering_time", "orthogonal_overlap"]
+__all__ = ["DYNAMICS", "OverlapCurve", "clustering_time", "orthogonal_overlap", "overlap_deviation"]
 
 #: The two dynamics of the survey: softmax self-attention ("SA") and its unnormalised version
 #: ("USA"), both with Q = K = V = I on the sphere.
@@ -245,3 +245,58 @@ def clustering_time(
             "loosen `rtol` or check `beta`."
         )
     return float(value)
+
+
+def overlap_deviation(states: ArrayLike, gamma: ArrayLike) -> FloatArray:
+    r"""How far the pairwise inner products of a trajectory are from one curve, at each time.
+
+    .. math::
+
+        \epsilon(t) = \max_{i \ne j}\, \big|\langle x_i(t), x_j(t)\rangle - \gamma(t)\big| ,
+
+    the quantity bounded by the high-dimensional theorem of the survey, with
+    :math:`\gamma = \gamma_\beta` from :func:`orthogonal_overlap`.
+
+    Parameters
+    ----------
+    states : array_like, shape (T, n, d)
+        Tokens at `T` times (e.g. ``Trajectory.states``), ``n >= 2``.
+    gamma : array_like, shape (T,)
+        The curve at the same times.
+
+    Returns
+    -------
+    ndarray, shape (T,)
+
+    Raises
+    ------
+    ValueError
+        If the shapes do not match or an entry is not finite.
+
+    References
+    ----------
+    Geshkovski et al., arXiv:2312.10794, Theorem 6.9 (as numbered in v4).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from token_dynamics.clustering import overlap_deviation
+    >>> X = np.eye(3)[None]  # one time, three orthogonal tokens
+    >>> overlap_deviation(X, [0.25]).tolist()
+    [0.25]
+    """
+    X = as_real_array(states, "states")
+    g = as_real_array(gamma, "gamma")
+    if X.ndim != 3 or X.shape[1] < 2:
+        raise ValueError(
+            f"`states` must have shape (T, n, d) with n >= 2 (e.g. Trajectory.states); got "
+            f"shape {X.shape}."
+        )
+    if g.shape != (X.shape[0],):
+        raise ValueError(
+            f"`gamma` must have shape ({X.shape[0]},), one value per time of `states`; got "
+            f"shape {g.shape}."
+        )
+    gram = np.einsum("tid,tjd->tij", X, X)
+    off = ~np.eye(X.shape[1], dtype=bool)
+    return np.asarray(np.abs(gram[:, off] - g[:, None]).max(axis=1), dtype=np.float64)
