@@ -49,9 +49,13 @@ TILE_ROWS = 128
 MLP_TILE_ELEMENTS = 2**17
 #: Smallest separation of two tokens (and, for an odd field, of a token and another's antipode)
 #: at which the infinite-width field is drawn by the plain Cholesky factor of its kernel matrix:
-#: a Schur complement of about kappa'(1) 1e-2^2 = 1e-4 kappa'(1) keeps 10 digits above the
-#: n eps kappa(1) rounding of the entries (n <= 10^4). Closer tokens go to the tree sampler.
-FAST_SEPARATION = 1e-2
+#: a Schur complement of at least about kappa'(1) 1e-3^2 = 1e-6 kappa'(1) carries the factor's
+#: rounding, a few eps kappa(1) per entry (n eps kappa(1) at worst), as a relative 1e-10 (1e-10 n
+#: at worst) of the increment's variance; an error of the kernel itself (the Chebyshev
+#: interpolant's, 1e-13) is smooth in t and moves that variance by a relative 1e-10 at any
+#: separation. Closer tokens go to the tree sampler. Measured: at 1e-2 instead, the deep-limit
+#: coupling of the book (4 tokens, 4 depths, 1024 steps, 100 paths) took 6x longer.
+FAST_SEPARATION = 1e-3
 
 
 @dataclass(frozen=True, eq=False)
@@ -217,6 +221,17 @@ def _nearest_neighbour_tree(S: np.ndarray, Sm: np.ndarray | None):
     return order, parent, sign
 
 
+def _symmetric(f, S: np.ndarray) -> np.ndarray:
+    """``f`` applied to the upper triangle of the symmetric ``S`` (paths, n, n), mirrored."""
+    n = S.shape[-1]
+    iu = np.triu_indices(n)
+    out = np.empty_like(S)
+    vals = f(S[:, iu[0], iu[1]])
+    out[:, iu[0], iu[1]] = vals
+    out[:, iu[1], iu[0]] = vals
+    return out
+
+
 def _tree_field(noise: MLPNoise, Y: np.ndarray, Z: np.ndarray) -> np.ndarray:
     r"""The field at ``Y`` (paths, n, d) as parent plus increment along a nearest-neighbour tree.
 
@@ -244,25 +259,31 @@ def _tree_field(noise: MLPNoise, Y: np.ndarray, Z: np.ndarray) -> np.ndarray:
     S = _half_sq_dist(Y, 1.0)
     Sm = _half_sq_dist(Y, -1.0) if odd else None
     order, parent, sign = _nearest_neighbour_tree(S, Sm)
-    rows = np.arange(paths)[:, None, None]
-    P = phi(S)
-    M = phi(Sm) if Sm is not None else P
-    # reorder to Prim's order, then gather the anchors' gaps
-    oi, oj = order[:, :, None], order[:, None, :]
-    P, M = P[rows, oi, oj], M[rows, oi, oj]
-    pi, pj = parent[:, :, None], parent[:, None, :]
-    si, sj = sign[:, :, None], sign[:, None, :]
-
-    def signed(A, B, s):
-        return np.where(s > 0, A, B)
-
-    rr = np.arange(paths)[:, None, None]
-    ii = np.arange(n)[None, :, None]
-    jj = np.arange(n)[None, None, :]
-    t2 = signed(P[rr, ii, pj], M[rr, ii, pj], sj)  # phi(s(y_i, a_j))
-    t3 = signed(P[rr, pi, jj], M[rr, pi, jj], si)  # phi(s(a_i, y_j))
-    t4 = signed(P[rr, pi, pj], M[rr, pi, pj], si * sj)  # phi(s(a_i, a_j))
-    C = t2 + t3 - P - t4
+    # the tree in the tokens' own indices: token k's parent and sign (token 0 is the root)
+    prow = np.arange(paths)[:, None]
+    par = np.zeros((paths, n), dtype=np.intp)
+    sgn = np.ones((paths, n))
+    par[prow, order] = np.take_along_axis(order, parent, axis=1)
+    sgn[prow, order] = sign
+    P = _symmetric(phi, S)
+    pj = np.broadcast_to(par[:, None, :], S.shape)
+    pi = np.broadcast_to(par[:, :, None], S.shape)
+    if Sm is None:
+        t2 = np.take_along_axis(P, pj, axis=2)  # phi(s(y_i, a_j))
+        t3 = np.take_along_axis(P, pi, axis=1)  # phi(s(a_i, y_j))
+        t4 = np.take_along_axis(t3, pj, axis=2)  # phi(s(a_i, a_j))
+    else:  # the anchor -y_p(i) where the sign is -1: M holds the gaps to the antipodes
+        M = _symmetric(phi, Sm)
+        si, sj = sgn[:, :, None] > 0, sgn[:, None, :] > 0
+        t2 = np.where(sj, np.take_along_axis(P, pj, axis=2), np.take_along_axis(M, pj, axis=2))
+        t3P, t3M = np.take_along_axis(P, pi, axis=1), np.take_along_axis(M, pi, axis=1)
+        t3 = np.where(si, t3P, t3M)
+        t4 = np.where(
+            si == sj, np.take_along_axis(t3P, pj, axis=2), np.take_along_axis(t3M, pj, axis=2)
+        )
+    C = t2 + t3
+    C -= P
+    C -= t4
     C[:, 0, :] = t2[:, 0, :] - P[:, 0, :]  # Cov(G(y_0), V_j)
     C[:, :, 0] = C[:, 0, :]
     C[:, 0, 0] = kappa1
@@ -281,41 +302,42 @@ def _tree_field(noise: MLPNoise, Y: np.ndarray, Z: np.ndarray) -> np.ndarray:
             L = U * np.sqrt(np.clip(lam, 0.0, None))[..., None, :]
     V = (scale[:, :, None] * L) @ Z
     G = np.empty_like(V)
-    prow = np.arange(paths)
+    rows = np.arange(paths)
     G[:, 0] = V[:, 0]
     for pos in range(1, n):
-        G[:, pos] = sign[:, pos, None] * G[prow, parent[:, pos]] + V[:, pos]
-    out = np.empty_like(G)
-    out[prow[:, None], order] = G
-    return out
+        k = order[:, pos]
+        G[rows, k] = sgn[rows, k, None] * G[rows, par[rows, k]] + V[rows, k]
+    return G
 
 
 def _gaussian_field(noise: MLPNoise, Y: np.ndarray, Z: np.ndarray) -> np.ndarray:
     """The infinite-width field at ``Y`` (paths, n, d) from standard normals ``Z`` (same shape):
     Gaussian with covariance kappa(<y_i, y_j>) I_d, the same root for each of the d columns.
 
-    Fast path: where every pair of tokens (and, for an odd field, every token and the others'
-    antipodes) is more than :data:`FAST_SEPARATION` apart, the Cholesky factor of the kernel
-    matrix itself, without jitter (its Schur complements, at least about
-    ``kappa'(1) FAST_SEPARATION^2``, are far above the ``n eps kappa(1)`` rounding). Elsewhere,
-    or where that factor fails, :func:`_tree_field`, exact at every separation.
+    Fast path: on the paths where every pair of tokens (and, for an odd field, every token and
+    the others' antipodes) is more than :data:`FAST_SEPARATION` apart, the Cholesky factor of
+    the kernel matrix itself, without jitter (its Schur complements, at least about
+    ``kappa'(1) FAST_SEPARATION^2``, are far above its rounding). On the other paths, or where
+    that factor fails, :func:`_tree_field`, exact at every separation.
     """
     n = Y.shape[1]
-    if n > 1:
-        G = Y @ np.swapaxes(Y, -1, -2)
-        off = ~np.eye(n, dtype=bool)
-        near = 1.0 - 0.5 * FAST_SEPARATION**2
-        far = bool(np.all(G[:, off] < near))
-        if _is_odd(noise):
-            far = far and bool(np.all(G[:, off] > -near))
-        if far:
-            K = _kernel_matrix(noise, Y)
-            with _attention._kernels.serial_blas():
-                try:
-                    return np.linalg.cholesky(K) @ Z
-                except np.linalg.LinAlgError:
-                    pass
-    return _tree_field(noise, Y, Z)
+    G = Y @ np.swapaxes(Y, -1, -2)
+    off = ~np.eye(n, dtype=bool)
+    near = 1.0 - 0.5 * FAST_SEPARATION**2
+    far = np.all(G[:, off] < near, axis=-1)
+    if _is_odd(noise):
+        far &= np.all(G[:, off] > -near, axis=-1)
+    out = np.empty_like(Z)
+    if np.any(far):  # paths whose tokens are all apart
+        K = _kernel_matrix(noise, Y[far])
+        with _attention._kernels.serial_blas():
+            try:
+                out[far] = np.linalg.cholesky(K) @ Z[far]
+            except np.linalg.LinAlgError:  # singular to rounding: the tree decides
+                far[:] = False
+    if not np.all(far):
+        out[~far] = _tree_field(noise, Y[~far], Z[~far])
+    return out
 
 
 def _sigma_inplace(activation: str):
