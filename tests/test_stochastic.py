@@ -807,9 +807,85 @@ def test_kernel_roots_run_with_blas_on_one_thread(monkeypatch):
         R_eig = _mlp._psd_root(K)
         assert max(i["num_threads"] for i in blas.info()) == 2
     assert seen == [1, 1, 1]
-    # the roots' residuals: the jitter on the diagonal (Cholesky), and the backward error of
+    # the roots' residuals: the backward errors of Cholesky and
     # eigh, n eps ||K|| with ||K|| <= n max K_ii (plus the clipped negative rounding, as small)
     n, scale = K.shape[-1], np.max(np.diagonal(K[0]))
     rounding = 4 * n * n * np.finfo(float).eps * scale
-    np.testing.assert_allclose(R[0] @ R[0].T, K[0], atol=_mlp.JITTER * scale + rounding)
+    np.testing.assert_allclose(R[0] @ R[0].T, K[0], atol=rounding)
     np.testing.assert_allclose(R_eig[0] @ R_eig[0].T, K[0], atol=rounding)
+
+
+# -- the infinite-width field at every separation -----------------------------------------------
+
+
+def _pair_and_others(gap, d=5, seed=0):
+    """Tokens x, y with |x - y| = gap (to rounding), and two tokens far from both."""
+    rng = np.random.default_rng(seed)
+    x, u, a, b = uniform_sphere(4, d, rng=rng)
+    v = u - (u @ x) * x
+    v /= np.linalg.norm(v)
+    half = 2.0 * np.arcsin(gap / 2.0)  # the angle of a chord of length gap
+    y = np.cos(half) * x + np.sin(half) * v
+    return np.stack([x, y, a, b])
+
+
+@pytest.mark.parametrize("activation", ["relu", "erf", "tanh", "silu"])
+@pytest.mark.parametrize("gap", [1e-4, 1e-6, 1e-8, 1e-12])
+def test_field_increment_law_is_exact_at_small_separations(activation, gap):
+    # The field is a linear map of the standard normals: with n = d tokens and Z = I the map
+    # itself, A, whose A A^T is the covariance the sampler draws from. The increment of the two
+    # near tokens must have variance 2 phi(s) = 2 (kappa(1) - kappa(1 - s)), s = |x - y|^2 / 2,
+    # per coordinate, which is kappa'(1) |x - y|^2 (1 + O(|x - y|^2)), O(|x - y|) for ReLU,
+    # whose kappa is not C^2 at 1 (relative gaps below |x - y| and |x - y|^2 here). The
+    # tolerance 1e-9 is the kernel's 1e-10 accuracy with a margin (the gap's own rounding is
+    # 1e-15 relative); the jittered factor of before gave 2e-10 kappa(1) at any separation
+    # (1e6x the law at 1e-8).
+    noise = sto.MLPNoise(activation, width=None)
+    Y = _pair_and_others(gap, d=4)[None]
+    A = _mlp._gaussian_field(noise, Y, np.eye(4)[None])[0]
+    inc = A[0] - A[1]
+    x, y = Y[0, 0], Y[0, 1]
+    first_order = float(noise.kappa_prime(1.0, d=4)) * np.sum((x - y) ** 2)
+    bias = gap if activation == "relu" else gap**2  # |kappa''(1)| / kappa'(1) < 2 here
+    np.testing.assert_allclose(inc @ inc, first_order, rtol=1e-9 + bias)
+    # and the rest of the covariance is the kernel matrix, to rounding
+    np.testing.assert_allclose(A @ A.T, _mlp._kernel_matrix(noise, Y)[0], atol=1e-14)
+
+
+@pytest.mark.parametrize("activation", ["relu", "tanh"])
+@pytest.mark.parametrize("gap", [1e-4, 1e-6, 1e-8])
+def test_field_increment_variance_monte_carlo(activation, gap):
+    # Sampled increments G(x) - G(y) of tokens `gap` apart, 2000 paths x 5 coordinates: their
+    # mean square over kappa'(1) |x - y|^2 is 1 + O(gap) (ReLU) or 1 + O(gap^2), and the mean of
+    # 10^4 squared normals has a relative standard error sqrt(2 / 10^4) = 0.014: 5 of them
+    # leave a 6e-7 chance of a false alarm. The jitter of before gave 1e6 at gap 1e-8.
+    noise = sto.MLPNoise(activation, width=None)
+    Y = np.broadcast_to(_pair_and_others(gap, d=5, seed=1), (2000, 4, 5))
+    G = noise.sample(Y, rng=7)
+    inc = G[:, 0] - G[:, 1]
+    ratio = np.mean(inc**2) / (
+        float(noise.kappa_prime(1.0, d=5)) * np.sum((Y[0, 0] - Y[0, 1]) ** 2)
+    )
+    assert abs(ratio - 1.0) < 5 * np.sqrt(2.0 / inc.size) + gap, ratio
+
+
+@pytest.mark.parametrize("activation", ["erf", "tanh"])
+def test_odd_field_keeps_antipodal_tokens_antipodal(activation):
+    # With an odd activation and no biases G(-x) = -G(x) exactly, at every width; the sampler
+    # draws the antipode as the same point with sign -1, so x and -x stay exactly opposite
+    # (to the rounding of the layer's own arithmetic, a few eps per layer) over 200 layers.
+    d = 5
+    rng = np.random.default_rng(3)
+    x, a, b = uniform_sphere(3, d, rng=rng)
+    model = sto.StochasticTransformer(sto.MLPNoise(activation, width=None), V=np.zeros((d, d)))
+    res = sto.simulate(model, np.stack([x, -x, a, b]), T=2.0, L=200, n_paths=4, rng=5)
+    assert np.max(np.abs(res.X[:, -1, 0] + res.X[:, -1, 1])) < 1e-14
+    G = model.noise.sample(np.stack([x, -x, a, b]), rng=0)
+    np.testing.assert_array_equal(G[1], -G[0])
+
+
+def test_field_coincident_tokens_share_their_value():
+    # Exactly coincident tokens carry the same value of the field (a zero increment).
+    Y = np.concatenate([uniform_sphere(3, 4, rng=np.random.default_rng(2))] * 2)
+    G = sto.MLPNoise("relu", width=None).sample(Y, rng=1)
+    np.testing.assert_array_equal(G[:3], G[3:])

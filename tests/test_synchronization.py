@@ -688,3 +688,21 @@ def test_distance_bound_holds_with_equality_for_antipodal_pairs(beta):
     x = sampling.uniform_sphere(1, 3, rng=rng)[0]
     pm = np.array([x, -x, x])
     np.testing.assert_allclose(sto.distance_bound(pm, beta), sto.pair_spread(pm), rtol=1e-12)
+
+
+@pytest.mark.statement("sync-prop-two-point")
+@pytest.mark.parametrize("activation", ["relu", "erf"])
+def test_two_point_exponent_over_a_long_horizon(activation):
+    # The pair starts 1e-3 apart and contracts at lambda_1 = (d-3)/2 kappa'(1) - (d-1)/2
+    # kappa(1) (about -0.6 here): over T = 20 to about 1e-9, far below the 1e-5 where a
+    # jittered factor of the kernel matrix stalled it (and halved the exponent). Standard error
+    # sqrt((kappa(1) + kappa'(1)) / (T n_paths)), about 0.008; the step h = 0.02 adds an O(h)
+    # bias below it (measured 0.9 SE at seed 1); 4 SE leave a 6e-5 chance of a false alarm.
+    d = 5
+    noise = sto.MLPNoise(activation, width=None, sigma_W=0.5)
+    model = sto.StochasticTransformer(noise, V=np.zeros((d, d)))
+    k1, kp = float(noise.kappa(1.0, d=d)), float(noise.kappa_prime(1.0, d=d))
+    lam = (d - 3) / 2 * kp - (d - 1) / 2 * k1
+    assert 1e-3 * np.exp(20.0 * lam) < 1e-8  # the horizon takes the pair far below 1e-5
+    est = sto.two_point_lyapunov_exponent(model, d, T=20.0, L=1000, n_paths=400, rng=1)
+    assert abs(est.mean - lam) < 4 * est.stderr, (est, lam)

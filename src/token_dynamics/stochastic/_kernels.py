@@ -26,6 +26,7 @@ for every finite bias, and a kernel beyond the float64 range (ReLU and SiLU grow
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 from scipy import integrate, special
@@ -375,6 +376,14 @@ def _interpolant(activation: str, d: int, sigma_U: float, sigma_W: float):
     """
     if activation in ("relu", "erf"):
         return functools.partial(_kappa, activation, d, sigma_U, sigma_W)
+    fit = _chebyshev_fit(activation, d, sigma_U, sigma_W)
+    return lambda t: fit(np.clip(t, -1.0, 1.0))
+
+
+@functools.lru_cache(maxsize=64)
+def _chebyshev_fit(activation: str, d: int, sigma_U: float, sigma_W: float):
+    """The Chebyshev interpolant of the quadrature kernel (smooth activations), see
+    :func:`_interpolant`."""
     cheb = np.polynomial.chebyshev.Chebyshev
     deg = 16
     while True:
@@ -388,4 +397,71 @@ def _interpolant(activation: str, d: int, sigma_U: float, sigma_W: float):
             f"the Chebyshev interpolant of kappa ({activation}, d = {d}, sigma_U = {sigma_U}) "
             f"did not converge (tail {tail:.1e} at degree {deg}); lower `sigma_U`."
         )
-    return lambda t: fit(np.clip(t, -1.0, 1.0))
+    return fit
+
+
+#: Gap below which :func:`_gap_function` does not subtract two kernel values: at ``s = 1e-3``
+#: the difference ``kappa(1) - kappa(1 - s)`` loses ``log10(kappa(1) / phi(s))``, about 3 of
+#: the 16 digits.
+GAP_SWITCH = 1e-3
+#: Gauss-Legendre nodes of ReLU's and erf's gap integral over ``u`` in ``[0, sqrt(s)]``
+#: (``t = 1 - u^2``): the integrand ``2 u kappa'(1 - u^2)`` is analytic in ``u`` on a disc of
+#: radius about 1 around 0 (ReLU's ``kappa'`` is ``1/4 + arcsin(1 - c u^2) / 2pi``, singular at
+#: ``u^2 = 2 / c``), and the interval has length at most ``sqrt(GAP_SWITCH) = 0.032``: the rule's
+#: error, about ``(0.016)^(2 GAP_NODES)``, is below rounding.
+GAP_NODES = 6
+#: Degree of the Taylor polynomial of the gap at ``s = 0`` for the kernels interpolated by
+#: Chebyshev series (analytic at ``t = 1``): the remainder, about
+#: ``|kappa^(7)(1)| GAP_SWITCH^7 / 7!``, is below rounding.
+GAP_DEGREE = 6
+
+
+@functools.lru_cache(maxsize=64)
+def _gap_function(activation: str, d: int, sigma_U: float, sigma_W: float):
+    r"""The gap :math:`\phi(s) = \kappa(1) - \kappa(1 - s)`, ``s`` in ``[0, 2]``, to relative
+    accuracy at every ``s`` (no cancellation as ``s -> 0``).
+
+    Below :data:`GAP_SWITCH`: for ReLU and erf, the integral of the closed-form
+    :math:`\kappa'` written in :math:`t = 1 - u^2`,
+    :math:`\phi(s) = \int_0^{\sqrt s} 2u\,\kappa'(1 - u^2)\,du`, by a Gauss-Legendre rule
+    (the substitution makes ReLU's integrand analytic, although its :math:`\kappa` is not
+    :math:`C^2` at 1); for the other activations the Taylor polynomial of degree
+    :data:`GAP_DEGREE` from the derivatives at 1 of the kernel's Chebyshev interpolant.
+    Above, the plain difference. Returns ``(phi, kappa(1))``.
+    """
+    k = _interpolant(activation, d, sigma_U, sigma_W)
+    kappa1 = float(k(np.float64(1.0)))
+    x, w = np.polynomial.legendre.leggauss(GAP_NODES)
+    x, w = 0.5 * (x + 1.0), 0.5 * w  # on [0, 1]
+    if activation in ("relu", "erf"):
+        dk = functools.partial(_kappa_prime, activation, d, sigma_U)
+
+        def small(s: np.ndarray) -> np.ndarray:
+            r = np.sqrt(s)[:, None]
+            u = r * x
+            return (2.0 * u * dk(1.0 - u * u)) @ w * r[:, 0]
+
+    else:
+        fit = _chebyshev_fit(activation, d, sigma_U, sigma_W)
+        coef = [
+            (-1.0) ** (j + 1) * float(fit.deriv(j)(1.0)) / math.factorial(j)
+            for j in range(1, GAP_DEGREE + 1)
+        ]
+
+        def small(s: np.ndarray) -> np.ndarray:
+            acc = np.full(s.shape, coef[-1])
+            for c in coef[-2::-1]:
+                acc = acc * s + c
+            return acc * s
+
+    def phi(s: np.ndarray) -> np.ndarray:
+        s = np.clip(s, 0.0, 2.0)
+        out = np.empty(s.shape)
+        near = s < GAP_SWITCH
+        if np.any(~near):
+            out[~near] = kappa1 - k(1.0 - s[~near])
+        if np.any(near):
+            out[near] = small(s[near])
+        return out
+
+    return phi, kappa1

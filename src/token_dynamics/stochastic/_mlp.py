@@ -22,7 +22,7 @@ from .._validation import (
     check_int,
     check_positive,
 )
-from ._kernels import _check_activation, _interpolant, kappa, kappa_prime
+from ._kernels import GAP_SWITCH, _check_activation, _gap_function, _interpolant, kappa, kappa_prime
 
 __all__ = ["MLPNoise"]
 
@@ -47,9 +47,15 @@ TILE_ROWS = 128
 #: 17 / 9.6 ms; d = 16, N = m = 4096: 44 / 40 against 42 / 23 ms; d = 64, N = m = 2048: 27 /
 #: 17 against 25 / 13 ms.
 MLP_TILE_ELEMENTS = 2**17
-#: Relative jitter added to a kernel matrix before its Cholesky factor: above the 1e-16 n
-#: rounding of its entries (n <= 10^4) and at the 1e-10 accuracy of the kernel itself.
-JITTER = 1e-10
+#: Smallest separation of two tokens (and, for an odd field, of a token and another's antipode)
+#: at which the infinite-width field is drawn by the plain Cholesky factor of its kernel matrix:
+#: a Schur complement of at least about kappa'(1) 1e-3^2 = 1e-6 kappa'(1) carries the factor's
+#: rounding, a few eps kappa(1) per entry (n eps kappa(1) at worst), as a relative 1e-10 (1e-10 n
+#: at worst) of the increment's variance; an error of the kernel itself (the Chebyshev
+#: interpolant's, 1e-13) is smooth in t and moves that variance by a relative 1e-10 at any
+#: separation. Closer tokens go to the tree sampler. Measured: at 1e-2 instead, the deep-limit
+#: coupling of the book (4 tokens, 4 depths, 1024 steps, 100 paths) took 6x longer.
+FAST_SEPARATION = 1e-3
 
 
 @dataclass(frozen=True, eq=False)
@@ -141,32 +147,206 @@ def _kernel_matrix(noise: MLPNoise, Y: np.ndarray) -> np.ndarray:
 
 
 def _psd_root(K: np.ndarray) -> np.ndarray:
-    """A factor ``R`` with ``R R^T = K + eps I`` for a batch of symmetric PSD kernel matrices.
+    """A factor ``R`` with ``R R^T = K`` for a batch of symmetric PSD kernel matrices.
 
-    Cholesky of ``K`` plus :data:`JITTER` times its largest diagonal entry (degenerate kernels,
-    e.g. coincident tokens, have a factor, and the sampled covariance is exact to 1e-10
-    relative); where even that fails, the eigenvalue root with negative rounding clipped.
-    Cholesky is 50 to 250 times faster than ``eigh`` on the small batched matrices of the
-    simulations (measured at 60 x 40 x 40). Both run with BLAS held to one thread
-    (``attention._kernels.serial_blas``): OpenBLAS's threads wait on each other by spinning, and
-    with the other core busy (a second process, the tests' other worker) 8 Cholesky factors of
-    256 x 256 took 1.3 s instead of 4 ms; on two free cores one thread is as fast up to n = 256
-    and 1.1x / 1.2x / 1.3x slower at n = 1024 / 2048 / 4096 (measured).
+    Cholesky, and where it fails (a kernel singular to rounding, e.g. coincident tokens), the
+    eigenvalue root with the negative rounding clipped. Cholesky is 50 to 250 times faster than
+    ``eigh`` on the small batched matrices of the simulations (measured at 60 x 40 x 40). Both
+    run with BLAS held to one thread (``attention._kernels.serial_blas``): OpenBLAS's threads
+    wait on each other by spinning, and with the other core busy (a second process, the tests'
+    other worker) 8 Cholesky factors of 256 x 256 took 1.3 s instead of 4 ms; on two free cores
+    one thread is as fast up to n = 256 and 1.1x / 1.2x / 1.3x slower at n = 1024 / 2048 / 4096
+    (measured). The sampler itself uses :func:`_gaussian_field`.
     """
-    n = K.shape[-1]
-    scale = np.max(np.diagonal(K, axis1=-2, axis2=-1), axis=-1)
     with _attention._kernels.serial_blas():
         try:
-            return np.linalg.cholesky(K + (JITTER * scale)[..., None, None] * np.eye(n))
+            return np.linalg.cholesky(K)
         except np.linalg.LinAlgError:
             lam, U = np.linalg.eigh(0.5 * (K + np.swapaxes(K, -1, -2)))
             return U * np.sqrt(np.clip(lam, 0.0, None))[..., None, :]
 
 
+def _half_sq_dist(Y: np.ndarray, sign: float) -> np.ndarray:
+    """``|y_i - sign y_j|^2 / 2`` (paths, n, n) for unit rows ``Y`` (paths, n, d), from the
+    differences where it is small (``1 - <y_i, y_j>`` would cancel there)."""
+    S = 1.0 - sign * (Y @ np.swapaxes(Y, -1, -2))
+    p, i, j = np.nonzero(S < GAP_SWITCH)
+    if p.size:
+        diff = Y[p, i] - sign * Y[p, j]
+        S[p, i, j] = 0.5 * np.einsum("kd,kd->k", diff, diff)
+    return np.clip(S, 0.0, 2.0)
+
+
+def _is_odd(noise: MLPNoise) -> bool:
+    """``G(-x) = -G(x)`` exactly: an odd activation and no biases."""
+    return noise.activation in ("erf", "tanh") and noise.sigma_U == 0.0 and noise.sigma_W == 0.0
+
+
+def _nearest_neighbour_tree(S: np.ndarray, Sm: np.ndarray | None):
+    """Prim's order of the tokens (paths, n): each token after the first with a parent among
+    the earlier ones at the smallest gap ``S`` (or ``Sm``, gap to the antipode, sign -1, for an
+    odd field). Returns ``order``, ``parent`` (position of the parent in ``order``) and
+    ``sign``, each (paths, n); the first token's parent is itself."""
+    paths, n, _ = S.shape
+    rows = np.arange(paths)
+    order = np.zeros((paths, n), dtype=np.intp)
+    parent = np.zeros((paths, n), dtype=np.intp)
+    sign = np.ones((paths, n))
+    done = np.zeros((paths, n), dtype=bool)
+    done[:, 0] = True
+    best = S[:, 0].copy()
+    best_sign = np.ones((paths, n))
+    if Sm is not None:
+        anti = Sm[:, 0] < best
+        best = np.where(anti, Sm[:, 0], best)
+        best_sign[anti] = -1.0
+    best_pos = np.zeros((paths, n), dtype=np.intp)
+    for pos in range(1, n):
+        k = np.argmin(np.where(done, np.inf, best), axis=1)
+        order[:, pos] = k
+        parent[:, pos] = best_pos[rows, k]
+        sign[:, pos] = best_sign[rows, k]
+        done[rows, k] = True
+        gap = S[rows, k]
+        closer = gap < best
+        best = np.where(closer, gap, best)
+        best_sign = np.where(closer, 1.0, best_sign)
+        best_pos = np.where(closer, pos, best_pos)
+        if Sm is not None:
+            gap = Sm[rows, k]
+            closer = gap < best
+            best = np.where(closer, gap, best)
+            best_sign = np.where(closer, -1.0, best_sign)
+            best_pos = np.where(closer, pos, best_pos)
+    return order, parent, sign
+
+
+def _symmetric(f, S: np.ndarray) -> np.ndarray:
+    """``f`` applied to the upper triangle of the symmetric ``S`` (paths, n, n), mirrored."""
+    n = S.shape[-1]
+    iu = np.triu_indices(n)
+    out = np.empty_like(S)
+    vals = f(S[:, iu[0], iu[1]])
+    out[:, iu[0], iu[1]] = vals
+    out[:, iu[1], iu[0]] = vals
+    return out
+
+
+def _tree_field(noise: MLPNoise, Y: np.ndarray, Z: np.ndarray) -> np.ndarray:
+    r"""The field at ``Y`` (paths, n, d) as parent plus increment along a nearest-neighbour tree.
+
+    With tokens in Prim's order, the variables are :math:`V_0 = G(y_0)` and the increments
+    :math:`V_i = G(y_i) - \epsilon_i G(y_{p(i)})` (:math:`\epsilon_i = -1` only for an odd
+    field whose token is nearer the antipode of its parent, :math:`G(-y) = -G(y)`). Their
+    covariance is a signed sum of four gaps, e.g.
+
+    .. math:: \operatorname{Cov}(V_i, V_j) = \phi(s(y_i, a_j)) + \phi(s(a_i, y_j))
+              - \phi(s(y_i, y_j)) - \phi(s(a_i, a_j)),
+
+    :math:`a_i = \epsilon_i y_{p(i)}`, :math:`s(x, y) = |x - y|^2/2` from the difference and
+    :math:`\phi(s) = \kappa(1) - \kappa(1 - s)` without cancellation (the constants
+    :math:`\kappa(1)` cancel exactly): every entry carries an absolute error of a few ulps of
+    the gaps it sums, so the variance of an increment, :math:`2\phi(s(y_i, a_i))`, is exact to
+    relative rounding at any separation, and so is its correlation with the increments of its
+    own cluster. This covariance is factored as a correlation matrix (Cholesky; a clipped
+    eigen-root where rounding makes it indefinite, an error of rounding size in the
+    correlations), then ``G`` is rebuilt along the tree. Coincident tokens have zero
+    increments, and antipodal tokens of an odd field exactly opposite values.
+
+    Known limit: the covariance of two increments in *different* far-apart clusters sums gaps
+    of order one, so it carries an absolute rounding error of a few eps against a true value
+    of order ``|delta_i| |delta_j|``. With one cluster of any size, or clusters 1e-6 across,
+    every pair's increment variance is exact to 1e-11 (measured, d = 16, relu and tanh); with
+    two clusters of 8 tokens 1e-9 across the correlation matrix turns indefinite, its clipped
+    root spoils the small increments (variances off by 10x, measured). The cure is the mixed
+    second difference of ``kappa(<a, b>)`` along the two increments by quadrature of
+    ``kappa'`` and ``kappa''`` for such entries.
+    """
+    paths, n, d = Y.shape
+    phi, kappa1 = _gap_function(noise.activation, d, float(noise.sigma_U), float(noise.sigma_W))
+    odd = _is_odd(noise)
+    S = _half_sq_dist(Y, 1.0)
+    Sm = _half_sq_dist(Y, -1.0) if odd else None
+    order, parent, sign = _nearest_neighbour_tree(S, Sm)
+    # the tree in the tokens' own indices: token k's parent and sign (token 0 is the root)
+    prow = np.arange(paths)[:, None]
+    par = np.zeros((paths, n), dtype=np.intp)
+    sgn = np.ones((paths, n))
+    par[prow, order] = np.take_along_axis(order, parent, axis=1)
+    sgn[prow, order] = sign
+    P = _symmetric(phi, S)
+    pj = np.broadcast_to(par[:, None, :], S.shape)
+    pi = np.broadcast_to(par[:, :, None], S.shape)
+    if Sm is None:
+        t2 = np.take_along_axis(P, pj, axis=2)  # phi(s(y_i, a_j))
+        t3 = np.take_along_axis(P, pi, axis=1)  # phi(s(a_i, y_j))
+        t4 = np.take_along_axis(t3, pj, axis=2)  # phi(s(a_i, a_j))
+    else:  # the anchor -y_p(i) where the sign is -1: M holds the gaps to the antipodes
+        M = _symmetric(phi, Sm)
+        si, sj = sgn[:, :, None] > 0, sgn[:, None, :] > 0
+        t2 = np.where(sj, np.take_along_axis(P, pj, axis=2), np.take_along_axis(M, pj, axis=2))
+        t3P, t3M = np.take_along_axis(P, pi, axis=1), np.take_along_axis(M, pi, axis=1)
+        t3 = np.where(si, t3P, t3M)
+        t4 = np.where(
+            si == sj, np.take_along_axis(t3P, pj, axis=2), np.take_along_axis(t3M, pj, axis=2)
+        )
+    C = t2 + t3
+    C -= P
+    C -= t4
+    C[:, 0, :] = t2[:, 0, :] - P[:, 0, :]  # Cov(G(y_0), V_j)
+    C[:, :, 0] = C[:, 0, :]
+    C[:, 0, 0] = kappa1
+    scale = np.sqrt(np.clip(np.diagonal(C, axis1=1, axis2=2), 0.0, None))
+    safe = np.where(scale > 0, scale, 1.0)
+    R = C / safe[:, :, None] / safe[:, None, :]
+    R = 0.5 * (R + np.swapaxes(R, 1, 2))
+    zero = scale == 0  # coincident tokens: no increment
+    R[zero[:, :, None] | zero[:, None, :]] = 0.0
+    R[:, np.arange(n), np.arange(n)] = 1.0
+    with _attention._kernels.serial_blas():
+        try:
+            L = np.linalg.cholesky(R)
+        except np.linalg.LinAlgError:
+            lam, U = np.linalg.eigh(R)
+            L = U * np.sqrt(np.clip(lam, 0.0, None))[..., None, :]
+    V = (scale[:, :, None] * L) @ Z
+    G = np.empty_like(V)
+    rows = np.arange(paths)
+    G[:, 0] = V[:, 0]
+    for pos in range(1, n):
+        k = order[:, pos]
+        G[rows, k] = sgn[rows, k, None] * G[rows, par[rows, k]] + V[rows, k]
+    return G
+
+
 def _gaussian_field(noise: MLPNoise, Y: np.ndarray, Z: np.ndarray) -> np.ndarray:
     """The infinite-width field at ``Y`` (paths, n, d) from standard normals ``Z`` (same shape):
-    Gaussian with covariance kappa(<y_i, y_j>) I_d, the same root for each of the d columns."""
-    return _psd_root(_kernel_matrix(noise, Y)) @ Z
+    Gaussian with covariance kappa(<y_i, y_j>) I_d, the same root for each of the d columns.
+
+    Fast path: on the paths where every pair of tokens (and, for an odd field, every token and
+    the others' antipodes) is more than :data:`FAST_SEPARATION` apart, the Cholesky factor of
+    the kernel matrix itself, without jitter (its Schur complements, at least about
+    ``kappa'(1) FAST_SEPARATION^2``, are far above its rounding). On the other paths, or where
+    that factor fails, :func:`_tree_field`, exact at every separation.
+    """
+    n = Y.shape[1]
+    G = Y @ np.swapaxes(Y, -1, -2)
+    off = ~np.eye(n, dtype=bool)
+    near = 1.0 - 0.5 * FAST_SEPARATION**2
+    far = np.all(G[:, off] < near, axis=-1)
+    if _is_odd(noise):
+        far &= np.all(G[:, off] > -near, axis=-1)
+    out = np.empty_like(Z)
+    if np.any(far):  # paths whose tokens are all apart
+        K = _kernel_matrix(noise, Y[far])
+        with _attention._kernels.serial_blas():
+            try:
+                out[far] = np.linalg.cholesky(K) @ Z[far]
+            except np.linalg.LinAlgError:  # singular to rounding: the tree decides
+                far[:] = False
+    if not np.all(far):
+        out[~far] = _tree_field(noise, Y[~far], Z[~far])
+    return out
 
 
 def _sigma_inplace(activation: str):

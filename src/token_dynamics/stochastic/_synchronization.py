@@ -22,9 +22,11 @@ from ._sde import simulate_sde
 #: How far above the rounding of the log-separation (eps / separation) the diffusive change
 #: sqrt(kappa(1) T) of two_point_lyapunov_exponent must be for the exponent to mean anything.
 MIN_RESOLUTION = 1e3
-#: Smallest separation of two_point_lyapunov_exponent: the small eigenvalue of the pair's kernel
-#: matrix, about kappa'(1) separation^2, stays above the 1e-10 relative jitter of its factor.
-MIN_SEPARATION = 1e-4
+#: Smallest separation of two_point_lyapunov_exponent. The field's increment between the two
+#: tokens is drawn from its exact law at any separation (the tree sampler of ``_mlp``); what
+#: remains is the rounding of the tokens themselves, about eps per step on each, a relative
+#: 1e-8 of the separation per step here.
+MIN_SEPARATION = 1e-8
 
 __all__ = ["energy_decay_rate", "separation_exponent", "two_point_lyapunov_exponent"]
 
@@ -205,10 +207,10 @@ def two_point_lyapunov_exponent(
     n_paths : int
     separation : float
         Initial distance; small enough for the pair to stay in the linear regime (the
-        exponent has a relative bias of the order of the separation squared), large enough for
-        the 2 x 2 kernel matrix of the pair, whose small eigenvalue is about
-        :math:`\kappa'(1)\,\text{separation}^2`, to stay far above its rounding and the jitter
-        of its factorisation (``1e-3`` by default).
+        exponent has a relative bias of the order of the separation squared), at least
+        ``1e-8`` (the tokens' own rounding, about ``eps`` per step, stays a relative ``1e-8`` of
+        it); ``1e-3`` by default. The noise's increment between the two tokens has its exact
+        law at every separation, so the pair may contract far below its start.
     rng : Generator, int or None
 
     Returns
@@ -223,7 +225,7 @@ def two_point_lyapunov_exponent(
     TypeError
         If `model` is not a :class:`StochasticTransformer`.
     ValueError
-        If `separation` is outside ``[1e-4, 1]``, `T` is too short for the separation
+        If `separation` is outside ``[1e-8, 1]``, `T` is too short for the separation
         to change above its rounding, or an integer argument is out of range.
     FloatingPointError
         If a token becomes non-finite or zero (raise `L`), or the pair coincides.
@@ -249,7 +251,7 @@ def two_point_lyapunov_exponent(
     if not MIN_SEPARATION <= separation <= 1.0:
         raise ValueError(
             f"`separation` must lie in [{MIN_SEPARATION:g}, 1]; got {separation:g}. Below, the "
-            "2 x 2 kernel matrix of the pair is singular to rounding; above, the pair is not "
+            "rounding of the tokens is a sizeable part of their separation; above, the pair is not "
             "in the linear regime."
         )
     n_paths = check_int(n_paths, "n_paths", minimum=2)
