@@ -7,9 +7,11 @@ from typing import ClassVar, Self
 
 import numpy as np
 
+from .._backend import to_namespace
 from .._guards import float_guard
 from .._typing import ParameterLike
 from .._validation import check_positive, check_real
+from ._array_api import softmax_velocity
 from ._base import (
     AttentionField,
     Parameter,
@@ -119,6 +121,21 @@ class _Exponential(_Bilinear):
             return apply_rows(F, Xk, R, softmax_transform, weights=wk, normalise=True)
         out = apply_rows(F, Xk, Xk @ V.T, exp_transform, weights=wk, normalise=False)
         return _overflow_check(out, "Unnormalised attention")
+
+    def _velocity_xp(self, xp, Y, X, t, w):
+        if not self._normalised:
+            return super()._velocity_xp(xp, Y, X, t, w)
+        d = X.shape[1]
+        A, V = (
+            to_namespace(xp, eval_parameter(P, name, t, (d, d)), X, X.dtype)
+            for P, name in ((self.A, "A"), (self.V, "V"))
+        )
+        F = xp.matmul(Y, xp.matrix_transpose(A))
+        if self.beta != 1.0:
+            F = F * self.beta
+        R = xp.matmul(X, xp.matrix_transpose(V))
+        log_w = None if w is None else xp.log(w)
+        return softmax_velocity(xp, F, X, R, log_w)
 
     def _matrix(self, X, t, w):
         A, _ = self._params(t, X)
