@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from token_dynamics import integrate
-from token_dynamics.attention import Linear, Softmax
+from token_dynamics.attention import Hardmax, Linear, Softmax
 from token_dynamics.attention._array_api import generic_softmax_velocity, softmax_velocity
 
 jax.config.update("jax_enable_x64", True)
@@ -90,6 +90,19 @@ def test_softmax_velocity_float32_matches_numpy_within_bound(lib):
     np.testing.assert_allclose(to_numpy(out), ref, rtol=0, atol=_float32_bound(field, X))
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+def test_linear_velocity_matches_numpy(lib, weighted):
+    asarray, to_numpy, _ = lib
+    X, A, V, w = _problem()
+    weights = w if weighted else None
+    field = Linear(A, V)
+    ref = field.velocity(X, weights=weights)
+    out = field.velocity(asarray(X), weights=weights)
+    assert type(out) is type(asarray(X))
+    # three products of d x d or n x d factors, in another order: round-off, 1e-12 relative
+    np.testing.assert_allclose(to_numpy(out), ref, rtol=0, atol=1e-12 * np.abs(ref).max())
+
+
 def test_velocity_at_queries_elsewhere(lib):
     asarray, to_numpy, _ = lib
     X, A, V, _ = _problem(n=120, d=3)
@@ -145,7 +158,9 @@ def test_refusals_name_the_argument(lib):
     with pytest.raises(ValueError, match=r"`X` must be a non-empty array of shape \(n, 2\)"):
         Softmax(A, V).velocity(asarray(X[:, :1]))
     with pytest.raises(TypeError, match=r"numpy arrays only so far.*np\.asarray"):
-        Linear(A, V).velocity(asarray(X))
+        Hardmax(A, V).velocity(asarray(X))
+    with pytest.raises(FloatingPointError, match="linear attention velocity left the float"):
+        Linear(A, V).velocity(asarray(X * 1e110))
 
 
 @pytest.mark.parametrize("method", ["euler", "rk4"])

@@ -5,7 +5,8 @@ that at most :data:`BLOCK_ENTRIES` scores exist at once, with the stable (max-sh
 each row over the full key set; and two named fast paths, torch's
 ``scaled_dot_product_attention`` and ``jax.nn.dot_product_attention``, taken for uniform token
 weights (the fused kernels have no per-key weight); JAX's only below float64, since it takes
-the softmax in float32 (2e-7 from the float64 result, measured). The numpy path (``_kernels``)
+the softmax in float32 (2e-7 from the float64 result, measured), and only off the CPU, where
+the jitted generic formula was faster. JAX arrays always run jitted. The numpy path (``_kernels``)
 is not used here: numpy arrays never reach this module.
 """
 
@@ -64,7 +65,9 @@ def softmax_velocity(
     """
     lib = library(xp)
     if lib == "jax":  # compiled once per shape: eager JAX dispatches each operation alone
-        fused = fast and log_w is None and F.dtype != xp.float64  # float32 softmax inside
+        # jax.nn.dot_product_attention takes the softmax in float32, and on the CPU it ran
+        # 2.7-6x the time of the jitted formula (benchmarks/README.md): on accelerators only
+        fused = fast and log_w is None and F.dtype != xp.float64 and _platform(F) != "cpu"
         return _jax_jitted(fused)(F, K, R, log_w)
     if fast and log_w is None and lib == "torch":
         return _torch_sdpa(F, K, R)
@@ -98,6 +101,11 @@ def _torch_sdpa(F: Any, K: Any, R: Any) -> Any:
 
     out = tnf.scaled_dot_product_attention(F[None, None], K[None, None], R[None, None], scale=1.0)
     return out[0, 0]
+
+
+def _platform(a: Any) -> str:
+    """``"cpu"``, ``"gpu"``, ``"tpu"``: the platform of a JAX array's device."""
+    return str(next(iter(a.devices())).platform)
 
 
 @functools.cache

@@ -312,8 +312,12 @@ class AttentionField:
             raise ValueError(
                 f"`Y` must have the dimension of the tokens, {X.shape[1]}; got {Y.shape[1]}."
             )
-        Xc, Yc = xp.astype(X, dt), xp.astype(Y, dt)
-        if not bool(xp.all(xp.isfinite(Xc))) or not bool(xp.all(xp.isfinite(Yc))):
+        Xc = xp.astype(X, dt, copy=False)
+        Yc = Xc if Y is X else xp.astype(Y, dt, copy=False)
+        finite = xp.all(xp.isfinite(Xc))
+        if Y is not X:
+            finite = finite & xp.all(xp.isfinite(Yc))
+        if not bool(finite):  # one transfer to the host
             raise ValueError("`X` and `Y` must be finite; remove the NaN or inf entries.")
         w = None
         if weights is not None:

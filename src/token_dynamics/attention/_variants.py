@@ -366,6 +366,23 @@ class Linear(_Bilinear):
             M2 = X.T @ (w[:, None] * X)
             return Y @ A.T @ M2 @ V.T
 
+    def _velocity_xp(self, xp, Y, X, t, w):
+        d = X.shape[1]
+        A, V = (
+            to_namespace(xp, eval_parameter(P, name, t, (d, d)), X, X.dtype)
+            for P, name in ((self.A, "A"), (self.V, "V"))
+        )
+        Xw = X / X.shape[0] if w is None else w[:, None] * X
+        with np.errstate(all="ignore"):  # numpy-backed namespaces: the overflow is named below
+            M2 = xp.matmul(xp.matrix_transpose(X), Xw)
+            VM = xp.matmul(M2, xp.matrix_transpose(V))
+            out = xp.matmul(xp.matmul(Y, xp.matrix_transpose(A)), VM)
+        if not bool(xp.all(xp.isfinite(out))):
+            raise FloatingPointError(
+                f"the linear attention velocity left the float range: {_LINEAR_FIX}."
+            )
+        return out
+
     def _matrix(self, X, t, w):
         A, _ = self._params(t, X)
         with float_guard("the linear attention matrix", _LINEAR_FIX):
