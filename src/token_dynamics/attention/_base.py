@@ -329,8 +329,8 @@ class AttentionField:
         """The velocity in the namespace ``xp`` (variants that support other array libraries
         override it; the others refuse by name, with the fix)."""
         raise TypeError(
-            f"{type(self).__name__} computes on numpy arrays only so far (Softmax accepts torch, "
-            "JAX and other array-API arrays); pass the tokens as a numpy array, e.g. "
+            f"{type(self).__name__} computes on numpy arrays only so far (Softmax and Linear "
+            "accept torch, JAX and other array-API arrays); pass the tokens as a numpy array, e.g. "
             "`np.asarray(X)` (`X.cpu().numpy()` for a torch tensor)."
         )
 
