@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from token_dynamics import integrate
+from token_dynamics._backend import is_numpy
 from token_dynamics.attention import Hardmax, Linear, Softmax
 from token_dynamics.attention._array_api import generic_softmax_velocity, softmax_velocity
 
@@ -188,3 +189,11 @@ def test_integrate_refuses_what_needs_numpy(lib):
         integrate(Softmax(A, V), asarray(X), [0.0, 1.0])
     with pytest.raises(TypeError, match="solve_ivp need"):
         integrate(Softmax(A, V), asarray(X), [0.0, 1.0], method="solve_ivp", dt=0.1)
+
+
+def test_what_is_no_foreign_array_takes_the_numpy_path():
+    # a string or a dict is refused by the numpy path's validation, by name, as before
+    with pytest.raises((TypeError, ValueError), match="`X`"):
+        Softmax(np.eye(2), np.eye(2)).velocity("tokens")
+    assert not is_numpy(jnp.zeros(2)) and not is_numpy(array_api_strict.asarray([1.0]))
+    assert is_numpy(np.zeros(2), [1.0], 2.0, None, {"a": 1})

@@ -39,9 +39,24 @@ __all__ = ["device", "float_dtype", "is_numpy", "library", "namespace", "to_name
 _NUMPY_TYPES = (np.ndarray, np.generic, list, tuple, int, float, bool)
 
 
+#: Top-level modules of array types that take the array-API path even without
+#: ``__array_namespace__`` (older torch releases lack it; array-api-compat wraps them).
+_ARRAY_MODULES = frozenset({"torch", "jax", "jaxlib", "cupy", "dask", "sparse", "ndonnx"})
+
+
+def _foreign(a: object) -> bool:
+    """Whether ``a`` is an array of a library other than numpy."""
+    return hasattr(a, "__array_namespace__") or (
+        type(a).__module__.partition(".")[0] in _ARRAY_MODULES
+    )
+
+
 def is_numpy(*arrays: object) -> bool:
-    """Whether every argument takes the numpy path: a numpy array or scalar, a list, a tuple, a
-    Python number or ``None``. Anything else (a torch tensor, a JAX array) does not.
+    """Whether every argument takes the numpy path: anything but an array of another library
+    (a torch tensor, a JAX array, any object with ``__array_namespace__``). numpy arrays,
+    lists, numbers and ``None`` are recognised by one ``isinstance`` test; anything else
+    that is no foreign array (a string, a dict) also goes to the numpy path, whose
+    validation names it.
 
     Examples
     --------
@@ -50,7 +65,7 @@ def is_numpy(*arrays: object) -> bool:
     >>> is_numpy(np.eye(2), None, 1.0)
     True
     """
-    return all(a is None or isinstance(a, _NUMPY_TYPES) for a in arrays)
+    return all(a is None or isinstance(a, _NUMPY_TYPES) or not _foreign(a) for a in arrays)
 
 
 def namespace(*arrays: object) -> ModuleType:
