@@ -19,7 +19,7 @@ $(error EDITION must be `full` or `student`, not `$(EDITION)`)
 endif
 
 .PHONY: book pdf test test-fullsize fuzz env lint unit build site browser pdf-check chromium poppler \
-	bench clean coursework notebooks grade
+	bench clean coursework notebooks grade test-backends
 
 ## env: the pinned environment in .venv (re-installed when a requirements file changes)
 env: $(STAMP)
@@ -61,7 +61,7 @@ pdf: book chromium
 ## test: lint, unit tests and doctests, every notebook in a fresh kernel, a clean build of both
 ## editions, the student edition's leak test and the downloads run outside the book, browser
 ## checks, the PDF printed from the full build
-test: env chromium poppler lint unit build site browser pdf-check
+test: env chromium poppler lint unit test-backends build site browser pdf-check
 
 lint: env
 	$(BIN)/ruff check src tests tools book/_ext benchmarks coursework
@@ -75,7 +75,18 @@ lint: env
 SITE_TESTS := tests/test_student_edition.py tests/test_downloads.py tests/test_reader_text.py
 
 unit: env
-	$(BIN)/pytest -n $(JOBS) --ignore=tests/browser --ignore=tests/test_pdf.py $(addprefix --ignore=,$(SITE_TESTS)) tests src
+	$(BIN)/pytest -n $(JOBS) --ignore=tests/browser --ignore=tests/test_pdf.py --ignore=tests/test_backends.py $(addprefix --ignore=,$(SITE_TESTS)) tests src
+
+## test-backends: the attention fields on other array libraries (array-api-strict, JAX CPU and,
+## when importable, torch) against numpy; installs requirements-backends.txt into .venv
+BACKENDS_STAMP := $(VENV)/.backends
+$(BACKENDS_STAMP): requirements-backends.txt $(STAMP)
+	$(BIN)/python -m pip install --quiet -r requirements-backends.txt
+	touch $(BACKENDS_STAMP)
+
+test-backends: env $(BACKENDS_STAMP)
+	@$(BIN)/python -c "import importlib.util as u; print('array libraries:', ', '.join(f'{m} ' + ('runs' if u.find_spec(m) else 'absent (its tests are reported as skipped)') for m in ('array_api_strict', 'jax', 'torch')))"
+	$(BIN)/pytest -rs tests/test_backends.py
 
 ## test-fullsize: the papers' experiments at full size (minutes each; not part of `make test`)
 test-fullsize: env

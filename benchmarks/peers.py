@@ -363,13 +363,83 @@ def case_gemm(peers, cfg) -> None:
         run.row(f"{m} x {k} x {n}", *cells)
 
 
+def case_backends(peers, cfg) -> None:
+    """The library's own torch and JAX backends (``Softmax.velocity`` on a tensor / a JAX array)
+    against the same library's kernel called directly: torch's ``scaled_dot_product_attention``
+    on 4-D inputs (tensors in and out) and ``jax.jit`` of the softmax expression. Ratio =
+    backend time / peer time (> 1: the backend costs more than calling the library by hand)."""
+    run.header(
+        f"softmax velocity through the backends ({cfg.peer_threads} thread(s))",
+        "n, d, dtype",
+        *(f"{p} backend" for p in peers),
+        *(f"{p} by hand" for p in peers),
+        *(f"ratio {p} (median, range)" for p in peers),
+    )
+    for dtype in (np.float64, np.float32):
+        for d in (16, 64):
+            for n in (1024, 4096):
+                rng = np.random.default_rng(0)
+                X = rng.standard_normal((n, d)) / np.sqrt(np.sqrt(d))
+                A = rng.standard_normal((d, d)) / np.sqrt(d)
+                V = rng.standard_normal((d, d)) / np.sqrt(d)
+                field = att.Softmax(A, V)
+                ref = field.velocity(X)
+                rtol = RTOL64 if dtype == np.float64 else RTOL32
+                hand = softmax_peers(peers, X, A, V, dtype)
+                fns: dict[str, Callable[[], object]] = {}
+                if "torch" in peers:
+                    torch = peers["torch"]
+                    no_grad, sdpa = torch.no_grad, torch.nn.functional.scaled_dot_product_attention
+                    tX = torch.from_numpy(X.astype(dtype))
+                    tA, tV = (torch.from_numpy(M.astype(dtype)) for M in (A, V))
+
+                    def torch_backend(f=field, tX=tX, no_grad=no_grad):
+                        with no_grad():
+                            return f.velocity(tX)
+
+                    def torch_hand(tX=tX, tA=tA, tV=tV, no_grad=no_grad, sdpa=sdpa):
+                        with no_grad():  # 4-D inputs, tensors out: no conversion to numpy
+                            q, k, v = (M[None, None] for M in (tX @ tA.T, tX, tX @ tV.T))
+                            return sdpa(q, k, v, scale=1.0)[0, 0]
+
+                    check("torch backend", torch_backend().numpy(), ref, rtol)
+                    check("torch by hand", torch_hand().numpy(), ref, rtol)
+                    fns["torch backend"] = torch_backend
+                    fns["torch by hand"] = torch_hand
+                if "jax" in hand:
+                    jX = peers["jax"].numpy.asarray(X.astype(dtype))
+
+                    def jax_backend(f=field, jX=jX):
+                        return f.velocity(jX).block_until_ready()
+
+                    check("jax backend", np.asarray(jax_backend()), ref, rtol)
+                    fns["jax backend"] = jax_backend
+                    fns["jax by hand"] = hand["jax"]
+                rounds = [
+                    interleaved(fns, cfg.peer_repeats, r * len(fns) // cfg.peer_rounds)
+                    for r in range(cfg.peer_rounds)
+                ]
+                med = {k: float(np.median([r[k] for r in rounds])) for k in fns}
+                cells = {
+                    p: [r[f"{p} backend"] / r[f"{p} by hand"] for r in rounds]
+                    for p in peers
+                    if f"{p} backend" in fns
+                }
+                run.row(
+                    f"{n}, {d}, {np.dtype(dtype).name}",
+                    *(f"{med[f'{p} backend'] * 1e3:.2f} ms" if p in cells else "-" for p in peers),
+                    *(f"{med[f'{p} by hand'] * 1e3:.2f} ms" if p in cells else "-" for p in peers),
+                    *(_ratio_cell(cells[p]) if p in cells else "-" for p in peers),
+                )
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument(
         "--workloads",
         default="softmax,ode,mlp,gemm",
-        help="comma-separated: softmax, ode, mlp, gemm",
+        help="comma-separated: softmax, ode, mlp, gemm, backends",
     )
     cfg = parser.parse_args(argv)
     cfg.peer_threads = int(os.environ["TOKEN_DYNAMICS_THREADS"])
@@ -389,7 +459,13 @@ def main(argv: list[str] | None = None) -> None:
         threads.append(f"XLA_FLAGS '{os.environ['XLA_FLAGS']}'")
     print(f"peers: {', '.join(versions)}; threads: {', '.join(threads)}", flush=True)
     print(f"load average before: {', '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
-    workloads = {"softmax": case_softmax, "ode": case_ode, "mlp": case_mlp, "gemm": case_gemm}
+    workloads = {
+        "softmax": case_softmax,
+        "ode": case_ode,
+        "mlp": case_mlp,
+        "gemm": case_gemm,
+        "backends": case_backends,
+    }
     for name in cfg.workloads.split(","):
         workloads[name](peers, cfg)
     print(f"\nload average after: {', '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)

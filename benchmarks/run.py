@@ -743,7 +743,13 @@ def case_notebooks(cfg: argparse.Namespace) -> None:
     notebooks.run()
 
 
-def case_peers(cfg: argparse.Namespace) -> None:
+def case_backends(cfg: argparse.Namespace) -> None:
+    """The torch and JAX backends of the softmax velocity against torch's fused attention and
+    ``jax.jit`` (``peers.py --workloads backends``, one thread unless ``--peer-threads``)."""
+    case_peers(cfg, workloads="backends")
+
+
+def case_peers(cfg: argparse.Namespace, workloads: str | None = None) -> None:
     """PyTorch and JAX on the same workloads (``peers.py``), in a subprocess whose thread
     counts are pinned before numpy, torch and JAX load."""
     import importlib.util
@@ -763,7 +769,7 @@ def case_peers(cfg: argparse.Namespace) -> None:
     one = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
     env["XLA_FLAGS"] = one if cfg.peer_threads == 1 else env.get("XLA_FLAGS", "")
     args = [sys.executable, str(Path(__file__).parent / "peers.py")]
-    args += ["--workloads", cfg.peer_workloads] + (["--quick"] if cfg.quick else [])
+    args += ["--workloads", workloads or cfg.peer_workloads] + (["--quick"] if cfg.quick else [])
     subprocess.run(args, env=env, check=True)
 
 
@@ -780,10 +786,11 @@ CASES: dict[str, Callable[[argparse.Namespace], None]] = {
     "wasserstein": case_wasserstein,
     "interpolation": case_interpolation,
     "peers": case_peers,
+    "backends": case_backends,
     "notebooks": case_notebooks,
 }
 #: Run only when named (several minutes of kernels in subprocesses).
-OPT_IN = ("notebooks",)
+OPT_IN = ("notebooks", "backends")
 
 
 def main(argv: list[str] | None = None) -> None:

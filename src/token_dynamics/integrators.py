@@ -45,6 +45,7 @@ import numpy as np
 from numpy.typing import DTypeLike
 from scipy.integrate import solve_ivp
 
+from ._backend import is_numpy, namespace
 from ._guards import progress_bar
 from ._richardson import refine
 from ._typing import ArrayLike, FloatArray
@@ -296,6 +297,8 @@ def integrate(
         method = _choice(ivp_method, "ivp_method", IVP_METHODS)
     geometry = _choice(geometry, "geometry", GEOMETRIES)
     dtype = as_dtype(dtype)
+    if not is_numpy(X0):  # torch, JAX, ... (``_backend``): fixed steps in the caller's library
+        return _integrate_xp(field, X0, as_times(times), method, dt, geometry, dtype, progress)
     X0 = as_tokens(X0, "X0")
     times = as_times(times)
     if dt is not None:
@@ -427,6 +430,73 @@ def _default_step(run, rhs, X0, times, sphere, method, geometry, rtol, atol, pro
     return Trajectory(
         times, refined.states, method, geometry, n_steps, status, message, refined.error
     )
+
+
+def _integrate_xp(field, X0, times, method, dt, geometry, dtype, progress):
+    """Euler or RK4 with an explicit `dt` on tokens of another array library: the states stay
+    in the caller's library and on its device (``states`` is an array of it, shape (T, n, d))."""
+    kind = f"{type(X0).__module__}.{type(X0).__name__}"
+    if method not in ("euler", "rk4") or dt is None:
+        raise TypeError(
+            f"`X0` is a {kind}: on arrays other than numpy's, `integrate` runs method='euler' "
+            "or 'rk4' with an explicit `dt` (the step doubling of dt=None and solve_ivp need "
+            "numpy); pass e.g. method='rk4', dt=0.01, or `np.asarray(X0)` (`X0.cpu().numpy()`)."
+        )
+    dt = check_positive(dt, "dt")
+    check_bool(progress, "progress")
+    xp = namespace(X0)
+    if X0.ndim != 2 or X0.shape[0] == 0 or X0.shape[1] == 0:
+        raise ValueError(
+            f"`X0` must be a non-empty array of shape (n, d); got shape {tuple(X0.shape)}."
+        )
+    X = xp.astype(X0, xp.float32 if dtype == np.float32 else xp.float64)
+    if not bool(xp.all(xp.isfinite(X))):
+        raise ValueError("`X0` must be finite; remove the NaN or inf entries.")
+    sphere = geometry == "sphere"
+
+    def normalise(Z):
+        return Z / xp.linalg.vector_norm(Z, axis=1, keepdims=True)
+
+    if sphere:
+        if not bool(xp.all(xp.any(X != 0, axis=1))):
+            raise ValueError("`X0` has a zero row, which has no point on the sphere.")
+        X = normalise(X)
+
+    def rhs(t, Z, project):
+        V = field(t, Z)
+        if tuple(V.shape) != tuple(Z.shape):
+            raise ValueError(
+                f"`field` must return an array of shape {tuple(Z.shape)}; got {tuple(V.shape)}."
+            )
+        if project:  # tangent part: V - <V, x> x / |x|^2, row by row
+            coef = xp.sum(V * Z, axis=1, keepdims=True) / xp.sum(Z * Z, axis=1, keepdims=True)
+            V = V - coef * Z
+        return V
+
+    def step(t, Z, h):
+        if method == "euler":
+            Z = Z + h * rhs(t, Z, False)
+        else:
+            k1 = rhs(t, Z, sphere)
+            k2 = rhs(t + h / 2, Z + (h / 2) * k1, sphere)
+            k3 = rhs(t + h / 2, Z + (h / 2) * k2, sphere)
+            k4 = rhs(t + h, Z + h * k3, sphere)
+            Z = Z + (h / 6) * (k1 + 2 * k2 + 2 * k3 + k4)
+        return normalise(Z) if sphere else Z
+
+    substeps = [
+        max(1, math.ceil((b - a) / dt * (1 - DT_SLACK))) for a, b in itertools.pairwise(times)
+    ]
+    states = [X]
+    for k, m in enumerate(substeps):
+        h = float(times[k + 1] - times[k]) / m
+        for s in range(m):
+            t = float(times[k] + s * h)
+            X = step(t, X, h)
+            if not bool(xp.all(xp.isfinite(X))):
+                raise _blow_up(t + h, method)
+        states.append(X)
+    return Trajectory(times, xp.stack(states), method, geometry, int(sum(substeps)))
 
 
 def _euler(rhs, t, X, h, sphere):

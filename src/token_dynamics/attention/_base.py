@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
 
 import numpy as np
 
+from .._backend import float_dtype, is_numpy, namespace, to_namespace
 from .._typing import ArrayLike, DTypeLike, ParameterLike
 from .._validation import as_dtype, as_matrix, as_square, as_tokens, as_weights, check_real
 from ._kernels import serial_blas
@@ -159,6 +162,8 @@ class AttentionField:
         array([[0.75, 0.25],
                [0.75, 0.25]])
         """
+        if type(X) is not np.ndarray and not is_numpy(X):  # the type test: no call for numpy
+            return self._backend_velocity(X, X, t, weights, dtype)
         X, t, w = self._inputs(X, t, weights, dtype)
         with serial_blas():
             return self._velocity_at(X, X, t, w)
@@ -199,6 +204,8 @@ class AttentionField:
         >>> Softmax(np.zeros((2, 2)), np.eye(2)).velocity_at([[5.0, 5.0]], X)
         array([[0.5, 0.5]])
         """
+        if not is_numpy(X, Y):
+            return self._backend_velocity(Y, X, t, weights, dtype)
         X, t, w = self._inputs(X, t, weights, dtype)
         Y = as_tokens(Y, "Y", d=X.shape[1]).astype(X.dtype, copy=False)
         with serial_blas():
@@ -282,6 +289,50 @@ class AttentionField:
 
     def _velocity_at(self, Y: np.ndarray, X: np.ndarray, t: float, w: np.ndarray) -> np.ndarray:
         raise NotImplementedError  # pragma: no cover
+
+    def _backend_velocity(
+        self, Y: Any, X: Any, t: float, weights: object, dtype: DTypeLike | None
+    ) -> Any:
+        """``velocity_at`` on arrays of another library (``_backend``): the arguments checked
+        in the caller's namespace, then :meth:`_velocity_xp`; the result in the caller's array
+        type, device and dtype."""
+        xp = namespace(X, Y)
+        dt = float_dtype(xp, X, dtype)
+        d = self._dim()
+        for name, arr in (("X", X), ("Y", Y)):
+            if arr.ndim != 2 or arr.shape[0] == 0 or (d is not None and arr.shape[1] != d):
+                want = "(n, d)" if d is None else f"(n, {d})"
+                raise ValueError(
+                    f"`{name}` must be a non-empty array of shape {want} (one token per row); "
+                    f"got shape {tuple(arr.shape)}."
+                )
+            if not xp.isdtype(arr.dtype, ("real floating", "integral")):
+                raise TypeError(f"`{name}` must hold real numbers; got dtype {arr.dtype}.")
+        if Y.shape[1] != X.shape[1]:
+            raise ValueError(
+                f"`Y` must have the dimension of the tokens, {X.shape[1]}; got {Y.shape[1]}."
+            )
+        Xc = xp.astype(X, dt, copy=False)
+        Yc = Xc if Y is X else xp.astype(Y, dt, copy=False)
+        finite = xp.all(xp.isfinite(Xc))
+        if Y is not X:
+            finite = finite & xp.all(xp.isfinite(Yc))
+        if not bool(finite):  # one transfer to the host
+            raise ValueError("`X` and `Y` must be finite; remove the NaN or inf entries.")
+        w = None
+        if weights is not None:
+            w_np = as_weights(weights if is_numpy(weights) else np.asarray(weights), X.shape[0])
+            w = to_namespace(xp, w_np, X, dt)
+        return self._velocity_xp(xp, Yc, Xc, check_time(t), w)
+
+    def _velocity_xp(self, xp: ModuleType, Y: Any, X: Any, t: float, w: Any) -> Any:
+        """The velocity in the namespace ``xp`` (variants that support other array libraries
+        override it; the others refuse by name, with the fix)."""
+        raise TypeError(
+            f"{type(self).__name__} computes on numpy arrays only so far (Softmax and Linear "
+            "accept torch, JAX and other array-API arrays); pass the tokens as a numpy array, e.g. "
+            "`np.asarray(X)` (`X.cpu().numpy()` for a torch tensor)."
+        )
 
     def _matrix(self, X: np.ndarray, t: float, w: np.ndarray) -> np.ndarray:
         raise NotImplementedError  # pragma: no cover

@@ -7,9 +7,11 @@ from typing import ClassVar, Self
 
 import numpy as np
 
+from .._backend import to_namespace
 from .._guards import float_guard
 from .._typing import ParameterLike
 from .._validation import check_positive, check_real
+from ._array_api import softmax_velocity
 from ._base import (
     AttentionField,
     Parameter,
@@ -119,6 +121,21 @@ class _Exponential(_Bilinear):
             return apply_rows(F, Xk, R, softmax_transform, weights=wk, normalise=True)
         out = apply_rows(F, Xk, Xk @ V.T, exp_transform, weights=wk, normalise=False)
         return _overflow_check(out, "Unnormalised attention")
+
+    def _velocity_xp(self, xp, Y, X, t, w):
+        if not self._normalised:
+            return super()._velocity_xp(xp, Y, X, t, w)
+        d = X.shape[1]
+        A, V = (
+            to_namespace(xp, eval_parameter(P, name, t, (d, d)), X, X.dtype)
+            for P, name in ((self.A, "A"), (self.V, "V"))
+        )
+        F = xp.matmul(Y, xp.matrix_transpose(A))
+        if self.beta != 1.0:
+            F = F * self.beta
+        R = xp.matmul(X, xp.matrix_transpose(V))
+        log_w = None if w is None else xp.log(w)
+        return softmax_velocity(xp, F, X, R, log_w)
 
     def _matrix(self, X, t, w):
         A, _ = self._params(t, X)
@@ -348,6 +365,23 @@ class Linear(_Bilinear):
         with float_guard("the linear attention velocity", _LINEAR_FIX):
             M2 = X.T @ (w[:, None] * X)
             return Y @ A.T @ M2 @ V.T
+
+    def _velocity_xp(self, xp, Y, X, t, w):
+        d = X.shape[1]
+        A, V = (
+            to_namespace(xp, eval_parameter(P, name, t, (d, d)), X, X.dtype)
+            for P, name in ((self.A, "A"), (self.V, "V"))
+        )
+        Xw = X / X.shape[0] if w is None else w[:, None] * X
+        with np.errstate(all="ignore"):  # numpy-backed namespaces: the overflow is named below
+            M2 = xp.matmul(xp.matrix_transpose(X), Xw)
+            VM = xp.matmul(M2, xp.matrix_transpose(V))
+            out = xp.matmul(xp.matmul(Y, xp.matrix_transpose(A)), VM)
+        if not bool(xp.all(xp.isfinite(out))):
+            raise FloatingPointError(
+                f"the linear attention velocity left the float range: {_LINEAR_FIX}."
+            )
+        return out
 
     def _matrix(self, X, t, w):
         A, _ = self._params(t, X)

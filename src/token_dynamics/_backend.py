@@ -1,0 +1,144 @@
+"""Array libraries other than numpy (torch, JAX, CuPy, any array-API namespace): the one door.
+
+numpy is the reference path and the default. A function that accepts other arrays asks
+:func:`is_numpy` first: numpy arrays, lists, tuples and scalars go on to the numpy code
+unchanged (one ``type`` test, no import of anything new); any other array gets its library's
+array-API namespace from :func:`namespace` (``array_api_compat.array_namespace``, imported only
+then), and the result comes back in the caller's array type, on the caller's device
+(:func:`device`) and in the caller's floating dtype (:func:`float_dtype`).
+
+Why array-api-compat: it gives torch, JAX, CuPy, Dask and numpy one namespace of the array API
+standard (the route SciPy and scikit-learn take), is a single pure-Python package without
+dependencies, and maps to each library's own functions, so generic code runs at the library's
+speed. A library with a faster kernel for a whole formula (fused attention) gets a named fast
+path beside the generic formula, chosen by :func:`library`.
+
+References
+----------
+Consortium for Python Data API Standards, *Python array API standard*, v2023.12,
+https://data-apis.org/array-api/ (sections "Array object", "Linear algebra functions").
+
+Examples
+--------
+>>> import numpy as np
+>>> from token_dynamics._backend import is_numpy
+>>> is_numpy(np.zeros(2)), is_numpy([1.0, 2.0])
+(True, True)
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+__all__ = ["device", "float_dtype", "is_numpy", "library", "namespace", "to_namespace"]
+
+#: Types that always take the numpy path (``np.asarray`` reads them without an array library).
+_NUMPY_TYPES = (np.ndarray, np.generic, list, tuple, int, float, bool)
+
+
+#: Top-level modules of array types that take the array-API path even without
+#: ``__array_namespace__`` (older torch releases lack it; array-api-compat wraps them).
+_ARRAY_MODULES = frozenset({"torch", "jax", "jaxlib", "cupy", "dask", "sparse", "ndonnx"})
+
+
+def _foreign(a: object) -> bool:
+    """Whether ``a`` is an array of a library other than numpy."""
+    return hasattr(a, "__array_namespace__") or (
+        type(a).__module__.partition(".")[0] in _ARRAY_MODULES
+    )
+
+
+def is_numpy(*arrays: object) -> bool:
+    """Whether every argument takes the numpy path: anything but an array of another library
+    (a torch tensor, a JAX array, any object with ``__array_namespace__``). numpy arrays,
+    lists, numbers and ``None`` are recognised by one ``isinstance`` test; anything else
+    that is no foreign array (a string, a dict) also goes to the numpy path, whose
+    validation names it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from token_dynamics._backend import is_numpy
+    >>> is_numpy(np.eye(2), None, 1.0)
+    True
+    """
+    return all(a is None or isinstance(a, _NUMPY_TYPES) or not _foreign(a) for a in arrays)
+
+
+def namespace(*arrays: object) -> ModuleType:
+    """The array-API namespace of the arrays (``None`` and Python scalars are ignored).
+
+    Raises
+    ------
+    ModuleNotFoundError
+        If array-api-compat is not installed (``pip install token-dynamics[torch]`` or
+        ``[jax]`` brings it).
+    TypeError
+        If the arrays come from different libraries.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from token_dynamics._backend import namespace
+    >>> namespace(np.zeros(2)).__name__  # doctest: +SKIP
+    'array_api_compat.numpy'
+    """
+    try:
+        from array_api_compat import array_namespace
+    except ModuleNotFoundError as exc:  # pragma: no cover - depends on the environment
+        raise ModuleNotFoundError(
+            "arrays other than numpy's need the package `array-api-compat`; install it with "
+            "`pip install token-dynamics[torch]` (or `[jax]`, `[cupy]`)."
+        ) from exc
+    arrs = [a for a in arrays if a is not None and not isinstance(a, int | float | bool)]
+    try:
+        return array_namespace(*arrs)
+    except TypeError as exc:
+        kinds = sorted({type(a).__module__ + "." + type(a).__name__ for a in arrs})
+        raise TypeError(
+            f"the arrays passed come from different array libraries ({', '.join(kinds)}); "
+            "pass them all from one library (convert the parameters with that library's "
+            "`asarray`)."
+        ) from exc
+
+
+def library(xp: ModuleType) -> str:
+    """Short name of the library behind a namespace: ``"torch"``, ``"jax"``, ``"cupy"``,
+    ``"numpy"`` or the namespace's module name (``"array_api_strict"``)."""
+    name = xp.__name__
+    for lib in ("torch", "jax", "cupy", "numpy"):
+        if name == lib or name.startswith(lib + ".") or name.endswith("." + lib):
+            return lib
+    return name.split(".")[0]
+
+
+def device(x: Any) -> Any:
+    """The device an array lives on (``array_api_compat.device``)."""
+    from array_api_compat import device as _device
+
+    return _device(x)
+
+
+def float_dtype(xp: ModuleType, x: Any, dtype: object | None = None) -> Any:
+    """The computing dtype: ``dtype`` when given (``"float64"``/``"float32"`` or the library's
+    own), else float32 for float32 input and float64 otherwise (as on the numpy path)."""
+    if dtype is not None:
+        name = str(dtype).split(".")[-1]
+        if name not in ("float64", "float32"):
+            raise ValueError(
+                f"`dtype` must be float64 or float32; got {dtype!r}. Pass dtype='float64'."
+            )
+        return getattr(xp, name)
+    return xp.float32 if x.dtype == xp.float32 else xp.float64
+
+
+def to_namespace(xp: ModuleType, a: Any, like: Any, dtype: Any) -> Any:
+    """``a`` (a numpy array, a list, or an array of ``xp``) as an array of ``xp`` of ``dtype``
+    on the device of ``like``: parameters given as numpy arrays follow the tokens."""
+    if isinstance(a, np.ndarray | np.generic | list | tuple | float | int):
+        a = np.array(a, dtype=np.float64)  # a writable copy (torch warns on read-only)
+        return xp.asarray(a, dtype=dtype, device=device(like))
+    return xp.astype(a, dtype)
