@@ -304,3 +304,194 @@ def test_overlap_deviation_validates_and_does_not_modify():
         cl.overlap_deviation(np.eye(3), [0.0, 0.0, 0.0])
     with pytest.raises(ValueError, match="`states` must have shape"):
         cl.overlap_deviation(np.ones((2, 1, 3)), [0.0, 0.0])
+
+
+# -- the chapter "Clustering in long time" (book/clustering/theory) ----------------------------
+
+
+def _sa_energy(X, beta):
+    """E_beta(X) = (1/(2 beta n^2)) sum_ij e^{beta <x_i, x_j>}, written out for the tests."""
+    n = X.shape[0]
+    return float(np.exp(beta * X @ X.T).sum() / (2 * beta * n**2))
+
+
+def _energy_gradient(X, beta, h=1e-6):
+    """Euclidean gradient of E_beta by central differences (error O(h^2) ~ 1e-12)."""
+    grad = np.zeros_like(X)
+    for idx in np.ndindex(*X.shape):
+        step = np.zeros_like(X)
+        step[idx] = h
+        grad[idx] = (_sa_energy(X + step, beta) - _sa_energy(X - step, beta)) / (2 * h)
+    return grad
+
+
+@pytest.mark.statement("clu-prop-gradient-structure")
+@pytest.mark.parametrize("beta", [0.3, 1.0, 2.5])
+def test_sa_and_usa_are_gradient_ascents_of_the_energy(beta):
+    rng = np.random.default_rng(int(10 * beta))
+    n, d = 5, 3
+    X = td.uniform_sphere(n, d, rng=rng)
+    grad = _energy_gradient(X, beta)
+    round_grad = grad - np.sum(grad * X, axis=1, keepdims=True) * X  # tangent projection
+    Z = np.exp(beta * X @ X.T).sum(axis=1)
+    usa = Unnormalised(beta * np.eye(d), np.eye(d))(0.0, X)
+    sa = Softmax(beta * np.eye(d), np.eye(d))(0.0, X)
+    usa = usa - np.sum(usa * X, axis=1, keepdims=True) * X
+    sa = sa - np.sum(sa * X, axis=1, keepdims=True) * X
+    # USA = n grad E; SA = n (n / Z_i) grad_i E (the metric (1/n) sum_i Z_i <a_i, b_i>);
+    # central differences with h = 1e-6 on O(e^beta) values: error ~ 1e-9 relative
+    np.testing.assert_allclose(usa, n * round_grad, atol=1e-7)
+    np.testing.assert_allclose(sa, n * (n / Z)[:, None] * round_grad, atol=1e-7)
+
+
+@pytest.mark.statement("clu-lem-strict-saddle-beta0")
+@pytest.mark.parametrize("signs", [(1, 1, -1), (1, 1, 1, -1, -1), (1, -1), (1, 1, -1, -1)])
+def test_quadratic_energy_critical_points_are_saddles_except_consensus(signs):
+    eps = np.asarray(signs, dtype=float)
+    n = eps.size
+    u, v = np.array([0.0, 0.0, 1.0]), np.array([1.0, 0.0, 0.0])
+    X = eps[:, None] * u
+    s = X.sum(axis=0)
+    # a critical point: every token parallel to the sum
+    np.testing.assert_allclose(s - (X @ s)[:, None] * X, 0.0, atol=1e-15)
+
+    def energy(Y):
+        return float(np.sum(Y.sum(axis=0) ** 2) / (2 * n**2))
+
+    i = int(np.argmin(eps))  # a token with sign -1
+    h = 1e-4
+
+    def rotated(theta):
+        Y = X.copy()
+        Y[i] = X[i] * math.cos(theta) + v * math.sin(theta)
+        return Y
+
+    second = (energy(rotated(h)) - 2 * energy(X) + energy(rotated(-h))) / h**2
+    # closed form of the proof, divided by 2 n^2: 2(|s| + 1), or 2 when s = 0
+    norm_s = float(np.linalg.norm(s))
+    predicted = (2 * (norm_s + 1) if norm_s > 0 else 2.0) / (2 * n**2)
+    # central second difference: error O(h^2) ~ 1e-8, plus rounding eps / h^2 ~ 2e-8
+    np.testing.assert_allclose(second, predicted, rtol=1e-6)
+    assert second > 0
+
+
+def _final_min_overlap(field, X0, t_end):
+    traj = td.integrate(
+        field, X0, [0.0, t_end], method="solve_ivp", geometry="sphere", rtol=1e-10, atol=1e-12
+    )
+    assert traj.status == "completed", traj.message
+    return float(np.min(traj.final @ traj.final.T))
+
+
+@pytest.mark.statement("clu-thm-beta0")
+@pytest.mark.parametrize("d", [2, 3])
+def test_random_starts_at_beta_zero_reach_consensus_and_the_antipodal_pair_does_not(d):
+    rng = np.random.default_rng(d)
+    field = Softmax(np.zeros((d, d)), np.eye(d))  # beta = 0: uniform weights
+    for _ in range(8):
+        assert _final_min_overlap(field, td.uniform_sphere(5, d, rng=rng), 80.0) > 1 - 1e-8
+    pair = np.zeros((2, d))
+    pair[0, 0], pair[1, 0] = 1.0, -1.0
+    end = td.integrate(field, pair, [0.0, 50.0], method="rk4", dt=0.1, geometry="sphere").final
+    np.testing.assert_allclose(end, pair, atol=1e-14)  # an equilibrium: the velocity is 0
+
+
+@pytest.mark.statement("clu-thm-beta-vanishing")
+@pytest.mark.statement("clu-thm-small-beta")
+@pytest.mark.parametrize("field", [Softmax, Unnormalised])
+def test_random_starts_at_small_beta_reach_one_cluster(field):
+    n, d = 6, 2  # the circle: the hardest dimension
+    beta = 0.5 / n
+    rng = np.random.default_rng(11)
+    for _ in range(8):
+        X0 = td.uniform_sphere(n, d, rng=rng)
+        # from random data: rate about 1 near consensus, so t = 100 leaves a gap below 1e-8
+        assert _final_min_overlap(field(beta * np.eye(d), np.eye(d)), X0, 100.0) > 1 - 1e-8
+
+
+@pytest.mark.statement("clu-thm-large-beta")
+@pytest.mark.parametrize("d", [2, 3, 5])
+def test_large_beta_kernel_changes_sign_at_an_angle_that_shrinks(d):
+    # g_beta(z) = e^{beta cos z}((d-1) cos z - beta sin^2 z) is positive below the angle
+    # tau* solving beta sin^2 tau = (d-1) cos tau and negative beyond it; tau* -> 0 like
+    # sqrt((d-1)/beta), which is what forces a non-positive Hessian into a consensus
+    zeta = np.linspace(0.0, math.pi, 20001)
+    previous = math.pi
+    for beta in (1.0, 10.0, 100.0, 1000.0):
+        g = (d - 1) * np.cos(zeta) - beta * np.sin(zeta) ** 2  # the sign of g (e^{...} > 0)
+        c = (-(d - 1) + math.sqrt((d - 1) ** 2 + 4 * beta**2)) / (2 * beta)  # cos tau*
+        tau = math.acos(c)
+        np.testing.assert_allclose(beta * math.sin(tau) ** 2, (d - 1) * math.cos(tau), rtol=1e-12)
+        assert np.all(g[zeta < tau - 1e-9] > 0) and np.all(g[zeta > tau + 1e-9] < 0)
+        assert tau < previous
+        previous = tau
+    # tau*^2 = (d-1)/beta (1 + O((d-1)/beta)): relative error (d-1)/(4 beta) <= 1e-3
+    np.testing.assert_allclose(previous, math.sqrt((d - 1) / 1000.0), rtol=2e-3)
+
+
+@pytest.mark.statement("clu-thm-wendel")
+@pytest.mark.parametrize(("n", "d"), [(3, 2), (5, 2), (5, 3), (6, 4), (7, 3)])
+def test_sign_patterns_in_a_hemisphere_count_the_regions_of_the_arrangement(n, d):
+    # the proof's key step: for points in general position, the number of sign vectors eps
+    # with (eps_i x_i) in an open hemisphere is 2 sum_{k<d} C(n-1, k), exactly
+    rng = np.random.default_rng(100 * n + d)
+    X = td.uniform_sphere(n, d, rng=rng)
+    count = 0
+    for signs in np.ndindex(*(2,) * n):
+        eps = 1.0 - 2.0 * np.asarray(signs, dtype=float)
+        count += cl.open_hemisphere(eps[:, None] * X).inside
+    assert count == 2 * sum(math.comb(n - 1, k) for k in range(d))
+    assert count / 2**n == cl.wendel_probability(n, d)
+
+
+@pytest.mark.statement("clu-lem-cone-collapse")
+@pytest.mark.statement("clu-thm-high-dimension")
+@pytest.mark.parametrize("seed", range(4))
+def test_cone_collapse_with_random_query_and_key(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 6))
+    d = n + int(rng.integers(0, 3))
+    beta = float(rng.uniform(0.2, 1.5))
+    Q, K = rng.standard_normal((2, d, d)) / math.sqrt(d)
+    A = K.T @ Q
+    X0 = td.uniform_sphere(n, d, rng=rng)
+    h = cl.open_hemisphere(X0)
+    assert h.inside  # d >= n: almost surely
+    times = np.linspace(0.0, 60.0, 601)
+    for field in (Softmax(beta * A, np.eye(d)), Unnormalised(beta * A, np.eye(d))):
+        traj = td.integrate(
+            field, X0, times, method="solve_ivp", geometry="sphere", rtol=1e-11, atol=1e-13
+        )
+        assert traj.status == "completed", traj.message
+        # item 1: the smallest overlap with the pole never decreases (integrator error 1e-10)
+        r = np.min(traj.states @ h.direction, axis=1)
+        assert np.all(np.diff(r) >= -1e-10)
+        x_star = traj.final.mean(axis=0)
+        x_star /= np.linalg.norm(x_star)
+        gap = 1.0 - np.min(traj.states @ x_star, axis=1)
+        # item 3 once alpha >= 1/2, with lambda = p / 2 and p the smallest weight:
+        # e^{-2 beta |A|} / n for SA, e^{-beta |A|} / n for USA
+        a = beta * np.linalg.norm(A, 2)
+        p = math.exp(-2 * a) / n if isinstance(field, Softmax) else math.exp(-a) / n
+        i0 = int(np.argmax(gap <= 0.5))
+        bound = gap[i0] * np.exp(-0.5 * p * (times - times[i0]))
+        assert np.all(gap[i0:] <= bound[i0:] + 1e-9)
+        assert gap[-1] < 1e-9  # the exponential collapse of the theorem
+
+
+@pytest.mark.statement("clu-prop-extremisers")
+@pytest.mark.parametrize("beta", [0.5, 2.0, 6.0])
+def test_energy_lies_between_the_uniform_measure_and_a_dirac(beta):
+    # on S^2 the uniform measure has E = sinh(beta) / (2 beta^2), a Dirac e^beta / (2 beta)
+    rng = np.random.default_rng(int(beta * 10))
+    lower, upper = math.sinh(beta) / (2 * beta**2), math.exp(beta) / (2 * beta)
+    for n in (2, 7, 40):
+        for _ in range(30):
+            e = td.interaction_energy(td.uniform_sphere(n, 3, rng=rng), beta=beta)
+            assert lower < e <= upper * (1 + 1e-15)
+    x = td.uniform_sphere(1, 3, rng=rng)
+    np.testing.assert_allclose(td.interaction_energy(np.repeat(x, 5, axis=0), beta=beta), upper)
+    # many uniform tokens approach the lower bound: E_n - E = O(1/n) (the diagonal) plus a
+    # fluctuation with standard deviation O(1/n)
+    e_many = td.interaction_energy(td.uniform_sphere(4000, 3, rng=rng), beta=beta)
+    assert 0 < e_many - lower < 40 * upper / 4000
