@@ -228,6 +228,11 @@ MODULE_OVERRIDES: dict[str, dict[str, Callable[[], Any]]] = {
 #: Arguments that differ from :data:`BY_NAME` for one callable (keyed by its short name).
 OVERRIDES: dict[str, dict[str, Callable[[], Any]]] = {
     "glue": {"name": lambda: "fuzz-value", "variable": lambda: 1.0},
+    # a trajectory of three tokens on the sphere at three times, and one curve value per time
+    "overlap_deviation": {
+        "states": lambda: np.stack([_sphere(3, 3, seed=s) for s in range(3)]),
+        "gamma": lambda: np.array([0.0, 0.5, 0.9]),
+    },
     "check_answer": {"exercise": lambda: "gf-ex-indefinite", "answer": lambda: 1.0},
     "layer_remainder": {"steps": lambda: np.array([0.1, 0.05]), "n_draws": lambda: 3},
     "ExerciseCheck": {

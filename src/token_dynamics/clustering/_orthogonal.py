@@ -9,7 +9,14 @@ import numpy as np
 from scipy.integrate import quad, solve_ivp
 
 from .._typing import ArrayLike, FloatArray
-from .._validation import as_real_array, as_times, check_int, check_positive, check_rtol
+from .._validation import (
+    as_real_array,
+    as_sphere_tokens,
+    as_times,
+    check_int,
+    check_positive,
+    check_rtol,
+)
 
 __all__ = ["DYNAMICS", "OverlapCurve", "clustering_time", "orthogonal_overlap", "overlap_deviation"]
 
@@ -297,6 +304,7 @@ def overlap_deviation(states: ArrayLike, gamma: ArrayLike) -> FloatArray:
             f"`gamma` must have shape ({X.shape[0]},), one value per time of `states`; got "
             f"shape {g.shape}."
         )
+    X = as_sphere_tokens(X, "states", batched=True)  # inner products of unit vectors
     gram = np.einsum("tid,tjd->tij", X, X)
     off = ~np.eye(X.shape[1], dtype=bool)
     return np.asarray(np.abs(gram[:, off] - g[:, None]).max(axis=1), dtype=np.float64)
