@@ -9,6 +9,8 @@ the cell, named, so that nothing the prose refers to is hidden from the reader.
 
 from __future__ import annotations
 
+import numpy as np
+
 __all__ = ["glue"]
 
 
@@ -43,6 +45,8 @@ def glue(name: str, variable: object, display: bool = True) -> None:
     """
     if not isinstance(name, str):
         raise TypeError(f"`name` must be a string (the glue key), got {type(name).__name__}")
+    if isinstance(variable, np.generic):  # a numpy scalar prints as np.float64(...) in numpy 2
+        variable = variable.item()
     try:
         from myst_nb import glue as myst_glue
     except ImportError:
