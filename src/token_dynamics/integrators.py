@@ -184,18 +184,6 @@ def _blow_up(t: float, method: str, what: str = "tokens") -> FloatingPointError:
     )
 
 
-def check_step_budget(times: np.ndarray, dt: float) -> None:
-    """Refuse by name a step `dt` that asks for more than :data:`MAX_STEPS` steps over `times`."""
-    with np.errstate(over="ignore"):
-        n_steps = (times[-1] - times[0]) / dt
-    if n_steps > MAX_STEPS:
-        raise ValueError(
-            f"`dt` = {dt:g} asks for about {n_steps:.3g} steps over [{times[0]:g}, "
-            f"{times[-1]:g}], more than {MAX_STEPS:.0e}; pass a larger `dt` or shorter "
-            "`times`."
-        )
-
-
 def integrate(
     field: Callable[[float, FloatArray], ArrayLike],
     X0: ArrayLike,
@@ -315,7 +303,14 @@ def integrate(
     times = as_times(times)
     if dt is not None:
         dt = check_positive(dt, "dt")
-        check_step_budget(times, dt)
+        with np.errstate(over="ignore"):
+            n_steps = (times[-1] - times[0]) / dt
+        if n_steps > MAX_STEPS:
+            raise ValueError(
+                f"`dt` = {dt:g} asks for about {n_steps:.3g} steps over [{times[0]:g}, "
+                f"{times[-1]:g}], more than {MAX_STEPS:.0e}; pass a larger `dt` or shorter "
+                "`times`."
+            )
     default_rtol, default_atol = DEFAULT_TOLERANCES.get(method, DEFAULT_TOLERANCES["solve_ivp"])
     if method in ORDERS and dtype == np.float32:
         default_rtol = max(default_rtol, FLOAT32_TOLERANCES[0])

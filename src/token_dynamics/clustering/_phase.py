@@ -18,7 +18,7 @@ from .._validation import (
     check_real,
 )
 from ..attention import softmax_weights
-from ..integrators import DT_SLACK, check_step_budget
+from ..integrators import DT_SLACK, MAX_STEPS
 from ._orthogonal import DYNAMICS
 
 __all__ = ["PhaseDiagram", "clustered_fraction", "phase_diagram"]
@@ -205,7 +205,13 @@ def phase_diagram(
     threshold = check_real(threshold, "threshold")
     if not -1.0 < threshold < 1.0:
         raise ValueError(f"`threshold` must be in (-1, 1); got {threshold!r}.")
-    check_step_budget(times, dt)
+    with np.errstate(over="ignore"):
+        n_steps = (times[-1] - times[0]) / dt
+    if n_steps > MAX_STEPS:
+        raise ValueError(
+            f"`dt` = {dt:g} asks for about {n_steps:.3g} steps over [0, {times[-1]:g}], more "
+            f"than {MAX_STEPS:.0e}; pass a larger `dt` or shorter `times`."
+        )
     G = as_rng(rng).standard_normal((n_systems, n, d))
     X0 = G / np.linalg.norm(G, axis=-1, keepdims=True)
     fraction = np.empty((betas.size, times.size))
