@@ -118,3 +118,35 @@ def test_every_proof_opens_with_a_line_of_prose(page):
 def test_which_numbers_name_their_paper(text, bare):
     found = unowned_numbers(text)
     assert len(found) == len(bare) and all(b in f for b, f in zip(bare, found, strict=True)), found
+
+
+# what the browser stage finds on the built site, caught here in the sources: a page title goes
+# into the sidebar of every page (maths there loads nowhere on pages without maths, and MathJax
+# waits forever); a labelled heading is the text of every `{ref}` to it, where TeX is not typeset;
+# a line of inline maths that starts with `+ ` or `- ` is read as a list item
+_TITLE = re.compile(r"^# (?P<title>.*)$", re.MULTILINE)
+_LABELLED_HEADING = re.compile(r"^\([\w-]+\)=\n#+ (?P<title>.*)$", re.MULTILINE)
+_CODE_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(?P<body>.*?)^```", re.MULTILINE | re.DOTALL)
+
+
+def _outside_code(text: str) -> str:
+    return _CODE_CELL.sub("", text)
+
+
+@pytest.mark.parametrize("page", BOOK_PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_titles_and_labelled_headings_have_no_tex(page):
+    text = _outside_code(page.read_text(encoding="utf-8"))
+    titles = [m["title"] for m in _TITLE.finditer(text)][:1]
+    bad = [t for t in titles if "$" in t]
+    bad += [m["title"] for m in _LABELLED_HEADING.finditer(text) if "\\" in m["title"]]
+    assert not bad, f"say it in words (the sidebar and `{{ref}}` links show TeX raw): {bad}"
+
+
+@pytest.mark.parametrize("page", BOOK_PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_figure_cell_has_a_caption_and_alt_text(page):
+    bad = [
+        m["body"].split("\n---\n")[-1].strip().splitlines()[0]
+        for m in _CODE_CELL.finditer(page.read_text(encoding="utf-8"))
+        if "plt.show()" in m["body"] and not ("caption:" in m["body"] and "alt:" in m["body"])
+    ]
+    assert not bad, f"a figure cell needs `mystnb: figure: caption` and `image: alt`: {bad}"
