@@ -218,6 +218,8 @@ MODULE_OVERRIDES: dict[str, dict[str, Callable[[], Any]]] = {
         "delta": lambda: 1e-2,
         "n": lambda: 3,
         "d": lambda: 3,
+        "max_degree": lambda: 4,
+        "t": lambda: np.array([-1.0, 0.0, 0.5, 1.0]),
     },
     # the Gronwall bounds integrate nested quadratures: a short horizon keeps a call quick
     "token_dynamics.meanfield": {"times": lambda: np.array([0.0, 0.5])},
@@ -416,6 +418,7 @@ RECORD_SOURCES: dict[str, str] = {
     "OverlapCurve": "orthogonal_overlap",
     "PhaseDiagram": "phase_diagram",
     "Staircase": "cluster_staircase",
+    "EnergySpectrum": "energy_spectrum",
 }
 
 

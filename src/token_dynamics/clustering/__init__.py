@@ -12,9 +12,14 @@ with :math:`Q = K = V = I` (softmax, "SA", or unnormalised, "USA") and inverse t
   :math:`1 - \delta`, and how far the inner products of other tokens are from it;
 - :func:`clustered_fraction`, :func:`phase_diagram` -- the probability that two tokens have
   clustered, on a grid of times and temperatures;
-- :func:`cluster_staircase` -- the plateaus of a cluster count and their waiting times.
+- :func:`cluster_staircase` -- the plateaus of a cluster count and their waiting times;
+- :func:`funk_hecke_eigenvalues`, :func:`zonal_polynomials`, :func:`energy_spectrum` -- the
+  interaction energy in spherical harmonics, whose positive coefficients make the uniform
+  measure its minimiser.
 """
 
+from ._harmonics import *  # noqa: F403
+from ._harmonics import __all__ as _harmonics_all
 from ._hemisphere import *  # noqa: F403
 from ._hemisphere import __all__ as _hemisphere_all
 from ._orthogonal import *  # noqa: F403
@@ -24,4 +29,4 @@ from ._phase import __all__ as _phase_all
 from ._staircase import *  # noqa: F403
 from ._staircase import __all__ as _staircase_all
 
-__all__ = [*_hemisphere_all, *_orthogonal_all, *_phase_all, *_staircase_all]
+__all__ = [*_harmonics_all, *_hemisphere_all, *_orthogonal_all, *_phase_all, *_staircase_all]

@@ -1,0 +1,163 @@
+"""The interaction energy in spherical harmonics (token_dynamics.clustering._harmonics), against
+quadrature, closed forms and the energy summed directly."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy.integrate import quad
+from scipy.special import eval_chebyt, eval_gegenbauer, gamma, roots_jacobi
+
+import token_dynamics as td
+from token_dynamics import clustering as cl
+
+
+def _zonal_reference(t, ell, d):
+    """P_{d,l}(t) from scipy's Chebyshev (d = 2) or Gegenbauer polynomials, divided by C(1)."""
+    if d == 2:
+        return eval_chebyt(ell, t)
+    nu = d / 2 - 1
+    return eval_gegenbauer(ell, nu, t) / eval_gegenbauer(ell, nu, 1.0)
+
+
+@pytest.mark.parametrize("d", [2, 3, 4, 7])
+def test_zonal_polynomials_match_scipys_gegenbauer(d):
+    t = np.linspace(-1.0, 1.0, 41)
+    P = cl.zonal_polynomials(t, d, 25)
+    assert P.shape == (26, 41)
+    for ell in range(26):
+        # the recurrence is stable on [-1, 1] (|P| <= 1): a few rounding errors per degree
+        np.testing.assert_allclose(P[ell], _zonal_reference(t, ell, d), rtol=0, atol=1e-13)
+    np.testing.assert_array_equal(P[:, -1], 1.0)  # P(1) = 1
+    assert np.max(np.abs(P)) <= 1.0 + 1e-14
+
+
+@pytest.mark.parametrize("d", [2, 3, 5])
+@pytest.mark.parametrize("beta", [0.3, 2.0, 9.0])
+@pytest.mark.statement("clu-prop-extremisers")
+def test_funk_hecke_eigenvalues_against_quadrature(d, beta):
+    # the Funk-Hecke integral, computed by adaptive quadrature with the weight (1-t^2)^((d-3)/2)
+    # handled exactly (QUADPACK's algebraic weight): an independent route to lambda_l
+    lam = cl.funk_hecke_eigenvalues(beta, d, 12)
+    c = gamma(d / 2) / (math.sqrt(math.pi) * gamma((d - 1) / 2))
+    a = (d - 3) / 2
+    for ell in range(13):
+        value, err = quad(
+            lambda t, ell=ell: math.exp(beta * t) * _zonal_reference(t, ell, d),
+            -1.0,
+            1.0,
+            weight="alg",
+            wvar=(a, a),
+            epsabs=1e-13 * math.exp(beta),
+            epsrel=1e-12,
+        )
+        # the integrand is of size e^beta and the high degrees cancel it down to lambda_l:
+        # quadrature to 1e-13 e^beta absolute, or 1e-12 relative; the Bessel values to ~eps
+        assert err <= 1e-12 * math.exp(beta)
+        assert lam[ell] == pytest.approx(c * value, rel=1e-10, abs=2e-13 * math.exp(beta))
+        assert lam[ell] > 0  # the positivity the minimiser's proof rests on
+
+
+@pytest.mark.parametrize("d", [2, 3, 5, 8])
+@pytest.mark.parametrize("beta", [0.3, 2.0, 30.0])
+@pytest.mark.statement("clu-prop-extremisers")
+def test_funk_hecke_eigenvalues_by_rodrigues(d, beta):
+    # the positivity step of the proof: Rodrigues' formula and l integrations by parts give
+    # lambda_l = c R_l beta^l int e^{beta t}(1 - t^2)^{l + (d-3)/2} dt, a positive integrand, so
+    # quadrature is accurate relative to lambda_l itself at every degree (no cancellation)
+    lam = cl.funk_hecke_eigenvalues(beta, d, 30)
+    c = gamma(d / 2) / (math.sqrt(math.pi) * gamma((d - 1) / 2))
+    for ell in range(31):
+        R = gamma((d - 1) / 2) / (2**ell * gamma(ell + (d - 1) / 2))
+        a = ell + (d - 3) / 2
+        # Gauss-Jacobi with 200 nodes: exact for degree 399, and e^{beta t}'s Chebyshev
+        # coefficients fall below 1e-16 of the largest well before degree 200 at beta <= 30;
+        # positive weights and integrand (e^{beta(t-1)} <= 1): no cancellation
+        nodes, weights = roots_jacobi(200, a, a)
+        value = float(np.sum(weights * np.exp(beta * (nodes - 1))))
+        reference = c * R * math.exp(ell * math.log(beta) + beta) * value
+        assert lam[ell] == pytest.approx(reference, rel=1e-12)
+
+
+@pytest.mark.parametrize("d", [2, 3, 6])
+def test_funk_hecke_expansion_sums_to_the_kernel(d):
+    # addition theorem at t: sum_l lambda_l N_l P_l(t) = e^{beta t}, the terms decaying like
+    # beta^l / l!: 60 degrees leave less than 1e-40 at beta = 3
+    beta, L = 3.0, 60
+    t = np.linspace(-1.0, 1.0, 9)
+    lam = cl.funk_hecke_eigenvalues(beta, d, L)
+    N = cl.energy_spectrum(np.eye(d)[:1], beta=beta, max_degree=L).terms * 2 * beta / lam
+    expansion = np.einsum("l,lt->t", lam * N, cl.zonal_polynomials(t, d, L))
+    # terms up to e^beta that cancel down to e^{-beta} at t = -1: rounding of order eps e^beta
+    np.testing.assert_allclose(expansion, np.exp(beta * t), rtol=1e-13, atol=1e-14 * np.exp(beta))
+
+
+def test_funk_hecke_closed_forms():
+    # S^2: lambda_0 = sinh(beta)/beta, lambda_1 = (beta cosh beta - sinh beta)/beta^2 (the
+    # modified spherical Bessel functions i_0, i_1); the circle: I_l(beta)
+    beta = 1.7
+    lam = cl.funk_hecke_eigenvalues(beta, 3, 1)
+    np.testing.assert_allclose(lam[0], np.sinh(beta) / beta, rtol=1e-14)
+    np.testing.assert_allclose(lam[1], (beta * np.cosh(beta) - np.sinh(beta)) / beta**2, rtol=1e-14)
+    from scipy.special import iv
+
+    np.testing.assert_allclose(cl.funk_hecke_eigenvalues(beta, 2, 5), iv(np.arange(6), beta))
+    # at the largest beta accepted, e^beta is finite and so is every eigenvalue
+    assert np.all(np.isfinite(cl.funk_hecke_eigenvalues(700.0, 3, 5)))
+
+
+@pytest.mark.statement("clu-prop-extremisers")
+@pytest.mark.parametrize(("n", "d", "beta"), [(12, 2, 1.0), (20, 3, 2.0), (15, 5, 4.0)])
+def test_energy_spectrum_is_the_uniform_energy_plus_squares(n, d, beta):
+    rng = np.random.default_rng(n + d)
+    X = td.uniform_sphere(n, d, rng=rng)
+    s = cl.energy_spectrum(X, beta=beta, max_degree=60)
+    # degree 0: lambda_0 / (2 beta), the energy of the uniform measure
+    assert s.terms[0] == pytest.approx(cl.funk_hecke_eigenvalues(beta, d, 0)[0] / (2 * beta))
+    # every other degree a sum of squares: non-negative up to the rounding of n^2 terms
+    assert np.all(s.terms[1:] >= -1e-14 * np.exp(beta))
+    # 60 degrees: the tail below beta^61/61! e^beta, far below rounding, so the bound is its
+    # rounding allowance 61 eps e^beta / (2 beta); the remainder is the rounding of both sums
+    assert s.tail_bound == pytest.approx(61 * np.finfo(float).eps * np.exp(beta) / (2 * beta))
+    assert abs(s.remainder) <= 1e-13 * s.energy
+    assert s.energy == pytest.approx(td.interaction_energy(X, beta=beta), rel=1e-15)
+
+
+def test_energy_spectrum_of_a_dirac_and_a_truncation():
+    # all tokens at one point: every quadratic sum is P_l(1) = 1, the terms are lambda_l N_l/(2b)
+    beta, d = 2.0, 3
+    X = np.tile(np.array([0.0, 0.0, 1.0]), (5, 1))
+    s = cl.energy_spectrum(X, beta=beta, max_degree=40)
+    lam = cl.funk_hecke_eigenvalues(beta, d, 40)
+    # P_l(1) by the recurrence: l rounding errors
+    np.testing.assert_allclose(s.terms, lam * (2 * np.arange(41) + 1) / (2 * beta), rtol=1e-13)
+    assert s.energy == pytest.approx(np.exp(beta) / (2 * beta), rel=1e-15)
+    # cut at degree 2: the remainder is what the bound says it is at a Dirac (the extreme case)
+    short = cl.energy_spectrum(X, beta=beta, max_degree=2)
+    assert short.remainder == pytest.approx(short.tail_bound, rel=1e-12)
+    assert s.remainder <= s.tail_bound  # a bound that stays one below rounding
+    assert short.remainder > 0.01 * short.energy  # a truncation that loses accuracy says so
+
+
+def test_weights_and_bad_input():
+    X = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]])
+    s = cl.energy_spectrum(X, beta=1.0, max_degree=30, weights=[0.5, 0.25, 0.25])
+    assert s.energy == pytest.approx(td.interaction_energy(X, beta=1.0, weights=[0.5, 0.25, 0.25]))
+    assert abs(s.remainder) < 1e-14
+    X_before = X.copy()
+    cl.energy_spectrum(X, beta=1.0, max_degree=3)
+    np.testing.assert_array_equal(X, X_before)
+    with pytest.raises(ValueError, match="`beta`"):
+        cl.funk_hecke_eigenvalues(0.0, 3, 2)
+    with pytest.raises(ValueError, match=r"`beta`.*700"):
+        cl.energy_spectrum(X, beta=800.0, max_degree=2)
+    with pytest.raises(ValueError, match="`d`"):
+        cl.funk_hecke_eigenvalues(1.0, 1, 2)
+    with pytest.raises(ValueError, match="`max_degree`"):
+        cl.zonal_polynomials([0.0], 3, -1)
+    with pytest.raises(ValueError, match=r"`t`.*\[-1, 1\]"):
+        cl.zonal_polynomials([1.5], 3, 2)
+    with pytest.raises(ValueError, match=r"`X`.*sphere"):
+        cl.energy_spectrum(2 * X, beta=1.0, max_degree=2)
+    with pytest.raises(ValueError, match=r"`X`.*d >= 2"):
+        cl.energy_spectrum(np.ones((3, 1)), beta=1.0, max_degree=2)
