@@ -12,9 +12,15 @@ with :math:`Q = K = V = I` (softmax, "SA", or unnormalised, "USA") and inverse t
   :math:`1 - \delta`, and how far the inner products of other tokens are from it;
 - :func:`clustered_fraction`, :func:`phase_diagram` -- the probability that two tokens have
   clustered, on a grid of times and temperatures;
-- :func:`cluster_staircase` -- the plateaus of a cluster count and their waiting times.
+- :func:`cluster_staircase` -- the plateaus of a cluster count and their waiting times;
+- :func:`sphere_energy_gradient`, :func:`sphere_energy_hessian`, :func:`find_critical_point`,
+  :func:`polygon_clusters` -- the critical points of the energy and their Hessians;
+- :func:`subset_kernel`, :func:`threshold_angle`, :func:`subset_sums`,
+  :func:`rotation_second_variation` -- the steps of the large-beta clustering theorem.
 """
 
+from ._critical import *  # noqa: F403
+from ._critical import __all__ as _critical_all
 from ._hemisphere import *  # noqa: F403
 from ._hemisphere import __all__ as _hemisphere_all
 from ._orthogonal import *  # noqa: F403
@@ -24,4 +30,4 @@ from ._phase import __all__ as _phase_all
 from ._staircase import *  # noqa: F403
 from ._staircase import __all__ as _staircase_all
 
-__all__ = [*_hemisphere_all, *_orthogonal_all, *_phase_all, *_staircase_all]
+__all__ = [*_critical_all, *_hemisphere_all, *_orthogonal_all, *_phase_all, *_staircase_all]
