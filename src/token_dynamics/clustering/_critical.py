@@ -1,6 +1,8 @@
-r"""Critical points of the interaction energy on :math:`(\mathbb S^{d-1})^n` and the large-beta
-argument: the Riemannian gradient and Hessian of :math:`E_\beta`, Newton's method on the
-gradient, the kernel :math:`g_\beta` with its threshold angle, and the subset sums."""
+r"""Critical points of the interaction energy on a product of spheres, and the large-beta argument.
+
+The Riemannian gradient and Hessian of :math:`E_\beta` on :math:`(\mathbb S^{d-1})^n`, Newton's
+method on the gradient, the kernel :math:`g_\beta` with its threshold angle, and the subset sums.
+"""
 
 from __future__ import annotations
 
