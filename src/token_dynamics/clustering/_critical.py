@@ -69,17 +69,25 @@ def _tangent_basis(X: FloatArray) -> FloatArray:
 
 
 def _weights(X: FloatArray, beta: float) -> tuple[FloatArray, FloatArray]:
-    """Inner products C = X X^T and weights W = e^{beta C} with a zero diagonal."""
+    """Inner products C = X X^T and scaled weights W = e^{beta (C - 1)} <= 1, zero diagonal.
+
+    The gradient and Hessian below are computed in the unit e^beta / n^2 (the largest pair
+    weight over n^2), so that no intermediate overflows for any beta <= MAX_BETA.
+    """
     C = np.clip(X @ X.T, -1.0, 1.0)
-    W = np.exp(beta * C)
+    W = np.exp(beta * (C - 1.0))
     np.fill_diagonal(W, 0.0)  # a token's interaction with itself is constant on the sphere
     return C, W
 
 
+def _unit(beta: float, n: int) -> float:
+    """The unit of the scaled gradient and Hessian, e^beta / n^2."""
+    return math.exp(beta) / n**2
+
+
 def _gradient(X: FloatArray, C: FloatArray, W: FloatArray) -> FloatArray:
-    n = X.shape[0]
     # sum_j W_ij (x_j - C_ij x_i): the tangent part of each pull, without the self term
-    return (W @ X - np.sum(W * C, axis=1)[:, None] * X) / n**2
+    return W @ X - np.sum(W * C, axis=1)[:, None] * X
 
 
 def _hessian(X: FloatArray, U: FloatArray, C: FloatArray, W: FloatArray, beta: float) -> FloatArray:
@@ -91,7 +99,6 @@ def _hessian(X: FloatArray, U: FloatArray, C: FloatArray, W: FloatArray, beta: f
     idx = np.arange(n)
     H[idx, :, idx, :] = beta * np.einsum("ij,ija,ijb->iab", W, a, a)
     H[idx, :, idx, :] -= np.sum(W * C, axis=1)[:, None, None] * np.eye(k)
-    H /= n**2
     H = H.reshape(n * k, n * k)
     return 0.5 * (H + H.T)
 
@@ -143,7 +150,7 @@ def sphere_energy_gradient(X: ArrayLike, *, beta: float) -> FloatArray:
     X = _tokens(X)
     beta = _check_beta(beta)
     C, W = _weights(X, beta)
-    return _gradient(X, C, W)
+    return _gradient(X, C, W) * _unit(beta, X.shape[0])
 
 
 @dataclass(frozen=True)
@@ -261,9 +268,10 @@ def sphere_energy_hessian(X: ArrayLike, *, beta: float) -> EnergyHessian:
     C, W = _weights(X, beta)
     U = _tangent_basis(X)
     H = _hessian(X, U, C, W, beta)
-    grad = _gradient(X, C, W)
-    eigenvalues = np.asarray(np.linalg.eigvalsh(H), dtype=np.float64)
-    return EnergyHessian(H, U, eigenvalues, float(np.linalg.norm(grad)))
+    unit = _unit(beta, X.shape[0])
+    eigenvalues = np.asarray(np.linalg.eigvalsh(H), dtype=np.float64) * unit
+    grad_norm = float(np.linalg.norm(_gradient(X, C, W))) * unit
+    return EnergyHessian(H * unit, U, eigenvalues, grad_norm)
 
 
 @dataclass(frozen=True)
@@ -372,11 +380,10 @@ def find_critical_point(
     max_iter = check_int(max_iter, "max_iter")
     max_step = check_positive(max_step, "max_step")
     n, d = X.shape
-    scale = n**2 * math.exp(-beta)
     for it in range(max_iter + 1):
         C, W = _weights(X, beta)
-        grad = _gradient(X, C, W)
-        gnorm = float(np.linalg.norm(grad)) * scale
+        grad = _gradient(X, C, W)  # in the unit e^beta / n^2, the one of `tol`
+        gnorm = float(np.linalg.norm(grad))
         if gnorm <= tol:
             return CriticalPoint(
                 X, gnorm, it, "completed", f"gradient norm {gnorm:.3g} <= tol after {it} steps"
@@ -416,9 +423,10 @@ def subset_kernel(theta: ArrayLike, *, beta: float, d: int) -> FloatArray:
 
         g_\beta(\theta) = e^{\beta\cos\theta}\big((d-1)\cos\theta - \beta\sin^2\theta\big).
 
-    Minus the sum over an orthonormal basis of skew-symmetric matrices :math:`B` of the second
-    variation :math:`e^{\beta\cos\theta}(\beta\langle Bx, y\rangle^2 + \langle B^2x, y\rangle)`
-    of a pair at angle :math:`\theta`; positive for :math:`\theta < \tau^*_\beta` and negative
+    Minus the sum over the coordinate rotations :math:`B = e_ke_l^\top - e_le_k^\top`,
+    :math:`k < l`, of the second variation
+    :math:`e^{\beta\cos\theta}(\beta\langle Bx, y\rangle^2 + \langle B^2x, y\rangle)` of a pair
+    at angle :math:`\theta`; positive for :math:`\theta < \tau^*_\beta` and negative
     beyond (:func:`threshold_angle`).
 
     Parameters
@@ -685,7 +693,7 @@ def rotation_second_variation(
     if mask.shape != (n,):
         raise ValueError(f"`subset` must have shape ({n},), one flag per token; got {mask.shape}.")
     B = as_square(B, "B", d=d)
-    if not np.allclose(B, -B.T, rtol=0.0, atol=1e-12 * max(1.0, float(np.abs(B).max()))):
+    if not np.allclose(B, -B.T, rtol=0.0, atol=1e-12 * float(np.abs(B).max())):
         raise ValueError("`B` must be skew-symmetric (B.T == -B); pass (M - M.T) / 2.")
     Xs, Xo = X[mask], X[~mask]
     C = np.clip(Xs @ Xo.T, -1.0, 1.0)
