@@ -220,6 +220,9 @@ MODULE_OVERRIDES: dict[str, dict[str, Callable[[], Any]]] = {
         "d": lambda: 3,
         "max_degree": lambda: 4,
         "t": lambda: np.array([-1.0, 0.0, 0.5, 1.0]),
+        "X0": _sphere,
+        "theta": lambda: np.array([0.0, 0.5, 3.0]),
+        "sizes": lambda: np.array([2.0, 1.0]),
     },
     # the Gronwall bounds integrate nested quadratures: a short horizon keeps a call quick
     "token_dynamics.meanfield": {"times": lambda: np.array([0.0, 0.5])},
@@ -234,6 +237,11 @@ OVERRIDES: dict[str, dict[str, Callable[[], Any]]] = {
     "overlap_deviation": {
         "states": lambda: np.stack([_sphere(3, 3, seed=s) for s in range(3)]),
         "gamma": lambda: np.array([0.0, 0.5, 0.9]),
+    },
+    # a subset of the five tokens and a skew-symmetric rotation generator in d = 3
+    "rotation_second_variation": {
+        "subset": lambda: np.array([True, False, True, False, False]),
+        "B": lambda: np.array([[0.0, -0.3, 0.1], [0.3, 0.0, -0.2], [-0.1, 0.2, 0.0]]),
     },
     "check_answer": {"exercise": lambda: "gf-ex-indefinite", "answer": lambda: 1.0},
     "layer_remainder": {"steps": lambda: np.array([0.1, 0.05]), "n_draws": lambda: 3},
@@ -419,6 +427,9 @@ RECORD_SOURCES: dict[str, str] = {
     "PhaseDiagram": "phase_diagram",
     "Staircase": "cluster_staircase",
     "EnergySpectrum": "energy_spectrum",
+    "EnergyHessian": "sphere_energy_hessian",
+    "CriticalPoint": "find_critical_point",
+    "SubsetSums": "subset_sums",
 }
 
 

@@ -495,3 +495,325 @@ def test_energy_lies_between_the_uniform_measure_and_a_dirac(beta):
     # fluctuation with standard deviation O(1/n)
     e_many = td.interaction_energy(td.uniform_sphere(4000, 3, rng=rng), beta=beta)
     assert 0 < e_many - lower < 40 * upper / 4000
+
+
+# -- critical points of E_beta and the large-beta theorem (clu-thm-large-beta) -----------------
+
+
+def _geodesic(X, xi, t):
+    """Each token moved by t xi_i along its great circle (a geodesic of the product)."""
+    length = np.linalg.norm(xi, axis=1)
+    safe = np.where(length > 0, length, 1.0)
+    return np.cos(t * length)[:, None] * X + (np.sin(t * length) / safe)[:, None] * xi
+
+
+def _tangent(X, rng):
+    xi = rng.standard_normal(X.shape)
+    return xi - np.sum(xi * X, axis=1, keepdims=True) * X
+
+
+def _fd_errors(f, exact, h):
+    """Errors of the central first or second difference of f at 0, at steps h and h / 2."""
+    return [abs(f(s) - exact) for s in (h, h / 2)]
+
+
+@pytest.mark.parametrize(("d", "beta"), [(2, 0.7), (3, 1.5), (4, 3.0)])
+def test_sphere_gradient_is_the_usa_velocity_and_the_derivative_along_geodesics(d, beta):
+    rng = np.random.default_rng(d)
+    n = 5
+    X = td.uniform_sphere(n, d, rng=rng)
+    before = X.copy()
+    grad = cl.sphere_energy_gradient(X, beta=beta)
+    np.testing.assert_array_equal(X, before)
+    np.testing.assert_allclose(np.sum(grad * X, axis=1), 0.0, atol=1e-15 * math.exp(beta))
+    # USA is n grad E (the chapter's gradient structure), the field projected on the sphere
+    usa = Unnormalised(beta * np.eye(d), np.eye(d))(0.0, X)
+    usa -= np.sum(usa * X, axis=1, keepdims=True) * X
+    np.testing.assert_allclose(n * grad, usa, rtol=1e-13, atol=1e-14 * math.exp(beta))
+    # the first derivative of the book's energy along a geodesic, by central differences:
+    # error O(h^2), so halving h divides it by 4 (h = 0.02: rounding ~ 1e-16 / h is negligible)
+    xi = _tangent(X, rng)
+
+    def energy(t):
+        return td.interaction_energy(_geodesic(X, xi, t), beta=beta)
+
+    def slope(h):
+        return (energy(h) - energy(-h)) / (2 * h)
+
+    e1, e2 = _fd_errors(slope, float(np.sum(grad * xi)), 0.02)
+    assert 3.5 < e1 / e2 < 4.5
+
+
+@pytest.mark.parametrize(("d", "beta"), [(2, 0.7), (3, 1.5), (4, 3.0)])
+def test_sphere_hessian_is_the_second_derivative_along_geodesics(d, beta):
+    rng = np.random.default_rng(10 + d)
+    X = td.uniform_sphere(5, d, rng=rng)
+    H = cl.sphere_energy_hessian(X, beta=beta)
+    np.testing.assert_allclose(H.matrix, H.matrix.T, rtol=0, atol=0)
+    # the same spectrum, to the rounding of an eigensolver (a few ulps of the largest)
+    top = np.abs(H.eigenvalues).max()
+    np.testing.assert_allclose(
+        H.eigenvalues, np.linalg.eigvalsh(H.matrix), rtol=0, atol=1e-14 * top
+    )
+    np.testing.assert_allclose(np.einsum("iad,id->ia", H.basis, X), 0.0, atol=1e-15)
+    for _ in range(3):  # a quadratic form is fixed by its values: random directions suffice
+        xi = _tangent(X, rng)
+
+        def energy(t, xi=xi):
+            return td.interaction_energy(_geodesic(X, xi, t), beta=beta)
+
+        def curvature(h):
+            return (energy(h) - 2 * energy(0.0) + energy(-h)) / h**2
+
+        # geodesics have no acceleration, so the second derivative is Hess[xi, xi] at any
+        # point; central second differences: error O(h^2), halving h divides it by 4
+        # (h = 0.02: rounding ~ 1e-16 / h^2 ~ 3e-13 is negligible against the O(h^2) term)
+        e1, e2 = _fd_errors(curvature, H.quadratic_form(xi), 0.02)
+        assert 3.5 < e1 / e2 < 4.5
+
+
+@pytest.mark.statement("clu-lem-subset-sums")
+@pytest.mark.parametrize("d", [2, 3])
+@pytest.mark.parametrize("beta", [0.5, 2.0])
+def test_rotating_a_subset_changes_only_the_pairs_across_the_cut(d, beta):
+    from scipy.linalg import expm
+
+    rng = np.random.default_rng(int(10 * beta) + d)
+    n = 5
+    X = td.uniform_sphere(n, d, rng=rng)
+    subset = np.array([True, False, True, True, False])
+    M = rng.standard_normal((d, d))
+    B = M - M.T
+
+    def energy(t):
+        Y = X.copy()
+        Y[subset] = X[subset] @ expm(t * B).T
+        return td.interaction_energy(Y, beta=beta)
+
+    def curvature(h):
+        return (energy(h) - 2 * energy(0.0) + energy(-h)) / h**2
+
+    exact = cl.rotation_second_variation(X, subset, B, beta=beta)
+    e1, e2 = _fd_errors(curvature, exact, 0.01)  # O(h^2), as above
+    assert 3.5 < e1 / e2 < 4.5
+    # summed over the coordinate rotations B_kl = e_k e_l^T - e_l e_k^T, the second
+    # variations give -G(S)/n^2 (Lagrange's identity sum_kl <B_kl x, y>^2 = 1 - <x, y>^2 and
+    # sum_kl <B_kl^2 x, y> = -(d - 1) <x, y>): an identity, to rounding
+    total = 0.0
+    for k in range(d):
+        for m in range(k + 1, d):
+            Bkm = np.zeros((d, d))
+            Bkm[m, k], Bkm[k, m] = 1.0, -1.0
+            total += cl.rotation_second_variation(X, subset, Bkm, beta=beta)
+    sums = cl.subset_sums(X, beta=beta)
+    code = int(sum(2**i for i in range(n) if subset[i] != subset[-1]))  # S or its complement
+    row = int(np.flatnonzero((sums.subsets @ (2 ** np.arange(n))) == code)[0])
+    np.testing.assert_allclose(total, -sums.sums[row] / n**2, rtol=1e-12)
+
+
+def test_subset_sums_against_a_direct_sum_over_cuts():
+    rng = np.random.default_rng(5)
+    for n, d, beta in [(4, 2, 1.0), (6, 3, 4.0), (7, 5, 0.3)]:
+        X = td.uniform_sphere(n, d, rng=rng)
+        s = cl.subset_sums(X, beta=beta)
+        assert s.subsets.shape == (2 ** (n - 1) - 1, n) and not s.subsets[:, -1].any()
+        theta = np.arccos(np.clip(X @ X.T, -1.0, 1.0))
+        g = cl.subset_kernel(theta, beta=beta, d=d)
+        for mask, value in zip(s.subsets, s.sums, strict=True):
+            direct = g[np.ix_(mask, ~mask)].sum()
+            # arccos then cos loses up to sqrt(eps) near theta = 0; none here is that close
+            np.testing.assert_allclose(value, direct, rtol=1e-9, atol=1e-12 * math.exp(beta))
+        size = np.minimum(s.subsets.sum(axis=1), n - s.subsets.sum(axis=1))
+        np.testing.assert_allclose(
+            s.eigenvalue_bound, np.max(-s.sums / (n**2 * (d - 1) * size)), rtol=1e-15
+        )
+    with pytest.raises(ValueError, match=r"`X` has n = 17 tokens.*n <= 16"):
+        cl.subset_sums(td.uniform_sphere(17, 2, rng=rng), beta=1.0)
+    with pytest.raises(ValueError, match="`beta`"):
+        cl.subset_sums(td.uniform_sphere(3, 2, rng=rng), beta=800.0)
+
+
+def test_rotation_second_variation_validates_its_subset_and_generator():
+    X = cl.polygon_clusters([1, 1, 1], 3)
+    B = np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
+    with pytest.raises(ValueError, match="`B` must be skew-symmetric"):
+        cl.rotation_second_variation(X, [True, False, False], np.eye(3), beta=1.0)
+    with pytest.raises(TypeError, match="`subset` must be a boolean mask"):
+        cl.rotation_second_variation(X, [1, 0, 0], B, beta=1.0)
+    with pytest.raises(ValueError, match="`subset` must have shape"):
+        cl.rotation_second_variation(X, [True, False], B, beta=1.0)
+
+
+def test_polygon_clusters_are_critical_points_and_newton_keeps_them():
+    for sizes in ([3, 3], [4, 1], [2, 2, 2], [1] * 5, [6]):
+        for d in (2, 3):
+            X = cl.polygon_clusters(sizes, d)
+            assert X.shape == (sum(sizes), d)
+            cp = cl.find_critical_point(X, beta=2.0)
+            # critical by symmetry: the gradient is rounding, ~ n eps in units of e^beta / n^2
+            assert cp.status == "completed" and cp.iterations == 0, cp.message
+            assert cp.gradient_norm < 1e-14
+    with pytest.raises(ValueError, match="`sizes`"):
+        cl.polygon_clusters([2, 0], 2)
+
+
+def test_newton_converges_quadratically_and_reports_failure():
+    rng = np.random.default_rng(8)
+    X0 = td.uniform_sphere(5, 3, rng=rng)
+    before = X0.copy()
+    cp = cl.find_critical_point(X0, beta=3.0, tol=1e-13)
+    np.testing.assert_array_equal(X0, before)  # nothing passed in is modified
+    assert cp.status == "completed", cp.message
+    np.testing.assert_allclose(np.linalg.norm(cp.X, axis=1), 1.0, rtol=1e-15)
+    scale = 5**2 * math.exp(-3.0)
+    g = np.linalg.norm(cl.sphere_energy_gradient(cp.X, beta=3.0)) * scale
+    assert g == pytest.approx(cp.gradient_norm, rel=1e-12) and g <= 1e-13
+    # from a start near the end point, Newton converges quadratically: three steps from a
+    # perturbation of 1e-3 (gradient 1e-3 -> 1e-6 -> 1e-12 -> rounding)
+    near = cp.X + 1e-3 * _tangent(cp.X, rng)
+    near /= np.linalg.norm(near, axis=1, keepdims=True)
+    assert cl.find_critical_point(near, beta=3.0, tol=1e-13).iterations <= 4
+    failed = cl.find_critical_point(X0, beta=3.0, max_iter=1)
+    assert failed.status == "failed" and "max_iter" in failed.message
+    with pytest.raises(ValueError, match="`X0` must lie on the unit sphere"):
+        cl.find_critical_point(2 * X0, beta=1.0)
+    with pytest.raises(ValueError, match="`X0` must have d >= 2"):
+        cl.find_critical_point(np.ones((3, 1)), beta=1.0)
+
+
+def _families(n):
+    """The symmetric critical points: k equal clusters at a regular k-gon (k | n, k >= 2), two
+    antipodal clusters of unequal sizes, and the consensus."""
+    equal = [[n // k] * k for k in range(2, n + 1) if n % k == 0]
+    unequal = [[a, n - a] for a in range(n // 2 + 1, n)]
+    return [*equal, *unequal, [n]]
+
+
+def _census(d, beta, n_random, rng):
+    """Critical points of E_beta (n = 3..6) from random starts and the symmetric families,
+    each with its Hessian, subset sums and the Hessian's rounding level."""
+    found = []
+    for n in range(3, 7):
+        starts = [td.uniform_sphere(n, d, rng=rng) for _ in range(n_random)]
+        starts += [cl.polygon_clusters(sizes, d) for sizes in _families(n)]
+        for X0 in starts:
+            cp = cl.find_critical_point(X0, beta=beta)
+            if cp.status != "completed":
+                continue
+            H = cl.sphere_energy_hessian(cp.X, beta=beta)
+            # eigenvalues of a symmetric matrix are exact to its rounding: a few hundred ulps
+            # of its largest entries, n beta e^beta / n^2 (the Hessian's scale)
+            resolution = 1e-13 * (1 + beta) * math.exp(beta) / n
+            consensus = bool(np.min(cp.X @ cp.X.T) > 1 - 1e-8)
+            found.append((cp, H, cl.subset_sums(cp.X, beta=beta), resolution, consensus))
+    return found
+
+
+@pytest.mark.statement("clu-lem-subset-sums")
+@pytest.mark.statement("clu-thm-large-beta")
+@pytest.mark.parametrize("d", [2, 3])
+@pytest.mark.parametrize("beta", [0.5, 2.0, 5.0, 10.0])
+def test_at_every_critical_point_a_negative_subset_sum_forces_a_positive_eigenvalue(d, beta):
+    # the proof's key step: at a critical point the second variation of rotating S by e^{tB}
+    # is Hess[xi, xi] (xi_i = B x_i on S); summed over the coordinate rotations it is
+    # -G(S)/n^2 and sum_B |xi|^2 = (d - 1)|S|, so lambda_max >= -G(S)/(n^2 (d-1) |S|): a
+    # Hessian without positive eigenvalue has every G(S) >= 0
+    rng = np.random.default_rng(int(100 * beta) + d)
+    found = _census(d, beta, 8, rng)
+    assert len(found) >= 40
+    for cp, H, sums, resolution, _ in found:
+        n = cp.X.shape[0]
+        grad = np.linalg.norm(cl.sphere_energy_gradient(cp.X, beta=beta))
+        # at an approximate critical point the curve's acceleration B^2 x_i (norm <= |B|^2)
+        # adds <grad, B^2 x> to the second variation: |.| <= sqrt(|S|) |grad| |B|^2
+        subset = rng.random(n) < 0.5
+        subset[0], subset[-1] = True, False
+        M = rng.standard_normal((d, d))
+        B = (M - M.T) / np.linalg.norm(M - M.T, 2)
+        xi = np.where(subset[:, None], cp.X @ B.T, 0.0)
+        np.testing.assert_allclose(
+            cl.rotation_second_variation(cp.X, subset, B, beta=beta),
+            H.quadratic_form(xi),
+            atol=math.sqrt(n) * grad + resolution,
+        )
+        # summing the same error over the d(d-1)/2 rotations and dividing by (d - 1)|S|:
+        # at most d |grad| / 2
+        assert H.max_eigenvalue >= sums.eigenvalue_bound - d * grad / 2 - resolution
+        if H.max_eigenvalue <= resolution:  # no positive eigenvalue: no negative subset sum
+            assert sums.smallest >= -(d * grad / 2 + resolution) * n**2 * (d - 1)
+
+
+@pytest.mark.statement("clu-thm-large-beta")
+@pytest.mark.parametrize("d", [2, 3])
+def test_at_large_beta_every_critical_point_but_the_consensus_is_a_strict_saddle(d):
+    beta = 10.0  # the largest beta at which float64 resolves the flattest saddles (below)
+    rng = np.random.default_rng(1000 + d)
+    found = _census(d, beta, 12, rng)
+    saddles = [f for f in found if not f[4]]
+    assert len(saddles) >= 40 and len(found) > len(saddles)  # the consensus is found too
+    for _cp, H, sums, resolution, consensus in found:
+        if consensus:
+            assert H.max_eigenvalue <= resolution and sums.smallest > 0
+            continue
+        # the flattest saddle, two antipodal clusters, has lambda_max = e^{-beta}/n ~ 1.5e-5,
+        # about 2e3 times the (conservative) resolution here; the ratio falls like
+        # e^{-2 beta}, and the rounding itself (~1e-15 of e^beta/n^2) hides it from beta ~ 18
+        assert H.max_eigenvalue > 1e3 * resolution
+        # and the proof's mechanism sees it: some subset sum is negative
+        assert sums.smallest < 0 and sums.eigenvalue_bound > 0
+
+
+@pytest.mark.statement("clu-thm-large-beta")
+@pytest.mark.parametrize("d", [2, 3])
+@pytest.mark.parametrize("n", [3, 4, 5, 6])
+def test_antipodal_clusters_are_saddles_with_the_closed_form_eigenvalue(d, n):
+    # two antipodal clusters of sizes a, b: only the relative rotation of the clusters raises
+    # the energy, with curvature ab e^{-beta}/n^2 for the relative angle, so lambda_max =
+    # ab e^{-beta}/n^2 (1/a + 1/b) = e^{-beta}/n; the cut between the clusters has
+    # G = -ab (d-1) e^{-beta}, and every other cut splits a cluster (g(0) = (d-1) e^beta > 0)
+    for a in range((n + 1) // 2, n):
+        b = n - a
+        X = cl.polygon_clusters([a, b], d)
+        for beta in (1.0, 5.0, 10.0):
+            H = cl.sphere_energy_hessian(X, beta=beta)
+            resolution = 1e-13 * (1 + beta) * math.exp(beta) / n
+            np.testing.assert_allclose(H.max_eigenvalue, math.exp(-beta) / n, atol=resolution)
+        # the subset sums need no cancellation: certified at beta = 4 n^2, beyond C(d) n^2
+        # for any C(d) <= 4 (the constant itself is unknown)
+        beta = 4.0 * n**2
+        sums = cl.subset_sums(X, beta=beta)
+        np.testing.assert_allclose(sums.smallest, -a * b * (d - 1) * math.exp(-beta), rtol=1e-12)
+        np.testing.assert_allclose(sums.eigenvalue_bound, a * math.exp(-beta) / n**2, rtol=1e-12)
+
+
+@pytest.mark.statement("clu-thm-large-beta")
+@pytest.mark.parametrize("n", [3, 4, 5, 6])
+def test_polygons_of_equal_clusters_have_a_negative_cut_at_every_beta(n):
+    # k equal clusters at a regular k-gon (k | n, k >= 2): the cut around one cluster sums
+    # g_beta over its neighbours at 2 pi q / k, all beyond tau*_beta once beta is large, so
+    # the subset sums certify a positive eigenvalue, with no cancellation, up to beta = 4 n^2
+    for d in (2, 3):
+        for sizes in _families(n)[:-1]:
+            X = cl.polygon_clusters(sizes, d)
+            for beta in (1.0, float(n**2), 4.0 * n**2):
+                assert cl.subset_sums(X, beta=beta).eigenvalue_bound > 0
+
+
+@pytest.mark.statement("clu-thm-large-beta")
+@pytest.mark.parametrize("d", [2, 3, 5])
+def test_threshold_angle_solves_its_equation_and_shrinks_like_sqrt_d_over_beta(d):
+    for beta in (0.1, 1.0, 10.0, 1e2, 1e3, 1e4, 1e6):
+        tau = cl.threshold_angle(beta, d)
+        # the defining equation, to rounding of its O(d) terms
+        assert abs(beta * math.sin(tau) ** 2 - (d - 1) * math.cos(tau)) <= 8e-16 * (d + beta)
+        if beta <= 700:
+            theta = np.array([tau * (1 - 1e-6), tau * (1 + 1e-6), math.pi])
+            g = cl.subset_kernel(theta, beta=beta, d=d)
+            assert g[0] > 0 and g[1] < 0 and g[2] < 0  # positive below tau*, negative beyond
+        # tau* = sqrt(eps)(1 - eps/12 - 3 eps^2/160 + O(eps^3)), eps = (d-1)/beta (the series
+        # of beta sin^2 = (d-1) cos; the O(eps^3) coefficient is below 1 in absolute value)
+        eps = (d - 1) / beta
+        if eps < 0.5:
+            series = 1 - eps / 12 - 3 * eps**2 / 160
+            assert abs(tau / math.sqrt(eps) - series) <= eps**3 + 1e-15
+    assert cl.threshold_angle(1e-3, 2) < math.pi / 2

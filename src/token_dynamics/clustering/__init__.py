@@ -13,11 +13,17 @@ with :math:`Q = K = V = I` (softmax, "SA", or unnormalised, "USA") and inverse t
 - :func:`clustered_fraction`, :func:`phase_diagram` -- the probability that two tokens have
   clustered, on a grid of times and temperatures;
 - :func:`cluster_staircase` -- the plateaus of a cluster count and their waiting times;
+- :func:`sphere_energy_gradient`, :func:`sphere_energy_hessian`, :func:`find_critical_point`,
+  :func:`polygon_clusters` -- the critical points of the energy and their Hessians;
+- :func:`subset_kernel`, :func:`threshold_angle`, :func:`subset_sums`,
+  :func:`rotation_second_variation` -- the steps of the large-beta clustering theorem;
 - :func:`funk_hecke_eigenvalues`, :func:`zonal_polynomials`, :func:`energy_spectrum` -- the
   interaction energy in spherical harmonics, whose positive coefficients make the uniform
   measure its minimiser.
 """
 
+from ._critical import *  # noqa: F403
+from ._critical import __all__ as _critical_all
 from ._harmonics import *  # noqa: F403
 from ._harmonics import __all__ as _harmonics_all
 from ._hemisphere import *  # noqa: F403
@@ -29,4 +35,11 @@ from ._phase import __all__ as _phase_all
 from ._staircase import *  # noqa: F403
 from ._staircase import __all__ as _staircase_all
 
-__all__ = [*_harmonics_all, *_hemisphere_all, *_orthogonal_all, *_phase_all, *_staircase_all]
+__all__ = [
+    *_critical_all,
+    *_harmonics_all,
+    *_hemisphere_all,
+    *_orthogonal_all,
+    *_phase_all,
+    *_staircase_all,
+]
