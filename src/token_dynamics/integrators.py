@@ -303,14 +303,7 @@ def integrate(
     times = as_times(times)
     if dt is not None:
         dt = check_positive(dt, "dt")
-        with np.errstate(over="ignore"):
-            n_steps = (times[-1] - times[0]) / dt
-        if n_steps > MAX_STEPS:
-            raise ValueError(
-                f"`dt` = {dt:g} asks for about {n_steps:.3g} steps over [{times[0]:g}, "
-                f"{times[-1]:g}], more than {MAX_STEPS:.0e}; pass a larger `dt` or shorter "
-                "`times`."
-            )
+        substeps = step_counts(times, dt)
     default_rtol, default_atol = DEFAULT_TOLERANCES.get(method, DEFAULT_TOLERANCES["solve_ivp"])
     if method in ORDERS and dtype == np.float32:
         default_rtol = max(default_rtol, FLOAT32_TOLERANCES[0])
@@ -355,9 +348,6 @@ def integrate(
         return _fixed_steps(step, rhs, X0, times, substeps, sphere, dtype, method, bar)
 
     if dt is not None:
-        substeps = [
-            max(1, math.ceil((b - a) / dt * (1 - DT_SLACK))) for a, b in itertools.pairwise(times)
-        ]
         bar = progress_bar(progress, sum(substeps), f"integrate ({method})")
         try:
             states = run(substeps, bar)
@@ -432,6 +422,20 @@ def _default_step(run, rhs, X0, times, sphere, method, geometry, rtol, atol, pro
     )
 
 
+def step_counts(times: FloatArray, dt: float) -> list[int]:
+    """Steps of one interval of `times` each, of size at most `dt` (up to ``DT_SLACK``); a run
+    of more than ``MAX_STEPS`` steps in all is refused by name (private: `integrate` and the
+    phase diagram share it)."""
+    with np.errstate(over="ignore"):
+        n_steps = (times[-1] - times[0]) / dt
+    if n_steps > MAX_STEPS:
+        raise ValueError(
+            f"`dt` = {dt:g} asks for about {n_steps:.3g} steps over [{times[0]:g}, "
+            f"{times[-1]:g}], more than {MAX_STEPS:.0e}; pass a larger `dt` or shorter `times`."
+        )
+    return [max(1, math.ceil((b - a) / dt * (1 - DT_SLACK))) for a, b in itertools.pairwise(times)]
+
+
 def _integrate_xp(field, X0, times, method, dt, geometry, dtype, progress):
     """Euler or RK4 with an explicit `dt` on tokens of another array library: the states stay
     in the caller's library and on its device (``states`` is an array of it, shape (T, n, d))."""
@@ -484,9 +488,7 @@ def _integrate_xp(field, X0, times, method, dt, geometry, dtype, progress):
             Z = Z + (h / 6) * (k1 + 2 * k2 + 2 * k3 + k4)
         return normalise(Z) if sphere else Z
 
-    substeps = [
-        max(1, math.ceil((b - a) / dt * (1 - DT_SLACK))) for a, b in itertools.pairwise(times)
-    ]
+    substeps = step_counts(times, dt)
     states = [X]
     for k, m in enumerate(substeps):
         h = float(times[k + 1] - times[k]) / m

@@ -18,7 +18,7 @@ from .._validation import (
     check_real,
 )
 from ..attention import softmax_weights
-from ..integrators import DT_SLACK, MAX_STEPS
+from ..integrators import step_counts
 from ._orthogonal import DYNAMICS
 
 __all__ = ["PhaseDiagram", "clustered_fraction", "phase_diagram"]
@@ -205,13 +205,7 @@ def phase_diagram(
     threshold = check_real(threshold, "threshold")
     if not -1.0 < threshold < 1.0:
         raise ValueError(f"`threshold` must be in (-1, 1); got {threshold!r}.")
-    with np.errstate(over="ignore"):
-        n_steps = (times[-1] - times[0]) / dt
-    if n_steps > MAX_STEPS:
-        raise ValueError(
-            f"`dt` = {dt:g} asks for about {n_steps:.3g} steps over [0, {times[-1]:g}], more "
-            f"than {MAX_STEPS:.0e}; pass a larger `dt` or shorter `times`."
-        )
+    substeps = step_counts(times, dt)
     G = as_rng(rng).standard_normal((n_systems, n, d))
     X0 = G / np.linalg.norm(G, axis=-1, keepdims=True)
     fraction = np.empty((betas.size, times.size))
@@ -221,10 +215,10 @@ def phase_diagram(
         with float_guard("the attention weights", "lower `betas` or use dynamics='SA'"):
             for k in range(times.size):
                 if k:
-                    span = float(times[k] - times[k - 1])
-                    steps = max(1, int(np.ceil(span / dt - DT_SLACK)))
+                    steps = substeps[k - 1]
+                    h = float(times[k] - times[k - 1]) / steps
                     for _ in range(steps):
-                        X = _step(X, span / steps, float(beta), dynamics)
+                        X = _step(X, h, float(beta), dynamics)
                 f = clustered_fraction(X, threshold=threshold)
                 fraction[b, k] = f.mean()
                 stderr[b, k] = f.std(ddof=1) / np.sqrt(n_systems) if n_systems > 1 else np.nan
