@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .._backend import float_dtype, is_numpy, namespace, to_namespace
+from .._backend import device, float_dtype, is_numpy, namespace, to_namespace
 from .._typing import ArrayLike, DTypeLike, ParameterLike
 from .._validation import as_dtype, as_matrix, as_square, as_tokens, as_weights, check_real
 from ._kernels import serial_blas
@@ -19,12 +19,14 @@ __all__ = [
     "Parameter",
     "check_time",
     "eval_parameter",
+    "finite_result",
     "fold_qk",
     "init_parameter",
     "known_dim",
     "positive_keys",
     "scatter_columns",
     "weighted_values",
+    "xp_parameter",
 ]
 
 #: A matrix parameter once checked: a read-only float64 array or a function of time.
@@ -322,20 +324,40 @@ class AttentionField:
         w = None
         if weights is not None:
             w_np = as_weights(weights if is_numpy(weights) else np.asarray(weights), X.shape[0])
+            keep = w_np > 0
+            if not keep.all():  # keys of zero weight play no role (``positive_keys``)
+                index = xp.asarray(np.flatnonzero(keep).tolist(), device=device(X))
+                Xc, w_np = xp.take(Xc, index, axis=0), w_np[keep]
             w = to_namespace(xp, w_np, X, dt)
         return self._velocity_xp(xp, Yc, Xc, check_time(t), w)
 
     def _velocity_xp(self, xp: ModuleType, Y: Any, X: Any, t: float, w: Any) -> Any:
-        """The velocity in the namespace ``xp`` (variants that support other array libraries
-        override it; the others refuse by name, with the fix)."""
+        """The velocity at the queries ``Y`` of the keys ``X`` (those of positive weight, whose
+        weights ``w`` sum to one, ``None`` for uniform ones) in the namespace ``xp``. Every
+        variant of the library overrides it; a field without an array-API formula refuses by
+        name, with the fix."""
         raise TypeError(
-            f"{type(self).__name__} computes on numpy arrays only so far (Softmax and Linear "
-            "accept torch, JAX and other array-API arrays); pass the tokens as a numpy array, e.g. "
-            "`np.asarray(X)` (`X.cpu().numpy()` for a torch tensor)."
+            f"{type(self).__name__} computes on numpy arrays only (it has no array-API formula); "
+            "pass the tokens `X` as a numpy array, e.g. `np.asarray(X)` (`X.cpu().numpy()` for a "
+            "torch tensor)."
         )
 
     def _matrix(self, X: np.ndarray, t: float, w: np.ndarray) -> np.ndarray:
         raise NotImplementedError  # pragma: no cover
+
+
+def xp_parameter(xp: ModuleType, P: Parameter, name: str, t: float, shape: Any, like: Any) -> Any:
+    """A parameter at time ``t``, checked against ``shape`` (``eval_parameter``), as an array of
+    ``xp`` in the dtype and on the device of ``like``."""
+    return to_namespace(xp, eval_parameter(P, name, t, shape), like, like.dtype)
+
+
+def finite_result(xp: ModuleType, out: Any, what: str, fix: str) -> Any:
+    """``out``, if every entry is finite (one transfer to the host); else a
+    ``FloatingPointError`` naming ``what`` and the ``fix``."""
+    if not bool(xp.all(xp.isfinite(out))):
+        raise FloatingPointError(f"{what} left the float range; {fix}.")
+    return out
 
 
 def scatter_columns(P_keys: np.ndarray, w: np.ndarray) -> np.ndarray:

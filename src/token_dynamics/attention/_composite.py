@@ -8,6 +8,7 @@ import numpy as np
 
 from .._typing import ArrayLike, DTypeLike
 from .._validation import as_matrix, as_tokens, as_vector, check_bool, check_int, check_real
+from ._array_api import masked_softmax_velocity, run
 from ._base import (
     AttentionField,
     Parameter,
@@ -17,6 +18,7 @@ from ._base import (
     positive_keys,
     scatter_columns,
     weighted_values,
+    xp_parameter,
 )
 from ._l2 import L2
 from ._masked import causal_matrix, causal_rows
@@ -87,6 +89,17 @@ class MultiHead(AttentionField):
             if self.W is not None:
                 v = v @ eval_parameter(self.W[h], f"W[{h}]", t, (d, d), X.dtype).T
             out += v
+        return out
+
+    def _velocity_xp(self, xp, Y, X, t, w):
+        d = X.shape[1]
+        out = None
+        for h, head in enumerate(self.heads):
+            v = head._velocity_xp(xp, Y, X, t, w)
+            if self.W is not None:
+                Wh = xp_parameter(xp, self.W[h], f"W[{h}]", t, (d, d), X)
+                v = xp.matmul(v, xp.matrix_transpose(Wh))
+            out = v if out is None else out + v
         return out
 
     def attention_matrix(
@@ -268,6 +281,46 @@ class Causal(AttentionField):
         out = np.zeros_like(Y)
         out[:, 1:] = causal_rows(self.beta * (Y[:, 1:] @ A.T), Xc, R, wk, Y[:, 0], Xk[:, 0])
         return out
+
+    def _velocity_xp(self, xp, Y, X, t, w):
+        d = X.shape[1] - 1
+        if d < 1:
+            raise ValueError("`X` must have shape (n, 1 + d): positions in column 0, then content.")
+        pq, pk = Y[:, 0], X[:, 0]
+        in_range = xp.all((pk >= 0) & (pk <= 1)) & xp.all((pq >= 0) & (pq <= 1))
+        first = xp.min(pk)  # the earliest key: a query before it sees none
+        sees = xp.all(pq >= first)
+        sink = xp.any(pk == 0) if self.sink else True
+        if not bool(in_range & sees & sink):  # one transfer to the host for the three checks
+            self._refuse_xp(xp, Y, X)
+        A = xp_parameter(xp, self.A, "A", t, (d, d), X)
+        V = xp_parameter(xp, self.V, "V", t, (d, d), X)
+        F = xp.matmul(Y[:, 1:], xp.matrix_transpose(A))
+        if self.beta != 1.0:
+            F = F * self.beta
+        R = xp.matmul(X[:, 1:], xp.matrix_transpose(V))
+        log_w = None if w is None else xp.log(w)
+        out = run(xp, masked_softmax_velocity, F, X[:, 1:], R, log_w, pq, pk)
+        return xp.concat([xp.zeros_like(Y[:, :1]), out], axis=1)
+
+    def _refuse_xp(self, xp, Y, X):
+        """The error of the numpy path for positions out of range, a query that sees no key or
+        a missing sink (arrays of another library; ``_prepare`` and ``_tokens``)."""
+        for name, P in (("X", X), ("Y", Y)):
+            lo, hi = float(xp.min(P[:, 0])), float(xp.max(P[:, 0]))
+            if lo < 0 or hi > 1:
+                raise ValueError(
+                    f"`{name}[:, 0]` holds the positions and must lie in [0, 1]; got range "
+                    f"[{lo:.3g}, {hi:.3g}]. Build X with `with_positions`."
+                )
+        before = Y[:, 0] < xp.min(X[:, 0])
+        if bool(xp.any(before)):
+            i = int(xp.argmax(xp.astype(before, xp.int32)))  # the first such query
+            raise ValueError(
+                f"query {i} (position {float(Y[i, 0]):.3g}) sees no token of positive weight; "
+                "give a positive weight to a token at or before it."
+            )
+        raise ValueError("`X` must hold a token of positive weight at position 0 when `sink=True`.")
 
     def _matrix(self, X, t, w):
         A, _, Xk, wk = self._prepare(X, X, t, w)

@@ -9,15 +9,18 @@ import numpy as np
 from .._guards import float_guard
 from .._linalg import power_of_two_scale
 from .._validation import check_positive
+from ._array_api import softmax_velocity
 from ._base import (
     AttentionField,
     Parameter,
     eval_parameter,
+    finite_result,
     init_parameter,
     known_dim,
     positive_keys,
     scatter_columns,
     weighted_values,
+    xp_parameter,
 )
 from ._kernels import apply_rows, matrix_rows
 from ._softmax import softmax_transform
@@ -103,6 +106,22 @@ class L2(AttentionField):
         R = weighted_values(Xk, V, np.ones_like(wk))  # the weights apart: see apply_rows
         return apply_rows(
             F, G, R, softmax_transform, bias=bias, weights=wk, normalise=True, log2_scale=e
+        )
+
+    def _velocity_xp(self, xp, Y, X, t, w):
+        d = X.shape[1]
+        Qb = xp_parameter(xp, self.Qbar, "Qbar", t, (None, d), X)
+        Kb = xp_parameter(xp, self.Kbar, "Kbar", t, (Qb.shape[0], d), X)
+        V = xp_parameter(xp, self.V, "V", t, (d, d), X)
+        F = xp.matmul(Y, xp.matrix_transpose(Qb)) * (2.0 / self.s)
+        G = xp.matmul(X, xp.matrix_transpose(Kb))
+        bias = -xp.sum(G * G, axis=1) / self.s
+        if w is not None:
+            bias = bias + xp.log(w)
+        R = xp.matmul(X, xp.matrix_transpose(V))
+        out = softmax_velocity(xp, F, G, R, bias)
+        return finite_result(
+            xp, out, "the L2 attention velocity", "scale `Qbar`, `Kbar` or `s` to moderate"
         )
 
     def _matrix(self, X, t, w):

@@ -6,14 +6,17 @@ re-exported here, the attention package's one entry for Sinkhorn.
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
+from .._backend import device, has_float64, to_namespace
 from .._typing import ArrayLike
 from .._validation import as_weights, check_bool, check_int, check_positive
 from . import _kernels as K_
+from ._array_api import softmax_velocity
 from ._base import (
     AttentionField,
     Parameter,
@@ -25,8 +28,10 @@ from ._base import (
     scatter_columns,
     weighted_values,
 )
+from ._sinkhorn_array_api import sinkhorn_potential
 from ._sinkhorn_plan import (
     SINKHORN_MAX_ITER,
+    SYMMETRY_RTOL,
     SinkhornConvergenceError,
     SinkhornConvergenceWarning,
     SinkhornPlan,
@@ -152,15 +157,49 @@ class Sinkhorn(AttentionField):
     def _checked_plan(self, Xk, wk, t):
         res = self._plan(Xk, wk, t)
         if not res.converged:
-            msg = (
-                f"Sinkhorn attention did not converge at t = {t:g}: marginal error "
-                f"{res.marginal_error:.3g} > tol = {self.tol:g} after {res.n_iter} iterations. "
-                "Increase `max_iter` or `eps`, or loosen `tol`."
-            )
+            msg = self._unconverged(t, res.marginal_error, res.n_iter)
             if self.strict:
                 raise SinkhornConvergenceError(msg)
             warnings.warn(msg, SinkhornConvergenceWarning, stacklevel=4)
         return res
+
+    def _unconverged(self, t: float, error: float, n_iter: int) -> str:
+        return (
+            f"Sinkhorn attention did not converge at t = {t:g}: marginal error "
+            f"{error:.3g} > tol = {self.tol:g} after {n_iter} iterations. "
+            "Increase `max_iter` or `eps`, or loosen `tol`."
+        )
+
+    def _velocity_xp(self, xp, Y, X, t, w):
+        if not has_float64(xp, X):
+            raise TypeError(
+                "Sinkhorn solves its plan in float64, which the array library of `X` lacks on "
+                "its device; enable it (JAX: `jax.config.update('jax_enable_x64', True)`), or "
+                "pass `np.asarray(X)`."
+            )
+        d, dtype = X.shape[1], X.dtype
+        A_np = eval_parameter(self.A, "A", t, (d, d))
+        V_np = eval_parameter(self.V, "V", t, (d, d))
+        # symmetric A gives symmetric scores: the numpy solver's test, on the d x d factor
+        symmetric = bool(np.all(np.abs(A_np - A_np.T) <= SYMMETRY_RTOL * np.abs(A_np).max()))
+        X64 = xp.astype(X, xp.float64)
+        Y64 = X64 if Y is X else xp.astype(Y, xp.float64)
+        A, V = (to_namespace(xp, P, X64, xp.float64) for P in (A_np, V_np))
+        n = X.shape[0]
+        log_w = xp.full((n,), -math.log(n), dtype=xp.float64, device=device(X))
+        if w is not None:
+            log_w = xp.log(xp.astype(w, xp.float64) / xp.sum(xp.astype(w, xp.float64)))
+        v, n_iter, converged, error = sinkhorn_potential(
+            xp, X64, A, log_w, self.eps, self.tol, self.max_iter, symmetric=symmetric
+        )
+        if not converged:
+            msg = self._unconverged(t, error, n_iter)
+            if self.strict:
+                raise SinkhornConvergenceError(msg)
+            warnings.warn(msg, SinkhornConvergenceWarning, stacklevel=4)
+        F = xp.matmul(Y64, xp.matrix_transpose(A)) / self.eps
+        R = xp.matmul(X64, xp.matrix_transpose(V))
+        return xp.astype(softmax_velocity(xp, F, X64, R, v + log_w), dtype)
 
     def _velocity_at(self, Y, X, t, w):
         if X.dtype != np.float64:  # the plan is solved in float64 (see the class docstring)

@@ -7,21 +7,28 @@ from typing import ClassVar, Self
 
 import numpy as np
 
-from .._backend import to_namespace
 from .._guards import float_guard
 from .._typing import ParameterLike
 from .._validation import check_positive, check_real
-from ._array_api import softmax_velocity
+from ._array_api import (
+    exp_velocity,
+    hardmax_velocity,
+    run,
+    sigmoid_velocity,
+    softmax_velocity,
+)
 from ._base import (
     AttentionField,
     Parameter,
     eval_parameter,
+    finite_result,
     fold_qk,
     init_parameter,
     known_dim,
     positive_keys,
     scatter_columns,
     weighted_values,
+    xp_parameter,
 )
 from ._hardmax import hardmax_rows, tie_threshold
 from ._kernels import apply_rows, matrix_rows
@@ -68,6 +75,11 @@ class _Bilinear(AttentionField):
         return eval_parameter(self.A, "A", t, (d, d), dt), eval_parameter(
             self.V, "V", t, (d, d), dt
         )
+
+    #: The parameters an array-API formula evaluates, with their names.
+    @property
+    def _xp_params(self) -> tuple[tuple[Parameter, str], ...]:
+        return ((self.A, "A"), (self.V, "V"))
 
     def _slab_matrix(
         self, X: np.ndarray, t: float, w: np.ndarray, transform: Transform, *, normalise: bool
@@ -123,19 +135,19 @@ class _Exponential(_Bilinear):
         return _overflow_check(out, "Unnormalised attention")
 
     def _velocity_xp(self, xp, Y, X, t, w):
-        if not self._normalised:
-            return super()._velocity_xp(xp, Y, X, t, w)
         d = X.shape[1]
-        A, V = (
-            to_namespace(xp, eval_parameter(P, name, t, (d, d)), X, X.dtype)
-            for P, name in ((self.A, "A"), (self.V, "V"))
-        )
+        A, V = (xp_parameter(xp, P, name, t, (d, d), X) for P, name in self._xp_params)
         F = xp.matmul(Y, xp.matrix_transpose(A))
         if self.beta != 1.0:
             F = F * self.beta
         R = xp.matmul(X, xp.matrix_transpose(V))
-        log_w = None if w is None else xp.log(w)
-        return softmax_velocity(xp, F, X, R, log_w)
+        if self._normalised:
+            return softmax_velocity(xp, F, X, R, None if w is None else xp.log(w))
+        R = R / X.shape[0] if w is None else w[:, None] * R
+        out = run(xp, exp_velocity, F, X, R)
+        return finite_result(
+            xp, out, "the unnormalised attention velocity", "lower `beta` or the token norms"
+        )
 
     def _matrix(self, X, t, w):
         A, _ = self._params(t, X)
@@ -278,6 +290,14 @@ class Hardmax(_Bilinear):
         sums = hardmax_rows(Y @ A.T, Xk, weighted_values(Xk, V, wk), self.tol)
         return sums[:, :-1] / sums[:, -1:]
 
+    def _velocity_xp(self, xp, Y, X, t, w):
+        d = X.shape[1]
+        A, V = (xp_parameter(xp, P, name, t, (d, d), X) for P, name in self._xp_params)
+        wk = xp.ones_like(X[:, 0]) if w is None else w
+        R = xp.concat([wk[:, None] * xp.matmul(X, xp.matrix_transpose(V)), wk[:, None]], axis=1)
+        F = xp.matmul(Y, xp.matrix_transpose(A))
+        return run(xp, hardmax_velocity, F, X, R, self.tol)
+
     def _matrix(self, X, t, w):
         return self._slab_matrix(X, t, w, self._transform, normalise=True)
 
@@ -326,6 +346,14 @@ class Sigmoid(_Bilinear):
         Xk, wk = positive_keys(X, w)
         return sigmoid_rows(Y @ A.T, Xk, wk[:, None] * (Xk @ V.T), self.b)
 
+    def _velocity_xp(self, xp, Y, X, t, w):
+        d = X.shape[1]
+        A, V = (xp_parameter(xp, P, name, t, (d, d), X) for P, name in self._xp_params)
+        R = xp.matmul(X, xp.matrix_transpose(V))
+        R = R / X.shape[0] if w is None else w[:, None] * R
+        F = xp.matmul(Y, xp.matrix_transpose(A))
+        return run(xp, sigmoid_velocity, F, X, R, self.b)
+
     def _matrix(self, X, t, w):
         return self._slab_matrix(X, t, w, self._transform, normalise=False)
 
@@ -368,10 +396,7 @@ class Linear(_Bilinear):
 
     def _velocity_xp(self, xp, Y, X, t, w):
         d = X.shape[1]
-        A, V = (
-            to_namespace(xp, eval_parameter(P, name, t, (d, d)), X, X.dtype)
-            for P, name in ((self.A, "A"), (self.V, "V"))
-        )
+        A, V = (xp_parameter(xp, P, name, t, (d, d), X) for P, name in self._xp_params)
         Xw = X / X.shape[0] if w is None else w[:, None] * X
         with np.errstate(all="ignore"):  # numpy-backed namespaces: the overflow is named below
             M2 = xp.matmul(xp.matrix_transpose(X), Xw)
