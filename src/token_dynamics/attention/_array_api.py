@@ -20,9 +20,8 @@ import math
 from types import ModuleType
 from typing import Any
 
-import numpy as np
-
 from .._backend import library
+from ._scale import SCORE_HEADROOM
 
 __all__ = [
     "BLOCK_ENTRIES",
@@ -33,6 +32,7 @@ __all__ = [
     "max_rows",
     "query_blocks",
     "run",
+    "scores_in_range",
     "sigmoid_velocity",
     "softmax_velocity",
 ]
@@ -129,10 +129,7 @@ def run(xp: ModuleType, formula: Any, *args: Any) -> Any:
     eager JAX dispatches each operation alone, 2-6x the time at n = 1024-4096)."""
     if library(xp) == "jax":
         return _jax_compiled(formula)(*args)
-    # numpy-backed namespaces (array-api-strict): an overflow gives inf, as it should (the
-    # sigmoid's e^{-u}), or inf and nan that the caller reports (unnormalised attention)
-    with np.errstate(over="ignore", invalid="ignore"):
-        return formula(xp, *args)
+    return formula(xp, *args)
 
 
 @functools.cache
@@ -228,6 +225,19 @@ def log_sum_exp_rows(xp: ModuleType, F: Any, K: Any, bias: Any) -> Any:
         m = xp.max(S, axis=1, keepdims=True)
         blocks.append(m[:, 0] + xp.log(xp.sum(xp.exp(S - m), axis=1)))
     return _rows(xp, blocks)
+
+
+def scores_in_range(xp: ModuleType, F: Any, K: Any, bias: Any | None = None) -> Any:
+    r"""Whether no score :math:`\langle F_i, K_j\rangle + c_j` nor any partial sum of it can
+    overflow (a 0-d boolean array): by Cauchy-Schwarz each lies within
+    :math:`\max_i |F_i| \max_j |K_j| + \max_j |c_j|`, which must stay below the largest float
+    divided by ``2**SCORE_HEADROOM`` (``_scale``). The array path does not rescale such scores
+    as the numpy path does, and a score that overflows may come out as ``inf`` of either sign,
+    which a sigmoid or a hardmax would turn into a finite, wrong weight."""
+    f = xp.sqrt(xp.max(xp.sum(F * F, axis=1)))
+    k = xp.sqrt(xp.max(xp.sum(K * K, axis=1)))
+    reach = f * k if bias is None else f * k + xp.max(xp.abs(bias))
+    return reach <= xp.finfo(F.dtype).max / 2.0**SCORE_HEADROOM
 
 
 def max_rows(xp: ModuleType, F: Any, K: Any) -> Any:

@@ -15,6 +15,7 @@ from .._validation import as_dtype, as_matrix, as_square, as_tokens, as_weights,
 from ._kernels import serial_blas
 
 __all__ = [
+    "XP_RANGE_FIX",
     "AttentionField",
     "Parameter",
     "check_time",
@@ -329,7 +330,10 @@ class AttentionField:
                 index = xp.asarray(np.flatnonzero(keep).tolist(), device=device(X))
                 Xc, w_np = xp.take(Xc, index, axis=0), w_np[keep]
             w = to_namespace(xp, w_np, X, dt)
-        return self._velocity_xp(xp, Yc, Xc, check_time(t), w)
+        # numpy-backed namespaces (array-api-strict) warn where an overflow gives inf, as it
+        # should (the sigmoid's e^{-u}), or inf and nan that the variants report by name
+        with np.errstate(over="ignore", invalid="ignore"):
+            return self._velocity_xp(xp, Yc, Xc, check_time(t), w)
 
     def _velocity_xp(self, xp: ModuleType, Y: Any, X: Any, t: float, w: Any) -> Any:
         """The velocity at the queries ``Y`` of the keys ``X`` (those of positive weight, whose
@@ -352,10 +356,21 @@ def xp_parameter(xp: ModuleType, P: Parameter, name: str, t: float, shape: Any, 
     return to_namespace(xp, eval_parameter(P, name, t, shape), like, like.dtype)
 
 
-def finite_result(xp: ModuleType, out: Any, what: str, fix: str) -> Any:
-    """``out``, if every entry is finite (one transfer to the host); else a
+#: The fix for scores beyond the float range on arrays of another library, where they are not
+#: rescaled (the numpy path computes them on factors rescaled by powers of two, ``_scale``).
+XP_RANGE_FIX = (
+    "scale the tokens or the parameters down, or pass numpy arrays (`np.asarray(X)`), whose "
+    "path rescales scores beyond the float range"
+)
+
+
+def finite_result(
+    xp: ModuleType, out: Any, what: str, fix: str = XP_RANGE_FIX, *, in_range: Any = True
+) -> Any:
+    """``out``, if every entry is finite and ``in_range`` holds (a 0-d boolean array of ``xp``:
+    ``_array_api.scores_in_range``), both read in one transfer to the host; else a
     ``FloatingPointError`` naming ``what`` and the ``fix``."""
-    if not bool(xp.all(xp.isfinite(out))):
+    if not bool(xp.all(xp.isfinite(out)) & in_range):
         raise FloatingPointError(f"{what} left the float range; {fix}.")
     return out
 

@@ -8,11 +8,12 @@ import numpy as np
 
 from .._typing import ArrayLike, DTypeLike
 from .._validation import as_matrix, as_tokens, as_vector, check_bool, check_int, check_real
-from ._array_api import masked_softmax_velocity, run
+from ._array_api import masked_softmax_velocity, run, scores_in_range
 from ._base import (
     AttentionField,
     Parameter,
     eval_parameter,
+    finite_result,
     init_parameter,
     known_dim,
     positive_keys,
@@ -301,6 +302,8 @@ class Causal(AttentionField):
         R = xp.matmul(X[:, 1:], xp.matrix_transpose(V))
         log_w = None if w is None else xp.log(w)
         out = run(xp, masked_softmax_velocity, F, X[:, 1:], R, log_w, pq, pk)
+        ok = run(xp, scores_in_range, F, X[:, 1:])
+        out = finite_result(xp, out, "the causal attention velocity", in_range=ok)
         return xp.concat([xp.zeros_like(Y[:, :1]), out], axis=1)
 
     def _refuse_xp(self, xp, Y, X):

@@ -9,7 +9,7 @@ import numpy as np
 from .._guards import float_guard
 from .._linalg import power_of_two_scale
 from .._validation import check_positive
-from ._array_api import softmax_velocity
+from ._array_api import run, scores_in_range, softmax_velocity
 from ._base import (
     AttentionField,
     Parameter,
@@ -120,9 +120,8 @@ class L2(AttentionField):
             bias = bias + xp.log(w)
         R = xp.matmul(X, xp.matrix_transpose(V))
         out = softmax_velocity(xp, F, G, R, bias)
-        return finite_result(
-            xp, out, "the L2 attention velocity", "scale `Qbar`, `Kbar` or `s` to moderate"
-        )
+        ok = run(xp, scores_in_range, F, G, bias)
+        return finite_result(xp, out, "the L2 attention velocity", in_range=ok)
 
     def _matrix(self, X, t, w):
         eval_parameter(self.V, "V", t, (X.shape[1], X.shape[1]))

@@ -18,10 +18,12 @@ from .._validation import as_weights, check_bool, check_int, check_positive
 from . import _kernels as K_
 from ._array_api import softmax_velocity
 from ._base import (
+    XP_RANGE_FIX,
     AttentionField,
     Parameter,
     check_time,
     eval_parameter,
+    finite_result,
     init_parameter,
     known_dim,
     positive_keys,
@@ -192,6 +194,11 @@ class Sinkhorn(AttentionField):
         v, n_iter, converged, error = sinkhorn_potential(
             xp, X64, A, log_w, self.eps, self.tol, self.max_iter, symmetric=symmetric
         )
+        if not math.isfinite(error):
+            raise FloatingPointError(
+                f"the Sinkhorn potentials left the float range at eps = {self.eps:g}; "
+                f"increase `eps`, or {XP_RANGE_FIX}."
+            )
         if not converged:
             msg = self._unconverged(t, error, n_iter)
             if self.strict:
@@ -199,7 +206,8 @@ class Sinkhorn(AttentionField):
             warnings.warn(msg, SinkhornConvergenceWarning, stacklevel=4)
         F = xp.matmul(Y64, xp.matrix_transpose(A)) / self.eps
         R = xp.matmul(X64, xp.matrix_transpose(V))
-        return xp.astype(softmax_velocity(xp, F, X64, R, v + log_w), dtype)
+        out = softmax_velocity(xp, F, X64, R, v + log_w)
+        return finite_result(xp, xp.astype(out, dtype), "the Sinkhorn attention velocity")
 
     def _velocity_at(self, Y, X, t, w):
         if X.dtype != np.float64:  # the plan is solved in float64 (see the class docstring)

@@ -10,10 +10,11 @@ on its device. One number per iteration (the marginal error) goes to the host.
 
 from __future__ import annotations
 
+import math
 from types import ModuleType
 from typing import Any
 
-from ._array_api import log_sum_exp_rows, max_rows, run
+from ._array_api import log_sum_exp_rows, max_rows, run, scores_in_range
 from ._sinkhorn_scaling import _Relaxation
 
 __all__ = ["sinkhorn_potential"]
@@ -51,9 +52,13 @@ def sinkhorn_potential(
     -------
     (v, n_iter, converged, error)
         The column potential, the iterations, whether the :math:`\ell^1` marginal error
-        ``error`` reached ``tol``.
+        ``error`` reached ``tol``; scores beyond the float range
+        (``_array_api.scores_in_range``), or an error that is not finite, stop the iterations
+        at once with an infinite error.
     """
     rows = xp.matmul(X, xp.matrix_transpose(A)) / eps  # K = rows X^T
+    if not bool(run(xp, scores_in_range, rows, X)):
+        return xp.zeros_like(log_w), 0, False, math.inf
     a = xp.exp(log_w)
     if symmetric:
         u = -run(xp, max_rows, rows, X) / 2
@@ -62,7 +67,7 @@ def sinkhorn_potential(
         while True:
             T = -run(xp, log_sum_exp_rows, rows, X, u + log_w)
             err = float(xp.sum(xp.abs(a * xp.expm1(u - T))))  # row (= column) error
-            if err <= tol or updates >= 2 * max_iter:
+            if err <= tol or not math.isfinite(err) or updates >= 2 * max_iter:
                 return u, (updates + 1) // 2, err <= tol, err
             u = u + relax.update(err) * (T - u)
             updates += 1
@@ -73,7 +78,7 @@ def sinkhorn_potential(
     while True:
         L = run(xp, log_sum_exp_rows, cols, X, u + log_w)  # column log-sums of the plan
         err = float(xp.sum(xp.abs(a * xp.expm1(v + L))))
-        if err <= tol or n_iter >= max_iter:
+        if err <= tol or not math.isfinite(err) or n_iter >= max_iter:
             return v, n_iter, err <= tol, err
         v = -L
         u = -run(xp, log_sum_exp_rows, rows, X, v + log_w)

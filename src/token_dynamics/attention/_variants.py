@@ -14,6 +14,7 @@ from ._array_api import (
     exp_velocity,
     hardmax_velocity,
     run,
+    scores_in_range,
     sigmoid_velocity,
     softmax_velocity,
 )
@@ -146,7 +147,11 @@ class _Exponential(_Bilinear):
         R = R / X.shape[0] if w is None else w[:, None] * R
         out = run(xp, exp_velocity, F, X, R)
         return finite_result(
-            xp, out, "the unnormalised attention velocity", "lower `beta` or the token norms"
+            xp,
+            out,
+            "the unnormalised attention velocity",
+            "lower `beta` or the token norms",
+            in_range=run(xp, scores_in_range, F, X),
         )
 
     def _matrix(self, X, t, w):
@@ -296,7 +301,9 @@ class Hardmax(_Bilinear):
         wk = xp.ones_like(X[:, 0]) if w is None else w
         R = xp.concat([wk[:, None] * xp.matmul(X, xp.matrix_transpose(V)), wk[:, None]], axis=1)
         F = xp.matmul(Y, xp.matrix_transpose(A))
-        return run(xp, hardmax_velocity, F, X, R, self.tol)
+        out = run(xp, hardmax_velocity, F, X, R, self.tol)
+        ok = run(xp, scores_in_range, F, X)
+        return finite_result(xp, out, "the hardmax attention velocity", in_range=ok)
 
     def _matrix(self, X, t, w):
         return self._slab_matrix(X, t, w, self._transform, normalise=True)
@@ -352,7 +359,9 @@ class Sigmoid(_Bilinear):
         R = xp.matmul(X, xp.matrix_transpose(V))
         R = R / X.shape[0] if w is None else w[:, None] * R
         F = xp.matmul(Y, xp.matrix_transpose(A))
-        return run(xp, sigmoid_velocity, F, X, R, self.b)
+        out = run(xp, sigmoid_velocity, F, X, R, self.b)
+        ok = run(xp, scores_in_range, F, X)
+        return finite_result(xp, out, "the sigmoid attention velocity", in_range=ok)
 
     def _matrix(self, X, t, w):
         return self._slab_matrix(X, t, w, self._transform, normalise=False)
