@@ -141,7 +141,9 @@ class AttentionField:
         Parameters
         ----------
         X : array_like, shape (n, d)
-            Tokens, one per row; they also define the measure :math:`\mu`.
+            Tokens, one per row; they also define the measure :math:`\mu`. A torch, JAX, CuPy
+            or other array-API array gives the result in its library, on its device (every
+            variant of the library accepts them; see its "Arrays" paragraph).
         t : float
             Time (depth), used by time-dependent parameters.
         weights : array_like, shape (n,), optional
@@ -154,7 +156,7 @@ class AttentionField:
 
         Returns
         -------
-        ndarray, shape (n, d)
+        ndarray (or the array type of ``X``), shape (n, d)
 
         Examples
         --------
@@ -187,7 +189,8 @@ class AttentionField:
         Y : array_like, shape (m, d)
             Query points (for instance a plotting grid).
         X : array_like, shape (n, d)
-            Tokens defining :math:`\mu`.
+            Tokens defining :math:`\mu`; ``Y`` and ``X`` may also be arrays of one other
+            library (as in ``velocity``).
         t : float
             Time.
         weights : array_like, shape (n,), optional
@@ -197,7 +200,7 @@ class AttentionField:
 
         Returns
         -------
-        ndarray, shape (m, d)
+        ndarray (or the array type of ``X``), shape (m, d)
 
         Examples
         --------

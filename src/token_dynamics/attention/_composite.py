@@ -37,6 +37,11 @@ class MultiHead(AttentionField):
 
         \Gamma_\mu(x) = \sum_{h=1}^H W_h\, \Gamma^{(h)}_\mu(x) .
 
+    Arrays: numpy; in ``velocity`` and ``velocity_at`` (so as the right-hand side of
+    ``integrate``) also torch, JAX, CuPy or any array-API library, the result in the caller's
+    array type, device and float dtype, when every head accepts them (the library's all do);
+    ``attention_matrix`` takes numpy arrays.
+
     Parameters
     ----------
     heads : sequence of AttentionField
@@ -205,6 +210,10 @@ class Causal(AttentionField):
     of them attends only to itself, so it evolves autonomously. With the usual positions
     :math:`s_i = (i-1)/n` the first token satisfies :math:`x_1(t) = e^{tV} x_1(0)`.
     ``attention_matrix`` returns ``P`` with ``velocity[:, 1:] = P @ X[:, 1:] @ V.T``.
+
+    Arrays: numpy; in ``velocity`` and ``velocity_at`` (so as the right-hand side of
+    ``integrate``) also torch, JAX, CuPy or any array-API library, the result in the caller's
+    array type, device and float dtype; ``attention_matrix`` takes numpy arrays.
 
     Parameters
     ----------

@@ -41,6 +41,10 @@ class L2(AttentionField):
     scores are :math:`(2\langle \bar Q x_i, \bar K x_j\rangle - |\bar K x_j|^2)/s`.
     Castin's code uses :math:`s = 1`, :math:`\bar Q = Q/\sqrt d`, :math:`\bar K = K`.
 
+    Arrays: numpy; in ``velocity`` and ``velocity_at`` (so as the right-hand side of
+    ``integrate``) also torch, JAX, CuPy or any array-API library, the result in the caller's
+    array type, device and float dtype; ``attention_matrix`` takes numpy arrays.
+
     Parameters
     ----------
     Qbar, Kbar : array_like, shape (k, d), or callable ``t -> (k, d)``

@@ -78,6 +78,12 @@ class Sinkhorn(AttentionField):
     solved in float64 whatever the ``dtype`` of a call (a marginal tolerance of 1e-9 is below
     float32's resolution); a float32 call returns its result in float32.
 
+    Arrays: numpy; in ``velocity`` and ``velocity_at`` (so as the right-hand side of
+    ``integrate``) also torch, JAX, CuPy or any array-API library, the result in the caller's
+    array type, device and float dtype, its plan solved in float64 on the caller's device (a
+    library without float64 there is refused by name) and never formed whole; ``plan`` and
+    ``attention_matrix`` take numpy arrays.
+
     Parameters
     ----------
     A, V : array_like, shape (d, d), or callable ``t -> (d, d)``

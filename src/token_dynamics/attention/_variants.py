@@ -176,6 +176,11 @@ class Softmax(_Exponential):
 
     Computed through log-sum-exp, in row blocks of the score matrix (bounded memory).
 
+    Arrays: numpy; in ``velocity`` and ``velocity_at`` (so as the right-hand side of
+    ``integrate``) also torch, JAX, CuPy or any array-API library, the result in the caller's
+    array type, device and float dtype (torch's and JAX's fused attention where they apply);
+    ``attention_matrix`` takes numpy arrays.
+
     Parameters
     ----------
     A : array_like, shape (d, d), or callable ``t -> (d, d)``
@@ -220,6 +225,10 @@ class Unnormalised(_Exponential):
     token leaves the field unchanged. An overflow of the exponentials raises
     ``FloatingPointError``.
 
+    Arrays: numpy; in ``velocity`` and ``velocity_at`` (so as the right-hand side of
+    ``integrate``) also torch, JAX, CuPy or any array-API library, the result in the caller's
+    array type, device and float dtype; ``attention_matrix`` takes numpy arrays.
+
     Parameters
     ----------
     A, V : array_like, shape (d, d), or callable ``t -> (d, d)``
@@ -255,6 +264,10 @@ class Hardmax(_Bilinear):
 
     the zero-temperature limit of :class:`Softmax` (with uniform weights, tied keys share the
     weight equally). Keys of zero weight are never selected.
+
+    Arrays: numpy; in ``velocity`` and ``velocity_at`` (so as the right-hand side of
+    ``integrate``) also torch, JAX, CuPy or any array-API library, the result in the caller's
+    array type, device and float dtype; ``attention_matrix`` takes numpy arrays.
 
     Parameters
     ----------
@@ -318,6 +331,10 @@ class Sigmoid(_Bilinear):
         \Gamma_\mu(x) = \int \sigma(\langle Ax, y\rangle + b)\, V y\, d\mu(y),
         \qquad \sigma(u) = \frac{1}{1+e^{-u}} .
 
+    Arrays: numpy; in ``velocity`` and ``velocity_at`` (so as the right-hand side of
+    ``integrate``) also torch, JAX, CuPy or any array-API library, the result in the caller's
+    array type, device and float dtype; ``attention_matrix`` takes numpy arrays.
+
     Parameters
     ----------
     A, V : array_like, shape (d, d), or callable ``t -> (d, d)``
@@ -377,6 +394,10 @@ class Linear(_Bilinear):
         \qquad M_2(\mu) = \int y y^\top d\mu(y),
 
     evaluated through the second-moment matrix in :math:`O(n d^2)` operations.
+
+    Arrays: numpy; in ``velocity`` and ``velocity_at`` (so as the right-hand side of
+    ``integrate``) also torch, JAX, CuPy or any array-API library, the result in the caller's
+    array type, device and float dtype; ``attention_matrix`` takes numpy arrays.
 
     Parameters
     ----------
