@@ -392,9 +392,16 @@ def test_causal_refusals_name_the_argument(lib):
     with pytest.raises(ValueError, match=r"`X\[:, 0\]` holds the positions.*\[0, 1\]"):
         field.velocity(asarray(bad))
     Y = X[:3].copy()
-    Y[:, 0] = [0.5, -0.2, 0.1]
-    with pytest.raises(ValueError, match=r"`Y\[:, 0\]` holds the positions"):
-        field.velocity_at(asarray(Y), asarray(X))
+    Y[:, 0] = [0.5, -0.2, 0.1]  # a query before every token, as on numpy
+    for Ya, Xa in ((Y, X), (asarray(Y), asarray(X))):
+        with pytest.raises(ValueError, match=r"query 1 \(position -0.2\) sees no token"):
+            field.velocity_at(Ya, Xa)
+    w0 = np.full(12, 1 / 11)
+    w0[5] = 0.0
+    bad[5, 0], bad[4, 0] = -3.0, X[4, 0]  # out of range, at a key of zero weight: refused too
+    for Xa in (bad, asarray(bad)):
+        with pytest.raises(ValueError, match=r"`X\[:, 0\]` holds the positions"):
+            field.velocity(Xa, weights=w0)
     w = np.full(12, 1 / 10)
     w[:2] = 0.0  # the two earliest tokens weigh nothing: query 0 sees no key
     with pytest.raises(ValueError, match=r"query 0 \(position 0\) sees no token of positive"):

@@ -325,6 +325,7 @@ class AttentionField:
             finite = finite & xp.all(xp.isfinite(Yc))
         if not bool(finite):  # one transfer to the host
             raise ValueError("`X` and `Y` must be finite; remove the NaN or inf entries.")
+        self._tokens_xp(xp, Xc)
         w = None
         if weights is not None:
             w_np = as_weights(weights if is_numpy(weights) else np.asarray(weights), X.shape[0])
@@ -337,6 +338,10 @@ class AttentionField:
         # should (the sigmoid's e^{-u}), or inf and nan that the variants report by name
         with np.errstate(over="ignore", invalid="ignore"):
             return self._velocity_xp(xp, Yc, Xc, check_time(t), w)
+
+    def _tokens_xp(self, xp: ModuleType, X: Any) -> None:
+        """Checks of the tokens beyond their shape and finiteness, on arrays of ``xp`` (the
+        array form of a subclass's ``_tokens``; none by default)."""
 
     def _velocity_xp(self, xp: ModuleType, Y: Any, X: Any, t: float, w: Any) -> Any:
         """The velocity at the queries ``Y`` of the keys ``X`` (those of positive weight, whose

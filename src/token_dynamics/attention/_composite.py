@@ -297,11 +297,8 @@ class Causal(AttentionField):
         if d < 1:
             raise ValueError("`X` must have shape (n, 1 + d): positions in column 0, then content.")
         pq, pk = Y[:, 0], X[:, 0]
-        in_range = xp.all((pk >= 0) & (pk <= 1)) & xp.all((pq >= 0) & (pq <= 1))
-        first = xp.min(pk)  # the earliest key: a query before it sees none
-        sees = xp.all(pq >= first)
-        sink = xp.any(pk == 0) if self.sink else True
-        if not bool(in_range & sees & sink):  # one transfer to the host for the three checks
+        sees = xp.all(pq >= xp.min(pk))  # a query before the earliest key sees none
+        if not bool(sees & xp.any(pk == 0) if self.sink else sees):  # one transfer to the host
             self._refuse_xp(xp, Y, X)
         A = xp_parameter(xp, self.A, "A", t, (d, d), X)
         V = xp_parameter(xp, self.V, "V", t, (d, d), X)
@@ -315,16 +312,18 @@ class Causal(AttentionField):
         out = finite_result(xp, out, "the causal attention velocity", in_range=ok)
         return xp.concat([xp.zeros_like(Y[:, :1]), out], axis=1)
 
+    def _tokens_xp(self, xp, X):
+        """The check of ``_tokens`` on the tokens' positions, on all of them (zero weights too)."""
+        lo, hi = float(xp.min(X[:, 0])), float(xp.max(X[:, 0]))
+        if lo < 0 or hi > 1:
+            raise ValueError(
+                "`X[:, 0]` holds the positions and must lie in [0, 1]; got range "
+                f"[{lo:.3g}, {hi:.3g}]. Build X with `with_positions`."
+            )
+
     def _refuse_xp(self, xp, Y, X):
-        """The error of the numpy path for positions out of range, a query that sees no key or
-        a missing sink (arrays of another library; ``_prepare`` and ``_tokens``)."""
-        for name, P in (("X", X), ("Y", Y)):
-            lo, hi = float(xp.min(P[:, 0])), float(xp.max(P[:, 0]))
-            if lo < 0 or hi > 1:
-                raise ValueError(
-                    f"`{name}[:, 0]` holds the positions and must lie in [0, 1]; got range "
-                    f"[{lo:.3g}, {hi:.3g}]. Build X with `with_positions`."
-                )
+        """The error of the numpy path (``_prepare``, ``causal_rows``) for a query that sees no
+        key of positive weight or a missing sink, on arrays of another library."""
         before = Y[:, 0] < xp.min(X[:, 0])
         if bool(xp.any(before)):
             i = int(xp.argmax(xp.astype(before, xp.int32)))  # the first such query

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Self
+from types import ModuleType
+from typing import Any, ClassVar, Self
 
 import numpy as np
 
@@ -77,10 +78,12 @@ class _Bilinear(AttentionField):
             self.V, "V", t, (d, d), dt
         )
 
-    #: The parameters an array-API formula evaluates, with their names.
-    @property
-    def _xp_params(self) -> tuple[tuple[Parameter, str], ...]:
-        return ((self.A, "A"), (self.V, "V"))
+    def _params_xp(self, xp: ModuleType, t: float, X: Any) -> tuple[Any, Any]:
+        """``A(t)`` and ``V(t)`` as arrays of ``xp`` like ``X`` (``_base.xp_parameter``)."""
+        d = X.shape[1]
+        return xp_parameter(xp, self.A, "A", t, (d, d), X), xp_parameter(
+            xp, self.V, "V", t, (d, d), X
+        )
 
     def _slab_matrix(
         self, X: np.ndarray, t: float, w: np.ndarray, transform: Transform, *, normalise: bool
@@ -136,8 +139,7 @@ class _Exponential(_Bilinear):
         return _overflow_check(out, "Unnormalised attention")
 
     def _velocity_xp(self, xp, Y, X, t, w):
-        d = X.shape[1]
-        A, V = (xp_parameter(xp, P, name, t, (d, d), X) for P, name in self._xp_params)
+        A, V = self._params_xp(xp, t, X)
         F = xp.matmul(Y, xp.matrix_transpose(A))
         if self.beta != 1.0:
             F = F * self.beta
@@ -309,8 +311,7 @@ class Hardmax(_Bilinear):
         return sums[:, :-1] / sums[:, -1:]
 
     def _velocity_xp(self, xp, Y, X, t, w):
-        d = X.shape[1]
-        A, V = (xp_parameter(xp, P, name, t, (d, d), X) for P, name in self._xp_params)
+        A, V = self._params_xp(xp, t, X)
         wk = xp.ones_like(X[:, 0]) if w is None else w
         R = xp.concat([wk[:, None] * xp.matmul(X, xp.matrix_transpose(V)), wk[:, None]], axis=1)
         F = xp.matmul(Y, xp.matrix_transpose(A))
@@ -371,8 +372,7 @@ class Sigmoid(_Bilinear):
         return sigmoid_rows(Y @ A.T, Xk, wk[:, None] * (Xk @ V.T), self.b)
 
     def _velocity_xp(self, xp, Y, X, t, w):
-        d = X.shape[1]
-        A, V = (xp_parameter(xp, P, name, t, (d, d), X) for P, name in self._xp_params)
+        A, V = self._params_xp(xp, t, X)
         R = xp.matmul(X, xp.matrix_transpose(V))
         R = R / X.shape[0] if w is None else w[:, None] * R
         F = xp.matmul(Y, xp.matrix_transpose(A))
@@ -425,8 +425,7 @@ class Linear(_Bilinear):
             return Y @ A.T @ M2 @ V.T
 
     def _velocity_xp(self, xp, Y, X, t, w):
-        d = X.shape[1]
-        A, V = (xp_parameter(xp, P, name, t, (d, d), X) for P, name in self._xp_params)
+        A, V = self._params_xp(xp, t, X)
         Xw = X / X.shape[0] if w is None else w[:, None] * X
         with np.errstate(all="ignore"):  # numpy-backed namespaces: the overflow is named below
             M2 = xp.matmul(xp.matrix_transpose(X), Xw)
