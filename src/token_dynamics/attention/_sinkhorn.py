@@ -16,7 +16,7 @@ from .._backend import device, has_float64, to_namespace
 from .._typing import ArrayLike
 from .._validation import as_weights, check_bool, check_int, check_positive
 from . import _kernels as K_
-from ._array_api import softmax_velocity
+from ._array_api import run, scores_in_range, softmax_velocity
 from ._base import (
     XP_RANGE_FIX,
     AttentionField,
@@ -173,6 +173,7 @@ class Sinkhorn(AttentionField):
         return res
 
     def _unconverged(self, t: float, error: float, n_iter: int) -> str:
+        """The message of a plan that missed ``tol`` (warned, or raised with ``strict``)."""
         return (
             f"Sinkhorn attention did not converge at t = {t:g}: marginal error "
             f"{error:.3g} > tol = {self.tol:g} after {n_iter} iterations. "
@@ -213,8 +214,10 @@ class Sinkhorn(AttentionField):
             warnings.warn(msg, SinkhornConvergenceWarning, stacklevel=4)
         F = xp.matmul(Y64, xp.matrix_transpose(A)) / self.eps
         R = xp.matmul(X64, xp.matrix_transpose(V))
-        out = softmax_velocity(xp, F, X64, R, v + log_w)
-        return finite_result(xp, xp.astype(out, dtype), "the Sinkhorn attention velocity")
+        bias = v + log_w
+        out = xp.astype(softmax_velocity(xp, F, X64, R, bias), dtype)
+        ok = run(xp, scores_in_range, F, X64, bias)  # the queries may lie elsewhere
+        return finite_result(xp, out, "the Sinkhorn attention velocity", in_range=ok)
 
     def _velocity_at(self, Y, X, t, w):
         if X.dtype != np.float64:  # the plan is solved in float64 (see the class docstring)
