@@ -7,6 +7,7 @@ PyPI's default index) and is reported as skipped, with the reason, otherwise.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import array_api_strict
@@ -32,7 +33,13 @@ from token_dynamics.attention import (
     Unnormalised,
     with_positions,
 )
-from token_dynamics.attention._array_api import generic_softmax_velocity, softmax_velocity
+from token_dynamics.attention._array_api import (
+    BLOCK_ENTRIES,
+    TORCH_CPU_BLOCK_ENTRIES,
+    generic_softmax_velocity,
+    query_blocks,
+    softmax_velocity,
+)
 
 jax.config.update("jax_enable_x64", True)
 
@@ -480,3 +487,16 @@ def test_sinkhorn_paths_agree_with_numpy(lib, name, path, monkeypatch):
         monkeypatch.setattr(f"{module}._alternating_scaling", lambda *args: None)
     out = to_numpy(case.field.velocity(asarray(case.X)))
     np.testing.assert_allclose(out, ref, rtol=0, atol=1e-12 * np.abs(ref).max())
+
+
+def test_query_blocks_cover_the_rows_within_the_bound(lib):
+    asarray, _, xp = lib
+    F, K = asarray(np.zeros((5000, 2))), asarray(np.zeros((3000, 2)))
+    blocks = query_blocks(xp, F, K)
+    # consecutive, covering every row once, each block's scores within the library's bound
+    assert blocks[0].start == 0 and blocks[-1].stop == 5000
+    assert all(a.stop == b.start for a, b in itertools.pairwise(blocks))
+    torch_cpu = xp.__name__.endswith("torch")  # the tests' tensors live on the host
+    bound = TORCH_CPU_BLOCK_ENTRIES if torch_cpu else BLOCK_ENTRIES
+    sizes = [b.stop - b.start for b in blocks]
+    assert max(sizes) * 3000 <= bound < (max(sizes) + 1) * 3000

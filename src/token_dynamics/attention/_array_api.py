@@ -25,6 +25,7 @@ from ._scale import SCORE_HEADROOM
 
 __all__ = [
     "BLOCK_ENTRIES",
+    "TORCH_CPU_BLOCK_ENTRIES",
     "exp_velocity",
     "hardmax_velocity",
     "log_sum_exp_rows",
@@ -40,6 +41,13 @@ __all__ = [
 #: Most scores formed at once by the generic path: 2**22 entries (32 MiB in float64), bounded
 #: whatever the number of tokens, and large enough that a GPU runs each block at its rate.
 BLOCK_ENTRIES = 2**22
+
+#: The same bound for torch on the CPU, whose operations each make a pass over the block (JAX's
+#: jit fuses them): 2**20 scores (8 MiB in float64) stay nearer the cache between passes. At
+#: n = 4096, d = 16, float64, one thread, the sigmoid, causal and l2 velocities took 266 / 342 /
+#: 283 ms against 629 / 741 / 575 ms with 2**22 (benchmarks/README.md); JAX was slower with
+#: smaller blocks.
+TORCH_CPU_BLOCK_ENTRIES = 2**20
 
 
 def softmax_velocity(
@@ -103,7 +111,7 @@ def generic_softmax_velocity(xp: ModuleType, F: Any, K: Any, R: Any, log_w: Any 
     """
     KT = xp.matrix_transpose(K)
     blocks = []
-    for rows in query_blocks(F.shape[0], K.shape[0]):
+    for rows in query_blocks(xp, F, K):
         S = xp.matmul(F[rows, ...], KT)
         if log_w is not None:
             S = S + log_w
@@ -112,10 +120,15 @@ def generic_softmax_velocity(xp: ModuleType, F: Any, K: Any, R: Any, log_w: Any 
     return _rows(xp, blocks)
 
 
-def query_blocks(m: int, n: int) -> list[slice]:
-    """Slices of at most ``BLOCK_ENTRIES // n`` query rows (at least one): each block's
-    ``rows x n`` scores hold at most :data:`BLOCK_ENTRIES` entries."""
-    step = max(1, BLOCK_ENTRIES // max(n, 1))
+def query_blocks(xp: ModuleType, F: Any, K: Any) -> list[slice]:
+    """Slices of the query rows ``F`` against the keys ``K``, at least one row each, whose
+    ``rows x n`` scores hold at most :data:`BLOCK_ENTRIES` entries, or
+    :data:`TORCH_CPU_BLOCK_ENTRIES` for torch tensors in the host's memory."""
+    entries = BLOCK_ENTRIES
+    if library(xp) == "torch" and _on_cpu(F):
+        entries = min(entries, TORCH_CPU_BLOCK_ENTRIES)
+    m, n = F.shape[0], K.shape[0]
+    step = max(1, entries // max(n, 1))
     return [slice(start, min(start + step, m)) for start in range(0, m, step)]
 
 
@@ -157,7 +170,7 @@ def masked_softmax_velocity(
     """
     KT = xp.matrix_transpose(K)
     blocks = []
-    for rows in query_blocks(F.shape[0], K.shape[0]):
+    for rows in query_blocks(xp, F, K):
         S = xp.matmul(F[rows, ...], KT)
         if log_w is not None:
             S = S + log_w
@@ -181,7 +194,7 @@ def hardmax_velocity(xp: ModuleType, F: Any, K: Any, R: Any, tol: Any) -> Any:
     """
     KT = xp.matrix_transpose(K)
     blocks = []
-    for rows in query_blocks(F.shape[0], K.shape[0]):
+    for rows in query_blocks(xp, F, K):
         S = xp.matmul(F[rows, ...], KT)
         m = xp.max(S, axis=1, keepdims=True)
         T = xp.astype(S >= m - tol * xp.clip(xp.abs(m), min=1.0), S.dtype)
@@ -200,7 +213,7 @@ def sigmoid_velocity(xp: ModuleType, F: Any, K: Any, R: Any, b: Any) -> Any:
     KT = xp.matrix_transpose(xp.concat([K, xp.ones_like(K[:, :1])], axis=1))
     blocks = [
         xp.matmul(1.0 / (1.0 + xp.exp(xp.matmul(Fn[rows, ...], KT))), R)
-        for rows in query_blocks(F.shape[0], K.shape[0])
+        for rows in query_blocks(xp, F, K)
     ]
     return _rows(xp, blocks)
 
@@ -210,10 +223,7 @@ def exp_velocity(xp: ModuleType, F: Any, K: Any, R: Any) -> Any:
     carries the key weights). An exponential beyond the float range gives ``inf``: the caller
     reports it."""
     KT = xp.matrix_transpose(K)
-    blocks = [
-        xp.matmul(xp.exp(xp.matmul(F[rows, ...], KT)), R)
-        for rows in query_blocks(F.shape[0], K.shape[0])
-    ]
+    blocks = [xp.matmul(xp.exp(xp.matmul(F[rows, ...], KT)), R) for rows in query_blocks(xp, F, K)]
     return _rows(xp, blocks)
 
 
@@ -223,7 +233,7 @@ def log_sum_exp_rows(xp: ModuleType, F: Any, K: Any, bias: Any) -> Any:
     updates)."""
     KT = xp.matrix_transpose(K)
     blocks = []
-    for rows in query_blocks(F.shape[0], K.shape[0]):
+    for rows in query_blocks(xp, F, K):
         S = xp.matmul(F[rows, ...], KT) + bias
         m = xp.max(S, axis=1, keepdims=True)
         blocks.append(m[:, 0] + xp.log(xp.sum(xp.exp(S - m), axis=1)))
@@ -246,9 +256,7 @@ def scores_in_range(xp: ModuleType, F: Any, K: Any, bias: Any | None = None) -> 
 def max_rows(xp: ModuleType, F: Any, K: Any) -> Any:
     r"""Row maxima :math:`\max_j \langle F_i, K_j\rangle` of the scores, in query blocks."""
     KT = xp.matrix_transpose(K)
-    blocks = [
-        xp.max(xp.matmul(F[rows, ...], KT), axis=1) for rows in query_blocks(F.shape[0], K.shape[0])
-    ]
+    blocks = [xp.max(xp.matmul(F[rows, ...], KT), axis=1) for rows in query_blocks(xp, F, K)]
     return _rows(xp, blocks)
 
 
