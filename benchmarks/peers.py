@@ -433,13 +433,71 @@ def case_backends(peers, cfg) -> None:
                 )
 
 
+def _variant_fields(d: int, rng: np.random.Generator) -> dict[str, att.AttentionField]:
+    """The variants other than softmax and linear, on ``d``-dimensional tokens."""
+    A = rng.standard_normal((d, d)) / np.sqrt(d)
+    V = rng.standard_normal((d, d)) / np.sqrt(d)
+    S = (A + A.T) / 2
+    return {
+        "hardmax": att.Hardmax(A, V),
+        "l2": att.L2(A, np.eye(d), V),
+        "sigmoid": att.Sigmoid(A, V, b=-1.0),
+        "unnormalised": att.Unnormalised(A, V),
+        "multi-head (2)": att.MultiHead((att.Softmax(A, V), att.Softmax(S, V))),
+        "causal": att.Causal(A, V),
+        "sinkhorn (symmetric A)": att.Sinkhorn(S, V),
+    }
+
+
+def case_variants(peers, cfg) -> None:
+    """The other variants through the backends: each field's ``velocity`` on a torch tensor and
+    on a JAX array against its numpy path, float64. Ratio = backend time / numpy time (> 1: the
+    generic array-API formula, or the library's elementwise kernels, cost more on this CPU than
+    the numpy kernels; no fused kernel exists for these formulas)."""
+    run.header(
+        f"other variants through the backends, d = 16, float64 ({cfg.peer_threads} thread(s))",
+        "variant, n",
+        "numpy",
+        *(f"{p} backend" for p in peers),
+        *(f"ratio {p} / numpy (median, range)" for p in peers),
+    )
+    d = 16
+    for n in cfg.peer_sizes[:2]:
+        rng = np.random.default_rng(0)
+        X = rng.standard_normal((n, d)) / np.sqrt(np.sqrt(d))
+        for name, field in _variant_fields(d, rng).items():
+            Z = att.with_positions(X) if name == "causal" else X
+            ref = field.velocity(Z)
+            fns: dict[str, Callable[[], object]] = {"numpy": lambda f=field, Z=Z: f.velocity(Z)}
+            if "torch" in peers:
+                tZ = peers["torch"].from_numpy(Z)
+                check(f"torch {name}", field.velocity(tZ).numpy(), ref, RTOL64)
+                fns["torch"] = lambda f=field, tZ=tZ: f.velocity(tZ)
+            if "jax" in peers:
+                jZ = peers["jax"].numpy.asarray(Z)
+                check(f"jax {name}", np.asarray(field.velocity(jZ)), ref, RTOL64)
+                fns["jax"] = lambda f=field, jZ=jZ: f.velocity(jZ).block_until_ready()
+            rounds = [
+                interleaved(fns, cfg.peer_repeats, r * len(fns) // cfg.peer_rounds)
+                for r in range(cfg.peer_rounds)
+            ]
+            med = {k: float(np.median([r[k] for r in rounds])) for k in fns}
+            ratios = {p: [r[p] / r["numpy"] for r in rounds] for p in peers if p in fns}
+            run.row(
+                f"{name}, {n}",
+                f"{med['numpy'] * 1e3:.1f} ms",
+                *(f"{med[p] * 1e3:.1f} ms" if p in fns else "-" for p in peers),
+                *(_ratio_cell(ratios[p]) if p in ratios else "-" for p in peers),
+            )
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument(
         "--workloads",
         default="softmax,ode,mlp,gemm",
-        help="comma-separated: softmax, ode, mlp, gemm, backends",
+        help="comma-separated: softmax, ode, mlp, gemm, backends, variants",
     )
     cfg = parser.parse_args(argv)
     cfg.peer_threads = int(os.environ["TOKEN_DYNAMICS_THREADS"])
@@ -465,6 +523,7 @@ def main(argv: list[str] | None = None) -> None:
         "mlp": case_mlp,
         "gemm": case_gemm,
         "backends": case_backends,
+        "variants": case_variants,
     }
     for name in cfg.workloads.split(","):
         workloads[name](peers, cfg)

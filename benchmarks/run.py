@@ -745,8 +745,9 @@ def case_notebooks(cfg: argparse.Namespace) -> None:
 
 def case_backends(cfg: argparse.Namespace) -> None:
     """The torch and JAX backends of the softmax velocity against torch's fused attention and
-    ``jax.jit`` (``peers.py --workloads backends``, one thread unless ``--peer-threads``)."""
-    case_peers(cfg, workloads="backends")
+    ``jax.jit``, and of the other variants against their numpy path (``peers.py --workloads
+    backends,variants``, one thread unless ``--peer-threads``)."""
+    case_peers(cfg, workloads="backends,variants")
 
 
 def case_peers(cfg: argparse.Namespace, workloads: str | None = None) -> None:

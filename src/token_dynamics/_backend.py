@@ -28,12 +28,21 @@ Examples
 
 from __future__ import annotations
 
+import warnings
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 
-__all__ = ["device", "float_dtype", "is_numpy", "library", "namespace", "to_namespace"]
+__all__ = [
+    "device",
+    "float_dtype",
+    "has_float64",
+    "is_numpy",
+    "library",
+    "namespace",
+    "to_namespace",
+]
 
 #: Types that always take the numpy path (``np.asarray`` reads them without an array library).
 _NUMPY_TYPES = (np.ndarray, np.generic, list, tuple, int, float, bool)
@@ -133,6 +142,18 @@ def float_dtype(xp: ModuleType, x: Any, dtype: object | None = None) -> Any:
             )
         return getattr(xp, name)
     return xp.float32 if x.dtype == xp.float32 else xp.float64
+
+
+def has_float64(xp: ModuleType, like: Any) -> bool:
+    """Whether ``xp`` holds float64 arrays on the device of ``like`` (JAX does not unless
+    ``jax_enable_x64`` is set; torch's Apple-silicon device ``mps`` does not)."""
+    with warnings.catch_warnings():  # JAX warns, and gives float32, when x64 is off
+        warnings.simplefilter("ignore")
+        try:
+            z = xp.zeros(1, dtype=xp.float64, device=device(like))
+        except (TypeError, RuntimeError, ValueError):
+            return False
+    return bool(z.dtype == xp.float64)
 
 
 def to_namespace(xp: ModuleType, a: Any, like: Any, dtype: Any) -> Any:

@@ -9,22 +9,25 @@ from typing import Any
 
 import numpy as np
 
-from .._backend import float_dtype, is_numpy, namespace, to_namespace
+from .._backend import device, float_dtype, is_numpy, namespace, to_namespace
 from .._typing import ArrayLike, DTypeLike, ParameterLike
 from .._validation import as_dtype, as_matrix, as_square, as_tokens, as_weights, check_real
 from ._kernels import serial_blas
 
 __all__ = [
+    "XP_RANGE_FIX",
     "AttentionField",
     "Parameter",
     "check_time",
     "eval_parameter",
+    "finite_result",
     "fold_qk",
     "init_parameter",
     "known_dim",
     "positive_keys",
     "scatter_columns",
     "weighted_values",
+    "xp_parameter",
 ]
 
 #: A matrix parameter once checked: a read-only float64 array or a function of time.
@@ -138,7 +141,9 @@ class AttentionField:
         Parameters
         ----------
         X : array_like, shape (n, d)
-            Tokens, one per row; they also define the measure :math:`\mu`.
+            Tokens, one per row; they also define the measure :math:`\mu`. A torch, JAX, CuPy
+            or other array-API array gives the result in its library, on its device (every
+            variant of the library accepts them; see its "Arrays" paragraph).
         t : float
             Time (depth), used by time-dependent parameters.
         weights : array_like, shape (n,), optional
@@ -151,7 +156,7 @@ class AttentionField:
 
         Returns
         -------
-        ndarray, shape (n, d)
+        ndarray (or the array type of ``X``), shape (n, d)
 
         Examples
         --------
@@ -184,7 +189,8 @@ class AttentionField:
         Y : array_like, shape (m, d)
             Query points (for instance a plotting grid).
         X : array_like, shape (n, d)
-            Tokens defining :math:`\mu`.
+            Tokens defining :math:`\mu`; ``Y`` and ``X`` may also be arrays of one other
+            library (as in ``velocity``).
         t : float
             Time.
         weights : array_like, shape (n,), optional
@@ -194,7 +200,7 @@ class AttentionField:
 
         Returns
         -------
-        ndarray, shape (m, d)
+        ndarray (or the array type of ``X``), shape (m, d)
 
         Examples
         --------
@@ -319,23 +325,62 @@ class AttentionField:
             finite = finite & xp.all(xp.isfinite(Yc))
         if not bool(finite):  # one transfer to the host
             raise ValueError("`X` and `Y` must be finite; remove the NaN or inf entries.")
+        self._tokens_xp(xp, Xc)
         w = None
         if weights is not None:
             w_np = as_weights(weights if is_numpy(weights) else np.asarray(weights), X.shape[0])
+            keep = w_np > 0
+            if not keep.all():  # keys of zero weight play no role (``positive_keys``)
+                index = xp.asarray(np.flatnonzero(keep).tolist(), device=device(X))
+                Xc, w_np = xp.take(Xc, index, axis=0), w_np[keep]
             w = to_namespace(xp, w_np, X, dt)
-        return self._velocity_xp(xp, Yc, Xc, check_time(t), w)
+        # numpy-backed namespaces (array-api-strict) warn where an overflow gives inf, as it
+        # should (the sigmoid's e^{-u}), or inf and nan that the variants report by name
+        with np.errstate(over="ignore", invalid="ignore"):
+            return self._velocity_xp(xp, Yc, Xc, check_time(t), w)
+
+    def _tokens_xp(self, xp: ModuleType, X: Any) -> None:
+        """Checks of the tokens beyond their shape and finiteness, on arrays of ``xp`` (the
+        array form of a subclass's ``_tokens``; none by default)."""
 
     def _velocity_xp(self, xp: ModuleType, Y: Any, X: Any, t: float, w: Any) -> Any:
-        """The velocity in the namespace ``xp`` (variants that support other array libraries
-        override it; the others refuse by name, with the fix)."""
+        """The velocity at the queries ``Y`` of the keys ``X`` (those of positive weight, whose
+        weights ``w`` sum to one, ``None`` for uniform ones) in the namespace ``xp``. Every
+        variant of the library overrides it; a field without an array-API formula refuses by
+        name, with the fix."""
         raise TypeError(
-            f"{type(self).__name__} computes on numpy arrays only so far (Softmax and Linear "
-            "accept torch, JAX and other array-API arrays); pass the tokens as a numpy array, e.g. "
-            "`np.asarray(X)` (`X.cpu().numpy()` for a torch tensor)."
+            f"{type(self).__name__} computes on numpy arrays only (it has no array-API formula); "
+            "pass the tokens `X` as a numpy array, e.g. `np.asarray(X)` (`X.cpu().numpy()` for a "
+            "torch tensor)."
         )
 
     def _matrix(self, X: np.ndarray, t: float, w: np.ndarray) -> np.ndarray:
         raise NotImplementedError  # pragma: no cover
+
+
+def xp_parameter(xp: ModuleType, P: Parameter, name: str, t: float, shape: Any, like: Any) -> Any:
+    """A parameter at time ``t``, checked against ``shape`` (``eval_parameter``), as an array of
+    ``xp`` in the dtype and on the device of ``like``."""
+    return to_namespace(xp, eval_parameter(P, name, t, shape), like, like.dtype)
+
+
+#: The fix for scores beyond the float range on arrays of another library, where they are not
+#: rescaled (the numpy path computes them on factors rescaled by powers of two, ``_scale``).
+XP_RANGE_FIX = (
+    "scale the tokens or the parameters down, or pass numpy arrays (`np.asarray(X)`), whose "
+    "path rescales scores beyond the float range"
+)
+
+
+def finite_result(
+    xp: ModuleType, out: Any, what: str, fix: str = XP_RANGE_FIX, *, in_range: Any = True
+) -> Any:
+    """``out``, if every entry is finite and ``in_range`` holds (a 0-d boolean array of ``xp``:
+    ``_array_api.scores_in_range``), both read in one transfer to the host; else a
+    ``FloatingPointError`` naming ``what`` and the ``fix``."""
+    if not bool(xp.all(xp.isfinite(out)) & in_range):
+        raise FloatingPointError(f"{what} left the float range; {fix}.")
+    return out
 
 
 def scatter_columns(P_keys: np.ndarray, w: np.ndarray) -> np.ndarray:

@@ -8,15 +8,18 @@ import numpy as np
 
 from .._typing import ArrayLike, DTypeLike
 from .._validation import as_matrix, as_tokens, as_vector, check_bool, check_int, check_real
+from ._array_api import masked_softmax_velocity, run, scores_in_range
 from ._base import (
     AttentionField,
     Parameter,
     eval_parameter,
+    finite_result,
     init_parameter,
     known_dim,
     positive_keys,
     scatter_columns,
     weighted_values,
+    xp_parameter,
 )
 from ._l2 import L2
 from ._masked import causal_matrix, causal_rows
@@ -33,6 +36,11 @@ class MultiHead(AttentionField):
     .. math::
 
         \Gamma_\mu(x) = \sum_{h=1}^H W_h\, \Gamma^{(h)}_\mu(x) .
+
+    Arrays: numpy; in ``velocity`` and ``velocity_at`` (so as the right-hand side of
+    ``integrate``) also torch, JAX, CuPy or any array-API library, the result in the caller's
+    array type, device and float dtype, when every head accepts them (the library's all do);
+    ``attention_matrix`` takes numpy arrays.
 
     Parameters
     ----------
@@ -87,6 +95,17 @@ class MultiHead(AttentionField):
             if self.W is not None:
                 v = v @ eval_parameter(self.W[h], f"W[{h}]", t, (d, d), X.dtype).T
             out += v
+        return out
+
+    def _velocity_xp(self, xp, Y, X, t, w):
+        d = X.shape[1]
+        out = None
+        for h, head in enumerate(self.heads):
+            v = head._velocity_xp(xp, Y, X, t, w)
+            if self.W is not None:
+                Wh = xp_parameter(xp, self.W[h], f"W[{h}]", t, (d, d), X)
+                v = xp.matmul(v, xp.matrix_transpose(Wh))
+            out = v if out is None else out + v
         return out
 
     def attention_matrix(
@@ -192,6 +211,10 @@ class Causal(AttentionField):
     :math:`s_i = (i-1)/n` the first token satisfies :math:`x_1(t) = e^{tV} x_1(0)`.
     ``attention_matrix`` returns ``P`` with ``velocity[:, 1:] = P @ X[:, 1:] @ V.T``.
 
+    Arrays: numpy; in ``velocity`` and ``velocity_at`` (so as the right-hand side of
+    ``integrate``) also torch, JAX, CuPy or any array-API library, the result in the caller's
+    array type, device and float dtype; ``attention_matrix`` takes numpy arrays.
+
     Parameters
     ----------
     A, V : array_like, shape (d, d), or callable ``t -> (d, d)``
@@ -268,6 +291,47 @@ class Causal(AttentionField):
         out = np.zeros_like(Y)
         out[:, 1:] = causal_rows(self.beta * (Y[:, 1:] @ A.T), Xc, R, wk, Y[:, 0], Xk[:, 0])
         return out
+
+    def _velocity_xp(self, xp, Y, X, t, w):
+        d = X.shape[1] - 1
+        if d < 1:
+            raise ValueError("`X` must have shape (n, 1 + d): positions in column 0, then content.")
+        pq, pk = Y[:, 0], X[:, 0]
+        sees = xp.all(pq >= xp.min(pk))  # a query before the earliest key sees none
+        if not bool(sees & xp.any(pk == 0) if self.sink else sees):  # one transfer to the host
+            self._refuse_xp(xp, Y, X)
+        A = xp_parameter(xp, self.A, "A", t, (d, d), X)
+        V = xp_parameter(xp, self.V, "V", t, (d, d), X)
+        F = xp.matmul(Y[:, 1:], xp.matrix_transpose(A))
+        if self.beta != 1.0:
+            F = F * self.beta
+        R = xp.matmul(X[:, 1:], xp.matrix_transpose(V))
+        log_w = None if w is None else xp.log(w)
+        out = run(xp, masked_softmax_velocity, F, X[:, 1:], R, log_w, pq, pk)
+        ok = run(xp, scores_in_range, F, X[:, 1:])
+        out = finite_result(xp, out, "the causal attention velocity", in_range=ok)
+        return xp.concat([xp.zeros_like(Y[:, :1]), out], axis=1)
+
+    def _tokens_xp(self, xp, X):
+        """The check of ``_tokens`` on the tokens' positions, on all of them (zero weights too)."""
+        lo, hi = float(xp.min(X[:, 0])), float(xp.max(X[:, 0]))
+        if lo < 0 or hi > 1:
+            raise ValueError(
+                "`X[:, 0]` holds the positions and must lie in [0, 1]; got range "
+                f"[{lo:.3g}, {hi:.3g}]. Build X with `with_positions`."
+            )
+
+    def _refuse_xp(self, xp, Y, X):
+        """The error of the numpy path (``_prepare``, ``causal_rows``) for a query that sees no
+        key of positive weight or a missing sink, on arrays of another library."""
+        before = Y[:, 0] < xp.min(X[:, 0])
+        if bool(xp.any(before)):
+            i = int(xp.argmax(xp.astype(before, xp.int32)))  # the first such query
+            raise ValueError(
+                f"query {i} (position {float(Y[i, 0]):.3g}) sees no token of positive weight; "
+                "give a positive weight to a token at or before it."
+            )
+        raise ValueError("`X` must hold a token of positive weight at position 0 when `sink=True`.")
 
     def _matrix(self, X, t, w):
         A, _, Xk, wk = self._prepare(X, X, t, w)

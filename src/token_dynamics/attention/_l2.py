@@ -9,15 +9,18 @@ import numpy as np
 from .._guards import float_guard
 from .._linalg import power_of_two_scale
 from .._validation import check_positive
+from ._array_api import run, scores_in_range, softmax_velocity
 from ._base import (
     AttentionField,
     Parameter,
     eval_parameter,
+    finite_result,
     init_parameter,
     known_dim,
     positive_keys,
     scatter_columns,
     weighted_values,
+    xp_parameter,
 )
 from ._kernels import apply_rows, matrix_rows
 from ._softmax import softmax_transform
@@ -37,6 +40,10 @@ class L2(AttentionField):
     The term :math:`|\bar Q x|^2` cancels in the normalisation and is never computed, so the
     scores are :math:`(2\langle \bar Q x_i, \bar K x_j\rangle - |\bar K x_j|^2)/s`.
     Castin's code uses :math:`s = 1`, :math:`\bar Q = Q/\sqrt d`, :math:`\bar K = K`.
+
+    Arrays: numpy; in ``velocity`` and ``velocity_at`` (so as the right-hand side of
+    ``integrate``) also torch, JAX, CuPy or any array-API library, the result in the caller's
+    array type, device and float dtype; ``attention_matrix`` takes numpy arrays.
 
     Parameters
     ----------
@@ -104,6 +111,21 @@ class L2(AttentionField):
         return apply_rows(
             F, G, R, softmax_transform, bias=bias, weights=wk, normalise=True, log2_scale=e
         )
+
+    def _velocity_xp(self, xp, Y, X, t, w):
+        d = X.shape[1]
+        Qb = xp_parameter(xp, self.Qbar, "Qbar", t, (None, d), X)
+        Kb = xp_parameter(xp, self.Kbar, "Kbar", t, (Qb.shape[0], d), X)
+        V = xp_parameter(xp, self.V, "V", t, (d, d), X)
+        F = xp.matmul(Y, xp.matrix_transpose(Qb)) * (2.0 / self.s)
+        G = xp.matmul(X, xp.matrix_transpose(Kb))
+        bias = -xp.sum(G * G, axis=1) / self.s
+        if w is not None:
+            bias = bias + xp.log(w)
+        R = xp.matmul(X, xp.matrix_transpose(V))
+        out = softmax_velocity(xp, F, G, R, bias)
+        ok = run(xp, scores_in_range, F, G, bias)
+        return finite_result(xp, out, "the L2 attention velocity", in_range=ok)
 
     def _matrix(self, X, t, w):
         eval_parameter(self.V, "V", t, (X.shape[1], X.shape[1]))

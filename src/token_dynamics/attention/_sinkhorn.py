@@ -6,27 +6,34 @@ re-exported here, the attention package's one entry for Sinkhorn.
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
+from .._backend import device, has_float64, to_namespace
 from .._typing import ArrayLike
 from .._validation import as_weights, check_bool, check_int, check_positive
 from . import _kernels as K_
+from ._array_api import run, scores_in_range, softmax_velocity
 from ._base import (
+    XP_RANGE_FIX,
     AttentionField,
     Parameter,
     check_time,
     eval_parameter,
+    finite_result,
     init_parameter,
     known_dim,
     positive_keys,
     scatter_columns,
     weighted_values,
 )
+from ._sinkhorn_array_api import sinkhorn_potential
 from ._sinkhorn_plan import (
     SINKHORN_MAX_ITER,
+    SYMMETRY_RTOL,
     SinkhornConvergenceError,
     SinkhornConvergenceWarning,
     SinkhornPlan,
@@ -70,6 +77,13 @@ class Sinkhorn(AttentionField):
     :class:`SinkhornConvergenceError` (``strict=True``). Memory is :math:`O(n^2)`. The plan is
     solved in float64 whatever the ``dtype`` of a call (a marginal tolerance of 1e-9 is below
     float32's resolution); a float32 call returns its result in float32.
+
+    Arrays: numpy; in ``velocity`` and ``velocity_at`` (so as the right-hand side of
+    ``integrate``) also torch, JAX, CuPy or any array-API library, the result in the caller's
+    array type, device and float dtype, its plan solved in float64 on the caller's device (a
+    library without float64 there is refused by name), by the same iterates as on numpy (its
+    kernel stored while it fits 1 GiB, else recomputed in blocks at each update); ``plan`` and
+    ``attention_matrix`` take numpy arrays.
 
     Parameters
     ----------
@@ -152,15 +166,58 @@ class Sinkhorn(AttentionField):
     def _checked_plan(self, Xk, wk, t):
         res = self._plan(Xk, wk, t)
         if not res.converged:
-            msg = (
-                f"Sinkhorn attention did not converge at t = {t:g}: marginal error "
-                f"{res.marginal_error:.3g} > tol = {self.tol:g} after {res.n_iter} iterations. "
-                "Increase `max_iter` or `eps`, or loosen `tol`."
-            )
+            msg = self._unconverged(t, res.marginal_error, res.n_iter)
             if self.strict:
                 raise SinkhornConvergenceError(msg)
             warnings.warn(msg, SinkhornConvergenceWarning, stacklevel=4)
         return res
+
+    def _unconverged(self, t: float, error: float, n_iter: int) -> str:
+        """The message of a plan that missed ``tol`` (warned, or raised with ``strict``)."""
+        return (
+            f"Sinkhorn attention did not converge at t = {t:g}: marginal error "
+            f"{error:.3g} > tol = {self.tol:g} after {n_iter} iterations. "
+            "Increase `max_iter` or `eps`, or loosen `tol`."
+        )
+
+    def _velocity_xp(self, xp, Y, X, t, w):
+        if not has_float64(xp, X):
+            raise TypeError(
+                "Sinkhorn solves its plan in float64, which the array library of `X` lacks on "
+                "its device; enable it (JAX: `jax.config.update('jax_enable_x64', True)`), or "
+                "pass `np.asarray(X)`."
+            )
+        d, dtype = X.shape[1], X.dtype
+        A_np = eval_parameter(self.A, "A", t, (d, d))
+        V_np = eval_parameter(self.V, "V", t, (d, d))
+        # symmetric A gives symmetric scores: the numpy solver's test, on the d x d factor
+        symmetric = bool(np.all(np.abs(A_np - A_np.T) <= SYMMETRY_RTOL * np.abs(A_np).max()))
+        X64 = xp.astype(X, xp.float64)
+        Y64 = X64 if Y is X else xp.astype(Y, xp.float64)
+        A, V = (to_namespace(xp, P, X64, xp.float64) for P in (A_np, V_np))
+        n = X.shape[0]
+        log_w = xp.full((n,), -math.log(n), dtype=xp.float64, device=device(X))
+        if w is not None:
+            log_w = xp.log(xp.astype(w, xp.float64) / xp.sum(xp.astype(w, xp.float64)))
+        v, n_iter, converged, error = sinkhorn_potential(
+            xp, X64, A, log_w, self.eps, self.tol, self.max_iter, symmetric=symmetric
+        )
+        if not math.isfinite(error):
+            raise FloatingPointError(
+                f"the Sinkhorn potentials left the float range at eps = {self.eps:g}; "
+                f"increase `eps`, or {XP_RANGE_FIX}."
+            )
+        if not converged:
+            msg = self._unconverged(t, error, n_iter)
+            if self.strict:
+                raise SinkhornConvergenceError(msg)
+            warnings.warn(msg, SinkhornConvergenceWarning, stacklevel=4)
+        F = xp.matmul(Y64, xp.matrix_transpose(A)) / self.eps
+        R = xp.matmul(X64, xp.matrix_transpose(V))
+        bias = v + log_w
+        out = xp.astype(softmax_velocity(xp, F, X64, R, bias), dtype)
+        ok = run(xp, scores_in_range, F, X64, bias)  # the queries may lie elsewhere
+        return finite_result(xp, out, "the Sinkhorn attention velocity", in_range=ok)
 
     def _velocity_at(self, Y, X, t, w):
         if X.dtype != np.float64:  # the plan is solved in float64 (see the class docstring)

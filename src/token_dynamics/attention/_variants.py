@@ -3,25 +3,34 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Self
+from types import ModuleType
+from typing import Any, ClassVar, Self
 
 import numpy as np
 
-from .._backend import to_namespace
 from .._guards import float_guard
 from .._typing import ParameterLike
 from .._validation import check_positive, check_real
-from ._array_api import softmax_velocity
+from ._array_api import (
+    exp_velocity,
+    hardmax_velocity,
+    run,
+    scores_in_range,
+    sigmoid_velocity,
+    softmax_velocity,
+)
 from ._base import (
     AttentionField,
     Parameter,
     eval_parameter,
+    finite_result,
     fold_qk,
     init_parameter,
     known_dim,
     positive_keys,
     scatter_columns,
     weighted_values,
+    xp_parameter,
 )
 from ._hardmax import hardmax_rows, tie_threshold
 from ._kernels import apply_rows, matrix_rows
@@ -67,6 +76,13 @@ class _Bilinear(AttentionField):
         d, dt = X.shape[1], X.dtype
         return eval_parameter(self.A, "A", t, (d, d), dt), eval_parameter(
             self.V, "V", t, (d, d), dt
+        )
+
+    def _params_xp(self, xp: ModuleType, t: float, X: Any) -> tuple[Any, Any]:
+        """``A(t)`` and ``V(t)`` as arrays of ``xp`` like ``X`` (``_base.xp_parameter``)."""
+        d = X.shape[1]
+        return xp_parameter(xp, self.A, "A", t, (d, d), X), xp_parameter(
+            xp, self.V, "V", t, (d, d), X
         )
 
     def _slab_matrix(
@@ -123,19 +139,22 @@ class _Exponential(_Bilinear):
         return _overflow_check(out, "Unnormalised attention")
 
     def _velocity_xp(self, xp, Y, X, t, w):
-        if not self._normalised:
-            return super()._velocity_xp(xp, Y, X, t, w)
-        d = X.shape[1]
-        A, V = (
-            to_namespace(xp, eval_parameter(P, name, t, (d, d)), X, X.dtype)
-            for P, name in ((self.A, "A"), (self.V, "V"))
-        )
+        A, V = self._params_xp(xp, t, X)
         F = xp.matmul(Y, xp.matrix_transpose(A))
         if self.beta != 1.0:
             F = F * self.beta
         R = xp.matmul(X, xp.matrix_transpose(V))
-        log_w = None if w is None else xp.log(w)
-        return softmax_velocity(xp, F, X, R, log_w)
+        if self._normalised:
+            return softmax_velocity(xp, F, X, R, None if w is None else xp.log(w))
+        R = R / X.shape[0] if w is None else w[:, None] * R
+        out = run(xp, exp_velocity, F, X, R)
+        return finite_result(
+            xp,
+            out,
+            "the unnormalised attention velocity",
+            "lower `beta` or the token norms",
+            in_range=run(xp, scores_in_range, F, X),
+        )
 
     def _matrix(self, X, t, w):
         A, _ = self._params(t, X)
@@ -158,6 +177,11 @@ class Softmax(_Exponential):
         \qquad P_{ij} = \frac{w_j e^{\beta s_{ij}}}{\sum_\ell w_\ell e^{\beta s_{i\ell}}} .
 
     Computed through log-sum-exp, in row blocks of the score matrix (bounded memory).
+
+    Arrays: numpy; in ``velocity`` and ``velocity_at`` (so as the right-hand side of
+    ``integrate``) also torch, JAX, CuPy or any array-API library, the result in the caller's
+    array type, device and float dtype (torch's and JAX's fused attention where they apply);
+    ``attention_matrix`` takes numpy arrays.
 
     Parameters
     ----------
@@ -203,6 +227,10 @@ class Unnormalised(_Exponential):
     token leaves the field unchanged. An overflow of the exponentials raises
     ``FloatingPointError``.
 
+    Arrays: numpy; in ``velocity`` and ``velocity_at`` (so as the right-hand side of
+    ``integrate``) also torch, JAX, CuPy or any array-API library, the result in the caller's
+    array type, device and float dtype; ``attention_matrix`` takes numpy arrays.
+
     Parameters
     ----------
     A, V : array_like, shape (d, d), or callable ``t -> (d, d)``
@@ -238,6 +266,10 @@ class Hardmax(_Bilinear):
 
     the zero-temperature limit of :class:`Softmax` (with uniform weights, tied keys share the
     weight equally). Keys of zero weight are never selected.
+
+    Arrays: numpy; in ``velocity`` and ``velocity_at`` (so as the right-hand side of
+    ``integrate``) also torch, JAX, CuPy or any array-API library, the result in the caller's
+    array type, device and float dtype; ``attention_matrix`` takes numpy arrays.
 
     Parameters
     ----------
@@ -278,6 +310,15 @@ class Hardmax(_Bilinear):
         sums = hardmax_rows(Y @ A.T, Xk, weighted_values(Xk, V, wk), self.tol)
         return sums[:, :-1] / sums[:, -1:]
 
+    def _velocity_xp(self, xp, Y, X, t, w):
+        A, V = self._params_xp(xp, t, X)
+        wk = xp.ones_like(X[:, 0]) if w is None else w
+        R = xp.concat([wk[:, None] * xp.matmul(X, xp.matrix_transpose(V)), wk[:, None]], axis=1)
+        F = xp.matmul(Y, xp.matrix_transpose(A))
+        out = run(xp, hardmax_velocity, F, X, R, self.tol)
+        ok = run(xp, scores_in_range, F, X)
+        return finite_result(xp, out, "the hardmax attention velocity", in_range=ok)
+
     def _matrix(self, X, t, w):
         return self._slab_matrix(X, t, w, self._transform, normalise=True)
 
@@ -290,6 +331,10 @@ class Sigmoid(_Bilinear):
 
         \Gamma_\mu(x) = \int \sigma(\langle Ax, y\rangle + b)\, V y\, d\mu(y),
         \qquad \sigma(u) = \frac{1}{1+e^{-u}} .
+
+    Arrays: numpy; in ``velocity`` and ``velocity_at`` (so as the right-hand side of
+    ``integrate``) also torch, JAX, CuPy or any array-API library, the result in the caller's
+    array type, device and float dtype; ``attention_matrix`` takes numpy arrays.
 
     Parameters
     ----------
@@ -326,6 +371,15 @@ class Sigmoid(_Bilinear):
         Xk, wk = positive_keys(X, w)
         return sigmoid_rows(Y @ A.T, Xk, wk[:, None] * (Xk @ V.T), self.b)
 
+    def _velocity_xp(self, xp, Y, X, t, w):
+        A, V = self._params_xp(xp, t, X)
+        R = xp.matmul(X, xp.matrix_transpose(V))
+        R = R / X.shape[0] if w is None else w[:, None] * R
+        F = xp.matmul(Y, xp.matrix_transpose(A))
+        out = run(xp, sigmoid_velocity, F, X, R, self.b)
+        ok = run(xp, scores_in_range, F, X)
+        return finite_result(xp, out, "the sigmoid attention velocity", in_range=ok)
+
     def _matrix(self, X, t, w):
         return self._slab_matrix(X, t, w, self._transform, normalise=False)
 
@@ -340,6 +394,10 @@ class Linear(_Bilinear):
         \qquad M_2(\mu) = \int y y^\top d\mu(y),
 
     evaluated through the second-moment matrix in :math:`O(n d^2)` operations.
+
+    Arrays: numpy; in ``velocity`` and ``velocity_at`` (so as the right-hand side of
+    ``integrate``) also torch, JAX, CuPy or any array-API library, the result in the caller's
+    array type, device and float dtype; ``attention_matrix`` takes numpy arrays.
 
     Parameters
     ----------
@@ -367,11 +425,7 @@ class Linear(_Bilinear):
             return Y @ A.T @ M2 @ V.T
 
     def _velocity_xp(self, xp, Y, X, t, w):
-        d = X.shape[1]
-        A, V = (
-            to_namespace(xp, eval_parameter(P, name, t, (d, d)), X, X.dtype)
-            for P, name in ((self.A, "A"), (self.V, "V"))
-        )
+        A, V = self._params_xp(xp, t, X)
         Xw = X / X.shape[0] if w is None else w[:, None] * X
         with np.errstate(all="ignore"):  # numpy-backed namespaces: the overflow is named below
             M2 = xp.matmul(xp.matrix_transpose(X), Xw)
