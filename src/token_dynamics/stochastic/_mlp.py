@@ -7,8 +7,9 @@ the centred Gaussian field of covariance ``kappa(<x, y>) I_d``, sampled exactly 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
-from typing import cast
+from typing import NamedTuple, cast
 
 import numpy as np
 from scipy import special
@@ -22,7 +23,15 @@ from .._validation import (
     check_int,
     check_positive,
 )
-from ._kernels import GAP_SWITCH, _check_activation, _gap_function, _interpolant, kappa, kappa_prime
+from ._kernels import (
+    GAP_SWITCH,
+    _check_activation,
+    _gap_derivatives,
+    _gap_function,
+    _interpolant,
+    kappa,
+    kappa_prime,
+)
 
 __all__ = ["MLPNoise"]
 
@@ -56,6 +65,30 @@ MLP_TILE_ELEMENTS = 2**17
 #: separation. Closer tokens go to the tree sampler. Measured: at 1e-2 instead, the deep-limit
 #: coupling of the book (4 tokens, 4 depths, 1024 steps, 100 paths) took 6x longer.
 FAST_SEPARATION = 1e-3
+#: Covariances of the tree's increments summed from gaps (four values of ``phi``, each with an
+#: absolute rounding error of a few ulps of itself, and of ``kappa(1)`` where ``phi`` is formed
+#: as a difference of kernel values) are recomputed without cancellation where the largest of
+#: those terms exceeds this many times the geometric mean of the two variances: what is kept
+#: carries a correlation error below about ``4 * 16 * 4 eps = 6e-14``; what is recomputed is
+#: exact to a few eps in correlation (``_increment_covariances``).
+REFINE_RATIO = 16.0
+#: Largest ratio of the spread of the gaps a first or second difference spans to their distance
+#: from the kernel's singular points (``s = 0``, and ``s = 2`` for ReLU without bias) at which
+#: the difference is integrated from ``phi'`` and ``phi''`` by Gauss-Legendre: the singularity
+#: then lies at least ``2 / QUAD_RATIO = 16`` half-lengths from the interval, where the rules of
+#: :data:`QUAD_RULES` converge geometrically (Bernstein ellipse). Beyond, the gaps themselves
+#: are at most ``1 + 1 / QUAD_RATIO = 9`` times the difference, and their plain difference
+#: loses at most that factor.
+QUAD_RATIO = 0.125
+#: Gauss-Legendre rules (nodes per axis) of those differences, by the ratio ``r`` of the spread to
+#: the distance: the singularity lies near ``1 + 2 / r`` on the rule's interval ``[-1, 1]``, the
+#: ellipse parameter is about ``4 / r`` and the error about ``(4 / r)^(-2 nodes)``: below 4e-19
+#: at ``r = QUAD_RATIO`` with 6 nodes, 2.4e-16 at 1e-2 with 3, 4e-19 at 1e-4 with 2 and 6e-18
+#: at 1e-8 with 1 (the midpoint: tight clusters far apart, the common case).
+QUAD_RULES = ((1e-8, 1), (1e-4, 2), (1e-2, 3), (QUAD_RATIO, 6))
+#: Entries of the d-vectors of the pairs of increments whose covariance is recomputed at once
+#: (six d-vectors per pair: 2^18 entries are 2 MiB).
+PAIR_CHUNK = 2**18
 
 
 @dataclass(frozen=True, eq=False)
@@ -232,6 +265,205 @@ def _symmetric(f, S: np.ndarray) -> np.ndarray:
     return out
 
 
+class _Gaps(NamedTuple):
+    """The gap ``phi`` and its derivatives as functions of ``s`` (see ``_kernels``)."""
+
+    phi: object
+    dphi: object
+    d2phi: object
+    singular_at_two: bool
+
+
+@functools.lru_cache(maxsize=8)
+def _legendre(nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Gauss-Legendre nodes and weights on ``[0, 1]`` (weights summing to one)."""
+    x, w = np.polynomial.legendre.leggauss(nodes)
+    return 0.5 * (x + 1.0), 0.5 * w
+
+
+def _node_classes(ratio: np.ndarray):
+    """``(mask, nodes, weights)`` of the rule of :data:`QUAD_RULES` for each ``ratio``."""
+    lower = -1.0
+    for upper, nodes in QUAD_RULES:
+        mask = (ratio > lower) & (ratio <= upper)
+        lower = upper
+        if np.any(mask):
+            yield (mask, *_legendre(nodes))
+
+
+def _mean_on_segment(f, s0: np.ndarray, h: np.ndarray, ratio: np.ndarray) -> np.ndarray:
+    r""":math:`\int_0^1 f(s_0 + \theta h)\,d\theta` by Gauss-Legendre (1-D arrays)."""
+    out = np.empty(s0.shape)
+    for mask, x, w in _node_classes(ratio):
+        out[mask] = f(s0[mask, None] + x * h[mask, None]) @ w
+    return out
+
+
+def _mean_on_square(f, s0, a, b, ratio) -> np.ndarray:
+    r""":math:`\int_0^1\int_0^1 f(s_0 + \theta a + \eta b)\,d\theta\,d\eta` (tensor rule)."""
+    out = np.empty(s0.shape)
+    for mask, x, w in _node_classes(ratio):
+        arg = s0[mask, None, None] + x[:, None] * a[mask, None, None]
+        arg = arg + x * b[mask, None, None]
+        out[mask] = (f(arg) @ w) @ w
+    return out
+
+
+def _room(lo: np.ndarray, hi: np.ndarray, singular_at_two: bool) -> np.ndarray:
+    """Distance of gaps in ``[lo, hi]`` from the singular points of ``phi''``."""
+    return np.minimum(lo, 2.0 - hi) if singular_at_two else lo
+
+
+def _first_difference(gaps, s0: np.ndarray, s1: np.ndarray, h: np.ndarray) -> np.ndarray:
+    r""":math:`\phi(s_1) - \phi(s_0)` from gaps ``s0``, ``s1`` and their difference ``h``, each
+    accurate to relative rounding: ``h`` times the mean of :math:`\phi'` on the segment where
+    the segment is short against its distance from the singular points (relative error a few
+    eps), the plain difference elsewhere (where it is at least ``QUAD_RATIO`` of the gaps)."""
+    phi, dphi, _, sing2 = gaps
+    room = _room(np.minimum(s0, s1), np.maximum(s0, s1), sing2)
+    quad = np.abs(h) <= QUAD_RATIO * room
+    out = np.empty(s0.shape)
+    if np.any(quad):
+        ratio = np.abs(h[quad]) / np.maximum(room[quad], np.finfo(float).tiny)
+        out[quad] = h[quad] * _mean_on_segment(dphi, s0[quad], h[quad], ratio)
+    if not np.all(quad):
+        out[~quad] = phi(s1[~quad]) - phi(s0[~quad])
+    return out
+
+
+def _half_sq(v: np.ndarray) -> np.ndarray:
+    return 0.5 * np.einsum("kd,kd->k", v, v)
+
+
+def _half_dot(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    return 0.5 * np.einsum("kd,kd->k", u, v)
+
+
+def _increment_covariances(gaps, Y, A, p, i, j) -> np.ndarray:
+    r"""``Cov(V_i, V_j)`` for the increments :math:`V_i = G(y_i) - G(a_i)` of pairs ``(p, i, j)``
+    (1-D index arrays, ``i, j >= 1``), without cancellation.
+
+    With the gaps :math:`s_{00} = s(a_i, a_j)`, :math:`s_{10} = s(y_i, a_j)`,
+    :math:`s_{01} = s(a_i, y_j)`, :math:`s_{11} = s(y_i, y_j)`, each from its own difference
+    vector, and their differences :math:`\alpha = s_{10} - s_{00} = \tfrac12\langle\delta_i,
+    (y_i - a_j) + (a_i - a_j)\rangle`, :math:`\beta = s_{01} - s_{00}`,
+    :math:`\gamma = s_{11} - s_{10} - s_{01} + s_{00} = -\langle\delta_i, \delta_j\rangle`
+    (:math:`\delta = y - a`), the covariance is minus the mixed second difference of
+    :math:`\psi(x) = \phi(s_{00} + x)`:
+
+    .. math:: \operatorname{Cov}(V_i, V_j) = -\Big(\gamma\int_0^1\phi'(s_{00} + \alpha + \beta
+              + \theta\gamma)\,d\theta + \alpha\beta\int_0^1\!\!\int_0^1\phi''(s_{00}
+              + \theta\alpha + \eta\beta)\,d\theta\,d\eta\Big),
+
+    by Gauss-Legendre where :math:`|\alpha| + |\beta| + |\gamma|` is at most
+    :data:`QUAD_RATIO` times the distance of the gaps from the singular points (the two
+    increments short against their distance: far-apart clusters), each term then exact to
+    a few eps of :math:`|\delta_i||\delta_j|`. Elsewhere as a difference of two first
+    differences along the shorter increment, e.g.
+    :math:`[\phi(s_{10}) - \phi(s_{11})] - [\phi(s_{00}) - \phi(s_{01})]`
+    (:func:`_first_difference`), exact to a few eps of that increment's length times the
+    other's, or than the gaps it spans.
+    """
+    _, dphi, d2phi, sing2 = gaps
+    out = np.empty(p.shape)
+    step = max(1, PAIR_CHUNK // (6 * Y.shape[-1]))
+    for c in range(0, p.size, step):
+        pp, ii, jj = p[c : c + step], i[c : c + step], j[c : c + step]
+        yi, ai, yj, aj = Y[pp, ii], A[pp, ii], Y[pp, jj], A[pp, jj]
+        di, dj = yi - ai, yj - aj
+        e, f, g, h = ai - aj, yi - aj, yi - yj, ai - yj
+        s00, s10, s11, s01 = _half_sq(e), _half_sq(f), _half_sq(g), _half_sq(h)
+        al, be, ga = _half_dot(di, f + e), -_half_dot(dj, h + e), -2.0 * _half_dot(di, dj)
+        lo = np.minimum(np.minimum(s00, s10), np.minimum(s01, s11))
+        hi = np.maximum(np.maximum(s00, s10), np.maximum(s01, s11))
+        room = _room(lo, hi, sing2)
+        spread = np.abs(al) + np.abs(be) + np.abs(ga)
+        two = spread <= QUAD_RATIO * room
+        cov = np.empty(pp.shape)
+        if np.any(two):
+            ratio = spread[two] / np.maximum(room[two], np.finfo(float).tiny)
+            b0, a2, b2, g2 = s00[two], al[two], be[two], ga[two]
+            first = g2 * _mean_on_segment(dphi, b0 + a2 + b2, g2, ratio)
+            second = a2 * b2 * _mean_on_square(d2phi, b0, a2, b2, ratio)
+            cov[two] = -(first + second)
+        rest = ~two
+        if np.any(rest):
+            along_j = rest & (_half_sq(dj) <= _half_sq(di))
+            if np.any(along_j):  # [phi(s10) - phi(s11)] - [phi(s00) - phi(s01)]
+                m = along_j
+                h1 = -_half_dot(dj[m], g[m] + f[m])
+                cov[m] = _first_difference(gaps, s00[m], s01[m], be[m]) - _first_difference(
+                    gaps, s10[m], s11[m], h1
+                )
+            along_i = rest & ~along_j
+            if np.any(along_i):  # [phi(s01) - phi(s11)] - [phi(s00) - phi(s10)]
+                m = along_i
+                h2 = _half_dot(di[m], g[m] + h[m])
+                cov[m] = _first_difference(gaps, s00[m], s10[m], al[m]) - _first_difference(
+                    gaps, s01[m], s11[m], h2
+                )
+        out[c : c + step] = cov
+    return out
+
+
+def _far_covariances(gaps, Y, A, corners, refine, C) -> np.ndarray:
+    r"""The covariances of :func:`_increment_covariances`'s quadrature route, for whole
+    (paths, n, n) arrays at once, where the two increments are short against their distance;
+    written into ``C`` (both triangles) on the entries of ``refine`` it covers, which it returns.
+
+    The differences of the gaps come from products instead of per-pair difference vectors:
+    :math:`\alpha = \tfrac12(|y_i|^2 - |a_i|^2) - \langle\delta_i, a_j\rangle`,
+    :math:`\beta = \tfrac12(|y_j|^2 - |a_j|^2) - \langle\delta_j, a_i\rangle`,
+    :math:`\gamma = -\langle\delta_i, \delta_j\rangle` (the first term from
+    :math:`\tfrac12\langle\delta, y + a\rangle`), each with an absolute error of a few eps of
+    :math:`|\delta_i|` (:math:`|\delta_i||\delta_j|` for :math:`\gamma`). Against the terms
+    they enter, :math:`\alpha\beta\phi''(s_{00})` with :math:`|\alpha| \approx |\delta_i|
+    |a_i - a_j|` and :math:`|\phi''(s_{00})| \lesssim \kappa'(1) / |a_i - a_j|` (ReLU, the
+    most singular), that is a few eps of :math:`\kappa'(1)|\delta_i||\delta_j|`, the scale
+    of the covariance. The root's row (:math:`a_0 = y_0`, :math:`\delta_0 = 0`) is the first
+    difference :math:`\phi(s(y_0, a_j)) - \phi(s(y_0, y_j)) = -\beta\int_0^1\phi'(s_{00}
+    + \theta\beta)\,d\theta`.
+    """
+    s00, s10, s01, s11 = corners
+    _, dphi, d2phi, sing2 = gaps
+    delta = Y - A
+    half = 0.5 * np.einsum("pnd,pnd->pn", delta, Y + A)
+    DA = delta @ np.swapaxes(A, 1, 2)
+    al = half[:, :, None] - DA
+    be = half[:, None, :] - np.swapaxes(DA, 1, 2)
+    ga = -(delta @ np.swapaxes(delta, 1, 2))
+    lo = np.minimum(np.minimum(s00, s10), np.minimum(s01, s11))
+    hi = np.maximum(np.maximum(s00, s10), np.maximum(s01, s11))
+    room = _room(lo, hi, sing2)
+    spread = np.abs(al) + np.abs(be) + np.abs(ga)
+    done = refine & (spread <= QUAD_RATIO * room)
+    p, i, j = np.nonzero(done)
+    if not p.size:
+        return done
+    a, b, g, s0 = al[p, i, j], be[p, i, j], ga[p, i, j], s00[p, i, j]
+    ratio = spread[p, i, j] / np.maximum(room[p, i, j], np.finfo(float).tiny)
+    vals = -(g * _mean_on_segment(dphi, s0 + a + b, g, ratio))
+    inc = i > 0  # the root's row has alpha = gamma = 0: its second term vanishes
+    if np.any(inc):
+        vals[inc] -= a[inc] * b[inc] * _mean_on_square(d2phi, s0[inc], a[inc], b[inc], ratio[inc])
+    root = ~inc
+    if np.any(root):
+        vals[root] = -b[root] * _mean_on_segment(dphi, s0[root], b[root], ratio[root])
+    C[p, i, j] = vals
+    C[p, j, i] = vals
+    return done
+
+
+def _root_covariances(gaps, Y, A, p, j) -> np.ndarray:
+    r"""``Cov(G(y_0), V_j) = phi(s(y_0, a_j)) - phi(s(y_0, y_j))`` for pairs ``(p, j)``, as a
+    first difference (:func:`_first_difference`) with :math:`s(y_0, y_j) - s(y_0, a_j) =
+    -\tfrac12\langle\delta_j, (y_0 - y_j) + (y_0 - a_j)\rangle`."""
+    y0, yj, aj = Y[p, 0], Y[p, j], A[p, j]
+    u, v = y0 - aj, y0 - yj
+    h = -_half_dot(yj - aj, v + u)
+    return -_first_difference(gaps, _half_sq(u), _half_sq(v), h)
+
+
 def _tree_field(noise: MLPNoise, Y: np.ndarray, Z: np.ndarray) -> np.ndarray:
     r"""The field at ``Y`` (paths, n, d) as parent plus increment along a nearest-neighbour tree.
 
@@ -248,19 +480,26 @@ def _tree_field(noise: MLPNoise, Y: np.ndarray, Z: np.ndarray) -> np.ndarray:
     :math:`\kappa(1)` cancel exactly): every entry carries an absolute error of a few ulps of
     the gaps it sums, so the variance of an increment, :math:`2\phi(s(y_i, a_i))`, is exact to
     relative rounding at any separation, and so is its correlation with the increments of its
-    own cluster. This covariance is factored as a correlation matrix (Cholesky; a clipped
-    eigen-root where rounding makes it indefinite, an error of rounding size in the
+    own cluster. Where the gaps dwarf the covariance (more than :data:`REFINE_RATIO` times the
+    geometric mean of the two variances: increments in different clusters, an increment and a
+    jump between clusters, the root and an increment), the entry is recomputed without
+    cancellation, as the mixed second difference of :math:`\phi` integrated from
+    :math:`\phi'` and :math:`\phi''` or a difference of two first differences
+    (:func:`_far_covariances`, :func:`_increment_covariances`, :func:`_root_covariances`), to
+    a few eps in correlation. This covariance is factored as a correlation matrix (Cholesky; a
+    clipped eigen-root where rounding makes it indefinite, an error of rounding size in the
     correlations), then ``G`` is rebuilt along the tree. Coincident tokens have zero
     increments, and antipodal tokens of an odd field exactly opposite values.
 
-    Known limit: the covariance of two increments in *different* far-apart clusters sums gaps
-    of order one, so it carries an absolute rounding error of a few eps against a true value
-    of order ``|delta_i| |delta_j|``. With one cluster of any size, or clusters 1e-6 across,
-    every pair's increment variance is exact to 1e-11 (measured, d = 16, relu and tanh); with
-    two clusters of 8 tokens 1e-9 across the correlation matrix turns indefinite, its clipped
-    root spoils the small increments (variances off by 10x, measured). The cure is the mixed
-    second difference of ``kappa(<a, b>)`` along the two increments by quadrature of
-    ``kappa'`` and ``kappa''`` for such entries.
+    Measured (d = 6, three clusters of four tokens, relu, erf and tanh): the covariance of two
+    increments in different clusters 1e-3 to 1e-9 across agrees with the exact one (rational
+    arithmetic on the kernel's interpolant, tanh) to 1e-13 of the geometric mean of their
+    variances at 1e-3; at smaller diameters the values of ``G`` themselves, of order one, carry
+    an increment of size ``|delta|`` to ``eps / |delta|`` (1e-7 at 1e-9), and so do the
+    measured covariances. Before, with the gaps summed, they were off by 10 to 2000 times their
+    scale below 1e-8. Left as it was: for ReLU without bias two clusters near each other's
+    antipodes (where :math:`\kappa''` blows up) fall back to plain differences of ``phi``, with
+    an error of a few eps of ``kappa(1)``.
     """
     paths, n, d = Y.shape
     phi, kappa1 = _gap_function(noise.activation, d, float(noise.sigma_U), float(noise.sigma_W))
@@ -274,28 +513,58 @@ def _tree_field(noise: MLPNoise, Y: np.ndarray, Z: np.ndarray) -> np.ndarray:
     sgn = np.ones((paths, n))
     par[prow, order] = np.take_along_axis(order, parent, axis=1)
     sgn[prow, order] = sign
-    P = _symmetric(phi, S)
-    pj = np.broadcast_to(par[:, None, :], S.shape)
-    pi = np.broadcast_to(par[:, :, None], S.shape)
-    if Sm is None:
-        t2 = np.take_along_axis(P, pj, axis=2)  # phi(s(y_i, a_j))
-        t3 = np.take_along_axis(P, pi, axis=1)  # phi(s(a_i, y_j))
-        t4 = np.take_along_axis(t3, pj, axis=2)  # phi(s(a_i, a_j))
-    else:  # the anchor -y_p(i) where the sign is -1: M holds the gaps to the antipodes
-        M = _symmetric(phi, Sm)
+    # flat indices of (i, p(j)), (p(i), j), (p(i), p(j)) in a (paths, n, n) array
+    base = (np.arange(paths) * n * n)[:, None, None]
+    cols = np.arange(n)
+    at_ij = base + cols[None, :, None] * n + par[:, None, :]
+    at_ij_t = base + par[:, :, None] * n + cols[None, None, :]
+    at_pp = base + par[:, :, None] * n + par[:, None, :]
+
+    def corners(X: np.ndarray, Xm: np.ndarray | None):
+        """``X`` (a symmetric function of the gaps) at (y_i, a_j), (a_i, y_j), (a_i, a_j);
+        ``Xm`` the same of the gaps to the antipodes, for anchors of sign -1."""
+        x = X.reshape(-1)
+        if Xm is None:
+            return x[at_ij], x[at_ij_t], x[at_pp]
+        xm = Xm.reshape(-1)
         si, sj = sgn[:, :, None] > 0, sgn[:, None, :] > 0
-        t2 = np.where(sj, np.take_along_axis(P, pj, axis=2), np.take_along_axis(M, pj, axis=2))
-        t3P, t3M = np.take_along_axis(P, pi, axis=1), np.take_along_axis(M, pi, axis=1)
-        t3 = np.where(si, t3P, t3M)
-        t4 = np.where(
-            si == sj, np.take_along_axis(t3P, pj, axis=2), np.take_along_axis(t3M, pj, axis=2)
-        )
+        t2 = np.where(sj, x[at_ij], xm[at_ij])
+        t3 = np.where(si, x[at_ij_t], xm[at_ij_t])
+        return t2, t3, np.where(si == sj, x[at_pp], xm[at_pp])
+
+    P = _symmetric(phi, S)
+    t2, t3, t4 = corners(P, None if Sm is None else _symmetric(phi, Sm))
     C = t2 + t3
     C -= P
     C -= t4
     C[:, 0, :] = t2[:, 0, :] - P[:, 0, :]  # Cov(G(y_0), V_j)
     C[:, :, 0] = C[:, 0, :]
     C[:, 0, 0] = kappa1
+    # where the four terms dwarf the covariance's own scale, recompute it without cancellation
+    big = np.maximum(np.maximum(np.abs(t2), np.abs(t3)), np.maximum(np.abs(P), np.abs(t4)))
+    s2, s3, s4 = corners(S, Sm)
+    far = np.maximum(np.maximum(s2, s3), np.maximum(S, s4)) >= GAP_SWITCH
+    big = np.where(far, np.maximum(big, abs(kappa1)), big)  # phi formed as kappa(1) - kappa
+    var = np.clip(np.diagonal(C, axis1=1, axis2=2), 0.0, None)
+    refine = big > REFINE_RATIO * np.sqrt(var[:, :, None] * var[:, None, :])
+    refine &= (var[:, :, None] > 0) & (var[:, None, :] > 0)
+    refine &= np.triu(np.ones((n, n), dtype=bool), 1)
+    if np.any(refine):
+        dphi, d2phi, sing2 = _gap_derivatives(
+            noise.activation, d, float(noise.sigma_U), float(noise.sigma_W)
+        )
+        gaps = _Gaps(phi, dphi, d2phi, sing2)
+        A = sgn[:, :, None] * Y[prow, par]  # the anchors a_i (a_0 = y_0)
+        done = _far_covariances(gaps, Y, A, (s4, s2, s3, S), refine, C)
+        p, i, j = np.nonzero(refine & ~done)
+        root = i == 0
+        vals = np.empty(p.shape)
+        if np.any(root):
+            vals[root] = _root_covariances(gaps, Y, A, p[root], j[root])
+        if not np.all(root):
+            vals[~root] = _increment_covariances(gaps, Y, A, p[~root], i[~root], j[~root])
+        C[p, i, j] = vals
+        C[p, j, i] = vals
     scale = np.sqrt(np.clip(np.diagonal(C, axis1=1, axis2=2), 0.0, None))
     safe = np.where(scale > 0, scale, 1.0)
     R = C / safe[:, :, None] / safe[:, None, :]
