@@ -69,9 +69,13 @@ FAST_SEPARATION = 1e-3
 #: absolute rounding error of a few ulps of itself, and of ``kappa(1)`` where ``phi`` is formed
 #: as a difference of kernel values) are recomputed without cancellation where the largest of
 #: those terms exceeds this many times the geometric mean of the two variances: what is kept
-#: carries a correlation error below about ``4 * 16 * 4 eps = 6e-14``; what is recomputed is
-#: exact to a few eps in correlation (``_increment_covariances``).
-REFINE_RATIO = 16.0
+#: carries a correlation error below about ``4 * 2^15 * 2 eps = 6e-11``, within the accuracy of
+#: the fast path (a relative 1e-10 of an increment's variance at FAST_SEPARATION); what is
+#: recomputed is exact to a few eps in correlation (``_far_covariances``,
+#: ``_increment_covariances``). Measured on the book's deep-limit coupling (660 tree draws of
+#: about 2 paths x 20 tokens, increments of 1e-4 to 1e-2 in four clusters): 0.74 s with 2^15,
+#: 0.95 s with 2^13 (1.5e-11).
+REFINE_RATIO = 2.0**15
 #: Largest ratio of the spread of the gaps a first or second difference spans to their distance
 #: from the kernel's singular points (``s = 0``, and ``s = 2`` for ReLU without bias) at which
 #: the difference is integrated from ``phi'`` and ``phi''`` by Gauss-Legendre: the singularity
@@ -282,13 +286,18 @@ def _legendre(nodes: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _node_classes(ratio: np.ndarray):
-    """``(mask, nodes, weights)`` of the rule of :data:`QUAD_RULES` for each ``ratio``."""
-    lower = -1.0
-    for upper, nodes in QUAD_RULES:
-        mask = (ratio > lower) & (ratio <= upper)
-        lower = upper
+    """``(mask, nodes, weights)`` of the rule of :data:`QUAD_RULES` for each ``ratio`` (``mask``
+    a slice when one rule serves all)."""
+    bounds = [b for b, _ in QUAD_RULES[:-1]]
+    lo, hi = np.searchsorted(bounds, [np.min(ratio), np.max(ratio)])
+    if lo == hi:
+        yield (slice(None), *_legendre(QUAD_RULES[lo][1]))
+        return
+    cls = np.searchsorted(bounds, ratio)
+    for c in range(lo, hi + 1):
+        mask = cls == c
         if np.any(mask):
-            yield (mask, *_legendre(nodes))
+            yield (mask, *_legendre(QUAD_RULES[c][1]))
 
 
 def _mean_on_segment(f, s0: np.ndarray, h: np.ndarray, ratio: np.ndarray) -> np.ndarray:
@@ -341,30 +350,26 @@ def _half_dot(u: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 def _increment_covariances(gaps, Y, A, p, i, j) -> np.ndarray:
     r"""``Cov(V_i, V_j)`` for the increments :math:`V_i = G(y_i) - G(a_i)` of pairs ``(p, i, j)``
-    (1-D index arrays, ``i, j >= 1``), without cancellation.
+    (1-D index arrays; ``i = 0`` is the root, :math:`V_0 = G(y_0)`) that
+    :func:`_far_covariances` leaves: one increment at least as long as a fixed fraction of its
+    distance from the other (a jump between clusters and an increment near one of its ends,
+    for instance), without cancellation.
 
     With the gaps :math:`s_{00} = s(a_i, a_j)`, :math:`s_{10} = s(y_i, a_j)`,
     :math:`s_{01} = s(a_i, y_j)`, :math:`s_{11} = s(y_i, y_j)`, each from its own difference
-    vector, and their differences :math:`\alpha = s_{10} - s_{00} = \tfrac12\langle\delta_i,
-    (y_i - a_j) + (a_i - a_j)\rangle`, :math:`\beta = s_{01} - s_{00}`,
-    :math:`\gamma = s_{11} - s_{10} - s_{01} + s_{00} = -\langle\delta_i, \delta_j\rangle`
-    (:math:`\delta = y - a`), the covariance is minus the mixed second difference of
-    :math:`\psi(x) = \phi(s_{00} + x)`:
+    vector, the covariance :math:`\phi(s_{10}) + \phi(s_{01}) - \phi(s_{11}) - \phi(s_{00})`
+    is a difference of two first differences along the shorter increment, e.g. for
+    :math:`|\delta_j| \le |\delta_i|` (:math:`\delta = y - a`)
 
-    .. math:: \operatorname{Cov}(V_i, V_j) = -\Big(\gamma\int_0^1\phi'(s_{00} + \alpha + \beta
-              + \theta\gamma)\,d\theta + \alpha\beta\int_0^1\!\!\int_0^1\phi''(s_{00}
-              + \theta\alpha + \eta\beta)\,d\theta\,d\eta\Big),
+    .. math:: [\phi(s_{01}) - \phi(s_{00})] - [\phi(s_{11}) - \phi(s_{10})],
 
-    by Gauss-Legendre where :math:`|\alpha| + |\beta| + |\gamma|` is at most
-    :data:`QUAD_RATIO` times the distance of the gaps from the singular points (the two
-    increments short against their distance: far-apart clusters), each term then exact to
-    a few eps of :math:`|\delta_i||\delta_j|`. Elsewhere as a difference of two first
-    differences along the shorter increment, e.g.
-    :math:`[\phi(s_{10}) - \phi(s_{11})] - [\phi(s_{00}) - \phi(s_{01})]`
-    (:func:`_first_difference`), exact to a few eps of that increment's length times the
-    other's, or than the gaps it spans.
+    each from :func:`_first_difference` with the differences of the gaps from the difference
+    vectors, :math:`s_{01} - s_{00} = -\tfrac12\langle\delta_j, (a_i - y_j) + (a_i -
+    a_j)\rangle` and :math:`s_{11} - s_{10} = -\tfrac12\langle\delta_j, (y_i - y_j) + (y_i
+    - a_j)\rangle`: exact to a few eps of :math:`|\delta_j|` times the longer increment or
+    the distance, which the longer increment here is at least :data:`QUAD_RATIO` / 4 of. The
+    root's covariance is the one first difference :math:`\phi(s_{00}) - \phi(s_{01})`.
     """
-    _, dphi, d2phi, sing2 = gaps
     out = np.empty(p.shape)
     step = max(1, PAIR_CHUNK // (6 * Y.shape[-1]))
     for c in range(0, p.size, step):
@@ -373,55 +378,56 @@ def _increment_covariances(gaps, Y, A, p, i, j) -> np.ndarray:
         di, dj = yi - ai, yj - aj
         e, f, g, h = ai - aj, yi - aj, yi - yj, ai - yj
         s00, s10, s11, s01 = _half_sq(e), _half_sq(f), _half_sq(g), _half_sq(h)
-        al, be, ga = _half_dot(di, f + e), -_half_dot(dj, h + e), -2.0 * _half_dot(di, dj)
-        lo = np.minimum(np.minimum(s00, s10), np.minimum(s01, s11))
-        hi = np.maximum(np.maximum(s00, s10), np.maximum(s01, s11))
-        room = _room(lo, hi, sing2)
-        spread = np.abs(al) + np.abs(be) + np.abs(ga)
-        two = spread <= QUAD_RATIO * room
-        cov = np.empty(pp.shape)
-        if np.any(two):
-            ratio = spread[two] / np.maximum(room[two], np.finfo(float).tiny)
-            b0, a2, b2, g2 = s00[two], al[two], be[two], ga[two]
-            first = g2 * _mean_on_segment(dphi, b0 + a2 + b2, g2, ratio)
-            second = a2 * b2 * _mean_on_square(d2phi, b0, a2, b2, ratio)
-            cov[two] = -(first + second)
-        rest = ~two
-        if np.any(rest):
-            along_j = rest & (_half_sq(dj) <= _half_sq(di))
-            if np.any(along_j):  # [phi(s10) - phi(s11)] - [phi(s00) - phi(s01)]
-                m = along_j
-                h1 = -_half_dot(dj[m], g[m] + f[m])
-                cov[m] = _first_difference(gaps, s00[m], s01[m], be[m]) - _first_difference(
-                    gaps, s10[m], s11[m], h1
-                )
-            along_i = rest & ~along_j
-            if np.any(along_i):  # [phi(s01) - phi(s11)] - [phi(s00) - phi(s10)]
-                m = along_i
-                h2 = _half_dot(di[m], g[m] + h[m])
-                cov[m] = _first_difference(gaps, s00[m], s10[m], al[m]) - _first_difference(
-                    gaps, s01[m], s11[m], h2
-                )
-        out[c : c + step] = cov
+        al, be = _half_dot(di, f + e), -_half_dot(dj, h + e)  # s10 - s00, s01 - s00
+        h1 = -_half_dot(dj, g + f)  # s11 - s10
+        h2 = _half_dot(di, g + h)  # s11 - s01
+        along_j = _half_sq(dj) <= _half_sq(di)
+        root = ii == 0
+        # along j: [phi(s01) - phi(s00)] - [phi(s11) - phi(s10)]
+        # along i: [phi(s10) - phi(s00)] - [phi(s11) - phi(s01)]
+        # the root: [phi(s00) - phi(s01)] - 0
+        s0a = np.where(root, s01, s00)
+        s1a = np.where(root, s00, np.where(along_j, s01, s10))
+        ha = np.where(root, -be, np.where(along_j, be, al))
+        s0b = np.where(root, s00, np.where(along_j, s10, s01))
+        s1b = np.where(root, s00, s11)
+        hb = np.where(root, 0.0, np.where(along_j, h1, h2))
+        diffs = _first_difference(
+            gaps, np.concatenate([s0a, s0b]), np.concatenate([s1a, s1b]), np.concatenate([ha, hb])
+        )
+        out[c : c + step] = diffs[: pp.size] - diffs[pp.size :]
     return out
 
 
 def _far_covariances(gaps, Y, A, corners, refine, C) -> np.ndarray:
-    r"""The covariances of :func:`_increment_covariances`'s quadrature route, for whole
-    (paths, n, n) arrays at once, where the two increments are short against their distance;
-    written into ``C`` (both triangles) on the entries of ``refine`` it covers, which it returns.
+    r"""The covariances of increments short against their distance (far-apart clusters), for
+    whole (paths, n, n) arrays at once; written into ``C`` (both triangles) on the entries of
+    ``refine`` it covers, which it returns.
 
-    The differences of the gaps come from products instead of per-pair difference vectors:
+    With the gaps :math:`s_{00} = s(a_i, a_j)`, :math:`s_{10} = s(y_i, a_j)`,
+    :math:`s_{01} = s(a_i, y_j)`, :math:`s_{11} = s(y_i, y_j)` (``corners``) and their
+    differences :math:`\alpha = s_{10} - s_{00}`, :math:`\beta = s_{01} - s_{00}`,
+    :math:`\gamma = s_{11} - s_{10} - s_{01} + s_{00} = -\langle\delta_i, \delta_j\rangle`
+    (:math:`\delta = y - a`), the covariance is minus the mixed second difference of
+    :math:`\psi(x) = \phi(s_{00} + x)`:
+
+    .. math:: \operatorname{Cov}(V_i, V_j) = -\Big(\gamma\int_0^1\phi'(s_{00} + \alpha
+              + \beta + \theta\gamma)\,d\theta + \alpha\beta\int_0^1\!\!\int_0^1
+              \phi''(s_{00} + \theta\alpha + \eta\beta)\,d\theta\,d\eta\Big),
+
+    by Gauss-Legendre (:data:`QUAD_RULES`) where :math:`|\alpha| + |\beta| + |\gamma|` is at
+    most :data:`QUAD_RATIO` times the distance of the gaps from the singular points.
+    The differences come from products instead of per-pair difference vectors:
     :math:`\alpha = \tfrac12(|y_i|^2 - |a_i|^2) - \langle\delta_i, a_j\rangle`,
-    :math:`\beta = \tfrac12(|y_j|^2 - |a_j|^2) - \langle\delta_j, a_i\rangle`,
-    :math:`\gamma = -\langle\delta_i, \delta_j\rangle` (the first term from
-    :math:`\tfrac12\langle\delta, y + a\rangle`), each with an absolute error of a few eps of
-    :math:`|\delta_i|` (:math:`|\delta_i||\delta_j|` for :math:`\gamma`). Against the terms
-    they enter, :math:`\alpha\beta\phi''(s_{00})` with :math:`|\alpha| \approx |\delta_i|
-    |a_i - a_j|` and :math:`|\phi''(s_{00})| \lesssim \kappa'(1) / |a_i - a_j|` (ReLU, the
-    most singular), that is a few eps of :math:`\kappa'(1)|\delta_i||\delta_j|`, the scale
-    of the covariance. The root's row (:math:`a_0 = y_0`, :math:`\delta_0 = 0`) is the first
-    difference :math:`\phi(s(y_0, a_j)) - \phi(s(y_0, y_j)) = -\beta\int_0^1\phi'(s_{00}
+    :math:`\beta = \tfrac12(|y_j|^2 - |a_j|^2) - \langle\delta_j, a_i\rangle`
+    (the first terms from :math:`\tfrac12\langle\delta, y + a\rangle`), each with an absolute
+    error of a few eps of :math:`|\delta_i|` (of :math:`|\delta_i||\delta_j|` for
+    :math:`\gamma`). Against the terms they enter, :math:`\alpha\beta\phi''(s_{00})` with
+    :math:`|\alpha| \approx |\delta_i||a_i - a_j|` and :math:`|\phi''(s_{00})| \lesssim
+    \kappa'(1) / |a_i - a_j|` (ReLU, the most singular), that is a few eps of
+    :math:`\kappa'(1)|\delta_i||\delta_j|`, the scale of the covariance. The root's row
+    (:math:`a_0 = y_0`, :math:`\delta_0 = 0`) is the first difference
+    :math:`\phi(s(y_0, a_j)) - \phi(s(y_0, y_j)) = -\beta\int_0^1\phi'(s_{00}
     + \theta\beta)\,d\theta`.
     """
     s00, s10, s01, s11 = corners
@@ -454,16 +460,6 @@ def _far_covariances(gaps, Y, A, corners, refine, C) -> np.ndarray:
     return done
 
 
-def _root_covariances(gaps, Y, A, p, j) -> np.ndarray:
-    r"""``Cov(G(y_0), V_j) = phi(s(y_0, a_j)) - phi(s(y_0, y_j))`` for pairs ``(p, j)``, as a
-    first difference (:func:`_first_difference`) with :math:`s(y_0, y_j) - s(y_0, a_j) =
-    -\tfrac12\langle\delta_j, (y_0 - y_j) + (y_0 - a_j)\rangle`."""
-    y0, yj, aj = Y[p, 0], Y[p, j], A[p, j]
-    u, v = y0 - aj, y0 - yj
-    h = -_half_dot(yj - aj, v + u)
-    return -_first_difference(gaps, _half_sq(u), _half_sq(v), h)
-
-
 def _tree_field(noise: MLPNoise, Y: np.ndarray, Z: np.ndarray) -> np.ndarray:
     r"""The field at ``Y`` (paths, n, d) as parent plus increment along a nearest-neighbour tree.
 
@@ -485,7 +481,7 @@ def _tree_field(noise: MLPNoise, Y: np.ndarray, Z: np.ndarray) -> np.ndarray:
     jump between clusters, the root and an increment), the entry is recomputed without
     cancellation, as the mixed second difference of :math:`\phi` integrated from
     :math:`\phi'` and :math:`\phi''` or a difference of two first differences
-    (:func:`_far_covariances`, :func:`_increment_covariances`, :func:`_root_covariances`), to
+    (:func:`_far_covariances`, :func:`_increment_covariances`), to
     a few eps in correlation. This covariance is factored as a correlation matrix (Cholesky; a
     clipped eigen-root where rounding makes it indefinite, an error of rounding size in the
     correlations), then ``G`` is rebuilt along the tree. Coincident tokens have zero
@@ -557,12 +553,7 @@ def _tree_field(noise: MLPNoise, Y: np.ndarray, Z: np.ndarray) -> np.ndarray:
         A = sgn[:, :, None] * Y[prow, par]  # the anchors a_i (a_0 = y_0)
         done = _far_covariances(gaps, Y, A, (s4, s2, s3, S), refine, C)
         p, i, j = np.nonzero(refine & ~done)
-        root = i == 0
-        vals = np.empty(p.shape)
-        if np.any(root):
-            vals[root] = _root_covariances(gaps, Y, A, p[root], j[root])
-        if not np.all(root):
-            vals[~root] = _increment_covariances(gaps, Y, A, p[~root], i[~root], j[~root])
+        vals = _increment_covariances(gaps, Y, A, p, i, j)
         C[p, i, j] = vals
         C[p, j, i] = vals
     scale = np.sqrt(np.clip(np.diagonal(C, axis1=1, axis2=2), 0.0, None))
@@ -588,6 +579,38 @@ def _tree_field(noise: MLPNoise, Y: np.ndarray, Z: np.ndarray) -> np.ndarray:
     return G
 
 
+def _pair_field(noise: MLPNoise, Y: np.ndarray, Z: np.ndarray) -> np.ndarray:
+    r"""The field at two tokens per path (paths, 2, d): :func:`_tree_field`'s law in closed form.
+
+    With :math:`a = \epsilon y_0` the anchor of :math:`y_1` (:math:`\epsilon = -1` only for an
+    odd field and :math:`y_1` nearer :math:`-y_0`), :math:`\phi = \phi(s(y_1, a))`:
+    :math:`G(y_0) = \sqrt{\kappa(1)}Z_0` and :math:`G(y_1) = \epsilon G(y_0) + V` with
+    :math:`\operatorname{Cov}(G(y_0), V) = -\epsilon\phi`, :math:`\operatorname{Var}V = 2\phi`,
+    so :math:`V = -\epsilon\phi\,\kappa(1)^{-1/2}Z_0 + \sqrt{\phi(2 - \phi/\kappa(1))}\,Z_1`
+    (no cancellation: :math:`\phi \le \kappa(1)` at the anchor's gap, at most 1 for an odd
+    field). Coincident tokens get the same value and antipodal ones of an odd field opposite
+    values, exactly.
+    """
+    d = Y.shape[-1]
+    phi, kappa1 = _gap_function(noise.activation, d, float(noise.sigma_U), float(noise.sigma_W))
+    diff = Y[:, 1] - Y[:, 0]
+    s = 0.5 * np.einsum("pd,pd->p", diff, diff)
+    sign = np.ones(s.shape)
+    if _is_odd(noise):
+        anti = Y[:, 1] + Y[:, 0]
+        sm = 0.5 * np.einsum("pd,pd->p", anti, anti)
+        sign[sm < s] = -1.0
+        s = np.minimum(s, sm)
+    g = phi(s)
+    root = np.sqrt(kappa1)
+    out = np.empty_like(Z)
+    out[:, 0] = root * Z[:, 0]
+    inc = (-sign * g / root)[:, None] * Z[:, 0]
+    inc += np.sqrt(np.clip(g * (2.0 - g / kappa1), 0.0, None))[:, None] * Z[:, 1]
+    out[:, 1] = sign[:, None] * out[:, 0] + inc
+    return out
+
+
 def _gaussian_field(noise: MLPNoise, Y: np.ndarray, Z: np.ndarray) -> np.ndarray:
     """The infinite-width field at ``Y`` (paths, n, d) from standard normals ``Z`` (same shape):
     Gaussian with covariance kappa(<y_i, y_j>) I_d, the same root for each of the d columns.
@@ -596,9 +619,12 @@ def _gaussian_field(noise: MLPNoise, Y: np.ndarray, Z: np.ndarray) -> np.ndarray
     the others' antipodes) is more than :data:`FAST_SEPARATION` apart, the Cholesky factor of
     the kernel matrix itself, without jitter (its Schur complements, at least about
     ``kappa'(1) FAST_SEPARATION^2``, are far above its rounding). On the other paths, or where
-    that factor fails, :func:`_tree_field`, exact at every separation.
+    that factor fails, :func:`_tree_field`, exact at every separation. Two tokens (the
+    two-point motion) have the tree's law in closed form (:func:`_pair_field`).
     """
     n = Y.shape[1]
+    if n == 2:
+        return _pair_field(noise, Y, Z)
     G = Y @ np.swapaxes(Y, -1, -2)
     off = ~np.eye(n, dtype=bool)
     near = 1.0 - 0.5 * FAST_SEPARATION**2
