@@ -399,10 +399,10 @@ def _increment_covariances(gaps, Y, A, p, i, j) -> np.ndarray:
     return out
 
 
-def _far_covariances(gaps, Y, A, corners, refine, C) -> np.ndarray:
-    r"""The covariances of increments short against their distance (far-apart clusters), for
-    whole (paths, n, n) arrays at once; written into ``C`` (both triangles) on the entries of
-    ``refine`` it covers, which it returns.
+def _far_covariances(gaps, Y, A, corners, p, i, j):
+    r"""The covariances of the pairs ``(p, i, j)`` of increments that are short against their
+    distance (far-apart clusters): returns ``(done, values)``, the pairs it covers and their
+    covariances.
 
     With the gaps :math:`s_{00} = s(a_i, a_j)`, :math:`s_{10} = s(y_i, a_j)`,
     :math:`s_{01} = s(a_i, y_j)`, :math:`s_{11} = s(y_i, y_j)` (``corners``) and their
@@ -417,7 +417,7 @@ def _far_covariances(gaps, Y, A, corners, refine, C) -> np.ndarray:
 
     by Gauss-Legendre (:data:`QUAD_RULES`) where :math:`|\alpha| + |\beta| + |\gamma|` is at
     most :data:`QUAD_RATIO` times the distance of the gaps from the singular points.
-    The differences come from products instead of per-pair difference vectors:
+    The differences come from inner products instead of difference vectors:
     :math:`\alpha = \tfrac12(|y_i|^2 - |a_i|^2) - \langle\delta_i, a_j\rangle`,
     :math:`\beta = \tfrac12(|y_j|^2 - |a_j|^2) - \langle\delta_j, a_i\rangle`
     (the first terms from :math:`\tfrac12\langle\delta, y + a\rangle`), each with an absolute
@@ -432,37 +432,48 @@ def _far_covariances(gaps, Y, A, corners, refine, C) -> np.ndarray:
     """
     s00, s10, s01, s11 = corners
     _, dphi, d2phi, sing2 = gaps
-    delta = Y - A
-    half = 0.5 * np.einsum("pnd,pnd->pn", delta, Y + A)
-    DA = delta @ np.swapaxes(A, 1, 2)
-    al = half[:, :, None] - DA
-    be = half[:, None, :] - np.swapaxes(DA, 1, 2)
-    ga = -(delta @ np.swapaxes(delta, 1, 2))
+    yi, ai, yj, aj = Y[p, i], A[p, i], Y[p, j], A[p, j]
+    di, dj = yi - ai, yj - aj
+    al = _half_dot(di, yi + ai) - 2.0 * _half_dot(di, aj)
+    be = _half_dot(dj, yj + aj) - 2.0 * _half_dot(dj, ai)
+    ga = -2.0 * _half_dot(di, dj)
     lo = np.minimum(np.minimum(s00, s10), np.minimum(s01, s11))
     hi = np.maximum(np.maximum(s00, s10), np.maximum(s01, s11))
     room = _room(lo, hi, sing2)
     spread = np.abs(al) + np.abs(be) + np.abs(ga)
-    done = refine & (spread <= QUAD_RATIO * room)
-    p, i, j = np.nonzero(done)
-    if not p.size:
-        return done
-    a, b, g, s0 = al[p, i, j], be[p, i, j], ga[p, i, j], s00[p, i, j]
-    ratio = spread[p, i, j] / np.maximum(room[p, i, j], np.finfo(float).tiny)
-    vals = -(g * _mean_on_segment(dphi, s0 + a + b, g, ratio))
+    done = spread <= QUAD_RATIO * room
+    a, b, g, s0, i = al[done], be[done], ga[done], s00[done], i[done]
+    ratio = spread[done] / np.maximum(room[done], np.finfo(float).tiny)
+    vals = np.empty(a.shape)
     inc = i > 0  # the root's row has alpha = gamma = 0: its second term vanishes
     if np.any(inc):
-        vals[inc] -= a[inc] * b[inc] * _mean_on_square(d2phi, s0[inc], a[inc], b[inc], ratio[inc])
+        a, b, g, s0, r = a[inc], b[inc], g[inc], s0[inc], ratio[inc]
+        first = g * _mean_on_segment(dphi, s0 + a + b, g, r)
+        vals[inc] = -(first + a * b * _mean_on_square(d2phi, s0, a, b, r))
     root = ~inc
     if np.any(root):
-        vals[root] = -b[root] * _mean_on_segment(dphi, s0[root], b[root], ratio[root])
-    C[p, i, j] = vals
-    C[p, j, i] = vals
-    return done
+        b, s0, r = be[done][root], s00[done][root], ratio[root]
+        vals[root] = -b * _mean_on_segment(dphi, s0, b, r)
+    return done, vals
+
+
+def _pair_gaps(S, Sm, par, sgn, p, i, j):
+    """The gaps ``(s00, s10, s01, s11)`` of pairs ``(p, i, j)`` of tree edges: ``s(a_i, a_j)``,
+    ``s(y_i, a_j)``, ``s(a_i, y_j)``, ``s(y_i, y_j)`` from the gaps ``S`` (and ``Sm``, to the
+    antipodes, for anchors of sign -1)."""
+    pi, pj = par[p, i], par[p, j]
+    s11, s10, s01, s00 = S[p, i, j], S[p, i, pj], S[p, pi, j], S[p, pi, pj]
+    if Sm is not None:
+        si, sj = sgn[p, i] > 0, sgn[p, j] > 0
+        s10 = np.where(sj, s10, Sm[p, i, pj])
+        s01 = np.where(si, s01, Sm[p, pi, j])
+        s00 = np.where(si == sj, s00, Sm[p, pi, pj])
+    return s00, s10, s01, s11
 
 
 def _correlation_root(R: np.ndarray) -> np.ndarray:
     """A root of the increments' correlation matrices ``R`` (paths, n, n): Cholesky; where it
-    fails, Cholesky of ``R + tau I`` for ``tau = n^2 eps, 16 n^2 eps, ...`` up to
+    fails, Cholesky of ``R + tau I`` for ``tau = n^2 eps, 256 n^2 eps, ...`` up to
     ``n * 8 REFINE_RATIO eps``, the most the errors of ``R``'s entries (each at most
     ``8 REFINE_RATIO eps``, :data:`REFINE_RATIO`) can move its eigenvalues; then the clipped
     eigen-root. BLAS on one thread (see :func:`_psd_root`). Measured on the book's
@@ -478,11 +489,11 @@ def _correlation_root(R: np.ndarray) -> np.ndarray:
             return np.linalg.cholesky(R)
         except np.linalg.LinAlgError:
             pass
-        while tau <= 16.0 * bound:
+        while tau <= 256.0 * bound:
             try:
                 return np.linalg.cholesky(R + min(tau, bound) * np.eye(n))
             except np.linalg.LinAlgError:
-                tau *= 16.0
+                tau *= 256.0
         lam, U = np.linalg.eigh(R)
         return U * np.sqrt(np.clip(lam, 0.0, None))[..., None, :]
 
@@ -557,34 +568,47 @@ def _tree_field(noise: MLPNoise, Y: np.ndarray, Z: np.ndarray) -> np.ndarray:
         t3 = np.where(si, x[at_ij_t], xm[at_ij_t])
         return t2, t3, np.where(si == sj, x[at_pp], xm[at_pp])
 
+    anti = Sm is not None and bool(np.any(sgn < 0))
     P = _symmetric(phi, S)
-    t2, t3, t4 = corners(P, None if Sm is None else _symmetric(phi, Sm))
+    t2, t3, t4 = corners(P, _symmetric(phi, Sm) if anti else None)
     C = t2 + t3
     C -= P
     C -= t4
     C[:, 0, :] = t2[:, 0, :] - P[:, 0, :]  # Cov(G(y_0), V_j)
     C[:, :, 0] = C[:, 0, :]
     C[:, 0, 0] = kappa1
-    # where the four terms dwarf the covariance's own scale, recompute it without cancellation
-    big = np.maximum(np.maximum(t2, t3), np.maximum(P, t4))  # phi >= 0: |kappa| <= kappa(1)
-    s2, s3, s4 = corners(S, Sm)
-    far = np.maximum(np.maximum(s2, s3), np.maximum(S, s4)) >= GAP_SWITCH
-    big = np.where(far, np.maximum(big, abs(kappa1)), big)  # phi formed as kappa(1) - kappa
+    # where the four terms dwarf the covariance's own scale, recompute it without cancellation:
+    # the terms are phi >= 0 (|kappa| <= kappa(1)), each with an error of a few ulps of itself
+    # or, where its gap is at least GAP_SWITCH (phi formed as kappa(1) - kappa), of kappa(1)
+    big = np.maximum(np.maximum(t2, t3), np.maximum(P, t4))
     var = np.clip(np.diagonal(C, axis1=1, axis2=2), 0.0, None)
-    refine = big > REFINE_RATIO * np.sqrt(var[:, :, None] * var[:, None, :])
-    refine &= (var[:, :, None] > 0) & (var[:, None, :] > 0)
-    refine &= np.triu(np.ones((n, n), dtype=bool), 1)
+    scale2 = REFINE_RATIO * np.sqrt(var[:, :, None] * var[:, None, :])
+    valid = (var[:, :, None] > 0) & (var[:, None, :] > 0)
+    valid &= np.triu(np.ones((n, n), dtype=bool), 1)
+    refine = valid & (big > scale2)
+    maybe = valid & ~refine & (abs(kappa1) > scale2)
+    Sg = Sm if anti else None
+    if np.any(maybe):
+        p, i, j = np.nonzero(maybe)
+        far = np.max(_pair_gaps(S, Sg, par, sgn, p, i, j), axis=0) >= GAP_SWITCH
+        refine[p[far], i[far], j[far]] = True
     if np.any(refine):
         dphi, d2phi, sing2 = _gap_derivatives(
             noise.activation, d, float(noise.sigma_U), float(noise.sigma_W)
         )
         gaps = _Gaps(phi, dphi, d2phi, sing2)
         A = sgn[:, :, None] * Y[prow, par]  # the anchors a_i (a_0 = y_0)
-        done = _far_covariances(gaps, Y, A, (s4, s2, s3, S), refine, C)
-        p, i, j = np.nonzero(refine & ~done)
-        vals = _increment_covariances(gaps, Y, A, p, i, j)
-        C[p, i, j] = vals
-        C[p, j, i] = vals
+        p, i, j = np.nonzero(refine)
+        corners_s = _pair_gaps(S, Sg, par, sgn, p, i, j)
+        done, vals = _far_covariances(gaps, Y, A, corners_s, p, i, j)
+        C[p[done], i[done], j[done]] = vals
+        C[p[done], j[done], i[done]] = vals
+        rest = ~done
+        if np.any(rest):
+            p, i, j = p[rest], i[rest], j[rest]
+            vals = _increment_covariances(gaps, Y, A, p, i, j)
+            C[p, i, j] = vals
+            C[p, j, i] = vals
     scale = np.sqrt(np.clip(np.diagonal(C, axis1=1, axis2=2), 0.0, None))
     safe = np.where(scale > 0, scale, 1.0)
     R = C / safe[:, :, None] / safe[:, None, :]  # its lower triangle is read
