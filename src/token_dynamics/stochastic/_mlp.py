@@ -570,7 +570,7 @@ def _tree_field(noise: MLPNoise, Y: np.ndarray, Z: np.ndarray) -> np.ndarray:
 
     anti = Sm is not None and bool(np.any(sgn < 0))
     P = _symmetric(phi, S)
-    t2, t3, t4 = corners(P, _symmetric(phi, Sm) if anti else None)
+    t2, t3, t4 = corners(P, _symmetric(phi, Sm) if anti and Sm is not None else None)
     C = t2 + t3
     C -= P
     C -= t4
