@@ -5,6 +5,8 @@ Monte-Carlo checks use fixed seeds and tolerances stated in standard errors (SE 
 are compared in one test (Bonferroni over about ten comparisons).
 """
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -14,7 +16,7 @@ from scipy import special
 from token_dynamics import stochastic as sto
 from token_dynamics.attention import Softmax
 from token_dynamics.sampling import uniform_sphere
-from token_dynamics.stochastic import _kernels, _mlp, _model
+from token_dynamics.stochastic import _deep_limit, _kernels, _mlp, _model
 
 from .helpers import loglog_slope
 
@@ -884,8 +886,124 @@ def test_odd_field_keeps_antipodal_tokens_antipodal(activation):
     np.testing.assert_array_equal(G[1], -G[0])
 
 
+def _three_clusters(diam, d, seed=0):
+    """Three far-apart clusters of two tokens each, (a_c, y_c) with |y_c - a_c| = diam, the
+    increment pointing towards the next cluster (so that increments in different clusters are
+    strongly correlated): rows a_0, y_0, a_1, y_1, a_2, y_2."""
+    centres = uniform_sphere(3, d, rng=np.random.default_rng(seed))
+    rows = []
+    for c in range(3):
+        a, b = centres[c], centres[(c + 1) % 3]
+        v = b - (b @ a) * a
+        v /= np.linalg.norm(v)
+        half = 2.0 * np.arcsin(diam / 2.0)
+        rows += [a, np.cos(half) * a + np.sin(half) * v]
+    return np.stack(rows)
+
+
+def _exact_increment_covariance(noise, Y, i, j):
+    """Cov(G(y_i) - G(a_i), G(y_j) - G(a_j)) per coordinate, a_i = Y[2i], y_i = Y[2i + 1], from
+    the tokens' exact rational coordinates: for tanh the kernel's interpolant (the polynomial
+    the sampler evaluates, 1e-13 from the kernel) in exact arithmetic, all four terms; for ReLU
+    and erf the expansion -gamma kappa'(t) + alpha beta kappa''(t) at t = <a_i, a_j> in the
+    exact differences of the half squared distances (its remainder is O(|y - a| / |a_i - a_j|)
+    relative, below 1e-5 here), kappa' public and kappa'' its central difference (relative
+    error h^2 = 1e-8)."""
+    d = Y.shape[1]
+    P = [[Fraction(float(x)) for x in row] for row in Y]
+    a, y, b, z = P[2 * i], P[2 * i + 1], P[2 * j], P[2 * j + 1]
+
+    def hs(u, v):  # |u - v|^2 / 2, exactly
+        return sum((p - q) ** 2 for p, q in zip(u, v, strict=True)) / 2
+
+    if noise.activation == "tanh":
+        coef = [Fraction(float(c)) for c in _kernels._chebyshev_fit("tanh", d, 0.0, 0.0).coef]
+
+        def k(s):  # Clenshaw at t = 1 - s
+            t, b1, b2 = 1 - s, Fraction(0), Fraction(0)
+            for c in reversed(coef[1:]):
+                b1, b2 = 2 * t * b1 - b2 + c, b1
+            return t * b1 - b2 + coef[0]
+
+        return float(k(hs(y, z)) - k(hs(y, b)) - k(hs(a, z)) + k(hs(a, b)))
+    s00 = hs(a, b)
+    alpha, beta = hs(y, b) - s00, hs(a, z) - s00
+    gamma = hs(y, z) - hs(y, b) - hs(a, z) + s00
+    t, h = 1.0 - float(s00), 1e-4
+    k1 = float(noise.kappa_prime(t, d=d))
+    k2 = float(noise.kappa_prime(t + h, d=d) - noise.kappa_prime(t - h, d=d)) / (2 * h)
+    return -float(gamma) * k1 + float(alpha) * float(beta) * k2
+
+
+@pytest.mark.parametrize("activation", ["relu", "erf", "tanh"])
+@pytest.mark.parametrize("diam", [1e-6, 1e-8, 1e-9])
+def test_field_increments_in_different_tight_clusters_have_their_exact_covariance(activation, diam):
+    # The sampler as a linear map A of the standard normals (Z = I): row differences are the
+    # increments, their products the covariances it draws. Against the exact value, in units
+    # of the geometric mean of the two variances (a correlation): the values of G are of order
+    # sqrt(kappa(1)), so an increment read off them carries 4 eps sqrt(kappa(1) / kappa'(1)) /
+    # diam of rounding (1e-6 at 1e-9), and the ReLU / erf reference its expansion's O(diam)
+    # remainder. Summing the gaps, as before, gave errors of 2e-4 to 1e-3 in these units at
+    # 1e-6, 0.8 to 1.7 at 1e-8 and 70 to 200 at 1e-9 (measured); now at most 2e-7.
+    d = 3
+    noise = sto.MLPNoise(activation, width=None)
+    Y = _three_clusters(diam, d, seed=1)
+    A = _mlp._gaussian_field(noise, Y[None], np.eye(6)[None])[0]
+    inc = A[1::2] - A[0::2]
+    k1, dk1 = float(noise.kappa(1.0, d=d)), float(noise.kappa_prime(1.0, d=d))
+    var = dk1 * np.sum((Y[1::2] - Y[0::2]) ** 2, axis=1)
+    np.testing.assert_allclose(np.sum(inc**2, axis=1), var, rtol=1e-6 + diam)
+    tol = 4 * np.finfo(float).eps * np.sqrt(k1 / dk1) / diam + 10 * diam + 1e-12
+    for i, j in ((0, 1), (0, 2), (1, 2)):
+        exact = _exact_increment_covariance(noise, Y, i, j) / np.sqrt(var[i] * var[j])
+        assert abs(exact) > 0.05  # the check has something to see
+        assert abs(inc[i] @ inc[j] / np.sqrt(var[i] * var[j]) - exact) < tol, (i, j)
+
+
+@pytest.mark.parametrize("activation", ["relu", "tanh"])
+@pytest.mark.parametrize("diam", [1e-6, 1e-8, 1e-9])
+def test_field_cross_cluster_increments_monte_carlo(activation, diam):
+    # Sampled increments U, W in two different clusters, standardised by their exact standard
+    # deviations, 4000 paths x 3 coordinates: the mean of U W estimates their correlation rho
+    # with variance (1 + rho^2) / 12000 (Gaussian products); |z| < 5 leaves a 6e-7 chance of a
+    # false alarm per pair. Summing the gaps, as before, failed this check at 1e-8 and 1e-9
+    # (measured).
+    d = 3
+    noise = sto.MLPNoise(activation, width=None)
+    Y = _three_clusters(diam, d, seed=1)
+    G = noise.sample(np.broadcast_to(Y, (4000, 6, d)), rng=11)
+    inc = G[:, 1::2] - G[:, 0::2]
+    var = float(noise.kappa_prime(1.0, d=d)) * np.sum((Y[1::2] - Y[0::2]) ** 2, axis=1)
+    for i, j in ((0, 1), (0, 2), (1, 2)):
+        rho = _exact_increment_covariance(noise, Y, i, j) / np.sqrt(var[i] * var[j])
+        prod = inc[:, i] * inc[:, j] / np.sqrt(var[i] * var[j])
+        z = (np.mean(prod) - rho) / np.sqrt((1 + rho**2) / prod.size)
+        assert abs(z) < 5, (i, j, rho, z)
+
+
 def test_field_coincident_tokens_share_their_value():
     # Exactly coincident tokens carry the same value of the field (a zero increment).
     Y = np.concatenate([uniform_sphere(3, 4, rng=np.random.default_rng(2))] * 2)
     G = sto.MLPNoise("relu", width=None).sample(Y, rng=1)
     np.testing.assert_array_equal(G[:3], G[3:])
+
+
+@pytest.mark.parametrize("activation", ["relu", "tanh"])
+@pytest.mark.parametrize("gap", [1e-4, 1e-8])
+def test_coupled_width_m_field_has_the_mlp_increment_law_at_small_separations(activation, gap):
+    # The width-m field of the deep-limit coupling, drawn given the infinite-width one, is the
+    # MLP's field in law: E|G^m(x) - G^m(y)|^2 = 2 (kappa(1) - kappa(<x, y>)) per coordinate,
+    # kappa'(1) |x - y|^2 (1 + O(gap)), at every width. 2000 paths x 5 coordinates: a relative
+    # standard error sqrt(2 / 10^4) = 0.014, 5 of them a 6e-7 chance of a false alarm. A root of
+    # the features' Gram matrix (before) carried a rounding floor of about eps kappa(1) per
+    # token: mean squares 4x the law at 1e-8 (measured).
+    d, paths = 5, 2000
+    noise = sto.MLPNoise(activation, width=8)
+    Y = np.ascontiguousarray(np.broadcast_to(_pair_and_others(gap, d=d, seed=2), (paths, 4, d)))
+    rng = np.random.default_rng(5)
+    G = _mlp._gaussian_field(sto.MLPNoise(activation, width=None), Y, rng.standard_normal(Y.shape))
+    Gm = _deep_limit._width_m_field(noise, Y, G, rng)
+    inc = Gm[:, 0] - Gm[:, 1]
+    law = float(noise.kappa_prime(1.0, d=d)) * np.sum((Y[0, 0] - Y[0, 1]) ** 2)
+    ratio = np.mean(inc**2) / law
+    assert abs(ratio - 1.0) < 5 * np.sqrt(2.0 / inc.size) + gap, ratio

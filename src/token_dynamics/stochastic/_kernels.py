@@ -465,3 +465,50 @@ def _gap_function(activation: str, d: int, sigma_U: float, sigma_W: float):
         return out
 
     return phi, kappa1
+
+
+@functools.lru_cache(maxsize=64)
+def _gap_derivatives(activation: str, d: int, sigma_U: float, sigma_W: float):
+    r"""The derivatives :math:`\phi'(s) = \kappa'(1 - s)` and :math:`\phi''(s) = -\kappa''(1 - s)`
+    of the gap (:func:`_gap_function`) as functions of ``s`` in ``[0, 2]``, accurate to
+    relative rounding for every ``s`` given to relative accuracy (no ``1 - t`` is formed).
+
+    ReLU: :math:`\kappa'(t) = (\tfrac14 + \arcsin\rho/2\pi)/d` with
+    :math:`\rho = 1 - s/R^2`, :math:`R^2 = 1 + d\sigma_U^2`, so
+    :math:`\kappa''(t) = 1/(2\pi d R^2\sqrt{(1-\rho)(1+\rho)})`, singular at ``s = 0`` (the
+    kernel is not :math:`C^2` at 1) and, without bias, at ``s = 2``. erf:
+    :math:`\kappa' = \tfrac{4}{\pi d}(\ell h)^{-1}` with :math:`\ell^2 = 1 + 2s/d`,
+    :math:`h^2 = 1 + 2(2 - s)/d + 4\sigma_U^2`, and :math:`\kappa'' = \kappa'(\ell^{-2} -
+    h^{-2})/d`. The other activations: the derivatives of the kernel's Chebyshev interpolant (a
+    polynomial of degree at most :data:`MAX_DEGREE`, 16 to 32 in practice). Returns
+    ``(dphi, d2phi, singular_at_two)``: the last says whether :math:`\phi''` blows up at
+    ``s = 2`` (ReLU without bias), where a Taylor or quadrature form must stay away from.
+    """
+    if activation == "relu":
+        R2 = 1.0 + d * sigma_U * sigma_U
+
+        def dphi(s: np.ndarray) -> np.ndarray:
+            q2 = np.minimum(s / R2, 2.0)
+            return (0.25 + np.arcsin(1.0 - q2) / (2.0 * np.pi)) / d
+
+        def d2phi(s: np.ndarray) -> np.ndarray:
+            q2 = np.minimum(s / R2, 2.0)
+            with np.errstate(divide="ignore"):
+                return -1.0 / (2.0 * np.pi * d * R2 * np.sqrt(q2 * (2.0 - q2)))
+
+        return dphi, d2phi, sigma_U == 0.0
+    if activation == "erf":
+        c = 1.0 + 4.0 * sigma_U * sigma_U
+
+        def dphi(s: np.ndarray) -> np.ndarray:
+            lo2, hi2 = 1.0 + 2.0 * s / d, c + 2.0 * (2.0 - s) / d
+            return 4.0 / np.pi / np.sqrt(lo2 * hi2) / d
+
+        def d2phi(s: np.ndarray) -> np.ndarray:
+            lo2, hi2 = 1.0 + 2.0 * s / d, c + 2.0 * (2.0 - s) / d
+            return -4.0 / np.pi / np.sqrt(lo2 * hi2) / d / d * (1.0 / lo2 - 1.0 / hi2)
+
+        return dphi, d2phi, False
+    fit = _chebyshev_fit(activation, d, sigma_U, sigma_W)
+    d1, d2 = fit.deriv(1), fit.deriv(2)
+    return (lambda s: d1(1.0 - s)), (lambda s: -d2(1.0 - s)), False

@@ -7,8 +7,9 @@ the centred Gaussian field of covariance ``kappa(<x, y>) I_d``, sampled exactly 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
-from typing import cast
+from typing import NamedTuple, cast
 
 import numpy as np
 from scipy import special
@@ -22,7 +23,15 @@ from .._validation import (
     check_int,
     check_positive,
 )
-from ._kernels import GAP_SWITCH, _check_activation, _gap_function, _interpolant, kappa, kappa_prime
+from ._kernels import (
+    GAP_SWITCH,
+    _check_activation,
+    _gap_derivatives,
+    _gap_function,
+    _interpolant,
+    kappa,
+    kappa_prime,
+)
 
 __all__ = ["MLPNoise"]
 
@@ -56,6 +65,34 @@ MLP_TILE_ELEMENTS = 2**17
 #: separation. Closer tokens go to the tree sampler. Measured: at 1e-2 instead, the deep-limit
 #: coupling of the book (4 tokens, 4 depths, 1024 steps, 100 paths) took 6x longer.
 FAST_SEPARATION = 1e-3
+#: Covariances of the tree's increments summed from gaps (four values of ``phi``, each with an
+#: absolute rounding error of a few ulps of itself, and of ``kappa(1)`` where ``phi`` is formed
+#: as a difference of kernel values) are recomputed without cancellation where the largest of
+#: those terms exceeds this many times the geometric mean of the two variances: what is kept
+#: carries a correlation error below about ``4 * 2^15 * 2 eps = 6e-11``, within the accuracy of
+#: the fast path (a relative 1e-10 of an increment's variance at FAST_SEPARATION); what is
+#: recomputed is exact to a few eps in correlation (``_far_covariances``,
+#: ``_increment_covariances``). Measured on the book's deep-limit coupling (660 tree draws of
+#: about 2 paths x 20 tokens, increments of 1e-4 to 1e-2 in four clusters): 0.74 s with 2^15,
+#: 0.95 s with 2^13 (1.5e-11).
+REFINE_RATIO = 2.0**15
+#: Largest ratio of the spread of the gaps a first or second difference spans to their distance
+#: from the kernel's singular points (``s = 0``, and ``s = 2`` for ReLU without bias) at which
+#: the difference is integrated from ``phi'`` and ``phi''`` by Gauss-Legendre: the singularity
+#: then lies at least ``2 / QUAD_RATIO = 16`` half-lengths from the interval, where the rules of
+#: :data:`QUAD_RULES` converge geometrically (Bernstein ellipse). Beyond, the gaps themselves
+#: are at most ``1 + 1 / QUAD_RATIO = 9`` times the difference, and their plain difference
+#: loses at most that factor.
+QUAD_RATIO = 0.125
+#: Gauss-Legendre rules (nodes per axis) of those differences, by the ratio ``r`` of the spread to
+#: the distance: the singularity lies near ``1 + 2 / r`` on the rule's interval ``[-1, 1]``, the
+#: ellipse parameter is about ``4 / r`` and the error about ``(4 / r)^(-2 nodes)``: below 4e-19
+#: at ``r = QUAD_RATIO`` with 6 nodes, 2.4e-16 at 1e-2 with 3, 4e-19 at 1e-4 with 2 and 6e-18
+#: at 1e-8 with 1 (the midpoint: tight clusters far apart, the common case).
+QUAD_RULES = ((1e-8, 1), (1e-4, 2), (1e-2, 3), (QUAD_RATIO, 6))
+#: Entries of the d-vectors of the pairs of increments whose covariance is recomputed at once
+#: (six d-vectors per pair: 2^18 entries are 2 MiB).
+PAIR_CHUNK = 2**18
 
 
 @dataclass(frozen=True, eq=False)
@@ -232,6 +269,235 @@ def _symmetric(f, S: np.ndarray) -> np.ndarray:
     return out
 
 
+class _Gaps(NamedTuple):
+    """The gap ``phi`` and its derivatives as functions of ``s`` (see ``_kernels``)."""
+
+    phi: object
+    dphi: object
+    d2phi: object
+    singular_at_two: bool
+
+
+@functools.lru_cache(maxsize=8)
+def _legendre(nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Gauss-Legendre nodes and weights on ``[0, 1]`` (weights summing to one)."""
+    x, w = np.polynomial.legendre.leggauss(nodes)
+    return 0.5 * (x + 1.0), 0.5 * w
+
+
+def _node_classes(ratio: np.ndarray):
+    """``(mask, nodes, weights)`` of the rule of :data:`QUAD_RULES` for each ``ratio`` (``mask``
+    a slice when one rule serves all)."""
+    bounds = [b for b, _ in QUAD_RULES[:-1]]
+    lo, hi = np.searchsorted(bounds, [np.min(ratio), np.max(ratio)])
+    if lo == hi:
+        yield (slice(None), *_legendre(QUAD_RULES[lo][1]))
+        return
+    cls = np.searchsorted(bounds, ratio)
+    for c in range(lo, hi + 1):
+        mask = cls == c
+        if np.any(mask):
+            yield (mask, *_legendre(QUAD_RULES[c][1]))
+
+
+def _mean_on_segment(f, s0: np.ndarray, h: np.ndarray, ratio: np.ndarray) -> np.ndarray:
+    r""":math:`\int_0^1 f(s_0 + \theta h)\,d\theta` by Gauss-Legendre (1-D arrays)."""
+    out = np.empty(s0.shape)
+    for mask, x, w in _node_classes(ratio):
+        out[mask] = f(s0[mask, None] + x * h[mask, None]) @ w
+    return out
+
+
+def _mean_on_square(f, s0, a, b, ratio) -> np.ndarray:
+    r""":math:`\int_0^1\int_0^1 f(s_0 + \theta a + \eta b)\,d\theta\,d\eta` (tensor rule)."""
+    out = np.empty(s0.shape)
+    for mask, x, w in _node_classes(ratio):
+        arg = s0[mask, None, None] + x[:, None] * a[mask, None, None]
+        arg = arg + x * b[mask, None, None]
+        out[mask] = (f(arg) @ w) @ w
+    return out
+
+
+def _room(lo: np.ndarray, hi: np.ndarray, singular_at_two: bool) -> np.ndarray:
+    """Distance of gaps in ``[lo, hi]`` from the singular points of ``phi''``."""
+    return np.minimum(lo, 2.0 - hi) if singular_at_two else lo
+
+
+def _first_difference(gaps, s0: np.ndarray, s1: np.ndarray, h: np.ndarray) -> np.ndarray:
+    r""":math:`\phi(s_1) - \phi(s_0)` from gaps ``s0``, ``s1`` and their difference ``h``, each
+    accurate to relative rounding: ``h`` times the mean of :math:`\phi'` on the segment where
+    the segment is short against its distance from the singular points (relative error a few
+    eps), the plain difference elsewhere (where it is at least ``QUAD_RATIO`` of the gaps)."""
+    phi, dphi, _, sing2 = gaps
+    room = _room(np.minimum(s0, s1), np.maximum(s0, s1), sing2)
+    quad = np.abs(h) <= QUAD_RATIO * room
+    out = np.empty(s0.shape)
+    if np.any(quad):
+        ratio = np.abs(h[quad]) / np.maximum(room[quad], np.finfo(float).tiny)
+        out[quad] = h[quad] * _mean_on_segment(dphi, s0[quad], h[quad], ratio)
+    if not np.all(quad):
+        out[~quad] = phi(s1[~quad]) - phi(s0[~quad])
+    return out
+
+
+def _half_sq(v: np.ndarray) -> np.ndarray:
+    return 0.5 * np.einsum("kd,kd->k", v, v)
+
+
+def _half_dot(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    return 0.5 * np.einsum("kd,kd->k", u, v)
+
+
+def _increment_covariances(gaps, Y, A, p, i, j) -> np.ndarray:
+    r"""``Cov(V_i, V_j)`` for the increments :math:`V_i = G(y_i) - G(a_i)` of pairs ``(p, i, j)``
+    (1-D index arrays; ``i = 0`` is the root, :math:`V_0 = G(y_0)`) that
+    :func:`_far_covariances` leaves: one increment at least as long as a fixed fraction of its
+    distance from the other (a jump between clusters and an increment near one of its ends,
+    for instance), without cancellation.
+
+    With the gaps :math:`s_{00} = s(a_i, a_j)`, :math:`s_{10} = s(y_i, a_j)`,
+    :math:`s_{01} = s(a_i, y_j)`, :math:`s_{11} = s(y_i, y_j)`, each from its own difference
+    vector, the covariance :math:`\phi(s_{10}) + \phi(s_{01}) - \phi(s_{11}) - \phi(s_{00})`
+    is a difference of two first differences along the shorter increment, e.g. for
+    :math:`|\delta_j| \le |\delta_i|` (:math:`\delta = y - a`)
+
+    .. math:: [\phi(s_{01}) - \phi(s_{00})] - [\phi(s_{11}) - \phi(s_{10})],
+
+    each from :func:`_first_difference` with the differences of the gaps from the difference
+    vectors, :math:`s_{01} - s_{00} = -\tfrac12\langle\delta_j, (a_i - y_j) + (a_i -
+    a_j)\rangle` and :math:`s_{11} - s_{10} = -\tfrac12\langle\delta_j, (y_i - y_j) + (y_i
+    - a_j)\rangle`: exact to a few eps of :math:`|\delta_j|` times the longer increment or
+    the distance, which the longer increment here is at least :data:`QUAD_RATIO` / 4 of. The
+    root's covariance is the one first difference :math:`\phi(s_{00}) - \phi(s_{01})`.
+    """
+    out = np.empty(p.shape)
+    step = max(1, PAIR_CHUNK // (6 * Y.shape[-1]))
+    for c in range(0, p.size, step):
+        pp, ii, jj = p[c : c + step], i[c : c + step], j[c : c + step]
+        yi, ai, yj, aj = Y[pp, ii], A[pp, ii], Y[pp, jj], A[pp, jj]
+        di, dj = yi - ai, yj - aj
+        e, f, g, h = ai - aj, yi - aj, yi - yj, ai - yj
+        s00, s10, s11, s01 = _half_sq(e), _half_sq(f), _half_sq(g), _half_sq(h)
+        al, be = _half_dot(di, f + e), -_half_dot(dj, h + e)  # s10 - s00, s01 - s00
+        h1 = -_half_dot(dj, g + f)  # s11 - s10
+        h2 = _half_dot(di, g + h)  # s11 - s01
+        along_j = _half_sq(dj) <= _half_sq(di)
+        root = ii == 0
+        # along j: [phi(s01) - phi(s00)] - [phi(s11) - phi(s10)]
+        # along i: [phi(s10) - phi(s00)] - [phi(s11) - phi(s01)]
+        # the root: [phi(s00) - phi(s01)] - 0
+        s0a = np.where(root, s01, s00)
+        s1a = np.where(root, s00, np.where(along_j, s01, s10))
+        ha = np.where(root, -be, np.where(along_j, be, al))
+        s0b = np.where(root, s00, np.where(along_j, s10, s01))
+        s1b = np.where(root, s00, s11)
+        hb = np.where(root, 0.0, np.where(along_j, h1, h2))
+        diffs = _first_difference(
+            gaps, np.concatenate([s0a, s0b]), np.concatenate([s1a, s1b]), np.concatenate([ha, hb])
+        )
+        out[c : c + step] = diffs[: pp.size] - diffs[pp.size :]
+    return out
+
+
+def _far_covariances(gaps, Y, A, corners, p, i, j):
+    r"""The covariances of the pairs ``(p, i, j)`` of increments that are short against their
+    distance (far-apart clusters): returns ``(done, values)``, the pairs it covers and their
+    covariances.
+
+    With the gaps :math:`s_{00} = s(a_i, a_j)`, :math:`s_{10} = s(y_i, a_j)`,
+    :math:`s_{01} = s(a_i, y_j)`, :math:`s_{11} = s(y_i, y_j)` (``corners``) and their
+    differences :math:`\alpha = s_{10} - s_{00}`, :math:`\beta = s_{01} - s_{00}`,
+    :math:`\gamma = s_{11} - s_{10} - s_{01} + s_{00} = -\langle\delta_i, \delta_j\rangle`
+    (:math:`\delta = y - a`), the covariance is minus the mixed second difference of
+    :math:`\psi(x) = \phi(s_{00} + x)`:
+
+    .. math:: \operatorname{Cov}(V_i, V_j) = -\Big(\gamma\int_0^1\phi'(s_{00} + \alpha
+              + \beta + \theta\gamma)\,d\theta + \alpha\beta\int_0^1\!\!\int_0^1
+              \phi''(s_{00} + \theta\alpha + \eta\beta)\,d\theta\,d\eta\Big),
+
+    by Gauss-Legendre (:data:`QUAD_RULES`) where :math:`|\alpha| + |\beta| + |\gamma|` is at
+    most :data:`QUAD_RATIO` times the distance of the gaps from the singular points.
+    The differences come from inner products instead of difference vectors:
+    :math:`\alpha = \tfrac12(|y_i|^2 - |a_i|^2) - \langle\delta_i, a_j\rangle`,
+    :math:`\beta = \tfrac12(|y_j|^2 - |a_j|^2) - \langle\delta_j, a_i\rangle`
+    (the first terms from :math:`\tfrac12\langle\delta, y + a\rangle`), each with an absolute
+    error of a few eps of :math:`|\delta_i|` (of :math:`|\delta_i||\delta_j|` for
+    :math:`\gamma`). Against the terms they enter, :math:`\alpha\beta\phi''(s_{00})` with
+    :math:`|\alpha| \approx |\delta_i||a_i - a_j|` and :math:`|\phi''(s_{00})| \lesssim
+    \kappa'(1) / |a_i - a_j|` (ReLU, the most singular), that is a few eps of
+    :math:`\kappa'(1)|\delta_i||\delta_j|`, the scale of the covariance. The root's row
+    (:math:`a_0 = y_0`, :math:`\delta_0 = 0`) is the first difference
+    :math:`\phi(s(y_0, a_j)) - \phi(s(y_0, y_j)) = -\beta\int_0^1\phi'(s_{00}
+    + \theta\beta)\,d\theta`.
+    """
+    s00, s10, s01, s11 = corners
+    _, dphi, d2phi, sing2 = gaps
+    yi, ai, yj, aj = Y[p, i], A[p, i], Y[p, j], A[p, j]
+    di, dj = yi - ai, yj - aj
+    al = _half_dot(di, yi + ai) - 2.0 * _half_dot(di, aj)
+    be = _half_dot(dj, yj + aj) - 2.0 * _half_dot(dj, ai)
+    ga = -2.0 * _half_dot(di, dj)
+    lo = np.minimum(np.minimum(s00, s10), np.minimum(s01, s11))
+    hi = np.maximum(np.maximum(s00, s10), np.maximum(s01, s11))
+    room = _room(lo, hi, sing2)
+    spread = np.abs(al) + np.abs(be) + np.abs(ga)
+    done = spread <= QUAD_RATIO * room
+    a, b, g, s0, i = al[done], be[done], ga[done], s00[done], i[done]
+    ratio = spread[done] / np.maximum(room[done], np.finfo(float).tiny)
+    vals = np.empty(a.shape)
+    inc = i > 0  # the root's row has alpha = gamma = 0: its second term vanishes
+    if np.any(inc):
+        a, b, g, s0, r = a[inc], b[inc], g[inc], s0[inc], ratio[inc]
+        first = g * _mean_on_segment(dphi, s0 + a + b, g, r)
+        vals[inc] = -(first + a * b * _mean_on_square(d2phi, s0, a, b, r))
+    root = ~inc
+    if np.any(root):
+        b, s0, r = be[done][root], s00[done][root], ratio[root]
+        vals[root] = -b * _mean_on_segment(dphi, s0, b, r)
+    return done, vals
+
+
+def _pair_gaps(S, Sm, par, sgn, p, i, j):
+    """The gaps ``(s00, s10, s01, s11)`` of pairs ``(p, i, j)`` of tree edges: ``s(a_i, a_j)``,
+    ``s(y_i, a_j)``, ``s(a_i, y_j)``, ``s(y_i, y_j)`` from the gaps ``S`` (and ``Sm``, to the
+    antipodes, for anchors of sign -1)."""
+    pi, pj = par[p, i], par[p, j]
+    s11, s10, s01, s00 = S[p, i, j], S[p, i, pj], S[p, pi, j], S[p, pi, pj]
+    if Sm is not None:
+        si, sj = sgn[p, i] > 0, sgn[p, j] > 0
+        s10 = np.where(sj, s10, Sm[p, i, pj])
+        s01 = np.where(si, s01, Sm[p, pi, j])
+        s00 = np.where(si == sj, s00, Sm[p, pi, pj])
+    return s00, s10, s01, s11
+
+
+def _correlation_root(R: np.ndarray) -> np.ndarray:
+    """A root of the increments' correlation matrices ``R`` (paths, n, n): Cholesky; where it
+    fails, Cholesky of ``R + tau I`` for ``tau = n^2 eps, 256 n^2 eps, ...`` up to
+    ``n * 8 REFINE_RATIO eps``, the most the errors of ``R``'s entries (each at most
+    ``8 REFINE_RATIO eps``, :data:`REFINE_RATIO`) can move its eigenvalues; then the clipped
+    eigen-root. BLAS on one thread (see :func:`_psd_root`). Measured on the book's
+    coupled-width table (40 tokens in four clusters, 256 draws of 100 paths): the eigen-root
+    ran at 228 of the 256 draws, its smallest eigenvalues about -1.6e-11 (the errors of the
+    entries kept from the summed gaps); shifted, none, and the table took 10.8 s of CPU
+    instead of 13.6 s."""
+    n = R.shape[-1]
+    eps = np.finfo(float).eps
+    tau, bound = n * n * eps, n * 8.0 * REFINE_RATIO * eps
+    with _attention._kernels.serial_blas():
+        try:
+            return np.linalg.cholesky(R)
+        except np.linalg.LinAlgError:
+            pass
+        while tau <= 256.0 * bound:
+            try:
+                return np.linalg.cholesky(R + min(tau, bound) * np.eye(n))
+            except np.linalg.LinAlgError:
+                tau *= 256.0
+        lam, U = np.linalg.eigh(R)
+        return U * np.sqrt(np.clip(lam, 0.0, None))[..., None, :]
+
+
 def _tree_field(noise: MLPNoise, Y: np.ndarray, Z: np.ndarray) -> np.ndarray:
     r"""The field at ``Y`` (paths, n, d) as parent plus increment along a nearest-neighbour tree.
 
@@ -248,19 +514,28 @@ def _tree_field(noise: MLPNoise, Y: np.ndarray, Z: np.ndarray) -> np.ndarray:
     :math:`\kappa(1)` cancel exactly): every entry carries an absolute error of a few ulps of
     the gaps it sums, so the variance of an increment, :math:`2\phi(s(y_i, a_i))`, is exact to
     relative rounding at any separation, and so is its correlation with the increments of its
-    own cluster. This covariance is factored as a correlation matrix (Cholesky; a clipped
-    eigen-root where rounding makes it indefinite, an error of rounding size in the
-    correlations), then ``G`` is rebuilt along the tree. Coincident tokens have zero
-    increments, and antipodal tokens of an odd field exactly opposite values.
+    own cluster. Where the gaps dwarf the covariance (more than :data:`REFINE_RATIO` times the
+    geometric mean of the two variances: increments in different clusters, an increment and a
+    jump between clusters, the root and an increment), the entry is recomputed without
+    cancellation, as the mixed second difference of :math:`\phi` integrated from
+    :math:`\phi'` and :math:`\phi''` or a difference of two first differences
+    (:func:`_far_covariances`, :func:`_increment_covariances`), to a few eps in correlation.
+    This covariance is factored as a correlation matrix (:func:`_correlation_root`: Cholesky,
+    shifted by at most the errors of its entries where rounding makes it indefinite, e.g. more
+    tokens in a tight cluster than the sphere has directions, whose increments are dependent
+    up to the cluster's curvature; the common noise stays), then ``G`` is rebuilt along the
+    tree. Coincident tokens have zero increments, and antipodal tokens of an odd field exactly
+    opposite values.
 
-    Known limit: the covariance of two increments in *different* far-apart clusters sums gaps
-    of order one, so it carries an absolute rounding error of a few eps against a true value
-    of order ``|delta_i| |delta_j|``. With one cluster of any size, or clusters 1e-6 across,
-    every pair's increment variance is exact to 1e-11 (measured, d = 16, relu and tanh); with
-    two clusters of 8 tokens 1e-9 across the correlation matrix turns indefinite, its clipped
-    root spoils the small increments (variances off by 10x, measured). The cure is the mixed
-    second difference of ``kappa(<a, b>)`` along the two increments by quadrature of
-    ``kappa'`` and ``kappa''`` for such entries.
+    Measured (d = 6, three clusters of four tokens, relu, erf and tanh): the covariance of two
+    increments in different clusters 1e-3 to 1e-9 across agrees with the exact one (rational
+    arithmetic on the kernel's interpolant, tanh) to 1e-13 of the geometric mean of their
+    variances at 1e-3; at smaller diameters the values of ``G`` themselves, of order one, carry
+    an increment of size ``|delta|`` to ``eps / |delta|`` (1e-7 at 1e-9), and so do the
+    measured covariances. Before, with the gaps summed, they were off by 10 to 2000 times their
+    scale below 1e-8. Left as it was: for ReLU without bias two clusters near each other's
+    antipodes (where :math:`\kappa''` blows up) fall back to plain differences of ``phi``, with
+    an error of a few eps of ``kappa(1)``.
     """
     paths, n, d = Y.shape
     phi, kappa1 = _gap_function(noise.activation, d, float(noise.sigma_U), float(noise.sigma_W))
@@ -274,41 +549,73 @@ def _tree_field(noise: MLPNoise, Y: np.ndarray, Z: np.ndarray) -> np.ndarray:
     sgn = np.ones((paths, n))
     par[prow, order] = np.take_along_axis(order, parent, axis=1)
     sgn[prow, order] = sign
-    P = _symmetric(phi, S)
-    pj = np.broadcast_to(par[:, None, :], S.shape)
-    pi = np.broadcast_to(par[:, :, None], S.shape)
-    if Sm is None:
-        t2 = np.take_along_axis(P, pj, axis=2)  # phi(s(y_i, a_j))
-        t3 = np.take_along_axis(P, pi, axis=1)  # phi(s(a_i, y_j))
-        t4 = np.take_along_axis(t3, pj, axis=2)  # phi(s(a_i, a_j))
-    else:  # the anchor -y_p(i) where the sign is -1: M holds the gaps to the antipodes
-        M = _symmetric(phi, Sm)
+    # flat indices of (i, p(j)), (p(i), j), (p(i), p(j)) in a (paths, n, n) array
+    base = (np.arange(paths) * n * n)[:, None, None]
+    cols = np.arange(n)
+    at_ij = base + cols[None, :, None] * n + par[:, None, :]
+    at_ij_t = base + par[:, :, None] * n + cols[None, None, :]
+    at_pp = base + par[:, :, None] * n + par[:, None, :]
+
+    def corners(X: np.ndarray, Xm: np.ndarray | None):
+        """``X`` (a symmetric function of the gaps) at (y_i, a_j), (a_i, y_j), (a_i, a_j);
+        ``Xm`` the same of the gaps to the antipodes, for anchors of sign -1."""
+        x = X.reshape(-1)
+        if Xm is None:
+            return x[at_ij], x[at_ij_t], x[at_pp]
+        xm = Xm.reshape(-1)
         si, sj = sgn[:, :, None] > 0, sgn[:, None, :] > 0
-        t2 = np.where(sj, np.take_along_axis(P, pj, axis=2), np.take_along_axis(M, pj, axis=2))
-        t3P, t3M = np.take_along_axis(P, pi, axis=1), np.take_along_axis(M, pi, axis=1)
-        t3 = np.where(si, t3P, t3M)
-        t4 = np.where(
-            si == sj, np.take_along_axis(t3P, pj, axis=2), np.take_along_axis(t3M, pj, axis=2)
-        )
+        t2 = np.where(sj, x[at_ij], xm[at_ij])
+        t3 = np.where(si, x[at_ij_t], xm[at_ij_t])
+        return t2, t3, np.where(si == sj, x[at_pp], xm[at_pp])
+
+    anti = Sm is not None and bool(np.any(sgn < 0))
+    P = _symmetric(phi, S)
+    t2, t3, t4 = corners(P, _symmetric(phi, Sm) if anti and Sm is not None else None)
     C = t2 + t3
     C -= P
     C -= t4
     C[:, 0, :] = t2[:, 0, :] - P[:, 0, :]  # Cov(G(y_0), V_j)
     C[:, :, 0] = C[:, 0, :]
     C[:, 0, 0] = kappa1
+    # where the four terms dwarf the covariance's own scale, recompute it without cancellation:
+    # the terms are phi >= 0 (|kappa| <= kappa(1)), each with an error of a few ulps of itself
+    # or, where its gap is at least GAP_SWITCH (phi formed as kappa(1) - kappa), of kappa(1)
+    big = np.maximum(np.maximum(t2, t3), np.maximum(P, t4))
+    var = np.clip(np.diagonal(C, axis1=1, axis2=2), 0.0, None)
+    scale2 = REFINE_RATIO * np.sqrt(var[:, :, None] * var[:, None, :])
+    valid = (var[:, :, None] > 0) & (var[:, None, :] > 0)
+    valid &= np.triu(np.ones((n, n), dtype=bool), 1)
+    refine = valid & (big > scale2)
+    maybe = valid & ~refine & (abs(kappa1) > scale2)
+    Sg = Sm if anti else None
+    if np.any(maybe):
+        p, i, j = np.nonzero(maybe)
+        far = np.max(_pair_gaps(S, Sg, par, sgn, p, i, j), axis=0) >= GAP_SWITCH
+        refine[p[far], i[far], j[far]] = True
+    if np.any(refine):
+        dphi, d2phi, sing2 = _gap_derivatives(
+            noise.activation, d, float(noise.sigma_U), float(noise.sigma_W)
+        )
+        gaps = _Gaps(phi, dphi, d2phi, sing2)
+        A = sgn[:, :, None] * Y[prow, par]  # the anchors a_i (a_0 = y_0)
+        p, i, j = np.nonzero(refine)
+        corners_s = _pair_gaps(S, Sg, par, sgn, p, i, j)
+        done, vals = _far_covariances(gaps, Y, A, corners_s, p, i, j)
+        C[p[done], i[done], j[done]] = vals
+        C[p[done], j[done], i[done]] = vals
+        rest = ~done
+        if np.any(rest):
+            p, i, j = p[rest], i[rest], j[rest]
+            vals = _increment_covariances(gaps, Y, A, p, i, j)
+            C[p, i, j] = vals
+            C[p, j, i] = vals
     scale = np.sqrt(np.clip(np.diagonal(C, axis1=1, axis2=2), 0.0, None))
     safe = np.where(scale > 0, scale, 1.0)
-    R = C / safe[:, :, None] / safe[:, None, :]
-    R = 0.5 * (R + np.swapaxes(R, 1, 2))
+    R = C / safe[:, :, None] / safe[:, None, :]  # its lower triangle is read
     zero = scale == 0  # coincident tokens: no increment
     R[zero[:, :, None] | zero[:, None, :]] = 0.0
     R[:, np.arange(n), np.arange(n)] = 1.0
-    with _attention._kernels.serial_blas():
-        try:
-            L = np.linalg.cholesky(R)
-        except np.linalg.LinAlgError:
-            lam, U = np.linalg.eigh(R)
-            L = U * np.sqrt(np.clip(lam, 0.0, None))[..., None, :]
+    L = _correlation_root(R)
     V = (scale[:, :, None] * L) @ Z
     G = np.empty_like(V)
     rows = np.arange(paths)
@@ -319,6 +626,38 @@ def _tree_field(noise: MLPNoise, Y: np.ndarray, Z: np.ndarray) -> np.ndarray:
     return G
 
 
+def _pair_field(noise: MLPNoise, Y: np.ndarray, Z: np.ndarray) -> np.ndarray:
+    r"""The field at two tokens per path (paths, 2, d): :func:`_tree_field`'s law in closed form.
+
+    With :math:`a = \epsilon y_0` the anchor of :math:`y_1` (:math:`\epsilon = -1` only for an
+    odd field and :math:`y_1` nearer :math:`-y_0`), :math:`\phi = \phi(s(y_1, a))`:
+    :math:`G(y_0) = \sqrt{\kappa(1)}Z_0` and :math:`G(y_1) = \epsilon G(y_0) + V` with
+    :math:`\operatorname{Cov}(G(y_0), V) = -\epsilon\phi`, :math:`\operatorname{Var}V = 2\phi`,
+    so :math:`V = -\epsilon\phi\,\kappa(1)^{-1/2}Z_0 + \sqrt{\phi(2 - \phi/\kappa(1))}\,Z_1`
+    (no cancellation: :math:`\phi \le \kappa(1)` at the anchor's gap, at most 1 for an odd
+    field). Coincident tokens get the same value and antipodal ones of an odd field opposite
+    values, exactly.
+    """
+    d = Y.shape[-1]
+    phi, kappa1 = _gap_function(noise.activation, d, float(noise.sigma_U), float(noise.sigma_W))
+    diff = Y[:, 1] - Y[:, 0]
+    s = 0.5 * np.einsum("pd,pd->p", diff, diff)
+    sign = np.ones(s.shape)
+    if _is_odd(noise):
+        anti = Y[:, 1] + Y[:, 0]
+        sm = 0.5 * np.einsum("pd,pd->p", anti, anti)
+        sign[sm < s] = -1.0
+        s = np.minimum(s, sm)
+    g = phi(s)
+    root = np.sqrt(kappa1)
+    out = np.empty_like(Z)
+    out[:, 0] = root * Z[:, 0]
+    inc = (-sign * g / root)[:, None] * Z[:, 0]
+    inc += np.sqrt(np.clip(g * (2.0 - g / kappa1), 0.0, None))[:, None] * Z[:, 1]
+    out[:, 1] = sign[:, None] * out[:, 0] + inc
+    return out
+
+
 def _gaussian_field(noise: MLPNoise, Y: np.ndarray, Z: np.ndarray) -> np.ndarray:
     """The infinite-width field at ``Y`` (paths, n, d) from standard normals ``Z`` (same shape):
     Gaussian with covariance kappa(<y_i, y_j>) I_d, the same root for each of the d columns.
@@ -327,9 +666,12 @@ def _gaussian_field(noise: MLPNoise, Y: np.ndarray, Z: np.ndarray) -> np.ndarray
     the others' antipodes) is more than :data:`FAST_SEPARATION` apart, the Cholesky factor of
     the kernel matrix itself, without jitter (its Schur complements, at least about
     ``kappa'(1) FAST_SEPARATION^2``, are far above its rounding). On the other paths, or where
-    that factor fails, :func:`_tree_field`, exact at every separation.
+    that factor fails, :func:`_tree_field`, exact at every separation. Two tokens (the
+    two-point motion) have the tree's law in closed form (:func:`_pair_field`).
     """
     n = Y.shape[1]
+    if n == 2:
+        return _pair_field(noise, Y, Z)
     G = Y @ np.swapaxes(Y, -1, -2)
     off = ~np.eye(n, dtype=bool)
     near = 1.0 - 0.5 * FAST_SEPARATION**2
