@@ -458,12 +458,11 @@ def test_sinkhorn_refuses_a_library_without_float64():
         assert out.dtype == jnp.float32
 
 
-@pytest.mark.parametrize("name", [v for v in VARIANTS if v != "time_dependent"])
+@pytest.mark.parametrize("name", VARIANTS)
 def test_variant_scores_beyond_the_float_range_are_named(lib, name):
     # tokens of norm ~1e160: their scores leave float64, which the array path does not rescale
     # (the numpy path does), and an overflowed score may even change sign: a FloatingPointError
-    # naming what left the range, never NaN nor a wrong finite value (the softmax field, the
-    # time-dependent case, is left out: its array path has no such check)
+    # naming what left the range, never NaN nor a wrong finite value
     asarray, _, _ = lib
     case = _case(name, n=20, d=2)
     X = case.X * 1e160

@@ -303,7 +303,7 @@ def integrate(
     times = as_times(times)
     if dt is not None:
         dt = check_positive(dt, "dt")
-        substeps = step_counts(times, dt)
+        substeps = _step_counts(times, dt)
     default_rtol, default_atol = DEFAULT_TOLERANCES.get(method, DEFAULT_TOLERANCES["solve_ivp"])
     if method in ORDERS and dtype == np.float32:
         default_rtol = max(default_rtol, FLOAT32_TOLERANCES[0])
@@ -422,9 +422,9 @@ def _default_step(run, rhs, X0, times, sphere, method, geometry, rtol, atol, pro
     )
 
 
-def step_counts(times: FloatArray, dt: float) -> list[int]:
+def _step_counts(times: FloatArray, dt: float) -> list[int]:
     """Steps of one interval of `times` each, of size at most `dt` (up to ``DT_SLACK``); a run
-    of more than ``MAX_STEPS`` steps in all is refused by name (private: `integrate` and the
+    of more than ``MAX_STEPS`` steps in all is refused by name (`integrate` and the
     phase diagram share it)."""
     with np.errstate(over="ignore"):
         n_steps = (times[-1] - times[0]) / dt
@@ -488,7 +488,7 @@ def _integrate_xp(field, X0, times, method, dt, geometry, dtype, progress):
             Z = Z + (h / 6) * (k1 + 2 * k2 + 2 * k3 + k4)
         return normalise(Z) if sphere else Z
 
-    substeps = step_counts(times, dt)
+    substeps = _step_counts(times, dt)
     states = [X]
     for k, m in enumerate(substeps):
         h = float(times[k + 1] - times[k]) / m

@@ -145,7 +145,15 @@ class _Exponential(_Bilinear):
             F = F * self.beta
         R = xp.matmul(X, xp.matrix_transpose(V))
         if self._normalised:
-            return softmax_velocity(xp, F, X, R, None if w is None else xp.log(w))
+            # the max-shifted softmax cannot overflow, but a score itself can (tokens of norm
+            # ~1e155): checked with the result, in one transfer to the host
+            out = softmax_velocity(xp, F, X, R, None if w is None else xp.log(w))
+            return finite_result(
+                xp,
+                out,
+                "the softmax attention velocity",
+                in_range=run(xp, scores_in_range, F, X),
+            )
         R = R / X.shape[0] if w is None else w[:, None] * R
         out = run(xp, exp_velocity, F, X, R)
         return finite_result(

@@ -18,7 +18,7 @@ from .._validation import (
     check_real,
 )
 from ..attention import softmax_weights
-from ..integrators import step_counts
+from ..integrators import _step_counts
 from ._orthogonal import DYNAMICS
 
 __all__ = ["PhaseDiagram", "clustered_fraction", "phase_diagram"]
@@ -205,7 +205,7 @@ def phase_diagram(
     threshold = check_real(threshold, "threshold")
     if not -1.0 < threshold < 1.0:
         raise ValueError(f"`threshold` must be in (-1, 1); got {threshold!r}.")
-    substeps = step_counts(times, dt)
+    substeps = _step_counts(times, dt)
     G = as_rng(rng).standard_normal((n_systems, n, d))
     X0 = G / np.linalg.norm(G, axis=-1, keepdims=True)
     fraction = np.empty((betas.size, times.size))
