@@ -26,24 +26,12 @@ from scipy.special import gammaln, ive
 from .._typing import ArrayLike, FloatArray
 from .._validation import (
     as_real_array,
-    as_sphere_tokens,
     as_weights,
     check_int,
-    check_positive,
 )
-from ._orthogonal import MAX_BETA
+from ._critical import _check_beta, _tokens
 
 __all__ = ["EnergySpectrum", "energy_spectrum", "funk_hecke_eigenvalues", "zonal_polynomials"]
-
-
-def _check_beta(beta: object) -> float:
-    beta = check_positive(beta, "beta")
-    if beta > MAX_BETA:
-        raise ValueError(
-            f"`beta` = {beta:g} makes e^beta overflow in double precision (the eigenvalues reach "
-            f"e^beta); use beta <= {MAX_BETA:g}."
-        )
-    return beta
 
 
 def _multiplicities(d: int, max_degree: int) -> FloatArray:
@@ -279,10 +267,8 @@ def energy_spectrum(
     """
     from ..diagnostics import interaction_energy
 
-    X = as_sphere_tokens(X, "X")
+    X = _tokens(X)
     n, d = X.shape
-    if d < 2:
-        raise ValueError(f"`X` must have d >= 2 columns (tokens on a sphere S^(d-1)); got d = {d}.")
     beta = _check_beta(beta)
     max_degree = check_int(max_degree, "max_degree", minimum=0)
     w = np.full(n, 1.0 / n) if weights is None else as_weights(weights, n)
