@@ -186,8 +186,8 @@ class EnergyHessian:
 
     @property
     def max_eigenvalue(self) -> float:
-        """The largest eigenvalue: positive exactly when the point is a strict saddle (or a
-        local minimum with an ascent direction of positive curvature), if it is critical."""
+        """The largest eigenvalue, positive exactly when the point (if critical) is a strict
+        saddle or a local minimum, that is, has an ascent direction of positive curvature."""
         return float(self.eigenvalues[-1])
 
     def quadratic_form(self, xi: ArrayLike) -> float:
