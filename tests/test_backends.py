@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from token_dynamics import integrate
-from token_dynamics._backend import has_float64, is_numpy
+from token_dynamics._backend import has_float64, is_numpy, to_numpy
 from token_dynamics.attention import (
     L2,
     AttentionField,
@@ -55,7 +55,7 @@ def _library(name: str):
         )
         from array_api_compat import torch as xp
 
-        return torch.asarray, lambda a: a.detach().cpu().numpy(), xp
+        return torch.asarray, to_numpy, xp
     if name == "jax":
         return jnp.asarray, np.asarray, jnp
     return array_api_strict.asarray, np.asarray, array_api_strict
@@ -102,6 +102,31 @@ def test_softmax_velocity_float64_matches_numpy(lib, weighted):
     # the same formula in float64: agreement to round-off of the sums (1e-12 relative)
     np.testing.assert_allclose(to_numpy(out), ref, rtol=0, atol=1e-12 * np.abs(ref).max())
     np.testing.assert_array_equal(to_numpy(Xa), before)  # nothing passed in is modified
+
+
+def test_parameters_and_weights_may_be_arrays_of_the_library(lib):
+    asarray, to_numpy, _ = lib
+    X, A, V, w = _problem()
+    ref = Softmax(A, V, beta=1.3).velocity(X, weights=w)
+    A_, V_ = asarray(A), asarray(V)
+    if hasattr(A_, "requires_grad_"):  # a torch parameter that carries a gradient
+        A_.requires_grad_(True)
+    out = Softmax(A_, V_, beta=1.3).velocity(asarray(X), weights=asarray(w))
+    # the parameters are read once into float64 numpy arrays: the float64 comparison above
+    np.testing.assert_allclose(to_numpy(out), ref, rtol=0, atol=1e-12 * np.abs(ref).max())
+
+
+def test_device_arrays_are_copied_to_the_host():
+    class DeviceArray:  # the part of a CuPy array that `to_numpy` uses: `.get()` to the host
+        __module__ = "cupy._core.core"
+
+        def __array__(self, dtype=None, copy=None):
+            raise TypeError("implicit conversion to a NumPy array is not allowed")
+
+        def get(self):
+            return np.array([1.0, 2.0])
+
+    np.testing.assert_array_equal(to_numpy(DeviceArray()), [1.0, 2.0])
 
 
 def test_softmax_velocity_float32_matches_numpy_within_bound(lib):

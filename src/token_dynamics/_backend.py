@@ -42,6 +42,7 @@ __all__ = [
     "library",
     "namespace",
     "to_namespace",
+    "to_numpy",
 ]
 
 #: Types that always take the numpy path (``np.asarray`` reads them without an array library).
@@ -154,6 +155,27 @@ def has_float64(xp: ModuleType, like: Any) -> bool:
         except (TypeError, RuntimeError, ValueError):
             return False
     return bool(z.dtype == xp.float64)
+
+
+def to_numpy(a: Any) -> np.ndarray:
+    """A numpy array with the values of ``a``, copied to the host when ``a`` lives on a device
+    (a CUDA tensor, a CuPy array): how parameters and weights given as arrays of another
+    library are read, since ``np.asarray`` refuses device arrays and tensors that carry a
+    gradient.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from token_dynamics._backend import to_numpy
+    >>> to_numpy([1.0, 2.0])
+    array([1., 2.])
+    """
+    top = type(a).__module__.partition(".")[0]
+    if top == "torch":
+        return np.asarray(a.detach().cpu().numpy())
+    if top == "cupy":
+        return np.asarray(a.get())
+    return np.asarray(a)
 
 
 def to_namespace(xp: ModuleType, a: Any, like: Any, dtype: Any) -> Any:

@@ -24,6 +24,7 @@ from typing import TypeVar
 import numpy as np
 from numpy.typing import DTypeLike
 
+from ._backend import is_numpy, to_numpy
 from ._typing import FloatArray, ParameterLike, SeedLike
 
 _T = TypeVar("_T")
@@ -86,7 +87,7 @@ def as_real_array(value: object, name: str, *, neg_inf: bool = False) -> FloatAr
     TypeError: `x` must be a real array-like; got an array of complex numbers. ...
     """
     try:
-        raw = np.asarray(value)
+        raw = np.asarray(value) if is_numpy(value) else to_numpy(value)
     except (TypeError, ValueError) as exc:
         raise TypeError(
             f"`{name}` must be a real array-like (nested lists of equal length, or an ndarray); "

@@ -328,7 +328,7 @@ class AttentionField:
         self._tokens_xp(xp, Xc)
         w = None
         if weights is not None:
-            w_np = as_weights(weights if is_numpy(weights) else np.asarray(weights), X.shape[0])
+            w_np = as_weights(weights, X.shape[0])
             keep = w_np > 0
             if not keep.all():  # keys of zero weight play no role (``positive_keys``)
                 index = xp.asarray(np.flatnonzero(keep).tolist(), device=device(X))
