@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from token_dynamics import integrate
+from token_dynamics.diagnostics import interaction_energy
 from token_dynamics._backend import has_float64, is_numpy, to_numpy
 from token_dynamics.attention import (
     L2,
@@ -114,6 +115,38 @@ def test_parameters_and_weights_may_be_arrays_of_the_library(lib):
     out = Softmax(A_, V_, beta=1.3).velocity(asarray(X), weights=asarray(w))
     # the parameters are read once into float64 numpy arrays: the float64 comparison above
     np.testing.assert_allclose(to_numpy(out), ref, rtol=0, atol=1e-12 * np.abs(ref).max())
+
+
+@pytest.mark.parametrize("beta", [1.3, -0.7])
+def test_interaction_energy_matches_numpy(lib, beta, monkeypatch):
+    asarray, _, _ = lib
+    X, A, _, w = _problem(n=300, d=5)
+    for name in ("BLOCK_ENTRIES", "TORCH_CPU_BLOCK_ENTRIES"):  # blocks of 20 rows
+        monkeypatch.setattr(f"token_dynamics.attention._array_api.{name}", 20 * 300)
+    w[:40] = 0.0  # the first two blocks: rows of zero weight only
+    w /= w.sum()
+    for kw in ({}, {"weights": w, "A": A}):
+        ref = interaction_energy(X, beta=beta, **kw)
+        # each exponent beta <A x_i, x_j> carries about d eps |beta| |A| |x|^2 of rounding, a
+        # relative error of the terms; below 1e-13 here, so 1e-12 relative
+        np.testing.assert_allclose(interaction_energy(asarray(X), beta=beta, **kw), ref, rtol=1e-12)
+        s = (
+            abs(beta)
+            * np.linalg.norm(kw.get("A", np.eye(5)), 2)
+            * (np.linalg.norm(X, axis=1) ** 2).max()
+        )
+        # float32: the same d s eps_32 per term, and n^2 terms summed in float32 (n eps_32)
+        out32 = interaction_energy(asarray(X.astype(np.float32)), beta=beta, **kw)
+        np.testing.assert_allclose(out32, ref, rtol=(X.shape[0] + 5 * s) * EPS32)
+
+
+def test_interaction_energy_names_a_float32_overflow(lib):
+    asarray, _, _ = lib
+    X = np.ones((4, 2))
+    # 1e38 * 2 > float32 max: the scores overflow in float32, the energy beyond float64 too
+    for arr in (X, asarray(X.astype(np.float32))):
+        with pytest.raises(FloatingPointError, match="lower `beta`"):
+            interaction_energy(arr, beta=1e38)
 
 
 def test_device_arrays_are_copied_to_the_host():
