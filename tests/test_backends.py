@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 
 from token_dynamics import integrate
-from token_dynamics.diagnostics import interaction_energy
 from token_dynamics._backend import has_float64, is_numpy, to_numpy
 from token_dynamics.attention import (
     L2,
@@ -41,6 +40,7 @@ from token_dynamics.attention._array_api import (
     query_blocks,
     softmax_velocity,
 )
+from token_dynamics.diagnostics import interaction_energy
 
 jax.config.update("jax_enable_x64", True)
 

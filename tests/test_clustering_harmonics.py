@@ -161,3 +161,56 @@ def test_weights_and_bad_input():
         cl.energy_spectrum(2 * X, beta=1.0, max_degree=2)
     with pytest.raises(ValueError, match=r"`X`.*d >= 2"):
         cl.energy_spectrum(np.ones((3, 1)), beta=1.0, max_degree=2)
+
+
+def _sphere_rule(nodes: int = 40, angles: int = 80) -> tuple[np.ndarray, np.ndarray]:
+    """A product rule for the uniform measure on S^2: Gauss-Legendre in the height (exact for
+    polynomials of degree < 2 nodes in it) times equal angles (exact for trigonometric
+    polynomials of degree < angles); spectrally accurate for the smooth kernels below."""
+    z, wz = np.polynomial.legendre.leggauss(nodes)
+    phi = 2 * np.pi * np.arange(angles) / angles
+    Z, P = np.meshgrid(z, phi, indexing="ij")
+    R = np.sqrt(1 - Z**2)
+    X = np.stack([R * np.cos(P), R * np.sin(P), Z], axis=-1).reshape(-1, 3)
+    return X, np.repeat(wz, angles) / (2 * angles)
+
+
+@pytest.mark.statement("scale-prop-uniform")
+@pytest.mark.parametrize("beta", [0.5, 2.0])
+def test_uniform_measure_is_stationary_and_grows_at_the_predicted_rates(beta):
+    X, w = _sphere_rule()
+    Y = td.uniform_sphere(40, 3, rng=3)
+    field = td.Softmax(np.eye(3), np.eye(3), beta=beta)
+
+    def tangential(v):
+        return v - np.sum(v * Y, axis=1, keepdims=True) * Y
+
+    # 1: the field of the uniform measure vanishes (to the rule's accuracy, round-off here)
+    assert np.abs(tangential(field.velocity_at(Y, X, weights=w))).max() < 1e-13
+    rates = cl.uniform_growth_rates(beta, 3, 2)
+    eps = 1e-4
+    # 2, degree 1 (Y = x_3, grad = e_3 - x_3 x) and degree 2 (Y = x_1 x_2, grad = P_x(x_2, x_1, 0)):
+    # the field of (1 + eps Y) sigma is eps gamma_l / (l(l + 1)) grad Y up to O(eps^2), that is
+    # a relative error of order eps (measured 2e-5 at eps = 1e-4, first order in eps)
+    for ell, density, grad in (
+        (1, X[:, 2], np.array([0.0, 0.0, 1.0]) - Y[:, 2:] * Y),
+        (2, X[:, 0] * X[:, 1], tangential(np.stack([Y[:, 1], Y[:, 0], 0 * Y[:, 0]], axis=1))),
+    ):
+        v = tangential(field.velocity_at(Y, X, weights=w * (1 + eps * density)))
+        expected = eps * rates[ell] / (ell * (ell + 1)) * grad
+        np.testing.assert_allclose(v, expected, rtol=0, atol=10 * eps * np.abs(expected).max())
+
+
+def test_uniform_growth_rates_closed_forms():
+    from scipy.special import iv
+
+    # the circle: gamma_l = l^2 I_l(beta) / (beta I_0(beta)); gamma_0 = 0
+    g = cl.uniform_growth_rates(1.5, 2, 4)
+    ell = np.arange(5)
+    np.testing.assert_allclose(g, ell**2 * iv(ell, 1.5) / (1.5 * iv(0, 1.5)), rtol=1e-13)
+    # S^2, degree 1: 2 (coth(beta) - 1/beta) / beta (the Langevin function), positive rates
+    g = cl.uniform_growth_rates(3.0, 3, 6)
+    np.testing.assert_allclose(g[1], 2 * (1 / math.tanh(3.0) - 1 / 3.0) / 3.0, rtol=1e-13)
+    assert g[0] == 0 and np.all(g[1:] > 0)
+    with pytest.raises(ValueError, match="`d`"):
+        cl.uniform_growth_rates(1.0, 1, 2)

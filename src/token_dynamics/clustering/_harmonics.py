@@ -31,7 +31,13 @@ from .._validation import (
 )
 from ._critical import _check_beta, _tokens
 
-__all__ = ["EnergySpectrum", "energy_spectrum", "funk_hecke_eigenvalues", "zonal_polynomials"]
+__all__ = [
+    "EnergySpectrum",
+    "energy_spectrum",
+    "funk_hecke_eigenvalues",
+    "uniform_growth_rates",
+    "zonal_polynomials",
+]
 
 
 def _multiplicities(d: int, max_degree: int) -> FloatArray:
@@ -105,6 +111,58 @@ def funk_hecke_eigenvalues(beta: float, d: int, max_degree: int) -> FloatArray:
     with np.errstate(divide="ignore"):  # an eigenvalue below the float64 range: log 0 = -inf
         log_lam = gammaln(d / 2) + nu * np.log(2 / beta) + np.log(ive(orders, beta)) + beta
     return np.asarray(np.exp(log_lam))
+
+
+def uniform_growth_rates(beta: float, d: int, max_degree: int) -> FloatArray:
+    r"""Growth rates of the degree-:math:`\ell` perturbations of the uniform measure under SA.
+
+    The uniform measure :math:`\sigma` on :math:`\mathbb S^{d-1}` is stationary for the
+    mean-field softmax dynamics with :math:`Q = K = V = I`; linearised there, a density
+    perturbation :math:`\varepsilon Y` by a spherical harmonic of degree :math:`\ell` grows as
+    :math:`e^{\gamma_\ell t}` with (derived in this book, page "Running at scale")
+
+    .. math:: \gamma_\ell(\beta) = \frac{\ell(\ell + d - 2)\,\lambda_\ell(\beta)}
+              {\beta\,\lambda_0(\beta)},
+
+    :math:`\lambda_\ell` the Funk--Hecke eigenvalues (:func:`funk_hecke_eigenvalues`) and
+    :math:`\ell(\ell + d - 2)` the eigenvalue of :math:`-\Delta` on the degree-:math:`\ell`
+    harmonics. Every :math:`\gamma_\ell` with :math:`\ell \ge 1` is positive: the uniform
+    measure is unstable.
+
+    Parameters
+    ----------
+    beta : float
+        Inverse temperature, :math:`0 < \beta \le 700`.
+    d : int
+        Ambient dimension, :math:`d \ge 2`.
+    max_degree : int
+        The rates of degrees :math:`0, \dots,` `max_degree` (:math:`\gamma_0 = 0`).
+
+    Returns
+    -------
+    ndarray, shape (max_degree + 1,)
+
+    Raises
+    ------
+    ValueError
+        If `beta` is not in ``(0, 700]``, `d` < 2 or `max_degree` < 0.
+
+    References
+    ----------
+    K. Atkinson, W. Han, *Spherical Harmonics and Approximations on the Unit Sphere*, Springer,
+    2012, §2.5 (the Funk--Hecke formula) and §3.3 (the Laplace--Beltrami eigenvalues).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from token_dynamics.clustering import uniform_growth_rates
+    >>> g = uniform_growth_rates(1.0, 2, 1)  # the circle: I_1(1) / I_0(1)
+    >>> bool(np.isclose(g[1], 0.44639)), float(g[0])
+    (True, 0.0)
+    """
+    lam = funk_hecke_eigenvalues(beta, d, max_degree)
+    ell = np.arange(max_degree + 1, dtype=float)
+    return np.asarray(ell * (ell + d - 2) * lam / (float(beta) * lam[0]))
 
 
 def zonal_polynomials(t: ArrayLike, d: int, max_degree: int) -> FloatArray:
