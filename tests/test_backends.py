@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from token_dynamics import integrate
-from token_dynamics._backend import has_float64, is_numpy, to_numpy
+from token_dynamics._backend import device, has_float64, is_numpy, to_numpy
 from token_dynamics.attention import (
     L2,
     AttentionField,
@@ -41,6 +41,8 @@ from token_dynamics.attention._array_api import (
     softmax_velocity,
 )
 from token_dynamics.diagnostics import interaction_energy
+from token_dynamics.stochastic import MLPNoise, StochasticTransformer, _mlp, simulate, simulate_sde
+from token_dynamics.stochastic import _array_api as stochastic_xp
 
 jax.config.update("jax_enable_x64", True)
 
@@ -560,3 +562,162 @@ def test_query_blocks_cover_the_rows_within_the_bound(lib):
     bound = TORCH_CPU_BLOCK_ENTRIES if torch_cpu else BLOCK_ENTRIES
     sizes = [b.stop - b.start for b in blocks]
     assert max(sizes) * 3000 <= bound < (max(sizes) + 1) * 3000
+
+
+# --- the stochastic model (1.1) with finite-width MLPs: layers and draws on the array's device
+
+
+def _sphere(shape: tuple[int, ...], seed: int) -> np.ndarray:
+    X = np.random.default_rng(seed).standard_normal(shape)
+    return X / np.linalg.norm(X, axis=-1, keepdims=True)
+
+
+def _activation(name: str, H: np.ndarray) -> np.ndarray:
+    """The activation of ``_mlp`` applied to a copy of ``H``."""
+    return _mlp._sigma_inplace(name)(H.copy())
+
+
+@pytest.mark.parametrize("activation", ["relu", "silu", "sigmoid", "tanh", "erf"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_mlp_layer_matches_numpy(lib, activation, dtype, monkeypatch):
+    asarray, to_numpy, xp = lib
+    paths, n, d, m = 3, 7, 4, 50
+    noise = MLPNoise(activation, m, sigma_U=0.4, sigma_W=0.3)
+    Y = _sphere((paths, n, d), 1)
+    U, bU, W, bW = _mlp._draw_weights(noise, paths, d, np.random.default_rng(2))
+    ref = _mlp._mlp(activation, Y, U, bU, W, bW)
+    # 64 activations at a time: blocks of 3 hidden units, 17 of them, summed in order
+    monkeypatch.setattr(stochastic_xp, "BLOCK_ENTRIES", 64)
+    args = (asarray(a.astype(dtype)) for a in (Y, U, bU, W, bW))
+    out = stochastic_xp.mlp_xp(xp, activation, *args)
+    assert type(out) is type(asarray(Y)) and str(out.dtype).endswith(np.dtype(dtype).name)
+    got = to_numpy(out).astype(np.float64)
+    if dtype == np.float64:
+        # the same sums of d and m products in another order: 1e-12 relative
+        np.testing.assert_allclose(got, ref, rtol=0, atol=1e-12 * np.abs(ref).max())
+        return
+    # float32, to first order in eps: H = U y + b_U carries (d + 2) eps (|U| |y| + |b_U|)
+    # (inputs rounded, d products summed), which the activation (Lipschitz <= 1.13: erf's
+    # 2/sqrt(pi)) passes on; the sum over the m hidden units against W adds (m + 2) eps
+    # |sigma(H)| |W|, the scale 1/sqrt(m) and b_W two eps of the result
+    UT, WT = np.swapaxes(U, -1, -2), np.swapaxes(np.abs(W), -1, -2)
+    H_abs = np.abs(Y) @ np.abs(UT) + np.abs(bU)[:, None, :]
+    sigma_abs = np.abs(_activation(activation, Y @ UT + bU[:, None, :]))
+    bound = EPS32 * ((m + 2) * (sigma_abs @ WT) + 1.13 * (d + 2) * (H_abs @ WT)) / np.sqrt(m)
+    bound += 2 * EPS32 * (np.abs(ref) + np.abs(bW)[:, None, :])
+    assert np.all(np.abs(got - ref) <= bound), np.max(np.abs(got - ref) / bound)
+
+
+def _given_weights(noise: MLPNoise, paths: int, d: int, layers: int) -> list:
+    """Weights of ``layers`` layers, drawn once by numpy, for both paths to use."""
+    rng = np.random.default_rng(11)
+    return [_mlp._draw_weights(noise, paths, d, rng) for _ in range(layers)]
+
+
+def test_simulate_with_given_weights_matches_numpy(lib, monkeypatch):
+    asarray, to_numpy, _ = lib
+    paths, N, d, L = 2, 5, 3, 4
+    noise = MLPNoise("silu", width=24, sigma_U=0.2, sigma_W=0.1)
+    rng = np.random.default_rng(3)
+    model = StochasticTransformer(noise, Q=rng.standard_normal((d, d)), V=0.8 * np.eye(d))
+    X0 = _sphere((N, d), 4)
+    layers = _given_weights(noise, paths, d, L)
+    numpy_draws, xp_draws = iter(layers), iter(layers)
+    monkeypatch.setattr(_mlp, "_draw_weights", lambda *args: next(numpy_draws))
+    monkeypatch.setattr(
+        stochastic_xp,
+        "draw_weights_xp",
+        lambda xp, noise, paths, d, normal, dtype: tuple(asarray(w) for w in next(xp_draws)),
+    )
+    ref = simulate(model, X0, T=0.8, L=L, n_paths=paths, rng=0)
+    out = simulate(model, asarray(X0), T=0.8, L=L, n_paths=paths, rng=0)
+    np.testing.assert_array_equal(out.times, ref.times)
+    # every layer agrees to round-off (1e-15); the attention and MLP sub-layers, Lipschitz of
+    # order one at this step (h = 0.2), and the normalisation carry it over 4 layers
+    np.testing.assert_allclose(to_numpy(out.X), ref.X, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize(("activation", "sigma_U", "sigma_W"), [("relu", 0.5, 0.3), ("erf", 0, 0)])
+def test_device_draws_have_the_kernel_covariance(lib, activation, sigma_U, sigma_W):
+    asarray, to_numpy, _ = lib
+    P, d = 4000, 3
+    noise = MLPNoise(activation, width=16, sigma_U=sigma_U, sigma_W=sigma_W)
+    x, y = _sphere((2, d), 5)
+    Y = np.broadcast_to(np.stack([x, y]), (P, 2, d)).copy()
+    G = to_numpy(noise.sample(asarray(Y), rng=7))  # one MLP per path, drawn on the device
+    assert G.shape == (P, 2, d)
+    # Cov(G(u), G(v)) = kappa(<u, v>) I_d at every width: each estimate is a mean over the P
+    # independent paths, checked within 5 standard errors computed from the samples (a
+    # two-sided normal tail of 6e-7 per check)
+    for u, v in ((0, 0), (0, 1), (1, 1)):
+        samples = np.mean(G[:, u] * G[:, v], axis=1)  # the d coordinates' mean, per path
+        se = samples.std(ddof=1) / np.sqrt(P)
+        want = float(noise.kappa(float(Y[0, u] @ Y[0, v]), d=d))
+        assert abs(samples.mean() - want) <= 5 * se, (u, v, samples.mean(), want, se)
+    for samples in (G[:, 0, 0] * G[:, 1, 1], G[:, 0, 0], G[:, 1, 2]):  # centred, uncorrelated
+        assert abs(samples.mean()) <= 5 * samples.std(ddof=1) / np.sqrt(P)
+
+
+def test_simulate_seeds_type_device_and_dtype(lib):
+    asarray, to_numpy, _ = lib
+    model = StochasticTransformer(MLPNoise("tanh", width=8, sigma_W=0.1), V=0.5 * np.eye(3))
+    X0 = asarray(_sphere((4, 3), 6))
+    before = to_numpy(X0).copy()
+    run = dict(T=1.0, L=6, n_paths=3, save_every=4)
+    a = simulate(model, X0, rng=1, **run)
+    b = simulate(model, X0, rng=1, **run)
+    c = simulate(model, X0, rng=2, **run)
+    assert type(a.X) is type(X0) and device(a.X) == device(X0)
+    assert tuple(a.X.shape) == (3, 3, 4, 3) and a.times.tolist() == [0.0, 4 / 6, 1.0]
+    assert str(a.X.dtype).endswith("float64") and isinstance(a.times, np.ndarray)
+    np.testing.assert_array_equal(to_numpy(a.X), to_numpy(b.X))  # the same seed: the same run
+    assert not np.allclose(to_numpy(a.X)[:, -1], to_numpy(c.X)[:, -1])
+    np.testing.assert_array_equal(to_numpy(a.X)[:, 0], np.broadcast_to(before, (3, 4, 3)))
+    np.testing.assert_allclose(np.linalg.norm(to_numpy(a.X), axis=-1), 1.0, atol=1e-14)
+    np.testing.assert_array_equal(to_numpy(X0), before)  # nothing passed in is modified
+
+
+def test_simulate_and_sample_keep_float32(lib):
+    asarray, to_numpy, _ = lib
+    model = StochasticTransformer(MLPNoise("tanh", width=8, sigma_W=0.1), V=0.5 * np.eye(3))
+    X32 = asarray(_sphere((4, 3), 6).astype(np.float32))
+    r32 = simulate(model, X32, T=1.0, L=6, n_paths=3, rng=1, dtype="float32")
+    assert type(r32.X) is type(X32) and str(r32.X.dtype).endswith("float32")
+    # float32 unit rows: within a few float32 round-offs of the sphere
+    np.testing.assert_allclose(np.linalg.norm(to_numpy(r32.X), axis=-1), 1.0, atol=4 * EPS32)
+    g32 = MLPNoise(width=8).sample(X32, rng=0)
+    assert type(g32) is type(X32) and str(g32.dtype).endswith("float32") and g32.shape == (4, 3)
+
+
+def test_simulate_takes_a_torch_generator():
+    asarray, to_numpy, _ = _library("torch")
+    import torch
+
+    model = StochasticTransformer(MLPNoise("relu", width=8))
+    X0 = asarray(_sphere((3, 2), 8))
+    a = simulate(model, X0, T=1.0, L=3, rng=torch.Generator().manual_seed(5))
+    b = simulate(model, X0, T=1.0, L=3, rng=torch.Generator().manual_seed(5))
+    np.testing.assert_array_equal(to_numpy(a.X), to_numpy(b.X))
+
+
+def test_stochastic_refusals_name_the_argument(lib):
+    asarray, _, _ = lib
+    X0 = _sphere((4, 3), 9)
+    exact = StochasticTransformer(MLPNoise("erf", width=None))
+    fix = r"np\.asarray\(X0\).*MLPNoise\(width=m\)"
+    with pytest.raises(
+        TypeError, match=r"`X0` is a .*simulate with MLPNoise\(width=None\).*" + fix
+    ):
+        simulate(exact, asarray(X0), T=1.0, L=2)
+    with pytest.raises(TypeError, match=r"`X0` is a .*simulate_sde samples.*" + fix):
+        simulate_sde(exact, asarray(X0), T=1.0, L=2)
+    with pytest.raises(TypeError, match=r"`Y` is a .*np\.asarray\(Y\)"):
+        MLPNoise(width=None).sample(asarray(X0))
+    with pytest.raises(ValueError, match="`X0` must lie on the unit sphere"):
+        simulate(StochasticTransformer(), asarray(2 * X0), T=1.0, L=2)
+    with pytest.raises(TypeError, match="`rng` must be an integer seed"):
+        simulate(StochasticTransformer(), asarray(X0), T=1.0, L=2, rng="seed")
+    # entries of 1e200: their squared norm overflows, reported by name, never a silent NaN
+    loud = StochasticTransformer(MLPNoise("relu", width=4, sigma_W=1e200))
+    with pytest.raises(FloatingPointError, match=r"non-finite or zero at layer 1 \(MLP\)"):
+        simulate(loud, asarray(X0), T=1.0, L=2, rng=0)

@@ -29,6 +29,7 @@ Examples
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -36,6 +37,8 @@ import numpy as np
 
 __all__ = [
     "device",
+    "device_normal",
+    "erf",
     "float_dtype",
     "has_float64",
     "is_numpy",
@@ -185,3 +188,101 @@ def to_namespace(xp: ModuleType, a: Any, like: Any, dtype: Any) -> Any:
         a = np.array(a, dtype=np.float64)  # a writable copy (torch warns on read-only)
         return xp.asarray(a, dtype=dtype, device=device(like))
     return xp.astype(a, dtype)
+
+
+def device_normal(xp: ModuleType, like: Any, rng: object) -> Callable[[tuple[int, ...], Any], Any]:
+    """``normal(shape, dtype)``: standard normal draws made by the library of ``xp`` on the
+    device of ``like`` (no draw in numpy and transfer), from one generator seeded once by
+    ``rng``.
+
+    torch: a ``torch.Generator`` on that device (``rng`` may be one, used as it is); JAX: a
+    ``jax.random`` key on that device, split at each draw; CuPy: ``cupy.random.default_rng``
+    made on that device. Any other namespace (array-api-strict, numpy-backed) draws with numpy's
+    Generator on the host and converts with ``xp.asarray``: a host draw, acceptable only there.
+    Every other ``rng`` (an integer seed, a ``SeedSequence``, a numpy Generator or ``None``)
+    gives one seed, ``np.random.default_rng(rng).integers(2**63)``, to the library's generator:
+    the same ``rng`` repeats the draws on the same library and device; they differ from numpy's.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import array_api_strict as xp  # doctest: +SKIP
+    >>> normal = device_normal(xp, xp.zeros(1), 0)  # doctest: +SKIP
+    >>> normal((2, 3), xp.float64).shape  # doctest: +SKIP
+    (2, 3)
+    """
+    lib, dev = library(xp), device(like)
+    if lib == "torch":
+        import torch
+
+        if isinstance(rng, torch.Generator):
+            if torch.device(rng.device).type != torch.device(dev).type:
+                raise ValueError(
+                    f"`rng` is a torch.Generator on {rng.device}, the tokens are on {dev}; "
+                    f"pass torch.Generator(device='{dev}') or an integer seed."
+                )
+            gen = rng
+        else:
+            gen = torch.Generator(device=dev)
+            gen.manual_seed(_seed(rng))
+        return lambda shape, dtype: torch.randn(shape, generator=gen, dtype=dtype, device=dev)
+    seed = _seed(rng)
+    if lib == "jax":
+        import jax
+
+        # two 32-bit words: a 64-bit seed is cut to its low word when x64 is off
+        key = jax.random.fold_in(jax.random.key(seed & 0xFFFFFFFF), seed >> 32)
+        state = [jax.device_put(key, dev)]
+
+        def jax_normal(shape: tuple[int, ...], dtype: Any) -> Any:
+            state[0], sub = jax.random.split(state[0])
+            return jax.random.normal(sub, shape, dtype)
+
+        return jax_normal
+    if lib == "cupy":  # pragma: no cover - needs a CUDA device
+        import cupy
+
+        with dev:
+            cgen = cupy.random.default_rng(seed)
+
+        def cupy_normal(shape: tuple[int, ...], dtype: Any) -> Any:
+            with dev:
+                return cgen.standard_normal(shape, dtype=dtype)
+
+        return cupy_normal
+    host = np.random.default_rng(seed)
+    return lambda shape, dtype: xp.asarray(host.standard_normal(shape), dtype=dtype, device=dev)
+
+
+def _seed(rng: Any) -> int:
+    """One seed in ``[0, 2**63)`` drawn from ``rng`` (a seed, a SeedSequence, a Generator or
+    ``None``)."""
+    try:
+        gen = np.random.default_rng(rng)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(
+            "`rng` must be an integer seed, a numpy Generator, None, or for torch tensors a "
+            f"torch.Generator on their device; got {type(rng).__name__}."
+        ) from exc
+    return int(gen.integers(2**63))
+
+
+def erf(xp: ModuleType, x: Any) -> Any:
+    """The error function of an array of ``xp`` (not in the array API standard): torch's,
+    JAX's, CuPy's; other namespaces (array-api-strict) through SciPy on the host."""
+    lib = library(xp)
+    if lib == "torch":
+        import torch
+
+        return torch.special.erf(x)
+    if lib == "jax":
+        import jax.scipy.special
+
+        return jax.scipy.special.erf(x)
+    if lib == "cupy":  # pragma: no cover - needs a CUDA device
+        import cupyx.scipy.special
+
+        return cupyx.scipy.special.erf(x)
+    from scipy import special
+
+    return xp.asarray(special.erf(np.asarray(x)), device=device(x))

@@ -15,6 +15,7 @@ import numpy as np
 from scipy import special
 
 from .. import attention as _attention
+from .._backend import is_numpy
 from .._typing import ArrayLike, SeedLike
 from .._validation import (
     as_real_array,
@@ -162,14 +163,28 @@ class MLPNoise:
         Parameters
         ----------
         Y : (n, d) or (paths, n, d) array_like
-            Points on the unit sphere; with a paths axis, one independent draw per path.
+            Points on the unit sphere; with a paths axis, one independent draw per path. With a
+            finite width, also an array of torch, JAX, CuPy or another array-API library: the
+            weights are then drawn by that library on its device and ``G`` is computed there,
+            in the dtype of `Y` (seeds as in :func:`simulate`).
         rng : Generator, int or None
+            (or a ``torch.Generator`` for torch tensors)
 
         Returns
         -------
-        ndarray
+        ndarray (or the array type of `Y`)
             ``G(y_i)``, same shape as `Y`.
+
+        Raises
+        ------
+        TypeError
+            If `Y` is not a numpy array and the width is infinite (the exact sampler of the
+            Gaussian field runs on numpy).
         """
+        if not is_numpy(Y):  # torch, JAX, ...: drawn and evaluated on the array's device
+            from ._array_api import sample_xp
+
+            return sample_xp(self, Y, rng)
         arr = np.asarray(Y, dtype=np.float64)
         pts = _as_initial(arr, arr.shape[0] if arr.ndim == 3 else 1)
         G = _draw_field(self, pts, as_rng(rng))

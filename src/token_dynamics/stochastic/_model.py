@@ -20,6 +20,7 @@ import numpy as np
 from numpy.typing import DTypeLike
 
 from .. import attention as _attention
+from .._backend import is_numpy
 from .._typing import ArrayLike, SeedLike
 from .._validation import (
     as_dtype,
@@ -172,11 +173,16 @@ def _normalise(Z: np.ndarray, what: str) -> np.ndarray:
     with np.errstate(over="ignore", invalid="ignore"):
         norms = np.linalg.norm(Z, axis=-1, keepdims=True)
     if not np.all(np.isfinite(norms)) or np.any(norms < MIN_NORM):
-        raise FloatingPointError(
-            f"the tokens became non-finite or zero at {what}; increase the number of layers "
-            "`L` (a smaller step) or lower the noise (the biases)."
-        )
+        raise _collapse(what)
     return Z / norms
+
+
+def _collapse(what: str) -> FloatingPointError:
+    """The error of a token become non-finite or zero at ``what`` (both array paths)."""
+    return FloatingPointError(
+        f"the tokens became non-finite or zero at {what}; increase the number of layers "
+        "`L` (a smaller step) or lower the noise (the biases)."
+    )
 
 
 def _attention_step(X, h, A, V, off: bool, what: str) -> np.ndarray:
@@ -255,7 +261,9 @@ def simulate(
     ----------
     model : StochasticTransformer
     X0 : (N, d) or (n_paths, N, d) array_like
-        Initial tokens on the unit sphere, ``d >= 2``.
+        Initial tokens on the unit sphere, ``d >= 2``. With a finite width, also an array of
+        torch, JAX, CuPy or another array-API library: every layer then runs in that library
+        and on the array's device, and ``X`` comes back as such an array (see Notes).
     T : float
         Final depth (time).
     L : int
@@ -263,6 +271,8 @@ def simulate(
     n_paths : int
         Independent paths, simulated together.
     rng : Generator, int or None
+        On other libraries' arrays, also a ``torch.Generator`` on the tokens' device for torch
+        tensors (see Notes).
     save_every : int
         Keep every ``save_every``-th layer (the last one always).
     progress : bool
@@ -277,17 +287,31 @@ def simulate(
     Returns
     -------
     StochasticResult
-        ``X`` of shape ``(n_paths, K, N, d)``, in ``dtype``.
+        ``X`` of shape ``(n_paths, K, N, d)``, in ``dtype`` (the array type and device of
+        `X0`; ``times`` stays a numpy array).
 
     Raises
     ------
     TypeError
-        If `model` is not a :class:`StochasticTransformer`.
+        If `model` is not a :class:`StochasticTransformer`, or `X0` is not a numpy array and
+        the width is infinite (``MLPNoise(width=None)``: its exact sampler needs numpy).
     ValueError
         Bad shapes, tokens off the sphere, ``d < 2``, ``L < 1``, a `dtype` other than float64
         or float32.
     FloatingPointError
         If a token becomes non-finite or zero (never a silent NaN).
+
+    Notes
+    -----
+    On arrays of torch, JAX, CuPy or array-api-strict (finite width), the weights ``U``,
+    ``b_U``, ``W``, ``b_W`` of every layer are drawn by that library on the tokens' device, in
+    ``dtype``: one generator seeded once from `rng` (an integer seed, a numpy Generator or
+    ``None`` gives one seed, ``np.random.default_rng(rng).integers(2**63)``; a
+    ``torch.Generator`` is used as it is) draws for the whole batch of paths. The same `rng`
+    repeats a run for the same ``n_paths``, library, device and dtype; the draws differ from
+    numpy's for the same seed (the law is the same). array-api-strict, which has no generator,
+    draws with numpy on the host. One value per layer (the check of the norms) is read back to
+    the host.
 
     References
     ----------
@@ -307,6 +331,10 @@ def simulate(
     if not isinstance(model, StochasticTransformer):
         raise TypeError(f"`model` must be a StochasticTransformer; got {type(model).__name__}.")
     dtype = as_dtype(dtype)
+    if not is_numpy(X0):  # torch, JAX, ... (``_backend``): the layers in the caller's library
+        from ._array_api import simulate_xp
+
+        return simulate_xp(model, X0, T, L, n_paths, rng, save_every, progress, dtype)
     T, L, X, keep, rng = _common_args(X0, T, L, n_paths, save_every, rng)
     X = X.astype(dtype, copy=False)
     d = X.shape[-1]

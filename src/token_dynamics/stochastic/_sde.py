@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._backend import is_numpy
 from .._typing import ArrayLike, SeedLike
+from ._array_api import gaussian_field_refusal
 from ._kernels import _interpolant
 from ._mlp import _gaussian_field
 from ._model import (
@@ -109,7 +111,8 @@ def simulate_sde(
     ------
 
     TypeError
-        If `model` is not a :class:`StochasticTransformer`.
+        If `model` is not a :class:`StochasticTransformer`, or `X0` is not a numpy array (the
+        exact sampler of the Gaussian field runs on numpy; pass ``np.asarray(X0)``).
     ValueError
         If `method` is unknown, `T` is not positive, `L`, `n_paths` or `save_every` is not a
         positive integer, or `X0` is not a cloud of unit vectors of dimension ``d >= 2``.
@@ -133,6 +136,8 @@ def simulate_sde(
         raise TypeError(f"`model` must be a StochasticTransformer; got {type(model).__name__}.")
     if method not in SDE_METHODS:
         raise ValueError(f"`method` must be one of {SDE_METHODS}; got {method!r}.")
+    if not is_numpy(X0):
+        raise gaussian_field_refusal(X0, "X0", "simulate_sde samples")
     T, L, X, keep, rng = _common_args(X0, T, L, n_paths, save_every, rng)
     d = X.shape[-1]
     A, V = model.matrices(d)
