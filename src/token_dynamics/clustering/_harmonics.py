@@ -141,6 +141,8 @@ def uniform_growth_rates(beta: float, d: int, max_degree: int) -> FloatArray:
     Returns
     -------
     ndarray, shape (max_degree + 1,)
+        0 at degrees whose :math:`\lambda_\ell` is below the float64 range (as in
+        :func:`funk_hecke_eigenvalues`), although the exact rate is positive.
 
     Raises
     ------
