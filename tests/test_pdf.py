@@ -35,7 +35,11 @@ HTML = ROOT / "_build" / "html"
 book_pdf = load_tool("book_pdf")
 # statement kinds whose titles are sampled, as sphinx-proof prints them ("Theorem 3.2 (Title)")
 SAMPLED_KINDS = ("theorem", "proposition", "lemma", "corollary")
-STATEMENT = re.compile(r"^`{3,4}\{prf:(" + "|".join(SAMPLED_KINDS) + r")\} *(.+)$", re.MULTILINE)
+# the number sphinx-proof gives a statement in a numbered chapter, without white space
+NUMBER = r"\d+\.\d+"
+STATEMENT = re.compile(
+    r"^`{3,4}\{prf:(" + "|".join(SAMPLED_KINDS) + r")\} *(.+)\n((?::\w+:.*\n)*)", re.MULTILINE
+)
 
 
 def pdf_text(path: Path) -> str:
@@ -126,13 +130,16 @@ def chapter_titles() -> list[str]:
     ]
 
 
-def statement_titles() -> list[tuple[str, str]]:
-    """``(Kind, title)`` of every sampled statement whose title is plain text (no maths)."""
+def statement_titles() -> list[tuple[str, str, bool]]:
+    """``(Kind, title, numbered)`` of every sampled statement whose title is plain text (no
+    maths); ``numbered`` is false for a statement with ``:nonumber:`` among its options (one
+    outside the numbered parts, which the site prints as "Proposition (Title)")."""
     found = []
     for page in sorted((ROOT / "book").rglob("*.md")):
-        for kind, title in STATEMENT.findall(page.read_text(encoding="utf-8")):
+        for match in STATEMENT.finditer(page.read_text(encoding="utf-8")):
+            kind, title, options = match.groups()
             if not re.search(r"[$\\{`]", title):
-                found.append((kind.capitalize(), title.strip()))
+                found.append((kind.capitalize(), title.strip(), ":nonumber:" not in options))
     return found
 
 
@@ -306,8 +313,8 @@ def test_chapter_titles_and_numbered_statements(book):
     flat = squeeze(book.text)
     missing = [
         f"{kind} ({title})"
-        for kind, title in statements
-        if not re.search(rf"{kind}\d+\.\d+\({re.escape(squeeze(title))}\)", flat)
+        for kind, title, numbered in statements
+        if not re.search(kind + NUMBER * numbered + rf"\({re.escape(squeeze(title))}\)", flat)
     ]
     assert not missing, f"statements without their number in the PDF: {missing}"
 

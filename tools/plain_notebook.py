@@ -196,7 +196,8 @@ class _Converter:
             return f"*Proof.* {body} $\\square$\n"
         if name.startswith("prf:"):
             label = options.get("label")
-            heading = self.resolve("prf:ref", label, None) if label else name[4:].capitalize()
+            numbered = label and "nonumber" not in options  # else its kind alone, as on the site
+            heading = self.resolve("prf:ref", label, None) if numbered else name[4:].capitalize()
             return f"**{_sentence(heading + (f' ({arg})' if arg else ''))}** {body}\n"
         if name == "glue:figure":
             if arg not in self.glued:
