@@ -7,6 +7,7 @@ PyPI's default index) and is reported as skipped, with the reason, otherwise.
 
 from __future__ import annotations
 
+import gc
 import itertools
 from dataclasses import dataclass
 
@@ -17,7 +18,7 @@ import numpy as np
 import pytest
 
 from token_dynamics import integrate
-from token_dynamics._backend import device, has_float64, is_numpy, to_numpy
+from token_dynamics._backend import all_finite, device, has_float64, is_numpy, to_numpy
 from token_dynamics.attention import (
     L2,
     AttentionField,
@@ -40,6 +41,7 @@ from token_dynamics.attention._array_api import (
     query_blocks,
     softmax_velocity,
 )
+from token_dynamics.attention._base import _DEVICE_COPIES, xp_parameter
 from token_dynamics.diagnostics import interaction_energy
 from token_dynamics.stochastic import MLPNoise, StochasticTransformer, _mlp, simulate, simulate_sde
 from token_dynamics.stochastic import _array_api as stochastic_xp
@@ -117,6 +119,47 @@ def test_parameters_and_weights_may_be_arrays_of_the_library(lib):
     out = Softmax(A_, V_, beta=1.3).velocity(asarray(X), weights=asarray(w))
     # the parameters are read once into float64 numpy arrays: the float64 comparison above
     np.testing.assert_allclose(to_numpy(out), ref, rtol=0, atol=1e-12 * np.abs(ref).max())
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_all_finite_tells_an_overflowing_sum_from_a_non_finite_entry(lib, dtype):
+    asarray, _, xp = lib
+    big = np.full((3, 2), np.finfo(dtype).max, dtype=dtype)  # finite entries, an infinite sum
+    assert all_finite(xp, asarray(big)) and all_finite(xp, asarray(big[:1]), asarray(big))
+    for bad in (np.nan, np.inf, -np.inf):
+        tokens = np.ones((3, 2), dtype=dtype)
+        tokens[2, 1] = bad
+        assert not all_finite(xp, asarray(tokens))
+        assert not all_finite(xp, asarray(big), asarray(tokens))  # after a sum that overflowed
+    # inf and -inf whose sum is NaN, and an entry that is inf among huge ones
+    assert not all_finite(xp, asarray(np.array([np.inf, -np.inf], dtype=dtype)))
+    assert not all_finite(xp, asarray(np.array([np.finfo(dtype).max, np.inf], dtype=dtype)))
+
+
+def test_constant_parameters_are_copied_to_the_device_once(lib):
+    asarray, to_numpy, xp = lib
+    X, A, V, _ = _problem(n=16, d=4)
+    field = Softmax(A, V)
+    X64 = asarray(X)
+    X32 = xp.astype(X64, xp.float32)
+    first = xp_parameter(xp, field.A, "A", 0.0, (4, 4), X64)
+    assert xp_parameter(xp, field.A, "A", 0.0, (4, 4), X64) is first  # the same copy again
+    other = xp_parameter(xp, field.A, "A", 0.0, (4, 4), X32)  # another dtype: its own copy
+    assert other is not first and other.dtype == xp.float32
+    np.testing.assert_array_equal(to_numpy(first), A)
+    # a field's velocity in one dtype, then in the other, then with a time-dependent V
+    np.testing.assert_allclose(to_numpy(field.velocity(X32)), field.velocity(X), rtol=0, atol=1e-5)
+    np.testing.assert_allclose(to_numpy(field.velocity(X64)), field.velocity(X), atol=1e-13)
+    moving = Softmax(A, lambda t: (1 + t) * V)
+    np.testing.assert_allclose(
+        to_numpy(moving.velocity(X64, 1.0)), moving.velocity(X, 1.0), rtol=0, atol=1e-13
+    )
+    # the copies leave with their parameter
+    keys = {key for key in _DEVICE_COPIES if key[0] == id(field.A)}
+    assert len(keys) == 2
+    del field, first, other
+    gc.collect()
+    assert not keys & set(_DEVICE_COPIES)
 
 
 @pytest.mark.parametrize("beta", [1.3, -0.7])
@@ -530,6 +573,15 @@ def test_variant_scores_beyond_the_float_range_are_named(lib, name):
         X[:, 0] = case.X[:, 0]  # the positions stay in [0, 1]
     with pytest.raises(FloatingPointError, match="left the float range"):
         case.field.velocity(asarray(X))
+
+
+def test_a_row_of_overflowed_scores_is_named_not_returned_as_zeros(lib):
+    # every score of each row is below -3.4e38, -inf in float32: torch's fused kernel returns
+    # such a row as zeros (a finite, wrong velocity), which the range of the scores catches
+    asarray, _, xp = lib
+    X = xp.astype(asarray(np.array([[1e20, 0.0], [2e20, 0.0]])), xp.float32)
+    with pytest.raises(FloatingPointError, match="softmax attention velocity left the float"):
+        Softmax(-np.eye(2), np.eye(2)).velocity(X)
 
 
 @pytest.mark.parametrize("name", ["sinkhorn", "sinkhorn_sym"])

@@ -45,7 +45,7 @@ import numpy as np
 from numpy.typing import DTypeLike
 from scipy.integrate import solve_ivp
 
-from ._backend import is_numpy, namespace
+from ._backend import all_finite, is_numpy, namespace
 from ._guards import progress_bar
 from ._richardson import refine
 from ._typing import ArrayLike, FloatArray
@@ -454,7 +454,7 @@ def _integrate_xp(field, X0, times, method, dt, geometry, dtype, progress):
             f"`X0` must be a non-empty array of shape (n, d); got shape {tuple(X0.shape)}."
         )
     X = xp.astype(X0, xp.float32 if dtype == np.float32 else xp.float64)
-    if not bool(xp.all(xp.isfinite(X))):
+    if not all_finite(xp, X):
         raise ValueError("`X0` must be finite; remove the NaN or inf entries.")
     sphere = geometry == "sphere"
 
@@ -495,7 +495,7 @@ def _integrate_xp(field, X0, times, method, dt, geometry, dtype, progress):
         for s in range(m):
             t = float(times[k] + s * h)
             X = step(t, X, h)
-            if not bool(xp.all(xp.isfinite(X))):
+            if not all_finite(xp, X):
                 raise _blow_up(t + h, method)
         states.append(X)
     return Trajectory(times, xp.stack(states), method, geometry, int(sum(substeps)))

@@ -35,6 +35,7 @@ __all__ = [
     "run",
     "scores_in_range",
     "sigmoid_velocity",
+    "softmax_field",
     "softmax_velocity",
 ]
 
@@ -90,15 +91,35 @@ def softmax_velocity(
     """
     lib = library(xp)
     if lib == "jax":  # compiled once per shape: eager JAX dispatches each operation alone
-        # jax.nn.dot_product_attention takes the softmax in float32, and on the CPU it ran
-        # 2.7-6x the time of the jitted formula (benchmarks/README.md): on accelerators only
-        fused = fast and log_w is None and F.dtype != xp.float64 and _platform(F) != "cpu"
-        return _jax_jitted(fused)(F, K, R, log_w)
+        return _jax_jitted(fast and _jax_fused(xp, F, log_w))(F, K, R, log_w)
     # torch's fused CPU kernel is exact in float64 too (1.6e-15 from numpy, measured); on a GPU
     # its float64 fallback forms the whole score matrix (68 GiB at n = 65,536): blocks instead
     if fast and log_w is None and lib == "torch" and (F.dtype != xp.float64 or _on_cpu(F)):
         return _torch_sdpa(F, K, R)
     return generic_softmax_velocity(xp, F, K, R, log_w)
+
+
+def softmax_field(
+    xp: ModuleType, Y: Any, X: Any, A: Any, V: Any, beta: float, log_w: Any | None
+) -> tuple[Any, Any]:
+    r"""The softmax attention velocity at the queries ``Y`` of the keys ``X``, with queries
+    :math:`\beta Y A^\top` and values :math:`X V^\top` (``softmax_velocity``), and whether its
+    scores stayed in the float range (``scores_in_range``, a 0-d boolean array). Under JAX the
+    products, the attention and the range check are compiled as one function (eager, the
+    products and the check cost more than the attention itself at n = 1024, float32)."""
+    if library(xp) == "jax":
+        return _jax_field(_jax_fused(xp, Y, log_w))(Y, X, A, V, beta, log_w)
+    F, R = _queries_values(xp, Y, X, A, V, beta)
+    return softmax_velocity(xp, F, X, R, log_w), scores_in_range(xp, F, X)
+
+
+def _queries_values(xp: ModuleType, Y: Any, X: Any, A: Any, V: Any, beta: float) -> tuple[Any, Any]:
+    """The queries :math:`\beta Y A^\top` and the values :math:`X V^\top` (the operator ``@``:
+    the namespaces' ``matmul`` checks type promotion, which costs more than a small product)."""
+    F = Y @ xp.matrix_transpose(A)
+    if not (isinstance(beta, float) and beta == 1.0):  # under jax.jit beta is traced
+        F = F * beta
+    return F, X @ xp.matrix_transpose(V)
 
 
 def generic_softmax_velocity(xp: ModuleType, F: Any, K: Any, R: Any, log_w: Any | None) -> Any:
@@ -247,8 +268,8 @@ def scores_in_range(xp: ModuleType, F: Any, K: Any, bias: Any | None = None) -> 
     divided by ``2**SCORE_HEADROOM`` (``_scale``). The array path does not rescale such scores
     as the numpy path does, and a score that overflows may come out as ``inf`` of either sign,
     which a sigmoid or a hardmax would turn into a finite, wrong weight."""
-    f = xp.sqrt(xp.max(xp.sum(F * F, axis=1)))
-    k = xp.sqrt(xp.max(xp.sum(K * K, axis=1)))
+    f = xp.max(xp.linalg.vector_norm(F, axis=1))
+    k = xp.max(xp.linalg.vector_norm(K, axis=1))
     reach = f * k if bias is None else f * k + xp.max(xp.abs(bias))
     return reach <= xp.finfo(F.dtype).max / 2.0**SCORE_HEADROOM
 
@@ -278,19 +299,43 @@ def _platform(a: Any) -> str:
     return str(next(iter(a.devices())).platform)
 
 
+def _jax_fused(xp: ModuleType, F: Any, log_w: Any | None) -> bool:
+    """Whether JAX's fused attention computes the softmax velocity of the queries ``F``:
+    uniform weights, below float64, off the CPU. ``jax.nn.dot_product_attention`` takes the
+    softmax in float32, and on the CPU it ran 2.7-6x the time of the jitted formula
+    (benchmarks/README.md)."""
+    return log_w is None and F.dtype != xp.float64 and _platform(F) != "cpu"
+
+
+def _jax_velocity(fused: bool, F: Any, K: Any, R: Any, log_w: Any | None) -> Any:
+    """The softmax velocity in ``jax.numpy``: the fused kernel (``fused``) or the formula."""
+    import jax.numpy as jnp
+
+    if fused:
+        return _jax_attention(F, K, R)
+    return generic_softmax_velocity(jnp, F, K, R, log_w)
+
+
 @functools.cache
 def _jax_jitted(fused: bool) -> Any:
-    """``jax.jit`` of the fused kernel (``fused``) or of the generic formula in ``jax.numpy``
-    (measured: eager, 2-6x the time of ``jax.jit`` of the same expression at n = 1024-4096)."""
+    """``jax.jit`` of ``_jax_velocity`` (measured: eager, 2-6x the time of ``jax.jit`` of the
+    same expression at n = 1024-4096)."""
+    import jax
+
+    return jax.jit(functools.partial(_jax_velocity, fused))
+
+
+@functools.cache
+def _jax_field(fused: bool) -> Any:
+    """``jax.jit`` of ``softmax_field``'s computation in ``jax.numpy``."""
     import jax
     import jax.numpy as jnp
 
-    def velocity(F: Any, K: Any, R: Any, log_w: Any | None) -> Any:
-        if fused:
-            return _jax_attention(F, K, R)
-        return generic_softmax_velocity(jnp, F, K, R, log_w)
+    def field(Y: Any, X: Any, A: Any, V: Any, beta: Any, log_w: Any | None) -> Any:
+        F, R = _queries_values(jnp, Y, X, A, V, beta)
+        return _jax_velocity(fused, F, X, R, log_w), scores_in_range(jnp, F, X)
 
-    return jax.jit(velocity)
+    return jax.jit(field)
 
 
 def _jax_attention(F: Any, K: Any, R: Any) -> Any:

@@ -8,6 +8,7 @@ from typing import Any, ClassVar, Self
 
 import numpy as np
 
+from .._backend import all_finite
 from .._guards import float_guard
 from .._typing import ParameterLike
 from .._validation import check_positive, check_real
@@ -17,7 +18,7 @@ from ._array_api import (
     run,
     scores_in_range,
     sigmoid_velocity,
-    softmax_velocity,
+    softmax_field,
 )
 from ._base import (
     AttentionField,
@@ -140,20 +141,17 @@ class _Exponential(_Bilinear):
 
     def _velocity_xp(self, xp, Y, X, t, w):
         A, V = self._params_xp(xp, t, X)
+        if self._normalised:
+            # the max-shifted softmax cannot overflow, but a score itself can (tokens of norm
+            # ~1e155): checked with the result
+            out, in_range = softmax_field(
+                xp, Y, X, A, V, self.beta, None if w is None else xp.log(w)
+            )
+            return finite_result(xp, out, "the softmax attention velocity", in_range=in_range)
         F = xp.matmul(Y, xp.matrix_transpose(A))
         if self.beta != 1.0:
             F = F * self.beta
         R = xp.matmul(X, xp.matrix_transpose(V))
-        if self._normalised:
-            # the max-shifted softmax cannot overflow, but a score itself can (tokens of norm
-            # ~1e155): checked with the result, in one transfer to the host
-            out = softmax_velocity(xp, F, X, R, None if w is None else xp.log(w))
-            return finite_result(
-                xp,
-                out,
-                "the softmax attention velocity",
-                in_range=run(xp, scores_in_range, F, X),
-            )
         R = R / X.shape[0] if w is None else w[:, None] * R
         out = run(xp, exp_velocity, F, X, R)
         return finite_result(
@@ -439,7 +437,7 @@ class Linear(_Bilinear):
             M2 = xp.matmul(xp.matrix_transpose(X), Xw)
             VM = xp.matmul(M2, xp.matrix_transpose(V))
             out = xp.matmul(xp.matmul(Y, xp.matrix_transpose(A)), VM)
-        if not bool(xp.all(xp.isfinite(out))):
+        if not all_finite(xp, out):
             raise FloatingPointError(
                 f"the linear attention velocity left the float range: {_LINEAR_FIX}."
             )

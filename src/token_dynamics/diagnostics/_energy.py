@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from scipy.special import logsumexp
 
-from .._backend import float_dtype, is_numpy, namespace, to_namespace
+from .._backend import all_finite, float_dtype, is_numpy, namespace, to_namespace
 from .._guards import float_guard
 from .._linalg import LOG_FLOAT_MAX, row_blocks
 from .._typing import ArrayLike
@@ -109,7 +109,7 @@ def _log_sum_xp(X: Any, beta: float, weights: object, A: object) -> float:
         )
     dt = float_dtype(xp, X)
     Xc = xp.astype(X, dt)
-    if not bool(xp.all(xp.isfinite(Xc))):
+    if not all_finite(xp, Xc):
         raise ValueError("`X` must be finite; remove the NaN or inf entries.")
     n, d = Xc.shape
     F = Xc if A is None else Xc @ to_namespace(xp, as_matrix(A, "A", shape=(d, d)), Xc, dt).T

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .._backend import device_normal, erf, float_dtype, namespace, to_namespace
+from .._backend import all_finite, device_normal, erf, float_dtype, namespace, to_namespace
 from .._validation import SPHERE_TOL, check_bool, check_int, check_positive
 from ..attention._array_api import BLOCK_ENTRIES, run, softmax_velocity
 
@@ -70,7 +70,7 @@ def as_initial_xp(xp: ModuleType, X0: Any, paths: int, dtype: Any, name: str = "
         SPHERE_TOL if dtype == xp.float64 else max(SPHERE_TOL, d * float(np.finfo(np.float32).eps))
     )
     dev = xp.abs(xp.linalg.vector_norm(X, axis=-1) - 1.0)
-    finite = bool(xp.all(xp.isfinite(X)))
+    finite = all_finite(xp, X)
     if not finite or not bool(xp.all(dev <= tol)):  # one or two transfers to the host
         if not finite:
             raise ValueError(f"`{name}` must be finite; remove the NaN or inf entries.")
