@@ -154,6 +154,11 @@ def test_constant_parameters_are_copied_to_the_device_once(lib):
     np.testing.assert_allclose(
         to_numpy(moving.velocity(X64, 1.0)), moving.velocity(X, 1.0), rtol=0, atol=1e-13
     )
+    # a writeable array is read at every call, as it may have changed in between
+    loose = A.copy()
+    xp_parameter(xp, loose, "A", 0.0, (4, 4), X64)
+    loose[0, 0] += 1.0
+    np.testing.assert_array_equal(to_numpy(xp_parameter(xp, loose, "A", 0.0, (4, 4), X64)), loose)
     # the copies leave with their parameter
     keys = {key for key in _DEVICE_COPIES if key[0] == id(field.A)}
     assert len(keys) == 2

@@ -31,6 +31,7 @@ __all__ = [
     "log_sum_exp_rows",
     "masked_softmax_velocity",
     "max_rows",
+    "queries_values",
     "query_blocks",
     "run",
     "scores_in_range",
@@ -109,11 +110,11 @@ def softmax_field(
     products and the check cost more than the attention itself at n = 1024, float32)."""
     if library(xp) == "jax":
         return _jax_field(_jax_fused(xp, Y, log_w))(Y, X, A, V, beta, log_w)
-    F, R = _queries_values(xp, Y, X, A, V, beta)
+    F, R = queries_values(xp, Y, X, A, V, beta)
     return softmax_velocity(xp, F, X, R, log_w), scores_in_range(xp, F, X)
 
 
-def _queries_values(xp: ModuleType, Y: Any, X: Any, A: Any, V: Any, beta: float) -> tuple[Any, Any]:
+def queries_values(xp: ModuleType, Y: Any, X: Any, A: Any, V: Any, beta: float) -> tuple[Any, Any]:
     """The queries :math:`\beta Y A^\top` and the values :math:`X V^\top` (the operator ``@``:
     the namespaces' ``matmul`` checks type promotion, which costs more than a small product)."""
     F = Y @ xp.matrix_transpose(A)
@@ -332,7 +333,7 @@ def _jax_field(fused: bool) -> Any:
     import jax.numpy as jnp
 
     def field(Y: Any, X: Any, A: Any, V: Any, beta: Any, log_w: Any | None) -> Any:
-        F, R = _queries_values(jnp, Y, X, A, V, beta)
+        F, R = queries_values(jnp, Y, X, A, V, beta)
         return _jax_velocity(fused, F, X, R, log_w), scores_in_range(jnp, F, X)
 
     return jax.jit(field)

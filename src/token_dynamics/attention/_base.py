@@ -370,7 +370,7 @@ def xp_parameter(xp: ModuleType, P: Parameter, name: str, t: float, shape: Any, 
     made once per library, device and dtype, and kept while the parameter lives (it is a
     read-only array of its field, ``init_parameter``): a copy to the device costs more than
     the attention itself at n = 1024 under JAX (about 0.3 ms, an array placed on a device)."""
-    if callable(P):
+    if callable(P) or P.flags.writeable:  # a writeable array may change between calls
         return to_namespace(xp, eval_parameter(P, name, t, shape), like, like.dtype)
     key = (id(P), library(xp), str(like.device), str(like.dtype), tuple(shape))
     copy = _DEVICE_COPIES.get(key)

@@ -15,6 +15,7 @@ from .._validation import check_positive, check_real
 from ._array_api import (
     exp_velocity,
     hardmax_velocity,
+    queries_values,
     run,
     scores_in_range,
     sigmoid_velocity,
@@ -148,10 +149,7 @@ class _Exponential(_Bilinear):
                 xp, Y, X, A, V, self.beta, None if w is None else xp.log(w)
             )
             return finite_result(xp, out, "the softmax attention velocity", in_range=in_range)
-        F = xp.matmul(Y, xp.matrix_transpose(A))
-        if self.beta != 1.0:
-            F = F * self.beta
-        R = xp.matmul(X, xp.matrix_transpose(V))
+        F, R = queries_values(xp, Y, X, A, V, self.beta)
         R = R / X.shape[0] if w is None else w[:, None] * R
         out = run(xp, exp_velocity, F, X, R)
         return finite_result(
