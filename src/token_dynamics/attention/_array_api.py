@@ -115,7 +115,7 @@ def softmax_field(
 
 
 def queries_values(xp: ModuleType, Y: Any, X: Any, A: Any, V: Any, beta: float) -> tuple[Any, Any]:
-    """The queries :math:`\beta Y A^\top` and the values :math:`X V^\top` (the operator ``@``:
+    r"""The queries :math:`\beta Y A^\top` and the values :math:`X V^\top` (the operator ``@``:
     the namespaces' ``matmul`` checks type promotion, which costs more than a small product)."""
     F = Y @ xp.matrix_transpose(A)
     if not (isinstance(beta, float) and beta == 1.0):  # under jax.jit beta is traced
