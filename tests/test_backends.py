@@ -42,7 +42,16 @@ from token_dynamics.attention._array_api import (
     softmax_velocity,
 )
 from token_dynamics.attention._base import _DEVICE_COPIES, xp_parameter
-from token_dynamics.diagnostics import interaction_energy
+from token_dynamics.diagnostics import (
+    cluster_count,
+    diameter,
+    empirical_covariance,
+    empirical_mean,
+    excess_kurtosis,
+    interaction_energy,
+    min_inner_product,
+    numerical_rank,
+)
 from token_dynamics.stochastic import MLPNoise, StochasticTransformer, _mlp, simulate, simulate_sde
 from token_dynamics.stochastic import _array_api as stochastic_xp
 
@@ -197,6 +206,132 @@ def test_interaction_energy_names_a_float32_overflow(lib):
     for arr in (X, asarray(X.astype(np.float32))):
         with pytest.raises(FloatingPointError, match="lower `beta`"):
             interaction_energy(arr, beta=1e38)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_moments_match_numpy_in_the_callers_array_type(lib, weighted):
+    asarray, to_numpy, _ = lib
+    X, _, _, w = _problem(n=300, d=5)
+    X = 3.0 + X  # a mean away from zero: the centring matters
+    weights = w if weighted else None
+    n = X.shape[0]
+    scale = np.abs(X).max()
+    for dt, eps in ((np.float64, np.finfo(np.float64).eps), (np.float32, EPS32)):
+        Xd = X.astype(dt)
+        Xa = asarray(Xd)
+        mean = empirical_mean(Xa, weights=weights)
+        cov = empirical_covariance(Xa, weights=weights)
+        kurt = excess_kurtosis(Xa)
+        for out, shape in ((mean, (5,)), (cov, (5, 5)), (kurt, (5,))):
+            assert type(out) is type(Xa) and tuple(out.shape) == shape
+            assert str(out.dtype).endswith(np.dtype(dt).name)
+        # each moment is a sum of n terms of size up to max|x| (the mean) or max|x|^2 (the
+        # covariance), each rounded to eps: errors below n eps times that size
+        Xr = Xd.astype(np.float64)  # the same values, summed in float64 by numpy
+        ref_mean = empirical_mean(Xr, weights=weights)
+        ref_cov = empirical_covariance(Xr, weights=weights)
+        np.testing.assert_allclose(to_numpy(mean), ref_mean, rtol=0, atol=n * eps * scale)
+        np.testing.assert_allclose(to_numpy(cov), ref_cov, rtol=0, atol=n * eps * scale**2)
+        c = to_numpy(cov)
+        np.testing.assert_array_equal(c, c.T)  # symmetric by construction
+        # the kurtosis is a ratio of such sums over the (unit-scale) centred coordinates
+        np.testing.assert_allclose(to_numpy(kurt), excess_kurtosis(Xr), rtol=0, atol=10 * n * eps)
+        np.testing.assert_array_equal(to_numpy(Xa), Xd)  # nothing passed in is modified
+
+
+def test_moments_report_overflow_and_bad_tokens(lib):
+    asarray, _, xp = lib
+    for big, dt in ((1e200, np.float64), (1e30, np.float32)):  # squares beyond the dtype's range
+        X = np.array([[big, 0.0], [-big, 1.0]], dtype=dt)
+        with pytest.raises(FloatingPointError, match=f"overflows {np.dtype(dt).name}"):
+            empirical_covariance(asarray(X))
+    with pytest.raises(ValueError, match="`X` must be finite"):
+        empirical_mean(asarray(np.array([[0.0, np.nan]])))
+    with pytest.raises(ValueError, match=r"`X` must be a non-empty array of shape \(n, d\)"):
+        diameter(asarray(np.zeros(3)))
+    with pytest.raises(TypeError, match="`X` must hold real numbers"):
+        cluster_count(xp.asarray([[True, False]]), tol=0.1)
+    with pytest.raises(ValueError, match="constant coordinate"):
+        excess_kurtosis(asarray(np.array([[1.0, 2.0], [1.0, 3.0]])))
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+def test_diameter_and_smallest_inner_product_match_numpy(lib, dt):
+    asarray, _, _ = lib
+    rng = np.random.default_rng(3)
+    d = 6
+    eps = float(np.finfo(dt).eps)
+    spread = 1e-6 if dt == np.float64 else 1e-2
+    clouds = [
+        rng.standard_normal((300, d)),  # one cloud
+        1e3 + spread * rng.standard_normal((300, d)),  # a tight cluster far from the origin
+        1e150 * rng.standard_normal((50, d)) if dt == np.float64 else np.ones((50, d)),
+    ]
+    for X in clouds:
+        X = X.astype(dt)
+        Xr = X.astype(np.float64)  # the same values, for the numpy reference
+        # the offsets z_i = x_i - x_1 satisfy |z_i| <= D, so each squared distance from inner
+        # products carries (d + 2) eps D^2 of rounding: (d + 2) eps relative on D, twice that
+        # with the reference's own rounding
+        ref = diameter(Xr)
+        assert abs(diameter(asarray(X)) - ref) <= 2 * (d + 2) * eps * ref
+        # an inner product of d terms: d eps |x_i| |x_j| of rounding, plus the reference's
+        top = (np.linalg.norm(Xr, axis=1) ** 2).max()
+        assert abs(min_inner_product(asarray(X)) - min_inner_product(Xr)) <= 2 * d * eps * top
+    assert diameter(asarray(np.ones((4, 3), dtype=dt))) == 0.0
+    with pytest.raises(FloatingPointError, match="diameter of `X` overflows"):
+        diameter(asarray(np.array([[-1e308, 0.0], [1e308, 0.0]])))
+    with pytest.raises(FloatingPointError, match="inner product of `X` overflows"):
+        min_inner_product(asarray(np.array([[-1e300, 0.0], [1e300, 0.0]])))
+
+
+def test_cluster_count_matches_numpy_across_blocks(lib, monkeypatch):
+    asarray, _, _ = lib
+    rng = np.random.default_rng(4)
+    centres = rng.standard_normal((6, 3))
+    centres /= np.linalg.norm(centres, axis=1, keepdims=True)
+    X = np.repeat(centres, 40, axis=0) + 1e-3 * rng.standard_normal((240, 3))
+    X = X[rng.permutation(240)]
+    X = np.vstack([X, X[:3]])  # three tokens twice: at tol = 0 equal tokens link
+    # blocks of 20 rows
+    monkeypatch.setattr("token_dynamics.attention._array_api.BLOCK_ENTRIES", 20 * 243)
+    monkeypatch.setattr("token_dynamics.attention._array_api.TORCH_CPU_BLOCK_ENTRIES", 20 * 243)
+    for tol in (0.0, 1e-4, 3e-3, 0.05, 1.0, 3.0):
+        assert cluster_count(asarray(X), tol) == cluster_count(X, tol)
+    assert cluster_count(asarray(X), 0.0) == 240
+    assert cluster_count(asarray(X), 0.05) == 6
+
+
+@pytest.mark.parametrize(("dt", "delta"), [(np.float64, 1e-8), (np.float32, 1e-3)])
+def test_cluster_count_decides_pairs_below_the_rounding_of_inner_products(
+    lib, dt, delta, monkeypatch
+):
+    # the first token at the origin, five more along a line at distance 1 from it, delta apart:
+    # their squared distances, delta^2, lie below the rounding of inner products of offsets of
+    # norm 1 (8 (d + 2) eps), so only coordinate differences decide them
+    asarray, _, _ = lib
+    for name in ("BLOCK_ENTRIES", "TORCH_CPU_BLOCK_ENTRIES"):  # blocks of 2 rows, slices of 1
+        monkeypatch.setattr(f"token_dynamics.attention._array_api.{name}", 2 * 6)
+    u = np.array([0.6, 0.8])
+    X = np.vstack([[0.0, 0.0], np.array([1.0, 0.0]) + delta * np.arange(5)[:, None] * u])
+    X = X.astype(dt)
+    Xr = X.astype(np.float64)
+    assert cluster_count(Xr, 1.5 * delta) == 2 and cluster_count(Xr, 0.5 * delta) == 6
+    for tol in (0.5 * delta, 1.5 * delta, 4.5 * delta):
+        assert cluster_count(asarray(X), tol) == cluster_count(Xr, tol)
+
+
+def test_numerical_rank_matches_numpy(lib):
+    asarray, _, _ = lib
+    rng = np.random.default_rng(5)
+    M = rng.standard_normal((50, 3)) @ rng.standard_normal((3, 8))  # rank 3
+    for dt in (np.float64, np.float32):
+        # the rounding of M and of its SVD is a few eps |M|, below the default max(p, q) eps
+        assert numerical_rank(asarray(M.astype(dt))) == numerical_rank(M) == 3
+    assert numerical_rank(asarray(M), rtol=0.9) == numerical_rank(M, rtol=0.9)
+    assert numerical_rank(asarray(np.zeros((4, 2)))) == 0
+    with pytest.raises(ValueError, match="`M` must be finite"):
+        numerical_rank(asarray(np.array([[np.inf, 0.0]])))
 
 
 def test_device_arrays_are_copied_to_the_host():

@@ -8,13 +8,16 @@ and never re-makes them.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
 __all__ = [
     "BLOCK_ELEMENTS",
     "LOG_FLOAT_MAX",
+    "divide_by_power_of_two",
     "power_of_two_scale",
+    "power_of_two_scale_xp",
     "psd_factor",
     "psd_sqrt",
     "row_blocks",
@@ -46,6 +49,22 @@ def power_of_two_scale(X: np.ndarray, axis: int | None = None) -> np.ndarray:
     peak = np.max(np.abs(X), axis=axis, keepdims=axis is not None)
     # peak = mantissa * 2^e with mantissa in [1/2, 1): 2^(e-1) <= peak, always representable
     return np.where(peak > 0, np.ldexp(1.0, np.frexp(peak)[1] - 1), 1.0)
+
+
+def power_of_two_scale_xp(xp: Any, X: Any) -> float:
+    """:func:`power_of_two_scale` of a whole array of another library (``xp``, its array-API
+    namespace), as a Python float: one maximum read on the host. Divide by it with
+    :func:`divide_by_power_of_two`."""
+    return float(power_of_two_scale(np.asarray(float(xp.max(xp.abs(X))))))
+
+
+def divide_by_power_of_two(X: Any, c: float) -> Any:
+    """``X / c`` for a power of two ``c``, exact: in two steps when ``1 / c`` is below the
+    normal range (XLA, JAX's compiler, divides by multiplying with the reciprocal and flushes
+    subnormal numbers to zero on the CPU, so ``X / 2**1023`` came out as zeros)."""
+    if c > 2.0**511:
+        return (X / 2.0**511) / (c / 2.0**511)
+    return X / c
 
 
 def _eig_psd(S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

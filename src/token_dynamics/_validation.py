@@ -19,12 +19,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from numbers import Integral, Real
-from typing import TypeVar
+from types import ModuleType
+from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import DTypeLike
 
-from ._backend import is_numpy, to_numpy
+from ._backend import all_finite, float_dtype, is_numpy, namespace, to_numpy
 from ._typing import FloatArray, ParameterLike, SeedLike
 
 _T = TypeVar("_T")
@@ -42,6 +43,7 @@ __all__ = [
     "as_symmetric",
     "as_times",
     "as_tokens",
+    "as_tokens_xp",
     "as_vector",
     "as_weights",
     "check_attributes",
@@ -137,6 +139,29 @@ def as_tokens(X: object, name: str = "X", *, d: int | None = None) -> FloatArray
             f"`{name}` must have d = {d} columns to match the parameters; got {arr.shape[1]}."
         )
     return arr
+
+
+def as_tokens_xp(X: Any, name: str = "X", dtype: object | None = None) -> tuple[ModuleType, Any]:
+    """Tokens of another array library (torch, JAX, CuPy): their array-API namespace and the
+    tokens in the computing dtype (``_backend.float_dtype``: float32 stays float32), on their
+    device. ``X`` itself is never modified (the cast may return it unchanged).
+
+    Raises ``ValueError`` naming `name` if ``X`` is not 2-D with at least one row and column or
+    is not finite, and ``TypeError`` if it does not hold real numbers: the checks of
+    :func:`as_tokens`, made in the array's namespace (one reduction read on the host).
+    """
+    xp = namespace(X)
+    if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(
+            f"`{name}` must be a non-empty array of shape (n, d), one token per row; got shape "
+            f"{tuple(X.shape)}. Reshape a single token x to x[None, :]."
+        )
+    if not xp.isdtype(X.dtype, ("real floating", "integral")):
+        raise TypeError(f"`{name}` must hold real numbers; got dtype {X.dtype}.")
+    Xc = xp.astype(X, float_dtype(xp, X, dtype), copy=False)
+    if not all_finite(xp, Xc):
+        raise ValueError(f"`{name}` must be finite; remove the NaN or inf entries.")
+    return xp, Xc
 
 
 def as_sphere_tokens(

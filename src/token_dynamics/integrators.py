@@ -45,11 +45,19 @@ import numpy as np
 from numpy.typing import DTypeLike
 from scipy.integrate import solve_ivp
 
-from ._backend import all_finite, is_numpy, namespace
+from ._backend import all_finite, is_numpy
 from ._guards import progress_bar
 from ._richardson import refine
 from ._typing import ArrayLike, FloatArray
-from ._validation import as_dtype, as_times, as_tokens, check_bool, check_positive, check_rtol
+from ._validation import (
+    as_dtype,
+    as_times,
+    as_tokens,
+    as_tokens_xp,
+    check_bool,
+    check_positive,
+    check_rtol,
+)
 from .geometry import _normalize_rows, _project_rows
 
 if TYPE_CHECKING:  # tqdm is imported only when a bar is asked for
@@ -448,14 +456,7 @@ def _integrate_xp(field, X0, times, method, dt, geometry, dtype, progress):
         )
     dt = check_positive(dt, "dt")
     check_bool(progress, "progress")
-    xp = namespace(X0)
-    if X0.ndim != 2 or X0.shape[0] == 0 or X0.shape[1] == 0:
-        raise ValueError(
-            f"`X0` must be a non-empty array of shape (n, d); got shape {tuple(X0.shape)}."
-        )
-    X = xp.astype(X0, xp.float32 if dtype == np.float32 else xp.float64)
-    if not all_finite(xp, X):
-        raise ValueError("`X0` must be finite; remove the NaN or inf entries.")
+    xp, X = as_tokens_xp(X0, "X0", dtype)
     sphere = geometry == "sphere"
 
     def normalise(Z):

@@ -8,11 +8,11 @@ from typing import Any
 import numpy as np
 from scipy.special import logsumexp
 
-from .._backend import all_finite, float_dtype, is_numpy, namespace, to_namespace
+from .._backend import is_numpy, to_namespace
 from .._guards import float_guard
 from .._linalg import LOG_FLOAT_MAX, row_blocks
 from .._typing import ArrayLike
-from .._validation import as_matrix, as_tokens, as_weights
+from .._validation import as_matrix, as_tokens, as_tokens_xp, as_weights
 
 __all__ = ["interaction_energy"]
 
@@ -102,15 +102,8 @@ def _log_sum_xp(X: Any, beta: float, weights: object, A: object) -> float:
     its own maximum; one host transfer per block (two scalars)."""
     from ..attention._array_api import query_blocks
 
-    xp = namespace(X)
-    if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
-        raise ValueError(
-            f"`X` must be a non-empty array of shape (n, d); got shape {tuple(X.shape)}."
-        )
-    dt = float_dtype(xp, X)
-    Xc = xp.astype(X, dt)
-    if not all_finite(xp, Xc):
-        raise ValueError("`X` must be finite; remove the NaN or inf entries.")
+    xp, Xc = as_tokens_xp(X)
+    dt = Xc.dtype
     n, d = Xc.shape
     F = Xc if A is None else Xc @ to_namespace(xp, as_matrix(A, "A", shape=(d, d)), Xc, dt).T
     with np.errstate(divide="ignore"):  # a zero weight: log 0 = -inf, a key that adds nothing

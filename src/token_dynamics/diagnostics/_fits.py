@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from .._backend import all_finite, float_dtype, is_numpy, namespace
 from .._typing import ArrayLike
 from .._validation import (
     as_matrix,
@@ -27,8 +29,11 @@ def numerical_rank(M: ArrayLike, *, rtol: float | None = None) -> int:
     ----------
     M : array_like, shape (p, q)
         E.g. tokens ``X`` (the dimension of the span of a collapsed cloud) or a covariance.
+        Or an array of another library (torch, JAX, CuPy): its singular values are computed
+        in its namespace, on its device and in its floating dtype.
     rtol : float, optional
-        Relative threshold; default ``max(p, q) * eps`` (as :func:`numpy.linalg.matrix_rank`).
+        Relative threshold; default ``max(p, q) * eps`` (as :func:`numpy.linalg.matrix_rank`),
+        ``eps`` of the dtype computed in.
 
     Returns
     -------
@@ -51,6 +56,8 @@ def numerical_rank(M: ArrayLike, *, rtol: float | None = None) -> int:
     >>> numerical_rank([[1.0, 2.0], [2.0, 4.0 + 1e-12]], rtol=1e-9)
     1
     """
+    if type(M) is not np.ndarray and not is_numpy(M):
+        return _numerical_rank_xp(M, rtol)
     M = as_matrix(M, "M")
     if rtol is None:
         rtol = max(M.shape) * np.finfo(np.float64).eps
@@ -61,6 +68,26 @@ def numerical_rank(M: ArrayLike, *, rtol: float | None = None) -> int:
     if s[0] == 0:
         return 0
     return int(np.sum(s > rtol * s[0]))
+
+
+def _numerical_rank_xp(M: Any, rtol: float | None) -> int:
+    """``numerical_rank`` of a matrix of another library, by its ``linalg.svdvals``."""
+    xp = namespace(M)
+    if M.ndim != 2:
+        raise ValueError(f"`M` must be a 2-D array; got shape {tuple(M.shape)}.")
+    if not xp.isdtype(M.dtype, ("real floating", "integral")):
+        raise TypeError(f"`M` must hold real numbers; got dtype {M.dtype}.")
+    Mc = xp.astype(M, float_dtype(xp, M), copy=False)
+    if rtol is None:
+        rtol = max(Mc.shape) * float(xp.finfo(Mc.dtype).eps)
+    rtol = check_positive(rtol, "rtol", allow_zero=True)
+    if Mc.shape[0] == 0 or Mc.shape[1] == 0:
+        return 0
+    if not all_finite(xp, Mc):
+        raise ValueError("`M` must be finite; remove the NaN or inf entries.")
+    s = xp.linalg.svdvals(Mc)
+    top = xp.max(s)
+    return int(xp.sum(xp.astype(s > rtol * top, xp.int32))) if float(top) > 0 else 0
 
 
 @dataclass(frozen=True)

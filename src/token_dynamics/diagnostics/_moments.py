@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from types import ModuleType
+from typing import Any
+
 import numpy as np
 
-from .._linalg import power_of_two_scale
+from .._backend import all_finite, is_numpy, to_namespace
+from .._linalg import divide_by_power_of_two, power_of_two_scale, power_of_two_scale_xp
 from .._typing import ArrayLike
 from .._validation import (
     as_tokens,
+    as_tokens_xp,
     as_weights,
 )
 
@@ -20,11 +25,13 @@ def empirical_mean(X: ArrayLike, *, weights: ArrayLike | None = None) -> np.ndar
     Parameters
     ----------
     X : array_like, shape (n, d)
+        Or an array of another library (torch, JAX, CuPy): computed in its namespace, on its
+        device and in its floating dtype, and returned as an array of it.
     weights : array_like, shape (n,), optional
 
     Returns
     -------
-    ndarray, shape (d,)
+    ndarray (or the array type of ``X``), shape (d,)
 
     Raises
     ------
@@ -45,6 +52,9 @@ def empirical_mean(X: ArrayLike, *, weights: ArrayLike | None = None) -> np.ndar
     >>> empirical_mean([[0.0, 0.0], [2.0, 4.0]], weights=[0.75, 0.25])
     array([0.5, 1. ])
     """
+    if type(X) is not np.ndarray and not is_numpy(X):
+        _, Xc, w = _tokens_weights_xp(X, weights)
+        return w @ Xc
     X = as_tokens(X)
     return as_weights(weights, X.shape[0]) @ X
 
@@ -59,11 +69,13 @@ def empirical_covariance(X: ArrayLike, *, weights: ArrayLike | None = None) -> n
     Parameters
     ----------
     X : array_like, shape (n, d)
+        Or an array of another library (torch, JAX, CuPy): computed in its namespace, on its
+        device and in its floating dtype, and returned as an array of it.
     weights : array_like, shape (n,), optional
 
     Returns
     -------
-    ndarray, shape (d, d)
+    ndarray (or the array type of ``X``), shape (d, d)
         Symmetric positive semidefinite.
 
     Raises
@@ -72,6 +84,8 @@ def empirical_covariance(X: ArrayLike, *, weights: ArrayLike | None = None) -> n
         If `X` is not an ``(n, d)`` array of finite reals or `weights` are not probability weights.
     TypeError
         If an array argument is not real (complex, boolean, string or object).
+    FloatingPointError
+        If an entry of the covariance overflows the floating dtype.
 
     References
     ----------
@@ -84,18 +98,24 @@ def empirical_covariance(X: ArrayLike, *, weights: ArrayLike | None = None) -> n
     array([[1., 0.],
            [0., 0.]])
     """
-    X = as_tokens(X)
-    w = as_weights(weights, X.shape[0])
+    if type(X) is not np.ndarray and not is_numpy(X):
+        xp, X, w = _tokens_weights_xp(X, weights)
+        c = power_of_two_scale_xp(xp, X)
+    else:
+        xp, X = np, as_tokens(X)
+        w = as_weights(weights, X.shape[0])
+        c = float(power_of_two_scale(X))
     # computed on X / c, c the power of two at max |x_ij| (exact, no overflow in the
     # products), then scaled by c^2
-    c = float(power_of_two_scale(X))
-    Xc = X / c - w @ (X / c)
-    C = Xc.T @ (w[:, None] * Xc)
+    Xs = divide_by_power_of_two(X, c)
+    Xc = Xs - w @ Xs
+    C = xp.matrix_transpose(Xc) @ (w[:, None] * Xc)
     with np.errstate(over="ignore"):
-        C = c * (c * (C + C.T) / 2)
-    if not np.all(np.isfinite(C)):
+        C = c * (c * (C + xp.matrix_transpose(C)) / 2)
+    if not all_finite(xp, C):
         raise FloatingPointError(
-            f"the covariance of `X` overflows float64 (entries up to {c:.3g}, squared); "
+            f"the covariance of `X` overflows {str(C.dtype).split('.')[-1]} (entries up to "
+            f"{c:.3g}, squared); "
             "rescale `X`."
         )
     return C
@@ -115,11 +135,13 @@ def excess_kurtosis(X: ArrayLike) -> np.ndarray:
     Parameters
     ----------
     X : array_like, shape (n, d)
-        Tokens, one per row, with no constant coordinate.
+        Tokens, one per row, with no constant coordinate. Or an array of another library
+        (torch, JAX, CuPy): computed in its namespace, on its device and in its floating
+        dtype, and returned as an array of it.
 
     Returns
     -------
-    ndarray, shape (d,)
+    ndarray (or the array type of ``X``), shape (d,)
 
     Raises
     ------
@@ -136,15 +158,26 @@ def excess_kurtosis(X: ArrayLike) -> np.ndarray:
     >>> excess_kurtosis(X)
     array([-2., -2.])
     """
-    Z = as_tokens(X, "X")
-    if np.any(np.ptp(Z, axis=0) == 0):
+    if type(X) is not np.ndarray and not is_numpy(X):
+        xp, Z = as_tokens_xp(X)
+    else:
+        xp, Z = np, as_tokens(X, "X")
+    if bool(xp.any(xp.max(Z, axis=0) == xp.min(Z, axis=0))):
         raise ValueError(
             "`X` has a constant coordinate, whose kurtosis is undefined; drop that coordinate."
         )
     # the kurtosis is scale-free: divide each coordinate by its largest value first, so that
     # neither the mean nor the fourth powers overflow
-    Z = Z / np.abs(Z).max(axis=0)
-    Y = Z - Z.mean(axis=0)
-    Y = Y / np.abs(Y).max(axis=0)
-    var = np.mean(Y**2, axis=0)
-    return np.mean(Y**4, axis=0) / var**2 - 3.0
+    Z = Z / xp.max(xp.abs(Z), axis=0)
+    Y = Z - xp.mean(Z, axis=0)
+    Y = Y / xp.max(xp.abs(Y), axis=0)
+    var = xp.mean(Y**2, axis=0)
+    return xp.mean(Y**4, axis=0) / var**2 - 3.0
+
+
+def _tokens_weights_xp(X: Any, weights: object) -> tuple[ModuleType, Any, Any]:
+    """Tokens of another library (``as_tokens_xp``) and their probability weights, checked on
+    the host (``as_weights``) and placed beside them."""
+    xp, Xc = as_tokens_xp(X)
+    w = to_namespace(xp, as_weights(weights, Xc.shape[0]), Xc, Xc.dtype)
+    return xp, Xc, w

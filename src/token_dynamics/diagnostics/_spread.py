@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import math
+from types import ModuleType
+from typing import Any
+
 import numpy as np
 from scipy.spatial.distance import cdist
 
+from .._backend import device, is_numpy
 from .._guards import float_guard
-from .._linalg import power_of_two_scale, row_blocks
+from .._linalg import (
+    divide_by_power_of_two,
+    power_of_two_scale,
+    power_of_two_scale_xp,
+    row_blocks,
+)
 from .._typing import ArrayLike
-from .._validation import as_tokens, check_positive
+from .._validation import as_tokens, as_tokens_xp, check_positive
 
 __all__ = ["cluster_count", "diameter", "min_inner_product"]
 
@@ -22,6 +32,9 @@ def diameter(X: ArrayLike) -> float:
     Parameters
     ----------
     X : array_like, shape (n, d)
+        Or an array of another library (torch, JAX, CuPy): computed in its namespace, on its
+        device and in its floating dtype, from the tokens' offsets to the first token (see
+        Notes).
 
     Returns
     -------
@@ -33,6 +46,17 @@ def diameter(X: ArrayLike) -> float:
         If `X` is not an ``(n, d)`` array of finite reals.
     TypeError
         If an array argument is not real (complex, boolean, string or object).
+    FloatingPointError
+        If the diameter overflows float64.
+
+    Notes
+    -----
+    On arrays of another library the squared distances come from inner products, which a
+    device multiplies fast, taken of the offsets :math:`z_i = x_i - x_1`: since
+    :math:`|z_i| \le D` for every ``i``, the rounding of
+    :math:`|z_i|^2 + |z_j|^2 - 2\langle z_i, z_j\rangle` is of order :math:`(d + 2)\,
+    \varepsilon D^2`, a relative error of order :math:`(d + 2)\, \varepsilon` on :math:`D`
+    however tight the cloud and however far from the origin (derived in this book).
 
     References
     ----------
@@ -44,6 +68,8 @@ def diameter(X: ArrayLike) -> float:
     >>> diameter([[0.0, 0.0], [3.0, 4.0], [1.0, 1.0]])
     5.0
     """
+    if type(X) is not np.ndarray and not is_numpy(X):
+        return _diameter_xp(X)
     X = as_tokens(X)
     # distances of X / c, c the power of two at max |x_ij| (exact, no overflow in cdist)
     c = float(power_of_two_scale(X))
@@ -67,6 +93,8 @@ def min_inner_product(X: ArrayLike) -> float:
     Parameters
     ----------
     X : array_like, shape (n, d)
+        Or an array of another library (torch, JAX, CuPy): computed in its namespace, on its
+        device and in its floating dtype.
 
     Returns
     -------
@@ -78,6 +106,8 @@ def min_inner_product(X: ArrayLike) -> float:
         If `X` is not an ``(n, d)`` array of finite reals.
     TypeError
         If an array argument is not real (complex, boolean, string or object).
+    FloatingPointError
+        If an inner product overflows float64.
 
     References
     ----------
@@ -89,6 +119,8 @@ def min_inner_product(X: ArrayLike) -> float:
     >>> min_inner_product([[1.0, 0.0], [0.0, 1.0]])
     0.0
     """
+    if type(X) is not np.ndarray and not is_numpy(X):
+        return _min_inner_product_xp(X)
     X = as_tokens(X)
     return min(float((X[rows] @ X.T).min()) for rows in row_blocks(X.shape[0], X.shape[0]))
 
@@ -103,6 +135,11 @@ def cluster_count(X: ArrayLike, tol: float) -> int:
     Parameters
     ----------
     X : array_like, shape (n, d)
+        Or an array of another library (torch, JAX, CuPy): the labels propagate in its
+        namespace and on its device, the distances taken as in :func:`diameter` (from inner
+        products of the offsets to the first token), and every pair whose computed distance
+        lies within its rounding bound of ``tol`` recomputed from coordinate differences, so
+        the count is the exact one of the tokens' values.
     tol : float
         Linking distance, nonnegative (``0`` counts distinct tokens).
 
@@ -127,6 +164,8 @@ def cluster_count(X: ArrayLike, tol: float) -> int:
     >>> cluster_count([[0.0, 0.0], [0.0, 1e-3], [1.0, 0.0]], tol=1e-2)
     2
     """
+    if type(X) is not np.ndarray and not is_numpy(X):
+        return _cluster_count_xp(X, check_positive(tol, "tol", allow_zero=True))
     X = as_tokens(X)
     tol = check_positive(tol, "tol", allow_zero=True)
     n = X.shape[0]
@@ -143,4 +182,99 @@ def cluster_count(X: ArrayLike, tol: float) -> int:
             new = jumped
         if np.array_equal(new, labels):
             return int(np.unique(labels).size)
+        labels = new
+
+
+def _offsets_xp(X: Any) -> tuple[ModuleType, Any, Any, float]:
+    """Tokens of another library as offsets to the first token, exactly rescaled by powers of
+    two so that their largest entry lies in [1, 2) (no overflow nor underflow in the squares):
+    the namespace, the offsets ``Z``, their squared norms and the scale ``s`` (``x_i - x_1 =
+    s z_i``)."""
+    xp, X = as_tokens_xp(X)
+    c = power_of_two_scale_xp(xp, X)
+    Xs = divide_by_power_of_two(X, c)
+    Z = Xs - Xs[:1, :]
+    c2 = power_of_two_scale_xp(xp, Z)
+    Z = divide_by_power_of_two(Z, c2)
+    return xp, Z, xp.sum(Z * Z, axis=1), c * c2
+
+
+def _diameter_xp(X: Any) -> float:
+    r"""``diameter`` on arrays of another library: the largest of
+    :math:`|z_i|^2 + |z_j|^2 - 2 \langle z_i, z_j \rangle` over blocks of rows."""
+    from ..attention._array_api import query_blocks
+
+    xp, Z, sq, scale = _offsets_xp(X)
+    ZT = xp.matrix_transpose(Z)
+    best = 0.0
+    for rows in query_blocks(xp, Z, Z):
+        D2 = sq[rows][:, None] + sq[None, :] - 2.0 * (Z[rows, :] @ ZT)
+        best = max(best, float(xp.max(D2)))
+    diam = math.sqrt(best) * scale  # best >= 1 unless the tokens coincide: no underflow
+    if not math.isfinite(diam):
+        raise FloatingPointError("the diameter of `X` overflows float64; rescale `X`.")
+    return diam
+
+
+def _min_inner_product_xp(X: Any) -> float:
+    """``min_inner_product`` on arrays of another library, over blocks of rows of ``X / c``."""
+    from ..attention._array_api import query_blocks
+
+    xp, X = as_tokens_xp(X)
+    c = power_of_two_scale_xp(xp, X)
+    Xs = divide_by_power_of_two(X, c)
+    XT = xp.matrix_transpose(Xs)
+    low = min(float(xp.min(Xs[rows, :] @ XT)) for rows in query_blocks(xp, Xs, Xs))
+    value = low * c * c
+    if not math.isfinite(value):
+        raise FloatingPointError(
+            "the smallest inner product of `X` overflows float64; rescale `X`."
+        )
+    return value
+
+
+def _cluster_count_xp(X: Any, tol: float) -> int:
+    r"""``cluster_count`` on arrays of another library: min-label propagation with pointer
+    jumping, on the device. A block's links come from the squared distances of
+    :func:`_offsets_xp`; the pairs whose squared distance lies within its rounding bound,
+    :math:`8 (d + 2) \varepsilon \max_i |z_i|^2`, of ``tol**2`` are decided again from their
+    coordinate differences."""
+    from ..attention._array_api import BLOCK_ENTRIES, query_blocks
+
+    xp, Z, sq, scale = _offsets_xp(X)
+    n, d = Z.shape
+    t = tol / scale
+    t2 = t * t
+    err = 8 * (d + 2) * float(xp.finfo(Z.dtype).eps) * float(xp.max(sq))
+    dev = device(Z)
+    index = xp.arange(n, device=dev)
+    ZT = xp.matrix_transpose(Z)
+    blocks = query_blocks(xp, Z, Z)
+
+    def links(rows: slice) -> Any:
+        D2 = sq[rows][:, None] + sq[None, :] - 2.0 * (Z[rows, :] @ ZT)
+        same = index[rows][:, None] == index[None, :]
+        unsure = (xp.abs(D2 - t2) <= err) & ~same
+        near = (D2 <= t2) | same
+        if bool(xp.any(unsure)):  # decided by coordinate differences, in slices of rows
+            step = max(1, BLOCK_ENTRIES // (n * d))
+            exact = [
+                xp.linalg.vector_norm(Z[r:min(r + step, rows.stop), None, :] - Z[None, :, :],
+                                      axis=-1) <= t
+                for r in range(rows.start, rows.stop, step)
+            ]  # fmt: skip
+            near = xp.where(unsure, exact[0] if len(exact) == 1 else xp.concat(exact), near)
+        return near
+
+    labels = index
+    while True:
+        parts = [xp.min(xp.where(links(rows), labels[None, :], n), axis=1) for rows in blocks]
+        new = parts[0] if len(parts) == 1 else xp.concat(parts)
+        while True:  # pointer jumping: a label is a token of the same component
+            jumped = xp.take(new, new)
+            if bool(xp.all(jumped == new)):
+                break
+            new = jumped
+        if bool(xp.all(new == labels)):  # each component keeps its least index as label
+            return int(xp.sum(xp.astype(labels == index, xp.int32)))
         labels = new
