@@ -168,9 +168,11 @@ def test_constant_parameters_are_copied_to_the_device_once(lib):
     xp_parameter(xp, loose, "A", 0.0, (4, 4), X64)
     loose[0, 0] += 1.0
     np.testing.assert_array_equal(to_numpy(xp_parameter(xp, loose, "A", 0.0, (4, 4), X64)), loose)
-    # the copies leave with their parameter
+    # the copies, and the spectral norm the velocity's range check reads, leave with their
+    # parameter
     keys = {key for key in _DEVICE_COPIES if key[0] == id(field.A)}
-    assert len(keys) == 2
+    assert len(keys) == 3
+    assert _DEVICE_COPIES[id(field.A), "norm", "", "", (4, 4)] == np.linalg.norm(A, 2)
     del field, first, other
     gc.collect()
     assert not keys & set(_DEVICE_COPIES)
@@ -422,6 +424,21 @@ def test_refusals_name_the_argument(lib):
     bad[0, 0] = np.nan
     with pytest.raises(ValueError, match="must be finite"):
         Softmax(A, V).velocity(asarray(bad))
+    # the softmax checks the tokens with its result: NaN, +inf and -inf, in the keys, in the
+    # queries, and in a key of zero weight (dropped before the velocity: checked at the door)
+    w = np.full(10, 0.1)
+    w[0], w[1] = 0.0, 0.2
+    for value in (np.nan, np.inf, -np.inf):
+        bad[0, 0] = value
+        for field in (Softmax(A, V), Unnormalised(A, V)):
+            for call in (
+                lambda f=field: f.velocity(asarray(bad)),
+                lambda f=field: f.velocity_at(asarray(bad), asarray(X)),
+                lambda f=field: f.velocity_at(asarray(X), asarray(bad)),
+                lambda f=field: f.velocity(asarray(bad), weights=w),
+            ):
+                with pytest.raises(ValueError, match="`X` and `Y` must be finite"):
+                    call()
     with pytest.raises(ValueError, match=r"`X` must be a non-empty array of shape \(n, 2\)"):
         Softmax(A, V).velocity(asarray(X[:, :1]))
     with pytest.raises(TypeError, match=r"_NumpyOnly computes on numpy arrays only.*np\.asarray"):
@@ -685,7 +702,9 @@ def test_sinkhorn_reports_convergence_as_on_numpy(lib):
 def test_unnormalised_overflow_is_named(lib):
     asarray, _, _ = lib
     X, A, V, _ = _problem(n=10, d=2)
-    with pytest.raises(FloatingPointError, match="unnormalised attention velocity left the float"):
+    with pytest.raises(
+        FloatingPointError, match="unnormalised attention velocity left the float range"
+    ):
         Unnormalised(A, V, beta=1e4).velocity(asarray(X))
 
 
@@ -711,8 +730,22 @@ def test_variant_scores_beyond_the_float_range_are_named(lib, name):
     X = case.X * 1e160
     if name == "causal":
         X[:, 0] = case.X[:, 0]  # the positions stay in [0, 1]
-    with pytest.raises(FloatingPointError, match="left the float range"):
+    with pytest.raises(FloatingPointError, match=r"(left|may leave) the float range"):
         case.field.velocity(asarray(X))
+
+
+def test_tokens_whose_squared_norms_overflow_are_not_refused_without_scores(lib):
+    # float32 rows of norm ~1e20, whose squares overflow: with A = 0 every score is 0 (the
+    # bound |beta| ||A|| max|y| max|x| is 0, whatever the norms), so the softmax is the mean
+    # of the values, exact to float32 rounding
+    asarray, to_numpy, xp = lib
+    X, _, V, _ = _problem(n=10, d=2)
+    big = xp.astype(asarray(X * 1e20), xp.float32)
+    out = to_numpy(Softmax(np.zeros((2, 2)), V).velocity(big))
+    ref = (X * 1e20).mean(axis=0) @ V.T
+    np.testing.assert_allclose(out, np.broadcast_to(ref, out.shape), rtol=20 * EPS32)
+    with pytest.raises(FloatingPointError, match=r"may leave the float range.*float32"):
+        Softmax(np.eye(2), V).velocity(big)
 
 
 def test_a_row_of_overflowed_scores_is_named_not_returned_as_zeros(lib):
@@ -720,7 +753,9 @@ def test_a_row_of_overflowed_scores_is_named_not_returned_as_zeros(lib):
     # such a row as zeros (a finite, wrong velocity), which the range of the scores catches
     asarray, _, xp = lib
     X = xp.astype(asarray(np.array([[1e20, 0.0], [2e20, 0.0]])), xp.float32)
-    with pytest.raises(FloatingPointError, match="softmax attention velocity left the float"):
+    with pytest.raises(
+        FloatingPointError, match="softmax attention velocity may leave the float range"
+    ):
         Softmax(-np.eye(2), np.eye(2)).velocity(X)
 
 

@@ -28,6 +28,7 @@ Examples
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Callable
@@ -109,6 +110,12 @@ def namespace(*arrays: object) -> ModuleType:
             "`pip install token-dynamics[torch]` (or `[jax]`, `[cupy]`)."
         ) from exc
     arrs = [a for a in arrays if a is not None and not isinstance(a, int | float | bool)]
+    kind = type(arrs[0]) if arrs else None
+    if kind is not None and all(type(a) is kind for a in arrs):  # one type: one namespace
+        xp = _NAMESPACES.get(kind)
+        if xp is None:
+            xp = _NAMESPACES[kind] = array_namespace(arrs[0])
+        return xp
     try:
         return array_namespace(*arrs)
     except TypeError as exc:
@@ -118,6 +125,11 @@ def namespace(*arrays: object) -> ModuleType:
             "pass them all from one library (convert the parameters with that library's "
             "`asarray`)."
         ) from exc
+
+
+#: The namespace of each array type met (``namespace``): array-api-compat's lookup, which
+#: tests the array's library one by one, costs a few microseconds a call.
+_NAMESPACES: dict[type, ModuleType] = {}
 
 
 def all_finite(xp: ModuleType, *arrays: Any) -> bool:
@@ -136,6 +148,7 @@ def all_finite(xp: ModuleType, *arrays: Any) -> bool:
     return all(bool(xp.all(xp.isfinite(a))) for a in arrays)
 
 
+@functools.cache
 def library(xp: ModuleType) -> str:
     """Short name of the library behind a namespace: ``"torch"``, ``"jax"``, ``"cupy"``,
     ``"numpy"`` or the namespace's module name (``"array_api_strict"``)."""

@@ -38,6 +38,7 @@ __all__ = [
     "sigmoid_velocity",
     "softmax_field",
     "softmax_velocity",
+    "velocity_stats",
 ]
 
 #: Most scores formed at once by the generic path: 2**22 entries (32 MiB in float64), bounded
@@ -104,14 +105,27 @@ def softmax_field(
     xp: ModuleType, Y: Any, X: Any, A: Any, V: Any, beta: float, log_w: Any | None
 ) -> tuple[Any, Any]:
     r"""The softmax attention velocity at the queries ``Y`` of the keys ``X``, with queries
-    :math:`\beta Y A^\top` and values :math:`X V^\top` (``softmax_velocity``), and whether its
-    scores stayed in the float range (``scores_in_range``, a 0-d boolean array). Under JAX the
-    products, the attention and the range check are compiled as one function (eager, the
-    products and the check cost more than the attention itself at n = 1024, float32)."""
+    :math:`\beta Y A^\top` and values :math:`X V^\top` (``softmax_velocity``), and its
+    ``velocity_stats``. Under JAX the products, the attention and the statistics are compiled
+    as one function, read on the host in one transfer (eager, the products and the checks cost
+    more than the attention itself at n = 1024, float32)."""
     if library(xp) == "jax":
-        return _jax_field(_jax_fused(xp, Y, log_w))(Y, X, A, V, beta, log_w)
+        return _jax_field(_jax_fused(xp, Y, log_w), Y is X)(Y, X, A, V, beta, log_w)
     F, R = queries_values(xp, Y, X, A, V, beta)
-    return softmax_velocity(xp, F, X, R, log_w), scores_in_range(xp, F, X)
+    out = softmax_velocity(xp, F, X, R, log_w)
+    return out, velocity_stats(xp, Y, X, out, Y is X)
+
+
+def velocity_stats(xp: ModuleType, Y: Any, X: Any, out: Any, same: bool) -> Any:
+    r"""What the checks of a velocity read on the host (``_base.checked_velocity``): the
+    largest token norms :math:`\max_i |y_i|` and :math:`\max_j |x_j|` (``same``: ``Y`` is
+    ``X``, one pass), NaN when a token is not, and the sum of the velocity's entries. A tuple
+    of 0-d arrays (one ``float`` each is cheaper than a stacked array on torch's CPU); under
+    JAX, inside a compiled function, one array of three (one transfer)."""
+    x = xp.max(xp.linalg.vector_norm(X, axis=1))
+    y = x if same else xp.max(xp.linalg.vector_norm(Y, axis=1))
+    stats = (y, x, xp.sum(out))
+    return xp.stack(stats) if library(xp) == "jax" else stats
 
 
 def queries_values(xp: ModuleType, Y: Any, X: Any, A: Any, V: Any, beta: float) -> tuple[Any, Any]:
@@ -327,14 +341,16 @@ def _jax_jitted(fused: bool) -> Any:
 
 
 @functools.cache
-def _jax_field(fused: bool) -> Any:
-    """``jax.jit`` of ``softmax_field``'s computation in ``jax.numpy``."""
+def _jax_field(fused: bool, same: bool) -> Any:
+    """``jax.jit`` of ``softmax_field``'s computation in ``jax.numpy`` (``same``: the queries
+    are the keys)."""
     import jax
     import jax.numpy as jnp
 
     def field(Y: Any, X: Any, A: Any, V: Any, beta: Any, log_w: Any | None) -> Any:
         F, R = queries_values(jnp, Y, X, A, V, beta)
-        return _jax_velocity(fused, F, X, R, log_w), scores_in_range(jnp, F, X)
+        out = _jax_velocity(fused, F, X, R, log_w)
+        return out, velocity_stats(jnp, Y, X, out, same)
 
     return jax.jit(field)
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -22,17 +23,20 @@ from .._backend import (
 from .._typing import ArrayLike, DTypeLike, ParameterLike
 from .._validation import as_dtype, as_matrix, as_square, as_tokens, as_weights, check_real
 from ._kernels import serial_blas
+from ._scale import SCORE_HEADROOM
 
 __all__ = [
     "XP_RANGE_FIX",
     "AttentionField",
     "Parameter",
     "check_time",
+    "checked_velocity",
     "eval_parameter",
     "finite_result",
     "fold_qk",
     "init_parameter",
     "known_dim",
+    "parameter_norm",
     "positive_keys",
     "scatter_columns",
     "weighted_values",
@@ -121,6 +125,10 @@ class AttentionField:
     >>> isinstance(field, AttentionField)
     True
     """
+
+    #: Whether ``_velocity_xp`` checks the tokens' finiteness itself (``checked_velocity``),
+    #: with the result: ``_backend_velocity`` then reads nothing on the host before it.
+    _checks_tokens_xp: ClassVar[bool] = False
 
     def _dim(self) -> int | None:
         return None
@@ -314,7 +322,7 @@ class AttentionField:
         xp = namespace(X, Y)
         dt = float_dtype(xp, X, dtype)
         d = self._dim()
-        for name, arr in (("X", X), ("Y", Y)):
+        for name, arr in (("X", X),) if Y is X else (("X", X), ("Y", Y)):
             if arr.ndim != 2 or arr.shape[0] == 0 or (d is not None and arr.shape[1] != d):
                 want = "(n, d)" if d is None else f"(n, {d})"
                 raise ValueError(
@@ -329,7 +337,10 @@ class AttentionField:
             )
         Xc = xp.astype(X, dt, copy=False)
         Yc = Xc if Y is X else xp.astype(Y, dt, copy=False)
-        if not all_finite(xp, Xc, *([] if Y is X else [Yc])):
+        # checked here unless the field checks them with its result (not when keys are dropped)
+        if not (self._checks_tokens_xp and weights is None) and not all_finite(
+            xp, Xc, *([] if Y is X else [Yc])
+        ):
             raise ValueError("`X` and `Y` must be finite; remove the NaN or inf entries.")
         self._tokens_xp(xp, Xc)
         w = None
@@ -373,18 +384,37 @@ def xp_parameter(xp: ModuleType, P: Parameter, name: str, t: float, shape: Any, 
     if callable(P) or P.flags.writeable:  # a writeable array may change between calls
         return to_namespace(xp, eval_parameter(P, name, t, shape), like, like.dtype)
     key = (id(P), library(xp), str(like.device), str(like.dtype), tuple(shape))
-    copy = _DEVICE_COPIES.get(key)
-    if copy is None:  # checked against the shape once, as the key holds the shape
-        value = eval_parameter(P, name, t, shape)
-        copy = _DEVICE_COPIES[key] = to_namespace(xp, value, like, like.dtype)
+    return _kept(
+        P, key, lambda: to_namespace(xp, eval_parameter(P, name, t, shape), like, like.dtype)
+    )
+
+
+def parameter_norm(P: Parameter, name: str, t: float, shape: Any) -> float:
+    r"""The spectral norm :math:`\|P(t)\|_2` of a parameter, on the host; of a constant one
+    computed once and kept while it lives (as ``xp_parameter`` keeps its copies)."""
+
+    def norm() -> float:
+        return float(np.linalg.norm(eval_parameter(P, name, t, shape), 2))
+
+    if callable(P) or P.flags.writeable:
+        return norm()
+    return _kept(P, (id(P), "norm", "", "", tuple(shape)), norm)
+
+
+def _kept(P: np.ndarray, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
+    """``_DEVICE_COPIES[key]``, made by ``make`` on the first call and dropped with ``P``."""
+    value = _DEVICE_COPIES.get(key)
+    if value is None:
+        value = _DEVICE_COPIES[key] = make()
         weakref.finalize(P, _DEVICE_COPIES.pop, key, None)
-    return copy
+    return value
 
 
 #: The device copies of the constant parameters (``xp_parameter``), by the parameter's id, the
-#: library, the device (an array's ``device`` attribute), the dtype and the shape asked for; an
-#: entry leaves with its parameter.
-_DEVICE_COPIES: dict[tuple[int, str, str, str, tuple[Any, ...]], Any] = {}
+#: library, the device (an array's ``device`` attribute), the dtype and the shape asked for,
+#: and their spectral norms (``parameter_norm``, the library ``"norm"``); an entry leaves with
+#: its parameter.
+_DEVICE_COPIES: dict[tuple[Any, ...], Any] = {}
 
 
 #: The fix for scores beyond the float range on arrays of another library, where they are not
@@ -402,6 +432,54 @@ def finite_result(
     array of ``xp``: ``_array_api.scores_in_range``); else a ``FloatingPointError`` naming
     ``what`` and the ``fix``."""
     if not (bool(in_range) and all_finite(xp, out)):
+        raise FloatingPointError(f"{what} left the float range; {fix}.")
+    return out
+
+
+def checked_velocity(
+    xp: ModuleType,
+    out: Any,
+    stats: Any,
+    Y: Any,
+    X: Any,
+    scale: float,
+    what: str,
+    fix: str = XP_RANGE_FIX,
+) -> Any:
+    r"""``out``, the velocity of the scores :math:`\langle F_i, x_j\rangle` with
+    :math:`|F_i| \le` ``scale`` :math:`|y_i|` (``scale`` = :math:`|\beta|\,\|A\|_2` for
+    :math:`F = \beta Y A^\top`), after three checks read from ``stats``
+    (``_array_api.velocity_stats``: the largest norms of ``Y`` and ``X``, the sum of ``out``):
+
+    - the tokens are finite, else ``ValueError`` (a NaN or infinite norm is looked at again,
+      since a finite row may have an overflowing norm);
+    - the scores stay within the float range: by Cauchy-Schwarz each is at most ``scale``
+      :math:`\max_i |y_i| \max_j |x_j|`, which must stay below the dtype's largest float over
+      ``2**SCORE_HEADROOM`` (``_scale``), else ``FloatingPointError``. The array path does not
+      rescale such scores as the numpy path does; an overflowed score may come out as ``inf``
+      of either sign, and torch's fused attention returns a row whose scores all overflowed
+      to ``-inf`` as zeros: a finite, wrong velocity;
+    - ``out`` is finite, else ``FloatingPointError`` (a sum that overflowed alone is told
+      apart, as in ``all_finite``).
+
+    One transfer to the host under JAX, one per statistic elsewhere (on torch's CPU two reads
+    cost less than stacking them first).
+    """
+    if hasattr(stats, "tolist"):  # one array (JAX)
+        y, x, total = (float(v) for v in stats.tolist())
+    else:  # the largest norm of the tokens read once when the queries are the keys
+        x = float(stats[1])
+        y, total = x if stats[0] is stats[1] else float(stats[0]), float(stats[2])
+    if not (math.isfinite(y) and math.isfinite(x)) and not all_finite(xp, X, Y):
+        raise ValueError("`X` and `Y` must be finite; remove the NaN or inf entries.")
+    limit = float(xp.finfo(out.dtype).max) * 2.0**-SCORE_HEADROOM
+    bound = 0.0 if scale == 0 else scale * y * x
+    if not bound <= limit:
+        raise FloatingPointError(
+            f"{what} may leave the float range: its scores reach up to {bound:.3g} by "
+            f"Cauchy-Schwarz, beyond {limit:.3g} ({str(out.dtype).split('.')[-1]}); {fix}."
+        )
+    if not math.isfinite(total) and not all_finite(xp, out):
         raise FloatingPointError(f"{what} left the float range; {fix}.")
     return out
 

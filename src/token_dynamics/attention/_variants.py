@@ -20,15 +20,18 @@ from ._array_api import (
     scores_in_range,
     sigmoid_velocity,
     softmax_field,
+    velocity_stats,
 )
 from ._base import (
     AttentionField,
     Parameter,
+    checked_velocity,
     eval_parameter,
     finite_result,
     fold_qk,
     init_parameter,
     known_dim,
+    parameter_norm,
     positive_keys,
     scatter_columns,
     weighted_values,
@@ -140,25 +143,23 @@ class _Exponential(_Bilinear):
         out = apply_rows(F, Xk, Xk @ V.T, exp_transform, weights=wk, normalise=False)
         return _overflow_check(out, "Unnormalised attention")
 
+    _checks_tokens_xp = True
+
     def _velocity_xp(self, xp, Y, X, t, w):
         A, V = self._params_xp(xp, t, X)
+        d = X.shape[1]
+        # the max-shifted softmax cannot overflow, but a score itself can (tokens of norm
+        # ~1e155): the scores' bound, the tokens and the result checked together, after it
+        scale = abs(self.beta) * parameter_norm(self.A, "A", t, (d, d))
         if self._normalised:
-            # the max-shifted softmax cannot overflow, but a score itself can (tokens of norm
-            # ~1e155): checked with the result
-            out, in_range = softmax_field(
-                xp, Y, X, A, V, self.beta, None if w is None else xp.log(w)
-            )
-            return finite_result(xp, out, "the softmax attention velocity", in_range=in_range)
+            out, stats = softmax_field(xp, Y, X, A, V, self.beta, None if w is None else xp.log(w))
+            return checked_velocity(xp, out, stats, Y, X, scale, "the softmax attention velocity")
         F, R = queries_values(xp, Y, X, A, V, self.beta)
         R = R / X.shape[0] if w is None else w[:, None] * R
         out = run(xp, exp_velocity, F, X, R)
-        return finite_result(
-            xp,
-            out,
-            "the unnormalised attention velocity",
-            "lower `beta` or the token norms",
-            in_range=run(xp, scores_in_range, F, X),
-        )
+        stats = velocity_stats(xp, Y, X, out, Y is X)
+        what, fix = "the unnormalised attention velocity", "lower `beta` or the token norms"
+        return checked_velocity(xp, out, stats, Y, X, scale, what, fix)
 
     def _matrix(self, X, t, w):
         A, _ = self._params(t, X)
