@@ -433,6 +433,61 @@ def case_backends(peers, cfg) -> None:
                 )
 
 
+def case_call(peers, cfg) -> None:
+    """What a call of the torch backend costs beside torch's fused attention: the time of
+    ``Softmax.velocity`` on a tensor with the kernel replaced by its stored result
+    (``_array_api._torch_sdpa``), against the two products a hand-written call makes before the
+    kernel. The difference is the cost of the checks and of the Python around them, measured
+    without the millisecond kernel whose own spread hides it in ``backends``."""
+    if "torch" not in peers:
+        print("\n### call\n\ntorch is not installed: skipped", flush=True)
+        return
+    torch = peers["torch"]
+    from token_dynamics.attention import _array_api
+
+    run.header(
+        f"torch backend: the cost of a call beside the kernel ({cfg.peer_threads} thread(s))",
+        "n, d, dtype",
+        "backend without the kernel",
+        "products by hand",
+        "cost of the call",
+        "fraction of the fused call",
+    )
+    kernel = _array_api._torch_sdpa
+    try:
+        for dtype in (np.float64, np.float32):
+            for d in (16, 64):
+                for n in (1024, 4096):
+                    rng = np.random.default_rng(0)
+                    X = rng.standard_normal((n, d)) / np.sqrt(np.sqrt(d))
+                    A = rng.standard_normal((d, d)) / np.sqrt(d)
+                    V = rng.standard_normal((d, d)) / np.sqrt(d)
+                    field = att.Softmax(A, V)
+                    tX = torch.from_numpy(X.astype(dtype))
+                    tA, tV = (torch.from_numpy(M.astype(dtype)) for M in (A, V))
+                    _array_api._torch_sdpa = kernel
+                    fused = {"fused": lambda f=field, tX=tX: f.velocity(tX)}
+                    whole = interleaved(fused, cfg.peer_repeats)["fused"]
+                    stored = field.velocity(tX)
+                    _array_api._torch_sdpa = lambda F, K, R, out=stored: out
+                    fns = {
+                        "backend": lambda f=field, tX=tX: f.velocity(tX),
+                        "products": lambda tX=tX, tA=tA, tV=tV: (tX @ tA.T, tX @ tV.T),
+                    }
+                    times = [interleaved(fns, 20 * cfg.peer_repeats) for _ in range(3)]
+                    med = {k: float(np.median([t[k] for t in times])) for k in fns}
+                    cost = med["backend"] - med["products"]
+                    run.row(
+                        f"{n}, {d}, {np.dtype(dtype).name}",
+                        f"{med['backend'] * 1e6:.0f} us",
+                        f"{med['products'] * 1e6:.0f} us",
+                        f"{cost * 1e6:.0f} us",
+                        f"{cost / whole:.3f}",
+                    )
+    finally:
+        _array_api._torch_sdpa = kernel
+
+
 def _variant_fields(d: int, rng: np.random.Generator) -> dict[str, att.AttentionField]:
     """The variants other than softmax and linear, on ``d``-dimensional tokens."""
     A = rng.standard_normal((d, d)) / np.sqrt(d)
@@ -497,7 +552,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--workloads",
         default="softmax,ode,mlp,gemm",
-        help="comma-separated: softmax, ode, mlp, gemm, backends, variants",
+        help="comma-separated: softmax, ode, mlp, gemm, backends, variants, call",
     )
     cfg = parser.parse_args(argv)
     cfg.peer_threads = int(os.environ["TOKEN_DYNAMICS_THREADS"])
@@ -524,6 +579,7 @@ def main(argv: list[str] | None = None) -> None:
         "gemm": case_gemm,
         "backends": case_backends,
         "variants": case_variants,
+        "call": case_call,
     }
     for name in cfg.workloads.split(","):
         workloads[name](peers, cfg)
