@@ -465,6 +465,24 @@ def test_integrate_fixed_steps_match_numpy(lib, method, geometry):
     np.testing.assert_array_equal(to_numpy(X0), X)
 
 
+def test_integrate_keeps_the_tokens_precision_by_default(lib):
+    # float32 tokens of another library are integrated in float32 unless float64 is asked for
+    # (numpy tokens: float64 by default, as before)
+    asarray, to_numpy, xp = lib
+    X, A, V, _ = _problem(n=20, d=3, seed=5)
+    field = Softmax(A, V)
+    X32 = xp.astype(asarray(X), xp.float32)
+    run = dict(method="rk4", dt=0.1)
+    default = integrate(field, X32, [0.0, 0.5], **run)
+    assert str(default.states.dtype).endswith("float32")
+    explicit = integrate(field, X32, [0.0, 0.5], **run, dtype="float32")
+    np.testing.assert_array_equal(to_numpy(default.states), to_numpy(explicit.states))
+    assert str(integrate(field, X32, [0.0, 0.5], **run, dtype="float64").states.dtype).endswith(
+        "float64"
+    )
+    assert integrate(field, X.astype(np.float32), [0.0, 0.5], **run).states.dtype == np.float64
+
+
 def test_integrate_refuses_what_needs_numpy(lib):
     asarray, _, _ = lib
     X, A, V, _ = _problem(n=10, d=2)
@@ -910,6 +928,10 @@ def test_simulate_and_sample_keep_float32(lib):
     X32 = asarray(_sphere((4, 3), 6).astype(np.float32))
     r32 = simulate(model, X32, T=1.0, L=6, n_paths=3, rng=1, dtype="float32")
     assert type(r32.X) is type(X32) and str(r32.X.dtype).endswith("float32")
+    # the default keeps the tokens' precision (float64 would refuse these rows, normalised in
+    # float32, as off the sphere by 3e-8)
+    default = simulate(model, X32, T=1.0, L=6, n_paths=3, rng=1)
+    np.testing.assert_array_equal(to_numpy(default.X), to_numpy(r32.X))
     # float32 unit rows: within a few float32 round-offs of the sphere
     np.testing.assert_allclose(np.linalg.norm(to_numpy(r32.X), axis=-1), 1.0, atol=4 * EPS32)
     g32 = MLPNoise(width=8).sample(X32, rng=0)
@@ -948,3 +970,29 @@ def test_stochastic_refusals_name_the_argument(lib):
     loud = StochasticTransformer(MLPNoise("relu", width=4, sigma_W=1e200))
     with pytest.raises(FloatingPointError, match=r"non-finite or zero at layer 1 \(MLP\)"):
         simulate(loud, asarray(X0), T=1.0, L=2, rng=0)
+
+
+def test_the_running_at_scale_page_runs_its_pytorch_branch():
+    # what a reader with a GPU runs (on Colab), never run by the book's build, which has no
+    # torch: the page's cells with `device = "cpu"`, at the page's CPU sizes, its checks included
+    torch = pytest.importorskip(
+        "torch", reason="torch is not installed (its CPU wheel: see requirements-backends.txt)"
+    )
+    import sys
+
+    import matplotlib
+
+    from .helpers import ROOT
+
+    matplotlib.use("Agg")
+    sys.path.insert(0, str(ROOT / "tools"))
+    from notebook_code import code_cells
+
+    source = "\n\n".join(code_cells(ROOT / "book" / "scale.md"))
+    line = 'device = "cuda" if torch.cuda.is_available() else None'
+    assert source.count(line) == 1, "the page no longer chooses its device on this line"
+    page: dict = {}
+    exec(compile(source.replace(line, 'device = "cpu"'), "scale.md", "exec"), page)
+    assert page["where"] == "the CPU (PyTorch on cpu, float32)"
+    traj = page["run"](64, 0)
+    assert isinstance(traj.states, torch.Tensor) and traj.states.dtype == torch.float32

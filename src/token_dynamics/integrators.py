@@ -204,7 +204,7 @@ def integrate(
     atol: float | None = None,
     progress: bool = False,
     ivp_method: str | None = None,
-    dtype: DTypeLike = np.float64,
+    dtype: DTypeLike | None = None,
 ) -> Trajectory:
     r"""Integrate :math:`\dot X(t) = f(t, X(t))` from ``X0`` and sample it at ``times``.
 
@@ -247,9 +247,12 @@ def integrate(
     ivp_method : str, optional
         Method passed to :func:`scipy.integrate.solve_ivp` with ``method="solve_ivp"``
         (DOP853 by default); the same as passing that name as `method`.
-    dtype : {"float64", "float32"}
+    dtype : {None, "float64", "float32"}
         Precision of the states and of the field's evaluations (an attention field computes in
-        the dtype of the tokens it is given; another callable's values are rounded to it). The
+        the dtype of the tokens it is given; another callable's values are rounded to it).
+        ``None`` (the default) is float64 for numpy tokens (float32 ones included), and for the
+        tokens of another library their own precision, float32 staying float32 (as a field's
+        ``velocity`` does: a float32 tensor on a GPU is not run in float64). The
         ``solve_ivp`` methods integrate in float64 (scipy's) and return the states in `dtype`.
         With ``"float32"`` the fixed-step methods agree with float64 to about the number of
         steps times float32's round-off, 6e-8, times the growth of perturbations along the flow
@@ -304,7 +307,7 @@ def integrate(
             )
         method = _choice(ivp_method, "ivp_method", IVP_METHODS)
     geometry = _choice(geometry, "geometry", GEOMETRIES)
-    dtype = as_dtype(dtype)
+    dtype = None if dtype is None and not is_numpy(X0) else as_dtype(dtype)
     if not is_numpy(X0):  # torch, JAX, ... (``_backend``): fixed steps in the caller's library
         return _integrate_xp(field, X0, as_times(times), method, dt, geometry, dtype, progress)
     X0 = as_tokens(X0, "X0")

@@ -189,7 +189,7 @@ def simulate_xp(model, X0, T, L, n_paths, rng, save_every, progress, dtype):
     save_every = check_int(save_every, "save_every", minimum=1)
     check_bool(progress, "progress")
     xp = namespace(X0)
-    dt = xp.float32 if dtype == np.float32 else xp.float64
+    dt = float_dtype(xp, X0, dtype)
     X = as_initial_xp(xp, X0, n_paths, dt)
     d = X.shape[-1]
     A_np, V_np = model.matrices(d)

@@ -245,7 +245,7 @@ def simulate(
     rng: SeedLike = None,
     save_every: int = 1,
     progress: bool = False,
-    dtype: DTypeLike = np.float64,
+    dtype: DTypeLike | None = None,
 ) -> StochasticResult:
     r"""Run ``L`` layers of the paper's model (1.1), step ``T / L``, on independent paths.
 
@@ -277,9 +277,11 @@ def simulate(
         Keep every ``save_every``-th layer (the last one always).
     progress : bool
         A tqdm bar over the layers.
-    dtype : {"float64", "float32"}
+    dtype : {None, "float64", "float32"}
         Precision of the tokens and of every layer's arithmetic (the random weights are drawn
         as in float64 and rounded, the Gaussian field's kernel root is computed in float64).
+        ``None`` (the default) is float64 for numpy tokens, and for the tokens of another
+        library their own precision, float32 staying float32.
         Over ``L`` layers the float32 tokens stay within about ``L`` float32 round-offs per
         layer of the float64 ones while the dynamics does not amplify perturbations (checked by the
         library's test suite).
@@ -330,7 +332,7 @@ def simulate(
     """
     if not isinstance(model, StochasticTransformer):
         raise TypeError(f"`model` must be a StochasticTransformer; got {type(model).__name__}.")
-    dtype = as_dtype(dtype)
+    dtype = None if dtype is None and not is_numpy(X0) else as_dtype(dtype)
     if not is_numpy(X0):  # torch, JAX, ... (``_backend``): the layers in the caller's library
         from ._array_api import simulate_xp
 
