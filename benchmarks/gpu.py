@@ -146,7 +146,7 @@ def correctness(devices: dict[str, tuple[Any, Any]]) -> list[dict[str, Any]]:
                     dict(device=name, dtype=dtype, what=label, rel_error=err, ok=err <= rtol)
                 )
             field = td.Softmax(A, V, beta=2.0)
-            run = dict(method="rk4", dt=0.05, dtype=dtype)  # float64 for the numpy reference
+            run = dict(method="rk4", dt=0.05, dtype=dtype)  # numpy tokens: float64 unless asked
             ref = td.integrate(field, X.astype(dtype), times, **run).final
             got = td.integrate(field, Xd, times, **run).final
             err = _rel(_to_numpy(_ready(got)), ref.astype(float))
