@@ -125,6 +125,7 @@ class _Exponential(_Bilinear):
 
     beta: float = 1.0
     _normalised: ClassVar[bool] = True
+    _checks_tokens_xp: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -142,8 +143,6 @@ class _Exponential(_Bilinear):
             return apply_rows(F, Xk, R, softmax_transform, weights=wk, normalise=True)
         out = apply_rows(F, Xk, Xk @ V.T, exp_transform, weights=wk, normalise=False)
         return _overflow_check(out, "Unnormalised attention")
-
-    _checks_tokens_xp = True
 
     def _velocity_xp(self, xp, Y, X, t, w):
         A, V = self._params_xp(xp, t, X)
