@@ -163,6 +163,14 @@ def test_constant_parameters_are_copied_to_the_device_once(lib):
     np.testing.assert_allclose(
         to_numpy(moving.velocity(X64, 1.0)), moving.velocity(X, 1.0), rtol=0, atol=1e-13
     )
+    # a time-dependent A is evaluated once a call, for its device copy and its spectral norm
+    # (the bound on the scores)
+    calls = []
+    turning = Softmax(lambda t: calls.append(t) or (1 + t) * A, V)
+    np.testing.assert_allclose(
+        to_numpy(turning.velocity(X64, 0.5)), Softmax(1.5 * A, V).velocity(X), rtol=0, atol=1e-13
+    )
+    assert calls == [0.5]
     # a writeable array is read at every call, as it may have changed in between
     loose = A.copy()
     xp_parameter(xp, loose, "A", 0.0, (4, 4), X64)

@@ -36,7 +36,6 @@ __all__ = [
     "fold_qk",
     "init_parameter",
     "known_dim",
-    "parameter_norm",
     "positive_keys",
     "scatter_columns",
     "weighted_values",
@@ -375,30 +374,37 @@ class AttentionField:
         raise NotImplementedError  # pragma: no cover
 
 
-def xp_parameter(xp: ModuleType, P: Parameter, name: str, t: float, shape: Any, like: Any) -> Any:
+def xp_parameter(
+    xp: ModuleType, P: Parameter, name: str, t: float, shape: Any, like: Any, *, norm: bool = False
+) -> Any:
     """A parameter at time ``t``, checked against ``shape`` (``eval_parameter``), as an array of
-    ``xp`` in the dtype and on the device of ``like``. The copy of a constant parameter is
-    made once per library, device and dtype, and kept while the parameter lives (it is a
-    read-only array of its field, ``init_parameter``): a copy to the device costs more than
-    the attention itself at n = 1024 under JAX (about 0.3 ms, an array placed on a device)."""
+    ``xp`` in the dtype and on the device of ``like``; with ``norm``, the pair of it and its
+    spectral norm :math:`\\|P(t)\\|_2` on the host (a time-dependent parameter evaluated once
+    for both). The copy of a constant parameter, and its norm, are made once per library,
+    device and dtype, and kept while the parameter lives (it is a read-only array of its field,
+    ``init_parameter``): a copy to the device costs more than the attention itself at
+    n = 1024 under JAX (about 0.3 ms, an array placed on a device)."""
     if callable(P) or P.flags.writeable:  # a writeable array may change between calls
-        return to_namespace(xp, eval_parameter(P, name, t, shape), like, like.dtype)
+        value = eval_parameter(P, name, t, shape)
+        copy = to_namespace(xp, value, like, like.dtype)
+        return (copy, _spectral_norm(value)) if norm else copy
     key = (id(P), library(xp), str(like.device), str(like.dtype), tuple(shape))
-    return _kept(
+    copy = _kept(
         P, key, lambda: to_namespace(xp, eval_parameter(P, name, t, shape), like, like.dtype)
     )
+    if not norm:
+        return copy
+    size = _kept(
+        P,
+        (id(P), "norm", "", "", tuple(shape)),
+        lambda: _spectral_norm(eval_parameter(P, name, t, shape)),
+    )
+    return copy, size
 
 
-def parameter_norm(P: Parameter, name: str, t: float, shape: Any) -> float:
-    r"""The spectral norm :math:`\|P(t)\|_2` of a parameter, on the host; of a constant one
-    computed once and kept while it lives (as ``xp_parameter`` keeps its copies)."""
-
-    def norm() -> float:
-        return float(np.linalg.norm(eval_parameter(P, name, t, shape), 2))
-
-    if callable(P) or P.flags.writeable:
-        return norm()
-    return _kept(P, (id(P), "norm", "", "", tuple(shape)), norm)
+def _spectral_norm(M: np.ndarray) -> float:
+    """The largest singular value of a matrix, as a float."""
+    return float(np.linalg.norm(M, 2))
 
 
 def _kept(P: np.ndarray, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
@@ -412,8 +418,8 @@ def _kept(P: np.ndarray, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
 
 #: The device copies of the constant parameters (``xp_parameter``), by the parameter's id, the
 #: library, the device (an array's ``device`` attribute), the dtype and the shape asked for,
-#: and their spectral norms (``parameter_norm``, the library ``"norm"``); an entry leaves with
-#: its parameter.
+#: and their spectral norms (``xp_parameter(..., norm=True)``, the library ``"norm"``); an
+#: entry leaves with its parameter.
 _DEVICE_COPIES: dict[tuple[Any, ...], Any] = {}
 
 

@@ -31,7 +31,6 @@ from ._base import (
     fold_qk,
     init_parameter,
     known_dim,
-    parameter_norm,
     positive_keys,
     scatter_columns,
     weighted_values,
@@ -145,11 +144,12 @@ class _Exponential(_Bilinear):
         return _overflow_check(out, "Unnormalised attention")
 
     def _velocity_xp(self, xp, Y, X, t, w):
-        A, V = self._params_xp(xp, t, X)
         d = X.shape[1]
+        A, norm_A = xp_parameter(xp, self.A, "A", t, (d, d), X, norm=True)
+        V = xp_parameter(xp, self.V, "V", t, (d, d), X)
         # the max-shifted softmax cannot overflow, but a score itself can (tokens of norm
         # ~1e155): the scores' bound, the tokens and the result checked together, after it
-        scale = abs(self.beta) * parameter_norm(self.A, "A", t, (d, d))
+        scale = abs(self.beta) * norm_A
         if self._normalised:
             out, stats = softmax_field(xp, Y, X, A, V, self.beta, None if w is None else xp.log(w))
             return checked_velocity(xp, out, stats, Y, X, scale, "the softmax attention velocity")
