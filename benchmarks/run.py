@@ -112,6 +112,49 @@ def exp_floor(n_values: int, repeats: int, passes: Callable | None = None) -> Ti
     return measure(run, repeats, memory=False)
 
 
+def tile_loop(X: np.ndarray, repeats: int) -> Timing:
+    """The least a tiled softmax kernel does, on one thread: over the tiles the library cuts
+    (``_kernels.tiles``), the score product ``X_b X^T`` (``d`` inner columns: no shift, no
+    bias), ``np.exp`` in place (no maximum: these scores stay far from overflow) and the product
+    with the value columns and the ones, into buffers allocated once; the first key tile of a
+    row block stored, the others added. What numpy and BLAS take for the kernel's own
+    operations at the shapes it calls them, without the library's shifts, checks, threads and
+    Python around them."""
+    n, d = X.shape
+    F = G = X
+    R = np.column_stack([X, np.ones(n)])  # values and the ones of the row sums
+    K = att._kernels
+    blocks, cols = K.tiles(n, n, d + 1)
+    square = d + 1 > K.SKINNY_INNER  # as the library's tiles, for its d + 1 value columns
+    G_tiles = [np.ascontiguousarray(G[c].T) for c in cols]
+    R_tiles = [R[c] if square else np.ascontiguousarray(R[c].T) for c in cols]
+    b = blocks[0].stop - blocks[0].start
+    S_buf = np.empty(b * G_tiles[0].shape[1])
+    out = np.empty((n, d + 1))
+    part_buf = np.empty(b * (d + 1))
+
+    def run() -> None:
+        for rows in blocks:
+            m, Fr = rows.stop - rows.start, F[rows]
+            part = part_buf[: m * (d + 1)]
+            part = part.reshape(m, d + 1) if square else part.reshape(d + 1, m).T
+            for k, (Gt, Rt) in enumerate(zip(G_tiles, R_tiles, strict=True)):
+                S = S_buf[: m * Gt.shape[1]].reshape(m, -1)
+                np.matmul(Fr, Gt, out=S)
+                np.exp(S, out=S)
+                if square:
+                    np.dot(S, Rt, out=part)
+                else:
+                    np.dot(Rt, S.T, out=part.T)
+                if k == 0:
+                    out[rows] = part
+                else:
+                    out[rows] += part
+
+    with K.serial_blas():
+        return measure(run, repeats, memory=False)
+
+
 def sigmoid_passes(x: np.ndarray, out: np.ndarray) -> None:
     """The elementwise work of a sigmoid weight: exp, add one, reciprocal."""
     np.exp(x, out=out)
@@ -246,6 +289,15 @@ def case_velocity(name: str, cfg: argparse.Namespace) -> None:
             f"{dense.wall / t.wall:.1f}x / {dense.cpu / t.cpu:.1f}x",
             f"{err:.1e}",
         )
+    if name == "softmax":
+        own = tile_loop(X, cfg.repeats)
+        print(
+            f"\nThe kernel's own operations (its tiles' score products, exponentials and value "
+            f"products in a bare loop, one thread) take {own.wall:.3f} s, "
+            f"{own.wall / floor:.2f}x the floor above: the library runs at "
+            f"{fast.wall / own.wall:.2f}x them (one thread: {serial.wall / own.wall:.2f}x).",
+            flush=True,
+        )
     if name == "sigmoid":
         own = exp_floor(n * n, cfg.repeats, sigmoid_passes)
         print(
@@ -260,14 +312,18 @@ def case_velocity(name: str, cfg: argparse.Namespace) -> None:
 
 
 def case_wide(cfg: argparse.Namespace) -> None:
-    """Softmax velocity at larger d, where the slab products are wide enough for OpenBLAS to
-    thread them (no pool)."""
+    """Softmax velocity at larger d, where the kernel cuts tiles of rows and keys: on the
+    kernels' threads and on one, against the issue's floor and against the kernel's own
+    operations in a bare loop (:func:`tile_loop`)."""
     header(
         "softmax velocity at larger d",
         "n, d",
         "kernel wall / CPU",
+        "one thread",
         "floor (exp + 2 products)",
-        "ratio to floor (wall / CPU)",
+        "ratio to floor (wall / CPU; one thread)",
+        "own operations (one thread)",
+        "ratio to them (wall; one thread)",
         "dense numpy (wall)",
         "speed-up over dense (wall)",
         "max rel. diff. to dense",
@@ -280,12 +336,19 @@ def case_wide(cfg: argparse.Namespace) -> None:
         ex = exp_floor(n * n, cfg.repeats)
         floor, floor_cpu = ex.wall + 4 * n * n * d / rate, ex.cpu + 4 * n * n * d / rate
         fast = measure(lambda field=field, X=X: field.velocity(X), cfg.repeats, memory=False)
+        serial = measure(
+            with_threads(lambda field=field, X=X: field.velocity(X)), cfg.repeats, memory=False
+        )
+        own = tile_loop(X, cfg.repeats)
         dense = measure(lambda X=X, p=params: dense_velocity("softmax", X, p), cfg.dense_repeats)
         row(
             f"{n}, {d}",
             f"{fast.wall:.4f} s / {fast.cpu:.4f} s",
+            f"{serial.wall:.4f} s",
             f"{floor:.4f} s",
-            f"{fast.wall / floor:.2f} / {fast.cpu / floor_cpu:.2f}",
+            f"{fast.wall / floor:.2f} / {fast.cpu / floor_cpu:.2f}; {serial.wall / floor:.2f}",
+            f"{own.wall:.4f} s",
+            f"{fast.wall / own.wall:.2f}; {serial.wall / own.wall:.2f}",
             f"{dense.wall:.4f} s",
             f"{dense.wall / fast.wall:.1f}x",
             f"{rel_error(field.velocity(X), dense_velocity('softmax', X, params)):.1e}",

@@ -178,9 +178,13 @@ def test_constant_parameters_are_copied_to_the_device_once(lib):
     np.testing.assert_array_equal(to_numpy(xp_parameter(xp, loose, "A", 0.0, (4, 4), X64)), loose)
     # the copies, and the spectral norm the velocity's range check reads, leave with their
     # parameter
+    # (two copies asked for above; the velocities keep the transposes, in both dtypes)
     keys = {key for key in _DEVICE_COPIES if key[0] == id(field.A)}
-    assert len(keys) == 3
-    assert _DEVICE_COPIES[id(field.A), "norm", "", "", (4, 4)] == np.linalg.norm(A, 2)
+    assert len(keys) == 5
+    AT = xp_parameter(xp, field.A, "A", 0.0, (4, 4), X64, transpose=True)
+    np.testing.assert_array_equal(to_numpy(AT), A.T)
+    assert {key for key in _DEVICE_COPIES if key[0] == id(field.A)} == keys  # kept from the call
+    assert _DEVICE_COPIES[id(field.A), "norm", "", "", (4, 4), False] == np.linalg.norm(A, 2)
     del field, first, other
     gc.collect()
     assert not keys & set(_DEVICE_COPIES)

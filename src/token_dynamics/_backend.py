@@ -216,7 +216,7 @@ def to_namespace(xp: ModuleType, a: Any, like: Any, dtype: Any) -> Any:
     """``a`` (a numpy array, a list, or an array of ``xp``) as an array of ``xp`` of ``dtype``
     on the device of ``like``: parameters given as numpy arrays follow the tokens."""
     if isinstance(a, np.ndarray | np.generic | list | tuple | float | int):
-        a = np.array(a, dtype=np.float64)  # a writable copy (torch warns on read-only)
+        a = np.array(a, dtype=np.float64, order="C")  # writable (torch warns on read-only)
         return xp.asarray(a, dtype=dtype, device=device(like))
     return xp.astype(a, dtype)
 

@@ -102,16 +102,17 @@ def softmax_velocity(
 
 
 def softmax_field(
-    xp: ModuleType, Y: Any, X: Any, A: Any, V: Any, beta: float, log_w: Any | None
+    xp: ModuleType, Y: Any, X: Any, AT: Any, VT: Any, beta: float, log_w: Any | None
 ) -> tuple[Any, Any]:
     r"""The softmax attention velocity at the queries ``Y`` of the keys ``X``, with queries
-    :math:`\beta Y A^\top` and values :math:`X V^\top` (``softmax_velocity``), and its
+    :math:`\beta Y A^\top` and values :math:`X V^\top` (``softmax_velocity``; ``AT`` and ``VT``
+    the transposes of ``A`` and ``V``), and its
     ``velocity_stats``. Under JAX the products, the attention and the statistics are compiled
     as one function, read on the host in one transfer (eager, the products and the checks cost
     more than the attention itself at n = 1024, float32)."""
     if library(xp) == "jax":
-        return _jax_field(_jax_fused(xp, Y, log_w), Y is X)(Y, X, A, V, beta, log_w)
-    F, R = queries_values(xp, Y, X, A, V, beta)
+        return _jax_field(_jax_fused(xp, Y, log_w), Y is X)(Y, X, AT, VT, beta, log_w)
+    F, R = queries_values(xp, Y, X, AT, VT, beta)
     out = softmax_velocity(xp, F, X, R, log_w)
     return out, velocity_stats(xp, Y, X, out, Y is X)
 
@@ -128,13 +129,16 @@ def velocity_stats(xp: ModuleType, Y: Any, X: Any, out: Any, same: bool) -> Any:
     return xp.stack(stats) if library(xp) == "jax" else stats
 
 
-def queries_values(xp: ModuleType, Y: Any, X: Any, A: Any, V: Any, beta: float) -> tuple[Any, Any]:
-    r"""The queries :math:`\beta Y A^\top` and the values :math:`X V^\top` (the operator ``@``:
-    the namespaces' ``matmul`` checks type promotion, which costs more than a small product)."""
-    F = Y @ xp.matrix_transpose(A)
+def queries_values(
+    xp: ModuleType, Y: Any, X: Any, AT: Any, VT: Any, beta: float
+) -> tuple[Any, Any]:
+    r"""The queries :math:`\beta Y A^\top` and the values :math:`X V^\top`, given the transposes
+    ``AT`` and ``VT`` (``_base.xp_parameter(..., transpose=True)``; the operator ``@``: the
+    namespaces' ``matmul`` checks type promotion, which costs more than a small product)."""
+    F = Y @ AT
     if not (isinstance(beta, float) and beta == 1.0):  # under jax.jit beta is traced
         F = F * beta
-    return F, X @ xp.matrix_transpose(V)
+    return F, X @ VT
 
 
 def generic_softmax_velocity(xp: ModuleType, F: Any, K: Any, R: Any, log_w: Any | None) -> Any:
@@ -300,8 +304,11 @@ def _torch_sdpa(F: Any, K: Any, R: Any) -> Any:
     """torch's fused attention on 4-D inputs, with the scale 1 (``F`` carries ``A`` and beta)."""
     import torch.nn.functional as tnf
 
-    out = tnf.scaled_dot_product_attention(F[None, None], K[None, None], R[None, None], scale=1.0)
-    return out[0, 0]
+    (m, d), (n, e) = F.shape, R.shape  # expand and reshape: views, cheaper than indexing
+    out = tnf.scaled_dot_product_attention(
+        F.expand(1, 1, m, d), K.expand(1, 1, n, d), R.expand(1, 1, n, e), scale=1.0
+    )
+    return out.reshape(m, e)
 
 
 def _on_cpu(a: Any) -> bool:
@@ -347,8 +354,8 @@ def _jax_field(fused: bool, same: bool) -> Any:
     import jax
     import jax.numpy as jnp
 
-    def field(Y: Any, X: Any, A: Any, V: Any, beta: Any, log_w: Any | None) -> Any:
-        F, R = queries_values(jnp, Y, X, A, V, beta)
+    def field(Y: Any, X: Any, AT: Any, VT: Any, beta: Any, log_w: Any | None) -> Any:
+        F, R = queries_values(jnp, Y, X, AT, VT, beta)
         out = _jax_velocity(fused, F, X, R, log_w)
         return out, velocity_stats(jnp, Y, X, out, same)
 

@@ -350,10 +350,13 @@ class AttentionField:
                 index = xp.asarray(np.flatnonzero(keep).tolist(), device=device(X))
                 Xc, w_np = xp.take(Xc, index, axis=0), w_np[keep]
             w = to_namespace(xp, w_np, X, dt)
+        t = check_time(t)
+        if library(xp) in _NATIVE:
+            return self._velocity_xp(xp, Yc, Xc, t, w)
         # numpy-backed namespaces (array-api-strict) warn where an overflow gives inf, as it
         # should (the sigmoid's e^{-u}), or inf and nan that the variants report by name
         with np.errstate(over="ignore", invalid="ignore"):
-            return self._velocity_xp(xp, Yc, Xc, check_time(t), w)
+            return self._velocity_xp(xp, Yc, Xc, t, w)
 
     def _tokens_xp(self, xp: ModuleType, X: Any) -> None:
         """Checks of the tokens beyond their shape and finiteness, on arrays of ``xp`` (the
@@ -375,28 +378,39 @@ class AttentionField:
 
 
 def xp_parameter(
-    xp: ModuleType, P: Parameter, name: str, t: float, shape: Any, like: Any, *, norm: bool = False
+    xp: ModuleType,
+    P: Parameter,
+    name: str,
+    t: float,
+    shape: Any,
+    like: Any,
+    *,
+    norm: bool = False,
+    transpose: bool = False,
 ) -> Any:
-    """A parameter at time ``t``, checked against ``shape`` (``eval_parameter``), as an array of
-    ``xp`` in the dtype and on the device of ``like``; with ``norm``, the pair of it and its
-    spectral norm :math:`\\|P(t)\\|_2` on the host (a time-dependent parameter evaluated once
-    for both). The copy of a constant parameter, and its norm, are made once per library,
-    device and dtype, and kept while the parameter lives (it is a read-only array of its field,
-    ``init_parameter``): a copy to the device costs more than the attention itself at
-    n = 1024 under JAX (about 0.3 ms, an array placed on a device)."""
+    r"""A parameter at time ``t``, checked against ``shape`` (``eval_parameter``), as an array of
+    ``xp`` in the dtype and on the device of ``like`` (with ``transpose``, its transpose
+    :math:`P(t)^\top`, which the products ``X P^\top`` of the array path take as it is); with
+    ``norm``, the pair of it and its spectral norm :math:`\|P(t)\|_2` on the host (a
+    time-dependent parameter evaluated once for both). The copy of a constant parameter, and its
+    norm, are made once per library, device, dtype and orientation, and kept while the parameter
+    lives (it is a read-only array of its field, ``init_parameter``): a copy to the device costs
+    more than the attention itself at n = 1024 under JAX (about 0.3 ms, an array placed on a
+    device), and a transpose in the namespace some microseconds a call."""
+
+    def copy_of(value: np.ndarray) -> Any:
+        return to_namespace(xp, value.T if transpose else value, like, like.dtype)
+
     if callable(P) or P.flags.writeable:  # a writeable array may change between calls
         value = eval_parameter(P, name, t, shape)
-        copy = to_namespace(xp, value, like, like.dtype)
-        return (copy, _spectral_norm(value)) if norm else copy
-    key = (id(P), library(xp), str(like.device), str(like.dtype), tuple(shape))
-    copy = _kept(
-        P, key, lambda: to_namespace(xp, eval_parameter(P, name, t, shape), like, like.dtype)
-    )
+        return (copy_of(value), _spectral_norm(value)) if norm else copy_of(value)
+    key = (id(P), library(xp), str(like.device), str(like.dtype), tuple(shape), transpose)
+    copy = _kept(P, key, lambda: copy_of(eval_parameter(P, name, t, shape)))
     if not norm:
         return copy
     size = _kept(
         P,
-        (id(P), "norm", "", "", tuple(shape)),
+        (id(P), "norm", "", "", tuple(shape), False),
         lambda: _spectral_norm(eval_parameter(P, name, t, shape)),
     )
     return copy, size
@@ -417,10 +431,16 @@ def _kept(P: np.ndarray, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
 
 
 #: The device copies of the constant parameters (``xp_parameter``), by the parameter's id, the
-#: library, the device (an array's ``device`` attribute), the dtype and the shape asked for,
-#: and their spectral norms (``xp_parameter(..., norm=True)``, the library ``"norm"``); an
-#: entry leaves with its parameter.
+#: library, the device (an array's ``device`` attribute), the dtype, the shape asked for and
+#: the orientation (``transpose``), and their spectral norms (``xp_parameter(..., norm=True)``,
+#: the library ``"norm"``); an entry leaves with its parameter.
 _DEVICE_COPIES: dict[tuple[Any, ...], Any] = {}
+
+
+#: Libraries whose arrays compute in their own code, where numpy's floating-point warnings never
+#: arise (``_backend_velocity`` enters ``np.errstate`` only for the others, numpy-backed
+#: namespaces such as array-api-strict: some microseconds a call).
+_NATIVE = frozenset({"torch", "jax", "cupy"})
 
 
 #: The fix for scores beyond the float range on arrays of another library, where they are not

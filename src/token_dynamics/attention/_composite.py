@@ -103,8 +103,8 @@ class MultiHead(AttentionField):
         for h, head in enumerate(self.heads):
             v = head._velocity_xp(xp, Y, X, t, w)
             if self.W is not None:
-                Wh = xp_parameter(xp, self.W[h], f"W[{h}]", t, (d, d), X)
-                v = xp.matmul(v, xp.matrix_transpose(Wh))
+                WhT = xp_parameter(xp, self.W[h], f"W[{h}]", t, (d, d), X, transpose=True)
+                v = xp.matmul(v, WhT)
             out = v if out is None else out + v
         return out
 
@@ -300,12 +300,12 @@ class Causal(AttentionField):
         sees = xp.all(pq >= xp.min(pk))  # a query before the earliest key sees none
         if not bool(sees & xp.any(pk == 0) if self.sink else sees):  # one transfer to the host
             self._refuse_xp(xp, Y, X)
-        A = xp_parameter(xp, self.A, "A", t, (d, d), X)
-        V = xp_parameter(xp, self.V, "V", t, (d, d), X)
-        F = xp.matmul(Y[:, 1:], xp.matrix_transpose(A))
+        AT = xp_parameter(xp, self.A, "A", t, (d, d), X, transpose=True)
+        VT = xp_parameter(xp, self.V, "V", t, (d, d), X, transpose=True)
+        F = xp.matmul(Y[:, 1:], AT)
         if self.beta != 1.0:
             F = F * self.beta
-        R = xp.matmul(X[:, 1:], xp.matrix_transpose(V))
+        R = xp.matmul(X[:, 1:], VT)
         log_w = None if w is None else xp.log(w)
         out = run(xp, masked_softmax_velocity, F, X[:, 1:], R, log_w, pq, pk)
         ok = run(xp, scores_in_range, F, X[:, 1:])

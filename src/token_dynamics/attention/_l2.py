@@ -114,15 +114,15 @@ class L2(AttentionField):
 
     def _velocity_xp(self, xp, Y, X, t, w):
         d = X.shape[1]
-        Qb = xp_parameter(xp, self.Qbar, "Qbar", t, (None, d), X)
-        Kb = xp_parameter(xp, self.Kbar, "Kbar", t, (Qb.shape[0], d), X)
-        V = xp_parameter(xp, self.V, "V", t, (d, d), X)
-        F = xp.matmul(Y, xp.matrix_transpose(Qb)) * (2.0 / self.s)
-        G = xp.matmul(X, xp.matrix_transpose(Kb))
+        QbT = xp_parameter(xp, self.Qbar, "Qbar", t, (None, d), X, transpose=True)
+        KbT = xp_parameter(xp, self.Kbar, "Kbar", t, (QbT.shape[1], d), X, transpose=True)
+        VT = xp_parameter(xp, self.V, "V", t, (d, d), X, transpose=True)
+        F = xp.matmul(Y, QbT) * (2.0 / self.s)
+        G = xp.matmul(X, KbT)
         bias = -xp.sum(G * G, axis=1) / self.s
         if w is not None:
             bias = bias + xp.log(w)
-        R = xp.matmul(X, xp.matrix_transpose(V))
+        R = xp.matmul(X, VT)
         out = softmax_velocity(xp, F, G, R, bias)
         ok = run(xp, scores_in_range, F, G, bias)
         return finite_result(xp, out, "the L2 attention velocity", in_range=ok)

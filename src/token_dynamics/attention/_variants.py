@@ -83,10 +83,11 @@ class _Bilinear(AttentionField):
         )
 
     def _params_xp(self, xp: ModuleType, t: float, X: Any) -> tuple[Any, Any]:
-        """``A(t)`` and ``V(t)`` as arrays of ``xp`` like ``X`` (``_base.xp_parameter``)."""
+        """The transposes of ``A(t)`` and ``V(t)`` as arrays of ``xp`` like ``X``
+        (``_base.xp_parameter``), for the products ``Y A^T`` and ``X V^T``."""
         d = X.shape[1]
-        return xp_parameter(xp, self.A, "A", t, (d, d), X), xp_parameter(
-            xp, self.V, "V", t, (d, d), X
+        return xp_parameter(xp, self.A, "A", t, (d, d), X, transpose=True), xp_parameter(
+            xp, self.V, "V", t, (d, d), X, transpose=True
         )
 
     def _slab_matrix(
@@ -145,15 +146,16 @@ class _Exponential(_Bilinear):
 
     def _velocity_xp(self, xp, Y, X, t, w):
         d = X.shape[1]
-        A, norm_A = xp_parameter(xp, self.A, "A", t, (d, d), X, norm=True)
-        V = xp_parameter(xp, self.V, "V", t, (d, d), X)
+        AT, norm_A = xp_parameter(xp, self.A, "A", t, (d, d), X, norm=True, transpose=True)
+        VT = xp_parameter(xp, self.V, "V", t, (d, d), X, transpose=True)
         # the max-shifted softmax cannot overflow, but a score itself can (tokens of norm
         # ~1e155): the scores' bound, the tokens and the result checked together, after it
         scale = abs(self.beta) * norm_A
         if self._normalised:
-            out, stats = softmax_field(xp, Y, X, A, V, self.beta, None if w is None else xp.log(w))
+            log_w = None if w is None else xp.log(w)
+            out, stats = softmax_field(xp, Y, X, AT, VT, self.beta, log_w)
             return checked_velocity(xp, out, stats, Y, X, scale, "the softmax attention velocity")
-        F, R = queries_values(xp, Y, X, A, V, self.beta)
+        F, R = queries_values(xp, Y, X, AT, VT, self.beta)
         R = R / X.shape[0] if w is None else w[:, None] * R
         out = run(xp, exp_velocity, F, X, R)
         stats = velocity_stats(xp, Y, X, out, Y is X)
@@ -315,10 +317,10 @@ class Hardmax(_Bilinear):
         return sums[:, :-1] / sums[:, -1:]
 
     def _velocity_xp(self, xp, Y, X, t, w):
-        A, V = self._params_xp(xp, t, X)
+        AT, VT = self._params_xp(xp, t, X)
         wk = xp.ones_like(X[:, 0]) if w is None else w
-        R = xp.concat([wk[:, None] * xp.matmul(X, xp.matrix_transpose(V)), wk[:, None]], axis=1)
-        F = xp.matmul(Y, xp.matrix_transpose(A))
+        R = xp.concat([wk[:, None] * xp.matmul(X, VT), wk[:, None]], axis=1)
+        F = xp.matmul(Y, AT)
         out = run(xp, hardmax_velocity, F, X, R, self.tol)
         ok = run(xp, scores_in_range, F, X)
         return finite_result(xp, out, "the hardmax attention velocity", in_range=ok)
@@ -376,10 +378,10 @@ class Sigmoid(_Bilinear):
         return sigmoid_rows(Y @ A.T, Xk, wk[:, None] * (Xk @ V.T), self.b)
 
     def _velocity_xp(self, xp, Y, X, t, w):
-        A, V = self._params_xp(xp, t, X)
-        R = xp.matmul(X, xp.matrix_transpose(V))
+        AT, VT = self._params_xp(xp, t, X)
+        R = xp.matmul(X, VT)
         R = R / X.shape[0] if w is None else w[:, None] * R
-        F = xp.matmul(Y, xp.matrix_transpose(A))
+        F = xp.matmul(Y, AT)
         out = run(xp, sigmoid_velocity, F, X, R, self.b)
         ok = run(xp, scores_in_range, F, X)
         return finite_result(xp, out, "the sigmoid attention velocity", in_range=ok)
@@ -429,12 +431,12 @@ class Linear(_Bilinear):
             return Y @ A.T @ M2 @ V.T
 
     def _velocity_xp(self, xp, Y, X, t, w):
-        A, V = self._params_xp(xp, t, X)
+        AT, VT = self._params_xp(xp, t, X)
         Xw = X / X.shape[0] if w is None else w[:, None] * X
         with np.errstate(all="ignore"):  # numpy-backed namespaces: the overflow is named below
             M2 = xp.matmul(xp.matrix_transpose(X), Xw)
-            VM = xp.matmul(M2, xp.matrix_transpose(V))
-            out = xp.matmul(xp.matmul(Y, xp.matrix_transpose(A)), VM)
+            VM = xp.matmul(M2, VT)
+            out = xp.matmul(xp.matmul(Y, AT), VM)
         if not all_finite(xp, out):
             raise FloatingPointError(
                 f"the linear attention velocity left the float range: {_LINEAR_FIX}."
