@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+import ot
 import pytest
 from scipy.special import ndtri
 
@@ -102,6 +103,24 @@ def test_unanswered(label):
     inputs = next(c[3] for c in CASES if c[0] == label)
     verdict = check_answer(label, ..., **inputs)
     assert verdict.status == "unanswered" and "replace `...`" in repr(verdict)
+
+
+def test_the_swapped_order_accepts_a_zero_computed_any_exact_way():
+    # the book's cloud (30 causal tokens in the plane): the contents' W2 is exactly 0, and a
+    # reader's solver (an assignment, POT on the cost |x|^2 + |y|^2 - 2<x, y>) gives 0 up to
+    # its rounding; the library's own distance once gave 2.7e-9 there, beyond the old 1e-9
+    rng = np.random.default_rng(0)
+    tokens = td.meanfield.causal_cloud(rng.uniform(-1, 1, size=(30, 2))).tokens
+    swapped = tokens.copy()
+    swapped[[0, 1], 1:] = tokens[[1, 0], 1:]
+    assert td.wasserstein.wasserstein2(tokens[:, 1:], swapped[:, 1:]) == 0.0
+    w_lambda = np.sqrt(2 / 30) * np.linalg.norm(tokens[0, 1:] - tokens[1, 1:])
+    C = ot.dist(tokens[:, 1:], swapped[:, 1:])  # POT's default cost: the Gram formula
+    w_pot = float(np.sqrt(max(ot.emd2(np.full(30, 1 / 30), np.full(30, 1 / 30), C), 0.0)))
+    for w in (0.0, w_pot):
+        assert check_answer("mf-ex-order", (w, w_lambda), tokens=tokens).status == "correct"
+    wrong = check_answer("mf-ex-order", (1e-3 * w_lambda, w_lambda), tokens=tokens)
+    assert wrong.status == "incorrect"
 
 
 def test_bad_arguments_are_named():

@@ -35,6 +35,45 @@ def test_translation_is_the_distance():
     np.testing.assert_allclose(wasserstein1(X, X + shift), np.linalg.norm(shift), rtol=1e-10)
 
 
+@pytest.mark.parametrize("offset", [1e6, 1e8, 1e12])
+def test_far_from_the_origin_the_distances_do_not_cancel(offset):
+    # Clouds of size 1 at distance 1, both moved by `offset`: the moved coordinates are rounded
+    # by at most eps * offset / 2 each, so every |x_i - y_j| moves by at most sqrt(d) eps offset
+    # and W1, W2 (1-Lipschitz in the largest displacement) by at most that. The cost formed as
+    # |x|^2 + |y|^2 - 2 <x, y> lost everything there (12 % on W2 and 51 % on W1 at 1e8).
+    rng = np.random.default_rng(0)
+    X, Y = rng.standard_normal((5, 2)), rng.standard_normal((7, 2)) + 1.0
+    tol = 2 * np.sqrt(2) * np.finfo(float).eps * offset + EXACT
+    assert wasserstein2(X + offset, Y + offset) == pytest.approx(wasserstein2(X, Y), abs=tol)
+    assert wasserstein1(X + offset, Y + offset) == pytest.approx(wasserstein1(X, Y), abs=tol)
+    M = np.array([[2.0, 0.5], [0.5, 1.0]])  # the twisted cost: differences mapped, not points
+    tol_M = np.sqrt(np.linalg.norm(M, 2)) * tol
+    assert wasserstein2(X + offset, Y + offset, metric=M) == pytest.approx(
+        wasserstein2(X, Y, metric=M), abs=tol_M
+    )
+    # entropic: the same plan up to its marginal tolerance 1e-9 (a relative change of the cost
+    # of that order), plus the rounding above
+    ref = wasserstein2(X, Y, method="entropic", reg=0.5)
+    moved = wasserstein2(X + offset, Y + offset, method="entropic", reg=0.5)
+    assert moved == pytest.approx(ref, rel=1e-8, abs=tol)
+
+
+@pytest.mark.parametrize("scale", [1e-8, 1e-20, 1e-200, 1e100, 1e200])
+def test_distances_scale_with_the_clouds(scale):
+    # W(sX, sY) = s W(X, Y): each scaled coordinate is rounded relatively by eps, so each
+    # distance and the optimal cost move by a few eps relatively. The network simplex works
+    # with absolute tolerances: costs of 1e-16 gave a plan 1 % off before the cost was brought
+    # to order one; below 1e-163 the squares underflowed to 0.
+    rng = np.random.default_rng(1)
+    X, Y = rng.standard_normal((6, 3)), rng.standard_normal((8, 3)) + 0.5
+    for dist in (wasserstein2, wasserstein1):
+        assert dist(scale * X, scale * Y) / scale == pytest.approx(dist(X, Y), rel=EXACT)
+    if 1e-150 < scale < 1e150:  # reg, in units of squared distance, scales by scale^2
+        got = wasserstein2(scale * X, scale * Y, method="entropic", reg=0.5 * scale**2)
+        ref = wasserstein2(X, Y, method="entropic", reg=0.5)
+        assert got / scale == pytest.approx(ref, rel=1e-8)
+
+
 def test_matches_pot_and_is_symmetric():
     rng = np.random.default_rng(1)
     X, Y = rng.normal(size=(40, 2)), rng.normal(size=(25, 2)) + 0.5

@@ -4,7 +4,6 @@ twisted ground cost) and W1."""
 from __future__ import annotations
 
 import numpy as np
-import ot
 
 from .._guards import float_guard
 from .._typing import ArrayLike, FloatArray
@@ -16,6 +15,7 @@ from ._solvers import (
     _emd2,
     _entropic_plan,
     _sorted_cost_1d,
+    ground_cost,
 )
 
 __all__ = ["wasserstein1", "wasserstein2"]
@@ -147,20 +147,16 @@ def wasserstein2(
         raise ValueError(f"`method` must be 'exact' or 'entropic'; got {method!r}.")
     if method == "exact" and reg is not None:
         raise ValueError("`reg` is only used with method='entropic'; drop it or switch method.")
-    if metric is not None:
-        L = _spd_factor(metric, X.shape[1])
-        # (x - y)^T L L^T (x - y) = |L^T (x - y)|^2: map both clouds by L^T.
-        X, Y = X @ L, Y @ L
+    # (x - y)^T L L^T (x - y) = |L^T (x - y)|^2
+    L = None if metric is None else _spd_factor(metric, X.shape[1])
     if method == "exact":
-        if X.shape[1] == 1:
-            cost = _sorted_cost_1d(X[:, 0], Y[:, 0], a, b, p=2)
-        else:
-            cost = _emd2(a, b, ot.dist(X, Y, metric="sqeuclidean"))
-        return float(np.sqrt(max(cost, 0.0)))
+        if X.shape[1] == 1:  # sorting: L^T (x - y) = l x - l y, one positive factor l
+            l = 1.0 if L is None else float(L[0, 0])
+            return l * float(np.sqrt(max(_sorted_cost_1d(X[:, 0], Y[:, 0], a, b, p=2), 0.0)))
+        C, c = ground_cost(X, Y, 2, L)
+        return c * float(np.sqrt(max(_emd2(a, b, C), 0.0)))
     if reg is None:
-        spread = float(
-            np.sum(a @ X**2) + np.sum(b @ Y**2) - 2.0 * float((a @ X) @ (b @ Y))
-        )  # mean squared distance between the clouds
+        spread = _mean_squared_distance(X, Y, a, b, L)
         raise ValueError(
             "`reg` is required with method='entropic': the regularisation in units of squared "
             f"distance (the mean squared distance here is {spread:.3g}); the value is biased "
@@ -170,15 +166,27 @@ def wasserstein2(
         )
     reg = check_positive(reg, "reg")
     X, a, Y, b = X[a > 0], a[a > 0], Y[b > 0], b[b > 0]  # massless points change nothing
-    C = ot.dist(X, Y, metric="sqeuclidean")
-    plan, n_iter, err = _entropic_plan(a, b, C, reg, SINKHORN_MAX_ITER, progress)
+    C, c = ground_cost(X, Y, 2, L)  # the cost over c^2, and reg alike: the same plan
+    plan, n_iter, err = _entropic_plan(a, b, C, reg / c / c, SINKHORN_MAX_ITER, progress)
     if not err <= SINKHORN_ACCEPT:
         raise OptimalTransportError(
             f"Sinkhorn did not converge at reg = {reg:.3g}: marginal error {err:.3g} after "
             f"{n_iter} iterations (the cap is {SINKHORN_MAX_ITER}); increase `reg` or use "
             "method='exact'."
         )
-    return float(np.sqrt(max(float(np.sum(plan * C)), 0.0)))
+    return c * float(np.sqrt(max(float(np.sum(plan * C)), 0.0)))
+
+
+def _mean_squared_distance(
+    X: FloatArray, Y: FloatArray, a: FloatArray, b: FloatArray, L: FloatArray | None
+) -> float:
+    r""":math:`\sum_{ij} a_i b_j |L^T (x_i - y_j)|^2`, from the clouds' means and spreads about
+    them (no cancellation when the clouds lie far from the origin)."""
+    mx, my = a @ X, b @ Y
+    Xc, Yc, dm = X - mx, Y - my, mx - my
+    if L is not None:
+        Xc, Yc, dm = Xc @ L, Yc @ L, dm @ L
+    return float(a @ np.sum(Xc**2, axis=1) + b @ np.sum(Yc**2, axis=1) + dm @ dm)
 
 
 @float_guard("the Wasserstein-1 distance", "rescale `X` or `Y`")
@@ -224,4 +232,5 @@ def wasserstein1(
     X, Y, a, b = _pair(X, Y, weights_x, weights_y)
     if X.shape[1] == 1:
         return _sorted_cost_1d(X[:, 0], Y[:, 0], a, b, p=1)
-    return _emd2(a, b, ot.dist(X, Y, metric="euclidean"))
+    C, c = ground_cost(X, Y, 1)
+    return c * _emd2(a, b, C)

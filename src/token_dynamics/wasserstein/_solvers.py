@@ -4,11 +4,13 @@ line, and log-stabilised Sinkhorn scaling with epsilon scaling and over-relaxati
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
 
 import numpy as np
 import ot
 
 from .._guards import progress_bar
+from .._linalg import BLOCK_ELEMENTS, power_of_two_scale
 from .._typing import FloatArray
 
 __all__ = [
@@ -17,6 +19,7 @@ __all__ = [
     "SINKHORN_MAX_ITER",
     "SINKHORN_STOP",
     "OptimalTransportError",
+    "ground_cost",
 ]
 
 #: Iteration cap of the network simplex. POT's default (1e5) is reached for n of a few thousand;
@@ -38,6 +41,40 @@ class OptimalTransportError(FloatingPointError, RuntimeError):
     A ``FloatingPointError`` (non-convergence, the library's failure policy) that is also a
     ``RuntimeError``, as it was before.
     """
+
+
+def ground_cost(
+    X: FloatArray, Y: FloatArray, p: int, L: FloatArray | None = None
+) -> tuple[FloatArray, float]:
+    r"""The cost matrix :math:`C_{ij} = (|L^\top (x_i - y_j)| / c)^p` and the power of two
+    ``c``, at or below the largest coordinate of a difference :math:`L^\top (x_i - y_j)`
+    (``L`` the identity when ``None``; ``c = 1`` when every difference is zero): the true cost
+    is :math:`c^p C`.
+
+    Each entry is formed from the differences :math:`x_i - y_j`, in blocks of rows of about
+    ``BLOCK_ELEMENTS`` coordinates, never from :math:`|x|^2 + |y|^2 - 2\langle x, y\rangle`,
+    which cancels when the clouds lie far from the origin next to their distances (clouds
+    offset by 1e8 gave W2 12 % off, W1 51 %, and 0 at 1e10): each entry is then exact to a few
+    roundings relative to itself. The scale ``c`` brings the largest entry near 1, so that the
+    network simplex, whose tolerances are absolute, sees costs of order one at every scale
+    (clouds of size 1e-8 gave W2 1 % off unscaled), and squares neither overflow nor
+    underflow."""
+    m, d = Y.shape
+    step = max(1, BLOCK_ELEMENTS // max(m * d, 1))
+
+    def differences() -> Iterator[tuple[slice, FloatArray]]:
+        for i in range(0, X.shape[0], step):
+            D = X[i : i + step, None, :] - Y[None, :, :]
+            yield slice(i, i + step), (D if L is None else D @ L)
+
+    # two passes over the blocks, the first for the scale: memory stays at one block
+    c = float(max(power_of_two_scale(D) for _, D in differences()))
+    C = np.empty((X.shape[0], m))
+    for rows, D in differences():
+        D /= c
+        sq = np.einsum("ijk,ijk->ij", D, D)
+        C[rows] = sq if p == 2 else np.sqrt(sq)
+    return C, c
 
 
 def _emd2(a: FloatArray, b: FloatArray, C: FloatArray) -> float:
