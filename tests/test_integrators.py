@@ -306,6 +306,19 @@ def test_default_euler_meets_its_tolerance(linear_problem):
     assert np.all(np.linalg.norm(traj.final - exact, axis=-1) <= 2 * tol)
 
 
+@pytest.mark.parametrize("method", ["euler", "rk4"])
+def test_default_step_from_tokens_at_the_origin_returns(method):
+    """x' = x + 1 from x = 0: the rate |f| / |x| of the first step count is infinite (it asked
+    for 1e307 steps and never returned); the coarsest run is capped at the budget, and the
+    doubling then meets the tolerance against the exact e^t - 1."""
+    traj = integrate(lambda t, X: X + 1.0, np.zeros((2, 2)), [0.0, 1.0], method=method)
+    assert traj.status == "completed" and traj.n_steps <= 4 * _richardson.MAX_DEFAULT_STEPS
+    rtol, atol = DEFAULT_TOLERANCES[method]
+    tol = atol + rtol * np.linalg.norm(traj.final, axis=-1)
+    # the estimate is within a relative O(h) of the error (h <= 2^-12)
+    assert np.all(np.linalg.norm(traj.final - (np.e - 1), axis=-1) <= 1.01 * tol)
+
+
 def test_missed_tolerance_returns_its_status_and_warns(monkeypatch):
     """x' = x^2 from 1 reaches 100 at t = 0.99, where the error of RK4 at 2^10 steps is ~h^4
     times a constant of order (1 - t)^-5 = 1e10: the tolerance cannot be met in the budget."""

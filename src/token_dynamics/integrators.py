@@ -47,7 +47,7 @@ from scipy.integrate import solve_ivp
 
 from ._backend import all_finite, is_numpy
 from ._guards import progress_bar
-from ._richardson import refine
+from ._richardson import MAX_DEFAULT_STEPS, refine
 from ._typing import ArrayLike, FloatArray
 from ._validation import (
     as_dtype,
@@ -87,6 +87,10 @@ DT_SLACK = 1e-9
 #: Most steps a run may ask for through `dt` (fixed steps, or the maximal step of an adaptive
 #: method): 10^7 steps of even a 2-token field take minutes; a smaller `dt` is a mistake.
 MAX_STEPS = 10**7
+#: Most steps of the coarsest run of the step doubling of ``dt=None`` (shared out over the
+#: intervals by length): the budget ``_richardson.MAX_DEFAULT_STEPS``, which a coarsest run
+#: within it leaves as it was; beyond, the doubling may go to four times the coarsest run.
+COARSEST_STEPS = MAX_DEFAULT_STEPS
 #: Order of the fixed-step methods, read by the step doubling of ``dt=None``.
 ORDERS = {"euler": 1, "rk4": 4}
 #: Default ``(rtol, atol)`` of each method when `rtol`/`atol` are not given. ``solve_ivp``:
@@ -230,7 +234,8 @@ def integrate(
         Fixed-step methods: each interval between output times is split into
         ``ceil(interval / dt)`` equal steps. If ``None`` (the default), the step is chosen to
         meet `rtol`/`atol` by step doubling: every interval is split into equal steps, starting
-        from about one step per :math:`|X_0|/|f(t_0, X_0)|`, and all steps are halved until
+        from about one step per :math:`|X_0|/|f(t_0, X_0)|` (at most ``2^12`` steps in all,
+        so that tokens at the origin start somewhere), and all steps are halved until
         the Richardson estimate of the global error, :math:`(X_{h/2} - X_h)/(2^p - 1)`, is
         within ``atol + rtol |x_i|`` for every token (in the Euclidean norm of its row) at
         every output time (for at most ``2^12`` steps; beyond
@@ -399,6 +404,10 @@ def _default_step(run, rhs, X0, times, sphere, method, geometry, rtol, atol, pro
         rate = V / max(float(np.abs(X0).max()), np.finfo(np.float64).tiny)
     intervals = np.diff(times)
     coarsest = [max(1, math.ceil(float(L) * rate)) if np.isfinite(rate) else 1 for L in intervals]
+    # at most COARSEST_STEPS in all (each interval its share, one step at least): tokens at or
+    # near 0 under a nonzero field give a rate of |f| / tiny, and 1e307 steps never returned
+    cap = [max(1, math.ceil(COARSEST_STEPS * float(L / intervals.sum()))) for L in intervals]
+    coarsest = [min(m, c) for m, c in zip(coarsest, cap, strict=True)]
     bar = progress_bar(progress, 0, f"integrate ({method}, dt=None)")
 
     def counted(substeps: list[int]) -> np.ndarray:
