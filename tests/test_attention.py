@@ -480,6 +480,20 @@ def test_make_field_builds_every_variant():
         assert make_field(name, 2, beta=2.0).velocity(X).shape == (5, 2)
     with pytest.raises(ValueError, match="`variant`"):
         make_field("cosine", 2)
+    with pytest.raises(ValueError, match="`variant` must be one of"):  # not a hashing error
+        make_field(["softmax"], 2)
+    for name in ("l2", "sinkhorn"):  # 1/beta = inf: named as `beta`, not as `eps` or `s`
+        with pytest.raises(ValueError, match="`beta` = 1e-320 makes the"):
+            make_field(name, 2, beta=1e-320)
+
+
+def test_overflowing_scores_are_named_with_the_fix():
+    X = np.random.default_rng(0).standard_normal((5, 2))
+    with pytest.raises(FloatingPointError, match=r"Sinkhorn scores .* left the float range"):
+        att.Sinkhorn(np.eye(2), np.eye(2)).velocity(X * 1e160)
+    # the unnormalised weights: the limit of the dtype computed in, 88 in float32
+    with pytest.raises(FloatingPointError, match=r"float32 range \(beta \* score > ~89\)"):
+        att.Unnormalised(np.eye(2), np.eye(2), beta=50.0).velocity(3 * X, dtype="float32")
 
 
 def test_inputs_are_not_mutated():

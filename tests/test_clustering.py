@@ -12,6 +12,17 @@ from token_dynamics.attention import Softmax, Unnormalised
 # -- hemispheres ------------------------------------------------------------------------------
 
 
+def test_wendel_probability_beyond_the_float_range_of_its_terms():
+    # from n ~ 1025 the binomials and 2^(n-1) overflow a float (an OverflowError): the sum is
+    # kept in integers. Closed values: n even, d = n/2 gives exactly 1/2 by the symmetry
+    # C(n-1, k) = C(n-1, n-1-k); d = n - 1 misses only the last term, 1 - 2^(1-n) = 1.0 in
+    # floats; d = 1 gives 2^(1-n), which underflows to 0 beyond n = 1076
+    assert cl.wendel_probability(2000, 1000) == 0.5
+    assert cl.wendel_probability(1100, 1099) == 1.0
+    assert cl.wendel_probability(1100, 1) == 2.0**-1099
+    assert cl.wendel_probability(2000, 1) == 0.0
+
+
 def test_wendel_probability_closed_values():
     # d >= n: always in a hemisphere; d = 2: n / 2^(n-1); d = 1: the two signs agree
     for n in range(1, 8):

@@ -190,6 +190,20 @@ def test_scalar_closed_form_and_blowup_time():
     assert np.all(np.isfinite(run.covariances)) and run.times[-1] < t_star
 
 
+@pytest.mark.parametrize(
+    ("a", "v", "s0", "t_star"),
+    [(1e-200, 1e-200, 1e300, 5e99), (1e200, 1e200, 1e-300, 5e-101), (0.9, 0.7, 0.4, 1 / 0.504)],
+)
+def test_scalar_blowup_time_where_the_product_leaves_the_float_range(a, v, s0, t_star):
+    # 2 v a s0 underflowed to 0 (inf returned: "no blow-up") or overflowed to inf (0 returned);
+    # from mantissas and exponents the time is within a few roundings
+    assert g.scalar_blowup_time(a, v, s0) == pytest.approx(t_star, rel=8 * np.finfo(float).eps)
+    assert g.scalar_blowup_time(-a, -v, s0) == pytest.approx(t_star, rel=8 * np.finfo(float).eps)
+    assert g.scalar_blowup_time(-a, v, s0) == np.inf
+    with pytest.raises(FloatingPointError, match="rescale"):  # 5e899: beyond the floats
+        g.scalar_blowup_time(1e-300, 1e-300, 1e-300)
+
+
 @pytest.mark.statement("gauss-prop-scalar")
 def test_scalar_no_blowup_when_va_negative():
     assert g.scalar_blowup_time(-0.9, 0.7, 0.4) == np.inf

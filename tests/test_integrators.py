@@ -251,6 +251,12 @@ def test_a_field_refusing_the_state_names_field_and_X0():
         integrate(field, np.ones((3, 3)), [0.0, 1.0])
 
 
+def test_a_complex_field_is_refused_not_cast():
+    # the cast to the tokens' dtype dropped the imaginary part with a mere ComplexWarning
+    with pytest.raises(TypeError, match=r"`field` must return real numbers; .* complex128"):
+        integrate(lambda t, X: 1j * X, np.ones((1, 2)), [0.0, 1.0], dt=0.1)
+
+
 # --- The default step (dt=None): step doubling to a stated tolerance (issue 28, item 1) ---
 
 

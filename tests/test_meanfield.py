@@ -580,6 +580,10 @@ def test_field_constants_validation():
         mf.measured_constants(Softmax(_A2, _V2), np.eye(2), 2 * np.eye(2), np.eye(2), np.eye(2))
     with pytest.raises(ValueError, match="`X` and `Y` must define different measures"):
         mf.measured_constants(Softmax(_A2, _V2), np.eye(2), np.eye(2), np.eye(2), -np.eye(2))
+    # a radius enters squared: a negative one gave the constant of its absolute value
+    for constant in (mf.lipschitz_x, mf.lipschitz_measure):
+        with pytest.raises(ValueError, match=r"`R` must be nonnegative; got -3\.0"):
+            constant(_A2, _V2, [1.0, -3.0])
 
 
 @pytest.mark.statement("mf-thm-stability")

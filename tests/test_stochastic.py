@@ -388,6 +388,8 @@ def test_bad_arguments_raise_named_errors():
         sto.simulate(model, np.eye(3), T=1.0, L=0)
     with pytest.raises(ValueError, match="`activation`"):
         sto.MLPNoise("gelu")
+    with pytest.raises(TypeError, match=r"`Y` must be a real array-like; .* complex"):
+        sto.MLPNoise(width=8).sample(np.eye(3) * (1 + 0j), rng=0)  # was cast, ComplexWarning
     with pytest.raises(ValueError, match="unit sphere"):
         sto.simulate(model, 2 * np.eye(3), T=1.0, L=4)
     with pytest.raises(ValueError, match="n_paths"):

@@ -280,6 +280,25 @@ def test_bures_matches_pot_and_samples():
     )
 
 
+@pytest.mark.parametrize("exponent", [-330, -20, 20, 330])
+def test_bures_scales_with_the_gaussians(exponent):
+    # W2(s m1, s^2 S1; s m2, s^2 S2) = s W2(m1, S1; m2, S2). With s a power of two every
+    # scaled entry is exact, and so is the covariances' rescaling by a power of two: the same
+    # arithmetic, up to the last rounding. At s = 2^-330 (covariances near 1e-200) the cross
+    # term S1^{1/2} S2 S1^{1/2} underflowed and the distance came out 3.5x too large.
+    S1, S2 = np.array([[2.0, 0.3], [0.3, 1.0]]), np.array([[1.0, -0.2], [-0.2, 0.5]])
+    m1, m2 = np.array([0.5, -1.0]), np.array([0.25, 0.0])
+    s = 2.0**exponent
+    ref = bures_wasserstein(m1, S1, m2, S2)
+    got = bures_wasserstein(s * m1, s**2 * S1, s * m2, s**2 * S2)
+    assert got / s == pytest.approx(ref, rel=4 * np.finfo(float).eps)
+    # the covariance part alone (equal means), which underflowed
+    ref0 = bures_wasserstein(m1, S1, m1, S2)
+    assert bures_wasserstein(s * m1, s**2 * S1, s * m1, s**2 * S2) / s == pytest.approx(
+        ref0, rel=4 * np.finfo(float).eps
+    )
+
+
 def test_bures_validation():
     with pytest.raises(ValueError, match="`S2` must be positive semi-definite"):
         bures_wasserstein([0.0], [[1.0]], [0.0], [[-1.0]])

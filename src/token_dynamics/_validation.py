@@ -71,13 +71,16 @@ MATRIX_RTOL = 1e-10
 _REAL_KINDS = "iuf"
 
 
-def as_real_array(value: object, name: str, *, neg_inf: bool = False) -> FloatArray:
+def as_real_array(
+    value: object, name: str, *, neg_inf: bool = False, nonnegative: bool = False
+) -> FloatArray:
     """Return a fresh, finite float64 array of any shape, from real numbers only.
 
     Raises ``TypeError`` naming `name` for complex, boolean, string or object input (which
     numpy would coerce, dropping an imaginary part or reading ``True`` as 1), and
     ``ValueError`` for NaN or infinite entries. With ``neg_inf=True`` entries of ``-inf`` are
-    kept (logarithms: ``log 0``, a masked score); NaN and ``+inf`` are still refused.
+    kept (logarithms: ``log 0``, a masked score); NaN and ``+inf`` are still refused. With
+    ``nonnegative=True`` negative entries are refused (radii, whose sign a square would hide).
 
     Examples
     --------
@@ -114,6 +117,8 @@ def as_real_array(value: object, name: str, *, neg_inf: bool = False) -> FloatAr
             )
     elif not np.all(np.isfinite(arr)):
         raise ValueError(f"`{name}` contains NaN or infinite entries; pass finite values.")
+    if nonnegative and np.any(arr < 0):
+        raise ValueError(f"`{name}` must be nonnegative; got {float(arr[arr < 0].flat[0])!r}.")
     return arr
 
 

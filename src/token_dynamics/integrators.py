@@ -342,11 +342,16 @@ def integrate(
         if not np.all(np.isfinite(X)):
             raise _blow_up(t, name)
         try:
-            V = np.asarray(field(t, X), dtype=X.dtype)
+            V = np.asarray(field(t, X))
         except (ValueError, TypeError) as exc:
             raise type(exc)(
                 f"`field` refused the state built from `X0` (shape {X.shape}) at t = {t:g}: {exc}"
             ) from exc
+        if V.dtype.kind not in "fiu":  # a cast would drop an imaginary part silently
+            raise TypeError(
+                f"`field` must return real numbers; it returned dtype {V.dtype} at t = {t:g}."
+            )
+        V = V.astype(X.dtype, copy=False)
         if V.shape != X.shape:
             raise ValueError(f"`field` must return an array of shape {X.shape}; got {V.shape}.")
         if not np.all(np.isfinite(V)):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -463,6 +464,11 @@ def make_field(
         "sigmoid": lambda: Sigmoid(beta * A, V),
         "linear": lambda: Linear(beta * A, V),
     }
-    if variant not in builders:
+    if not isinstance(variant, str) or variant not in builders:
         raise ValueError(f"`variant` must be one of {VARIANTS}; got {variant!r}.")
+    if variant in ("l2", "sinkhorn") and not math.isfinite(1.0 / beta):
+        raise ValueError(
+            f"`beta` = {beta!r} makes the {variant} temperature 1/beta infinite; pass a larger "
+            "`beta`."
+        )
     return builders[variant]()

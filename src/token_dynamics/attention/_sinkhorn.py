@@ -160,7 +160,13 @@ class Sinkhorn(AttentionField):
     def _plan(self, Xk, wk, t):
         d = Xk.shape[1]
         A = eval_parameter(self.A, "A", t, (d, d))
-        S = (Xk @ A.T) @ Xk.T
+        with np.errstate(over="ignore", invalid="ignore"):
+            S = (Xk @ A.T) @ Xk.T
+        if not np.all(np.isfinite(S)):
+            raise FloatingPointError(
+                "the Sinkhorn scores <A x_i, x_j> left the float range; scale the tokens `X` "
+                "or `A` down."
+            )
         return sinkhorn_plan(S, self.eps, a=wk, b=wk, tol=self.tol, max_iter=self.max_iter)
 
     def _checked_plan(self, Xk, wk, t):

@@ -49,9 +49,10 @@ _LINEAR_FIX = "its size grows as |x|^3: scale the tokens, `A` or `V` down"
 
 def _overflow_check(out: np.ndarray, what: str) -> np.ndarray:
     if not np.all(np.isfinite(out)):
+        limit = np.log(np.finfo(out.dtype).max)  # 709.8 in float64, 88.7 in float32
         raise FloatingPointError(
-            f"{what} overflowed: some weight e^(beta s_ij) exceeds the float64 range "
-            "(beta * score > ~709). Lower `beta` or the token norms, or use `Softmax`, "
+            f"{what} overflowed: some weight e^(beta s_ij) exceeds the {out.dtype} range "
+            f"(beta * score > ~{limit:.0f}). Lower `beta` or the token norms, or use `Softmax`, "
             "which normalises through log-sum-exp."
         )
     return out

@@ -87,8 +87,13 @@ def wendel_probability(n: int, d: int) -> float:
     """
     n = check_int(n, "n")
     d = check_int(d, "d")
-    # exact in integers, then one rounding
-    return math.fsum(math.comb(n - 1, k) for k in range(min(d, n))) / 2 ** (n - 1)
+    # exact in integers, then one rounding (Python's integer division rounds correctly at any
+    # size: the terms overflowed a float from n ~ 1025); C(n-1, k+1) = C(n-1, k) (n-1-k)/(k+1)
+    term, total = 1, 0
+    for k in range(min(d, n)):
+        total += term
+        term = term * (n - 1 - k) // (k + 1)
+    return total / 2 ** (n - 1)
 
 
 def open_hemisphere(X: ArrayLike) -> Hemisphere:

@@ -45,8 +45,18 @@ def scalar_blowup_time(a: float, v: float, var0: float) -> float:
     """
     v, a = check_real(v, "v"), check_real(a, "a")
     s0 = check_positive(var0, "var0", allow_zero=True)
-    rate = 2.0 * v * a * s0
-    return 1.0 / rate if rate > 0 else np.inf
+    if np.sign(v) * np.sign(a) <= 0 or s0 == 0:  # signs, not the product, which may underflow
+        return np.inf
+    # 1 / (2 v a s0) from mantissas and exponents: the product itself may leave the float range
+    # where the time does not (v = a = 1e-200, s0 = 1e300 gave inf for 5e99)
+    (mv, ev), (ma, ea), (ms, es) = (np.frexp(abs(x)) for x in (v, a, s0))
+    t = float(np.ldexp(0.5 / (mv * ma * ms), -(int(ev) + int(ea) + int(es))))
+    if not np.isfinite(t) or t == 0:
+        raise FloatingPointError(
+            f"the scalar blow-up time 1 / (2 v a s0) leaves the float range (v = {v:g}, "
+            f"a = {a:g}, var0 = {s0:g}); rescale `a`, `v` or `var0`."
+        )
+    return t
 
 
 @float_guard("the 1-D softmax Gaussian", "rescale `a`, `v`, `mean0`, `var0`, `times` or `beta`")

@@ -129,7 +129,8 @@ def lipschitz_x(A: ArrayLike, V: ArrayLike, R: ArrayLike, *, beta: float = 1.0) 
     Raises
     ------
     ValueError
-        If `R` contains NaN or infinite entries, `beta` is not positive or `A`, `V` are not square.
+        If `R` contains NaN, infinite or negative entries, `beta` is not positive or `A`, `V`
+        are not square.
     TypeError
         If an array argument is not real (complex, boolean, string or object).
 
@@ -140,7 +141,7 @@ def lipschitz_x(A: ArrayLike, V: ArrayLike, R: ArrayLike, *, beta: float = 1.0) 
     >>> float(lipschitz_x(0.5 * np.eye(2), np.eye(2), 2.0))
     2.0
     """
-    R = as_real_array(R, "R")
+    R = as_real_array(R, "R", nonnegative=True)
     beta = check_positive(beta, "beta")
     return beta * _opnorm(as_square(V, "V")) * _opnorm(as_square(A, "A")) * R**2
 
@@ -176,7 +177,8 @@ def lipschitz_measure(A: ArrayLike, V: ArrayLike, R: ArrayLike, *, beta: float =
     Raises
     ------
     ValueError
-        If `R` contains NaN or infinite entries, `beta` is not positive or `A`, `V` are not square.
+        If `R` contains NaN, infinite or negative entries, `beta` is not positive or `A`, `V`
+        are not square.
     TypeError
         If an array argument is not real (complex, boolean, string or object).
 
@@ -187,7 +189,7 @@ def lipschitz_measure(A: ArrayLike, V: ArrayLike, R: ArrayLike, *, beta: float =
     >>> float(lipschitz_measure(np.eye(2), np.eye(2), 0.0))
     1.0
     """
-    R = as_real_array(R, "R")
+    R = as_real_array(R, "R", nonnegative=True)
     beta = check_positive(beta, "beta")
     k = beta * _opnorm(as_square(A, "A"))
     with np.errstate(over="ignore"):

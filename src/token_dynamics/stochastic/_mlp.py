@@ -185,7 +185,7 @@ class MLPNoise:
             from ._array_api import sample_xp
 
             return sample_xp(self, Y, rng)
-        arr = np.asarray(Y, dtype=np.float64)
+        arr = as_real_array(Y, "Y")  # complex or boolean points refused, not cast
         pts = _as_initial(arr, arr.shape[0] if arr.ndim == 3 else 1)
         G = _draw_field(self, pts, as_rng(rng))
         return G if arr.ndim == 3 else G[0]
