@@ -11,7 +11,14 @@ a cluster count, a Wasserstein distance), or it checks the property that defines
 threshold by the sign change around it) instead of solving for it. The reasoning of a
 solution (its closed forms, its signs, its why) is written only in the book's full edition,
 and the project's own checks verify that no solution's sentences, formulas or code lines are
-in this package.
+in this package. The checks themselves are not hidden: their source is part of the installed
+package, and a reader who opens it finds how each expected answer is computed (the computation
+the exercise asks for), not a stored value. They help a reader who works alone; they are not an
+examination.
+
+An answer of the wrong form (a string where a number is asked, a dict where a pair is asked, a
+count that is not a whole number) raises an error that names the form; a number of the right
+form that is not finite (NaN, an infinity) is not right, in every check.
 
 Examples
 --------
@@ -24,9 +31,9 @@ Not yet: 10 is not right. Expected: the smallest bias sigma_W (a number, two dig
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import cache
 
 import numpy as np
 from scipy.special import ndtri
@@ -39,6 +46,35 @@ from .integrators import integrate
 from .sampling import gaussian_cloud, uniform_sphere
 
 __all__ = ["CHECKS", "AnswerCheck", "ExerciseCheck", "check_answer", "exercise_labels"]
+
+
+def _real(value: object) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
+
+
+def _number(answer: object) -> float:
+    """`answer` as a float, if it is one real number: a Python or NumPy integer or float, not a
+    bool, a string, an array or a complex number. NaN and the infinities are real numbers: they
+    pass, and :func:`check_answer` judges them not right."""
+    if not _real(answer):
+        raise TypeError(f"`answer` must be a real number, not {answer!r}")
+    return float(answer)
+
+
+def _pair(answer: object) -> tuple[float, float]:
+    """`answer` as two floats, if it is a tuple, a list or a 1-d array of two real numbers
+    (strings are refused, not converted)."""
+    if isinstance(answer, tuple | list) or (isinstance(answer, np.ndarray) and answer.ndim == 1):
+        items = list(answer)
+        if len(items) == 2 and all(map(_real, items)):
+            return float(items[0]), float(items[1])
+    raise TypeError(f"`answer` must be a pair of numbers, not {answer!r}")
+
+
+def _finite(value: object) -> bool:
+    """Whether every number of a parsed answer (a float, a pair, a dict of counts) is finite."""
+    numbers_ = list(value.values()) if isinstance(value, Mapping) else value
+    return bool(np.all(np.isfinite(np.asarray(numbers_, dtype=float))))
 
 
 @dataclass(frozen=True)
@@ -88,10 +124,15 @@ class ExerciseCheck:
         The keyword arguments :func:`check_answer` needs besides the answer (the exercise's
         data, from its notebook).
     judge : callable
-        ``judge(answer, **inputs) -> bool``: whether the answer is right; raises ``TypeError``
-        or ``ValueError`` on an answer of the wrong form.
+        ``judge(value, **inputs) -> bool``: whether the answer is right, given the value that
+        `parse` made of it (only finite ones: an answer with NaN or an infinity is not right
+        without a judgement); may raise ``ValueError`` on a value outside the form.
     tolerance : str
         The tolerance, as the reader is told it ("" when the answer must be exact).
+    parse : callable
+        ``parse(answer) -> value``: the answer in the form the judge takes (a float, a pair of
+        floats, a dict of counts); raises ``TypeError`` or ``ValueError``, naming the form, on
+        an answer of another form. By default one real number.
 
     Examples
     --------
@@ -104,78 +145,85 @@ class ExerciseCheck:
     inputs: tuple[str, ...]
     judge: Callable[..., bool]
     tolerance: str = ""
-
-
-def _number(answer: object) -> float:
-    if isinstance(answer, bool) or not np.isscalar(answer) or not np.isreal(answer):
-        raise TypeError(f"`answer` must be a real number, not {answer!r}")
-    return float(np.real(answer))
-
-
-def _pair(answer: object) -> tuple[float, float]:
-    values = np.asarray(answer, dtype=float) if not isinstance(answer, str) else None
-    if values is None or values.shape != (2,):
-        raise TypeError(f"`answer` must be a pair of numbers, not {answer!r}")
-    return float(values[0]), float(values[1])
+    parse: Callable[[object], object] = _number
 
 
 # -- Part I: tokens ---------------------------------------------------------------------------
 EULER_LAYERS = (50, 100, 200, 400)  # the exercise's numbers of layers on [0, 2]
 
 
-def _euler_order(answer, *, field, X0):
+def _euler_order(order, *, field, X0):
     # the exercise's comparison: projected Euler with L layers on [0, 2] against the RK4 run
     rk4 = integrate(field, X0, [0, 2], dt=0.01, geometry="sphere").final
     study = discretisation.step_errors(
         field, X0, 2.0, rk4, EULER_LAYERS, method="euler", geometry="sphere"
     )
     # the integer order or a fitted slope: a fit over three halvings is within O(h) of it
-    return abs(_number(answer) - study.order) < 0.25
+    return abs(order - study.order) < 0.25
 
 
 CLUSTER_BETAS = (1.0, 4.0, 16.0, 64.0)  # the exercise's inverse temperatures
 
 
-def _cluster_counts(answer, *, X0):
-    if not isinstance(answer, Mapping) or {float(b) for b in answer} != set(CLUSTER_BETAS):
-        raise TypeError(f"`answer` must be a dict with the keys {CLUSTER_BETAS}, not {answer!r}")
+def _counts(answer: object) -> dict[float, int]:
+    """`answer` as {beta: count}, if it is a dict whose keys are the exercise's betas (numbers,
+    each once) and whose values are whole numbers (``2`` or ``2.0``; not ``1.9`` or NaN)."""
+    form = (
+        f"`answer` must be a dict {{beta: number of clusters}} with the keys {CLUSTER_BETAS} "
+        f"and whole-number counts, not {answer!r}"
+    )
+    if not isinstance(answer, Mapping) or not all(map(_real, [*answer, *answer.values()])):
+        raise TypeError(form)
+    counts = {float(b): float(c) for b, c in answer.items()}
+    if len(counts) != len(answer) or set(counts) != set(CLUSTER_BETAS):
+        raise TypeError(form)
+    if not all(np.isfinite(c) and c == int(c) for c in counts.values()):
+        raise ValueError(form)
+    return {b: int(c) for b, c in counts.items()}
+
+
+def _cluster_counts(counts, *, X0):
     I2 = np.eye(2)
     return all(
-        int(count)
+        count
         == diagnostics.cluster_count(
             integrate(Softmax(I2, I2, beta=b), X0, [0, 20], dt=0.05, geometry="sphere").final,
             1e-3,
         )
-        for b, count in answer.items()
+        for b, count in counts.items()
     )
 
 
 # -- Part II: the Transformer PDE -------------------------------------------------------------
-def _indefinite_sign(answer):
-    sign = _number(answer)
-    if sign not in (-1.0, 1.0):
-        raise ValueError(f"`answer` must be +1 (increases) or -1 (decreases), not {answer!r}")
-    # a cloud spread along the first axis, as the exercise asks
+RELATIVE = 0.01  # the exercises that ask for a rate of change at one cloud
+
+
+def _energy_first_change(rate):
+    # the exercise's cloud X_line, spread along the first axis, and its indefinite pair
     X = gaussian_cloud(20, np.zeros(2), np.diag([1.0, 1e-4]), rng=0)
     A, V = np.eye(2), np.diag([1.0, -1.0])
-    return sign == np.sign(energy_rate(A, X, Softmax(A, V).velocity(X)))
+    expected = energy_rate(A, X, Softmax(A, V).velocity(X))
+    # the rate is a closed form (rounding only); a difference quotient of the energy along the
+    # flow over a step h is off by a relative O(h), 1.2 h one-sided at X_line: 1% is met for
+    # h <= 5e-3, and refuses the opposite sign and the rate of unnormalised attention
+    return abs(rate - expected) <= RELATIVE * abs(expected)
 
 
-@cache
-def _last_merge_time(n: int, beta: float, t_max: float) -> float:
-    run = circle_metastability(beta, n, t_max, n_times=300, rng=1)
-    return float(run.times[np.nonzero(np.diff(run.cluster_counts))[0][-1] + 1])
+MERGE_FACTOR = 1.5
 
 
-def _late_merges(answer, *, n, t_max):
-    if answer not in ("earlier", "later"):
-        raise ValueError(f'`answer` must be "earlier" or "later", not {answer!r}')
-    earlier = _last_merge_time(n, 9.0, t_max) < _last_merge_time(n, 16.0, t_max)
-    return answer == ("earlier" if earlier else "later")
+def _late_merges(time, *, n, t_max):
+    # the chapter's run (seed 1, 300 log-spaced output times), at beta = 9
+    run = circle_metastability(9.0, n, t_max, n_times=300, rng=1)
+    last = np.nonzero(np.diff(run.cluster_counts))[0][-1]
+    # the merge is seen only between two output times (a factor 1.07 apart here): within a
+    # factor 1.5 of them, the time before or after it on any output grid with steps of at most
+    # a factor 1.5 (54 or more output times over the chapter's window) is right; the merges
+    # before it, and the last one at beta = 16, are orders of magnitude away
+    return run.times[last] / MERGE_FACTOR <= time <= MERGE_FACTOR * run.times[last + 1]
 
 
-def _quantile_distances(answer, *, m0, s0, v, a, T):
-    w0, wT = _pair(answer)
+def _quantile_distances(pair, *, m0, s0, v, a, T):
     n = 1000
     x = (m0 + np.sqrt(s0) * ndtri((np.arange(1, n + 1) - 0.5) / n))[:, None]
     exact = softmax_gaussian_1d(a, v, m0, s0, [0.0, T])
@@ -187,11 +235,10 @@ def _quantile_distances(answer, *, m0, s0, v, a, T):
         ),
     )
     # 2%: the reader's own RK4 step moves the second distance by a relative dt^4
-    return bool(np.allclose((w0, wT), expected, rtol=0.02, atol=0))
+    return bool(np.allclose(pair, expected, rtol=0.02, atol=0))
 
 
-def _swapped_order(answer, *, tokens):
-    w_contents, w_conditional = _pair(answer)
+def _swapped_order(pair, *, tokens):
     swapped = tokens.copy()
     swapped[[0, 1], 1:] = tokens[[1, 0], 1:]
     expected = (
@@ -203,34 +250,31 @@ def _swapped_order(answer, *, tokens):
     # rounding, of the order of eps times the squared spread under a square root: judged
     # against the larger of the two distances
     scale = max(max(expected), np.finfo(float).tiny)
-    return bool(np.allclose((w_contents, w_conditional), expected, rtol=1e-6, atol=1e-6 * scale))
+    return bool(np.allclose(pair, expected, rtol=1e-6, atol=1e-6 * scale))
 
 
 NEAR_BLOWUP_TIMES = (0.3, 1.0)  # the exercise's two depths, far from and near t* = 1.25
+NEAR_BLOWUP_FACTOR = 6.0
 
 
-@cache
-def _near_blowup_ratios() -> tuple[float, ...]:
+def _near_blowup_ratio(ratio):
+    if ratio <= 0:
+        return False
     field, mean, cov = Softmax(np.eye(2), np.eye(2)), np.zeros(2), 0.4 * np.eye(2)
     times = (0.0, *NEAR_BLOWUP_TIMES)
     moments = solve_moments(field, mean, cov, times)
-    ratios = []
-    for seed in (1, 2, 3):
+    logs = []
+    for seed in (1, 2, 3):  # moment-matched clouds, as the exercise asks
         cloud = moment_matched_cloud(1000, mean, cov, rng=seed)
         states = integrate(field, cloud, times, dt=0.02).states
         near, far = (
             moment_gap(states[k], moments.means[k], moments.covariances[k]) for k in (2, 1)
         )
-        ratios.append(near / far)
-    return tuple(ratios)
-
-
-def _near_blowup_ratio(answer):
-    ratio = _number(answer)
-    # the ratio of two sampling errors varies from cloud to cloud: the answer must lie between
-    # a third of the smallest and three times the largest over three clouds
-    ratios = _near_blowup_ratios()
-    return min(ratios) / 3 <= ratio <= 3 * max(ratios)
+        logs.append(np.log(near / far))
+    # the ratio of two sampling errors varies from cloud to cloud: its log has a standard
+    # deviation of 0.48 over the seeds 0 to 99, so the reader's log less the mean of three
+    # clouds has one of 0.48 sqrt(1 + 1/3) = 0.55, and a factor 6 (log 6 = 1.79) is 3.2 of them
+    return abs(np.log(ratio) - np.mean(logs)) <= np.log(NEAR_BLOWUP_FACTOR)
 
 
 # -- Part III: noise --------------------------------------------------------------------------
@@ -241,30 +285,24 @@ def _lambda_bar(sigma_W: float) -> float:
     return stochastic.noise_exponents("tanh", d=4, sigma_W=sigma_W).lambda_bar
 
 
-def _tanh_bias(answer):
+def _tanh_bias(sigma):
     # the smallest bias for Assumption 1 (lambda_bar < 0) lies within two digits of the
     # answer: lambda_bar is not yet negative just below it and is negative just above it
-    sigma = _number(answer)
     if sigma < 0:
-        raise ValueError(f"`answer` must be a bias sigma_W >= 0, not {answer!r}")
+        raise ValueError(f"`answer` must be a bias sigma_W >= 0, not {sigma!r}")
     below, above = max(sigma - TWO_DIGITS, 0.0), sigma + TWO_DIGITS
     return bool(_lambda_bar(below) >= 0 > _lambda_bar(above))
 
 
-@cache
-def _repulsive_forcing() -> float:
-    """The largest d/dt S_beta / S_beta of repulsive attention (V = -I, d = 5) over clouds of
-    every size from 2 to 40 tokens (the assumption is about every cloud)."""
-    rng = np.random.default_rng(0)
-    clouds = [uniform_sphere(n, 5, rng=rng) for n in range(2, 41)]
-    return max(stochastic.attention_forcing(X, beta=1.0, V=-np.eye(5)) for X in clouds)
-
-
-def _repulsive_assumption(answer):
-    if not isinstance(answer, bool | np.bool_):
-        raise TypeError(f"`answer` must be True or False, not {answer!r}")
-    # Assumption 2 with epsilon = 0 asks d/dt S_beta <= 0 along attention at every cloud
-    return bool(answer) == bool(_repulsive_forcing() <= 0)
+def _repulsive_ratio(ratio):
+    # Assumption 2 with epsilon = 0 asks d/dt S_beta <= 0 along attention at every cloud: its
+    # ratio d/dt S_beta / S_beta at the exercise's initial cloud X0 (beta = 1, V = -I)
+    X = uniform_sphere(16, 5, rng=0)
+    expected = stochastic.attention_forcing(X, beta=1.0, V=-np.eye(5))
+    # a closed form (rounding only); a difference quotient of S_beta along the flow over a step
+    # h is off by a relative O(h), 0.3 h one-sided at X0: 1% is met for h <= 1e-2, and refuses
+    # the ratio of V = I and that of the milder V = -0.1 I of the chapter
+    return abs(ratio - expected) <= RELATIVE * abs(expected)
 
 
 #: The check of each computational exercise of the book, by the exercise's label: the form of
@@ -274,39 +312,52 @@ CHECKS: dict[str, ExerciseCheck] = {
         "the order of the projected Euler method (a number)", ("field", "X0"), _euler_order, "0.25"
     ),
     "tok-ex-clusters": ExerciseCheck(
-        "a dict {beta: number of clusters} for beta = 1, 4, 16, 64", ("X0",), _cluster_counts
+        "a dict {beta: number of clusters} for beta = 1, 4, 16, 64",
+        ("X0",),
+        _cluster_counts,
+        parse=_counts,
     ),
     "gf-ex-indefinite": ExerciseCheck(
-        "the sign of the energy's first change for a cloud along the first axis (+1 or -1)",
+        "the energy's first change rate dE/dt at t = 0 for the cloud X_line (a number)",
         (),
-        _indefinite_sign,
+        _energy_first_change,
+        f"a relative {RELATIVE:.0%}",
     ),
     "gf-ex-beta": ExerciseCheck(
-        'when the late merges come at beta = 9 ("earlier" or "later")', ("n", "t_max"), _late_merges
+        "the time of the last merge at beta = 9 (a number)",
+        ("n", "t_max"),
+        _late_merges,
+        f"a factor {MERGE_FACTOR:g}",
     ),
     "mf-ex-quantiles": ExerciseCheck(
         "the pair (W2 at time 0, W2 at time T) of the quantile tokens",
         ("m0", "s0", "v", "a", "T"),
         _quantile_distances,
         "a relative 2%",
+        parse=_pair,
     ),
     "mf-ex-order": ExerciseCheck(
         "the pair (W2 of the contents, conditional W2) of the swapped tokens",
         ("tokens",),
         _swapped_order,
         "1e-6 times the larger of the two distances",
+        parse=_pair,
     ),
     "gauss-ex-particles-near-blowup": ExerciseCheck(
-        "the moment error at t = 1.0 divided by the one at t = 0.3 (a number)",
+        "the moment error at t = 1.0 divided by the one at t = 0.3, for a moment-matched "
+        "cloud (a number)",
         (),
         _near_blowup_ratio,
-        "a factor 3, the spread of the ratio between clouds",
+        f"a factor {NEAR_BLOWUP_FACTOR:g}, the spread of the ratio between clouds",
     ),
     "sync-ex-tanh-bias": ExerciseCheck(
         "the smallest bias sigma_W (a number, two digits)", (), _tanh_bias, f"{TWO_DIGITS}"
     ),
     "sync-ex-repulsive": ExerciseCheck(
-        "whether Assumption 2 holds with epsilon = 0 (True or False)", (), _repulsive_assumption
+        "the ratio (dS_beta/dt) / S_beta of the repulsive flow at X0 (a number)",
+        (),
+        _repulsive_ratio,
+        f"a relative {RELATIVE:.0%}",
     ),
 }
 
@@ -350,16 +401,21 @@ def check_answer(exercise: str, answer: object, **inputs: object) -> AnswerCheck
     Raises
     ------
     ValueError
-        For an unknown exercise or missing inputs.
+        For an unknown exercise or missing inputs, or an answer outside its form (a count
+        that is not a whole number, a negative bias).
     TypeError
-        For an answer of the wrong form.
+        For an answer of the wrong type (a string, a dict or an array where a number is asked).
 
     Examples
     --------
     >>> from token_dynamics.exercises import check_answer
     >>> check_answer("gauss-ex-particles-near-blowup", ...)
     Not answered yet: replace `...` by the moment error at t = 1.0 divided by the one at
-    t = 0.3 (a number).
+    t = 0.3, for a moment-matched cloud (a number).
+    >>> check_answer("gauss-ex-particles-near-blowup", float("nan"))
+    Not yet: nan is not right. Expected: the moment error at t = 1.0 divided by the one at
+    t = 0.3, for a moment-matched cloud (a number), within a factor 6, the spread of the ratio
+    between clouds.
     """
     if exercise not in CHECKS:
         raise ValueError(f"`exercise` must be one of {exercise_labels()}, not {exercise!r}")
@@ -374,7 +430,8 @@ def check_answer(exercise: str, answer: object, **inputs: object) -> AnswerCheck
     if answer is Ellipsis:
         message = f"Not answered yet: replace `...` by {check.expects}."
         return AnswerCheck(exercise, "unanswered", message)
-    if check.judge(answer, **inputs):
+    value = check.parse(answer)
+    if _finite(value) and check.judge(value, **inputs):
         return AnswerCheck(exercise, "correct", "Correct.")
     within = f", within {check.tolerance}" if check.tolerance else ""
     shown = f"{answer:g}" if isinstance(answer, float) else repr(answer)
