@@ -34,6 +34,7 @@ from __future__ import annotations
 import numbers
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TypeGuard
 
 import numpy as np
 from scipy.special import ndtri
@@ -48,7 +49,7 @@ from .sampling import gaussian_cloud, uniform_sphere
 __all__ = ["CHECKS", "AnswerCheck", "ExerciseCheck", "check_answer", "exercise_labels"]
 
 
-def _real(value: object) -> bool:
+def _real(value: object) -> TypeGuard[numbers.Real]:
     return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
 
 
