@@ -75,7 +75,7 @@ lint: env
 SITE_TESTS := tests/test_student_edition.py tests/test_downloads.py tests/test_reader_text.py
 
 unit: env
-	$(BIN)/pytest -n $(JOBS) --ignore=tests/browser --ignore=tests/test_pdf.py --ignore=tests/test_backends.py --ignore=tests/test_gpu_script.py $(addprefix --ignore=,$(SITE_TESTS)) tests src
+	$(BIN)/pytest -n $(JOBS) --ignore=tests/browser --ignore=tests/test_pdf.py --ignore=tests/test_backends.py --ignore=tests/test_backends_arguments.py --ignore=tests/test_gpu_script.py $(addprefix --ignore=,$(SITE_TESTS)) tests src
 
 ## test-backends: the attention fields on other array libraries (array-api-strict, JAX CPU and,
 ## when importable, torch) against numpy; installs requirements-backends.txt into .venv
@@ -86,7 +86,7 @@ $(BACKENDS_STAMP): requirements-backends.txt $(STAMP)
 
 test-backends: env $(BACKENDS_STAMP)
 	@$(BIN)/python -c "import importlib.util as u; print('array libraries:', ', '.join(f'{m} ' + ('runs' if u.find_spec(m) else 'absent (its tests are reported as skipped)') for m in ('array_api_strict', 'jax', 'torch')))"
-	$(BIN)/pytest -rs tests/test_backends.py tests/test_gpu_script.py
+	$(BIN)/pytest -rs tests/test_backends.py tests/test_backends_arguments.py tests/test_gpu_script.py
 
 ## test-fullsize: the papers' experiments at full size (minutes each; not part of `make test`)
 test-fullsize: env

@@ -83,6 +83,19 @@ def test_large_scores_in_float32_stay_finite():
     assert_within(v32, field.velocity(X), field_bound(n, d, smax))
 
 
+def test_small_tokens_in_float32():
+    """Tokens of 1e-30: the value columns are brought to unit size by a power of two before
+    the weights multiply them; that scale was a float64 array, which promoted them and made
+    BLAS refuse the float32 output. The result is the float64 one of the same float32 tokens to
+    the float32 rounding of the values (the scores are ~1e-60, so the weights are uniform)."""
+    X = (np.random.default_rng(23).standard_normal((50, 2)) * 1e-30).astype(np.float32)
+    for field in (Softmax(np.eye(2), np.eye(2)), Softmax(np.eye(2), np.eye(2), beta=-3.0)):
+        v32 = field.velocity(X)
+        assert v32.dtype == np.float32
+        ref = field.velocity(X.astype(np.float64))
+        assert np.abs(v32 - ref).max() <= 8 * 50 * float(np.finfo(np.float32).eps) * 1e-30 * 4
+
+
 def test_causal_and_sinkhorn_in_float32():
     rng = np.random.default_rng(23)
     n, d = 64, 3

@@ -47,6 +47,7 @@ __all__ = [
     "is_numpy",
     "library",
     "namespace",
+    "scalar",
     "to_namespace",
     "to_numpy",
 ]
@@ -114,8 +115,11 @@ def namespace(*arrays: object) -> ModuleType:
     if kind is not None and all(type(a) is kind for a in arrs):  # one type: one namespace
         xp = _NAMESPACES.get(kind)
         if xp is None:
+            _refuse_tracers(kind)
             xp = _NAMESPACES[kind] = array_namespace(arrs[0])
         return xp
+    for a in arrs:
+        _refuse_tracers(type(a))
     try:
         return array_namespace(*arrs)
     except TypeError as exc:
@@ -125,6 +129,19 @@ def namespace(*arrays: object) -> ModuleType:
             "pass them all from one library (convert the parameters with that library's "
             "`asarray`)."
         ) from exc
+
+
+def _refuse_tracers(kind: type) -> None:
+    """Refuse the abstract arrays of ``jax.jit``, ``jax.grad`` and ``jax.vmap`` (tracers): the
+    library reads values on the host (its checks, its step counts), which a traced function
+    cannot do, and vmap hides the token axis."""
+    if kind.__module__.partition(".")[0] in ("jax", "jaxlib") and "Tracer" in kind.__name__:
+        raise TypeError(
+            "token_dynamics cannot run inside jax.jit, jax.grad or jax.vmap: it reads values on "
+            "the host to check them (finiteness, the float range) and to choose its steps. Call "
+            "it on concrete JAX arrays, outside the transformation (its own computations are "
+            "compiled already)."
+        )
 
 
 #: The namespace of each array type met (``namespace``): array-api-compat's lookup, which
@@ -143,9 +160,16 @@ def all_finite(xp: ModuleType, *arrays: Any) -> bool:
         total = xp.sum(arrays[0])
         for a in arrays[1:]:
             total = total + xp.sum(a)
-    if math.isfinite(float(total)):
+    if math.isfinite(scalar(total)):
         return True
     return all(bool(xp.all(xp.isfinite(a))) for a in arrays)
+
+
+def scalar(v: Any) -> float:
+    """The value of a 0-d array as a float, read apart from its autograd graph (torch warns when
+    a tensor that requires grad is converted)."""
+    detach = getattr(v, "detach", None)
+    return float(v if detach is None else detach())
 
 
 @functools.cache
@@ -170,10 +194,19 @@ def float_dtype(xp: ModuleType, x: Any, dtype: object | None = None) -> Any:
     """The computing dtype: ``dtype`` when given (``"float64"``/``"float32"`` or the library's
     own), else float32 for float32 input and float64 otherwise (as on the numpy path)."""
     if dtype is not None:
-        name = str(dtype).split(".")[-1]
+        try:  # numpy's names and types ('f4', np.float32, jnp.float32)
+            name = np.dtype(dtype).name  # type: ignore[call-overload]
+        except TypeError:  # another library's dtype object (torch.float32)
+            name = str(dtype).split(".")[-1]
         if name not in ("float64", "float32"):
             raise ValueError(
                 f"`dtype` must be float64 or float32; got {dtype!r}. Pass dtype='float64'."
+            )
+        if name == "float64" and not has_float64(xp, x):
+            raise TypeError(
+                "`dtype` asks for float64, which the array library of the tokens lacks on their "
+                "device (JAX without `jax.config.update('jax_enable_x64', True)`, torch's 'mps'); "
+                "enable it, or pass dtype='float32'."
             )
         return getattr(xp, name)
     return xp.float32 if x.dtype == xp.float32 else xp.float64

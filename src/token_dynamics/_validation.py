@@ -91,6 +91,11 @@ def as_real_array(
     ...
     TypeError: `x` must be a real array-like; got an array of complex numbers. ...
     """
+    if getattr(value, "requires_grad", False) is True:  # a torch tensor in an autograd graph
+        raise TypeError(
+            f"`{name}` requires grad, but it is read as numbers on the host and no gradient "
+            f"would reach it; pass `{name}.detach()` (gradients flow through the tokens only)."
+        )
     try:
         raw = np.asarray(value) if is_numpy(value) else to_numpy(value)
     except (TypeError, ValueError) as exc:
@@ -326,9 +331,17 @@ def as_weights(w: object, n: int, name: str = "weights") -> FloatArray:
     if np.any(arr < 0):
         raise ValueError(f"`{name}` must be nonnegative; the smallest entry is {arr.min():.3g}.")
     total = arr.sum()
-    if abs(total - 1.0) > WEIGHTS_TOL:
+    # weights given in a shorter float (float32 tensors, JAX's default) sum to one only up to
+    # their rounding, about n eps of their type: accepted within 2 n eps, and normalised here
+    eps = _SHORT_FLOAT_EPS.get(str(getattr(w, "dtype", "")).rpartition(".")[2], 0.0)
+    tol = max(WEIGHTS_TOL, 2 * n * eps)
+    if abs(total - 1.0) > tol:
         raise ValueError(f"`{name}` must sum to one; got {total!r}. Divide by its sum.")
-    return arr
+    return arr / total if tol > WEIGHTS_TOL else arr
+
+
+#: Rounding unit of the float types shorter than float64 that weights may come in.
+_SHORT_FLOAT_EPS = {"float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}
 
 
 def as_parameter(
@@ -349,10 +362,17 @@ def as_parameter(
     return lambda t: const
 
 
+def _not_a_number(value: object, name: str) -> ValueError:
+    """The error for a scalar argument that is no finite real number; a 0-d array of another
+    library (a torch or JAX scalar) is told to become a Python number."""
+    hint = f" Pass a Python number, float({name})." if hasattr(value, "shape") else ""
+    return ValueError(f"`{name}` must be a finite real number; got {value!r}.{hint}")
+
+
 def check_positive(value: object, name: str, *, allow_zero: bool = False) -> float:
     """Return `value` as a float after checking it is finite and positive."""
     if isinstance(value, bool) or not isinstance(value, Real) or not np.isfinite(float(value)):
-        raise ValueError(f"`{name}` must be a finite real number; got {value!r}.")
+        raise _not_a_number(value, name)
     if value < 0 or (value == 0 and not allow_zero):
         bound = "nonnegative" if allow_zero else "positive"
         raise ValueError(f"`{name}` must be {bound}; got {value!r}.")
@@ -362,7 +382,7 @@ def check_positive(value: object, name: str, *, allow_zero: bool = False) -> flo
 def check_real(value: object, name: str) -> float:
     """Return `value` as a float after checking it is a finite real number (not a bool)."""
     if isinstance(value, bool) or not isinstance(value, Real) or not np.isfinite(float(value)):
-        raise ValueError(f"`{name}` must be a finite real number; got {value!r}.")
+        raise _not_a_number(value, name)
     return float(value)
 
 

@@ -175,7 +175,7 @@ class Trajectory:
     @property
     def final(self) -> np.ndarray:
         """Tokens at the last time, shape ``(n, d)``."""
-        return self.states[-1]
+        return self.states[-1, ...]  # the array API indexes every axis (array-api-strict)
 
 
 def _choice(value: object, name: str, options: tuple[str, ...]) -> str:
@@ -184,9 +184,12 @@ def _choice(value: object, name: str, options: tuple[str, ...]) -> str:
     return value
 
 
-def _blow_up(t: float, method: str, what: str = "tokens") -> FloatingPointError:
+def _blow_up(
+    t: float, method: str, what: str = "tokens", *, numpy: bool = True
+) -> FloatingPointError:
+    other = "use method='solve_ivp'" if numpy else "pass numpy tokens to use method='solve_ivp'"
     fix = (
-        "Reduce `dt` or the final time, or use method='solve_ivp'."
+        f"Reduce `dt` or the final time, or {other}."
         if method in ("euler", "rk4")
         else "Stop before that time, or check the field for a finite-time blow-up."
     )
@@ -482,10 +485,22 @@ def _integrate_xp(field, X0, times, method, dt, geometry, dtype, progress):
     if sphere:
         if not bool(xp.all(xp.any(X != 0, axis=1))):
             raise ValueError("`X0` has a zero row, which has no point on the sphere.")
-        X = normalise(X)
+        # each row over its largest entry first: the squares of rows of norm 1e-160 (1e-21 in
+        # float32) are subnormal and those of 1e200 overflow; the steps stay near norm one
+        X = normalise(X / xp.max(xp.abs(X), axis=1, keepdims=True))
+        if not all_finite(xp, X):  # subnormal rows, which XLA on the CPU reads as zeros
+            raise ValueError(
+                "`X0` has rows too small to normalise on this array library (below the "
+                "smallest normal float); scale `X0` up, or pass it as a numpy array."
+            )
 
     def rhs(t, Z, project):
         V = field(t, Z)
+        if is_numpy(V) or not hasattr(V, "shape"):  # a list, or numpy next to a tensor
+            raise TypeError(
+                f"`field` must return an array of the tokens' library ({type(Z).__name__}); got "
+                f"{type(V).__name__}."
+            )
         if tuple(V.shape) != tuple(Z.shape):
             raise ValueError(
                 f"`field` must return an array of shape {tuple(Z.shape)}; got {tuple(V.shape)}."
@@ -514,7 +529,7 @@ def _integrate_xp(field, X0, times, method, dt, geometry, dtype, progress):
             t = float(times[k] + s * h)
             X = step(t, X, h)
             if not all_finite(xp, X):
-                raise _blow_up(t + h, method)
+                raise _blow_up(t + h, method, numpy=False)
         states.append(X)
     return Trajectory(times, xp.stack(states), method, geometry, int(sum(substeps)))
 

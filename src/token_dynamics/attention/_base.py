@@ -18,6 +18,7 @@ from .._backend import (
     is_numpy,
     library,
     namespace,
+    scalar,
     to_namespace,
 )
 from .._typing import ArrayLike, DTypeLike, ParameterLike
@@ -494,8 +495,8 @@ def checked_velocity(
     if hasattr(stats, "tolist"):  # one array (JAX)
         y, x, total = (float(v) for v in stats.tolist())
     else:  # the largest norm of the tokens read once when the queries are the keys
-        x = float(stats[1])
-        y, total = x if stats[0] is stats[1] else float(stats[0]), float(stats[2])
+        x = scalar(stats[1])
+        y, total = x if stats[0] is stats[1] else scalar(stats[0]), scalar(stats[2])
     if not (math.isfinite(y) and math.isfinite(x)) and not all_finite(xp, X, Y):
         raise ValueError("`X` and `Y` must be finite; remove the NaN or inf entries.")
     limit = float(xp.finfo(out.dtype).max) * 2.0**-SCORE_HEADROOM

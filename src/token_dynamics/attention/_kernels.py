@@ -396,7 +396,7 @@ def weighted_columns(R: np.ndarray, w: np.ndarray | None) -> tuple[np.ndarray, n
     times a small value then stays a normal double, where ``w_j R_j`` could turn subnormal
     and lose its digits (weights of 1e-20 times values of 1e-300), and the result's columns
     are multiplied back by ``c``."""
-    c = power_of_two_scale(R, axis=0)
+    c = power_of_two_scale(R, axis=0).astype(R.dtype)  # exact; float64 would promote R
     if np.all(c >= SMALL_VALUES):  # a multiplied weight (>= e^-655 of the sum) stays normal
         return (R if w is None else R * w[:, None]), np.ones(R.shape[1], dtype=R.dtype)
     Rc = R / c

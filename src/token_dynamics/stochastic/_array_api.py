@@ -36,13 +36,15 @@ __all__ = [
 ]
 
 
-def gaussian_field_refusal(a: Any, name: str, what: str) -> TypeError:
-    """The refusal of the infinite-width field on a foreign array ``a`` (argument ``name``)."""
+def gaussian_field_refusal(a: Any, name: str, what: str, *, finite_width: bool = True) -> TypeError:
+    """The refusal of the infinite-width field on a foreign array ``a`` (argument ``name``);
+    ``finite_width``: whether a finite width would run on the array's device instead."""
     kind = f"{type(a).__module__}.{type(a).__name__}"
+    other = ", or a finite width, MLPNoise(width=m), to stay on the array's device"
     return TypeError(
         f"`{name}` is a {kind}: {what} the infinite-width Gaussian field, whose exact sampler "
         f"runs on numpy arrays only; pass `np.asarray({name})` (`{name}.cpu().numpy()` for a "
-        "torch tensor), or a finite width, MLPNoise(width=m), to stay on the array's device."
+        f"torch tensor){other if finite_width else ''}."
     )
 
 

@@ -137,7 +137,7 @@ def simulate_sde(
     if method not in SDE_METHODS:
         raise ValueError(f"`method` must be one of {SDE_METHODS}; got {method!r}.")
     if not is_numpy(X0):
-        raise gaussian_field_refusal(X0, "X0", "simulate_sde samples")
+        raise gaussian_field_refusal(X0, "X0", "simulate_sde samples", finite_width=False)
     T, L, X, keep, rng = _common_args(X0, T, L, n_paths, save_every, rng)
     d = X.shape[-1]
     A, V = model.matrices(d)

@@ -1,0 +1,142 @@
+"""Arguments on the array-library path (torch, JAX, array-api-strict): what is accepted, what is
+refused and how, where an audit found silent errors or unclear refusals.
+
+Run by ``make test-backends`` with tests/test_backends.py (same libraries, same skips).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import array_api_strict
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from token_dynamics import integrate
+from token_dynamics.attention import Softmax
+from token_dynamics.stochastic import MLPNoise, StochasticTransformer, simulate_sde
+
+from .test_backends import EPS32, LIBRARIES, _library
+
+jax.config.update("jax_enable_x64", True)
+
+I2 = np.eye(2)
+
+
+@pytest.fixture(params=LIBRARIES)
+def lib(request):
+    return _library(request.param)
+
+
+@pytest.mark.parametrize("scale", [1e-160, 1e200])
+def test_sphere_start_is_normalised_at_any_scale(lib, scale):
+    # the squares of rows of norm 1e-160 are subnormal, those of 1e200 overflow: each row is
+    # divided by its largest entry first, as on the numpy path, so the start is on the sphere
+    # to a few roundings and the run is numpy's (the same arithmetic up to rounding, 1e-14)
+    asarray, to_numpy, _ = lib
+    X = np.random.default_rng(0).standard_normal((6, 3)) * scale
+    field = Softmax(np.eye(3), np.eye(3))
+    ref = integrate(field, X, [0.0, 1.0], method="rk4", dt=0.25, geometry="sphere")
+    got = integrate(field, asarray(X), [0.0, 1.0], method="rk4", dt=0.25, geometry="sphere")
+    start = to_numpy(got.states[0, ...])
+    np.testing.assert_allclose(np.linalg.norm(start, axis=1), 1.0, rtol=0, atol=4e-16)
+    np.testing.assert_allclose(to_numpy(got.final), ref.final, rtol=0, atol=1e-14)
+
+
+def test_float32_weights_are_accepted_up_to_their_rounding(lib):
+    # weights normalised in float32 sum to one within about n eps_32, far beyond the float64
+    # tolerance 1e-9 that refused them; they are accepted within 2 n eps_32 and normalised
+    asarray, to_numpy, _ = lib
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((300, 2))
+    w32 = rng.random(300).astype(np.float32)
+    w32 /= w32.sum()
+    field = Softmax(I2, I2)
+    w64 = w32.astype(np.float64) / w32.astype(np.float64).sum()
+    got = to_numpy(field.velocity(asarray(X), weights=asarray(w32)))
+    np.testing.assert_allclose(got, field.velocity(X, weights=w64), rtol=0, atol=1e-13)
+    off = w32.astype(np.float64) * (1 + 1e-3)  # not a rounding: refused
+    with pytest.raises(ValueError, match="`weights` must sum to one"):
+        field.velocity(asarray(X), weights=asarray(off.astype(np.float32)))
+
+
+def test_parameters_and_weights_that_require_grad_are_refused_by_name():
+    torch = pytest.importorskip("torch")
+    X = torch.randn(5, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    A = torch.eye(2, dtype=torch.float64, requires_grad=True)
+    w = torch.full((5,), 0.2, dtype=torch.float64, requires_grad=True)
+    with pytest.raises(TypeError, match=r"`A` requires grad.*pass `A.detach\(\)`"):
+        Softmax(A, I2)
+    with pytest.raises(TypeError, match="`weights` requires grad"):
+        Softmax(I2, I2).velocity(X, weights=w)
+    # the tokens are differentiated: d/dX of sum(velocity) against central differences
+    Xg = X.clone().requires_grad_(True)
+    (grad,) = torch.autograd.grad(Softmax(I2, I2).velocity(Xg).sum(), Xg)
+    f = Softmax(I2, I2)
+    h, e = 1e-6, np.zeros((5, 2))
+    e[2, 1] = h
+    Xn = X.numpy()
+    fd = (f.velocity(Xn + e).sum() - f.velocity(Xn - e).sum()) / (2 * h)
+    assert float(grad[2, 1]) == pytest.approx(fd, abs=1e-8)  # h^2 and eps/h: below 1e-9
+
+
+@pytest.mark.parametrize("transform", ["jit", "grad", "vmap"])
+def test_jax_transformations_are_refused_with_the_reason(transform):
+    X = jnp.ones((3, 2)) * jnp.arange(1.0, 4.0)[:, None]
+    f = Softmax(I2, I2)
+    call = {
+        "jit": lambda: jax.jit(f.velocity)(X),
+        "grad": lambda: jax.grad(lambda Z: f.velocity(Z).sum())(X),
+        "vmap": lambda: jax.vmap(f.velocity)(jnp.stack([X, X])),
+    }[transform]
+    with pytest.raises(TypeError, match=r"cannot run inside jax\.jit, jax\.grad or jax\.vmap"):
+        call()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, "f4", "float32"])
+def test_numpy_names_of_float32_are_accepted(dtype):
+    X = np.random.default_rng(2).standard_normal((7, 2))
+    got = Softmax(I2, I2).velocity(jnp.asarray(X), dtype=dtype)
+    assert got.dtype == jnp.float32
+    assert np.abs(np.asarray(got) - Softmax(I2, I2).velocity(X)).max() < 64 * EPS32 * 10
+
+
+def test_float64_without_jax_x64_is_refused():
+    # JAX without x64 gives float32 for dtype='float64', silently (only JAX's warning): refused
+    code = (
+        "import numpy as np, jax.numpy as jnp\n"
+        "from token_dynamics.attention import Softmax\n"
+        "X = jnp.asarray(np.ones((3, 2)))\n"
+        "try:\n"
+        "    Softmax(np.eye(2), np.eye(2)).velocity(X, dtype='float64')\n"
+        "except TypeError as e:\n"
+        "    print(e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "`dtype` asks for float64" in out.stdout and "jax_enable_x64" in out.stdout
+
+
+def test_integrate_on_arrays_names_what_went_wrong():
+    X = array_api_strict.asarray(np.random.default_rng(3).standard_normal((5, 2)))
+    traj = integrate(Softmax(I2, I2), X, [0.0, 1.0], method="rk4", dt=0.5)
+    assert traj.final.shape == (5, 2)  # states[-1] alone is refused by the standard's indexing
+    with pytest.raises(TypeError, match="`field` must return an array of the tokens' library"):
+        integrate(lambda t, Z: [[0.0, 0.0]] * 5, X, [0.0, 1.0], method="euler", dt=0.5)
+    with pytest.raises(FloatingPointError, match="pass numpy tokens to use method='solve_ivp'"):
+        integrate(lambda t, Z: Z * float("nan"), X, [0.0, 1.0], method="rk4", dt=0.5)
+
+
+def test_scalars_given_as_arrays_are_told_to_become_numbers():
+    with pytest.raises(ValueError, match=r"Pass a Python number, float\(beta\)"):
+        Softmax(I2, I2, beta=jnp.asarray(0.5))
+
+
+def test_simulate_sde_does_not_offer_a_finite_width():
+    model = StochasticTransformer(MLPNoise("tanh", width=16))
+    X0 = jnp.asarray(np.eye(3))
+    with pytest.raises(TypeError, match="simulate_sde samples") as err:
+        simulate_sde(model, X0, T=1.0, L=2, rng=0)
+    assert "finite width" not in str(err.value)
