@@ -140,3 +140,19 @@ def test_simulate_sde_does_not_offer_a_finite_width():
     with pytest.raises(TypeError, match="simulate_sde samples") as err:
         simulate_sde(model, X0, T=1.0, L=2, rng=0)
     assert "finite width" not in str(err.value)
+
+
+def test_subnormal_clouds_are_refused(lib):
+    # XLA on the CPU reads subnormal numbers as zeros: the velocity of tokens of 1e-310 came
+    # out exactly zero; the numpy path rescales them and stays the reference
+    asarray, to_numpy, _ = lib
+    X = np.random.default_rng(4).standard_normal((6, 3)) * 1e-310
+    assert np.abs(Softmax(np.eye(3), np.eye(3)).velocity(X)).max() > 0
+    with pytest.raises(FloatingPointError, match="below the smallest normal float"):
+        Softmax(np.eye(3), np.eye(3)).velocity(asarray(X))
+    # tokens of 1e-170 are normal floats, whose squares underflow: computed, as numpy does
+    # (the scores vanish, the weights are uniform: the mean of the values, to rounding)
+    Y = X * 1e140
+    got = to_numpy(Softmax(np.eye(3), np.eye(3)).velocity(asarray(Y)))
+    ref = Softmax(np.eye(3), np.eye(3)).velocity(Y)
+    np.testing.assert_allclose(got, ref, rtol=1e-14, atol=0)

@@ -20,6 +20,7 @@ from .._backend import (
     namespace,
     scalar,
     to_namespace,
+    to_numpy,
 )
 from .._typing import ArrayLike, DTypeLike, ParameterLike
 from .._validation import as_dtype, as_matrix, as_square, as_tokens, as_weights, check_real
@@ -475,11 +476,13 @@ def checked_velocity(
 ) -> Any:
     r"""``out``, the velocity of the scores :math:`\langle F_i, x_j\rangle` with
     :math:`|F_i| \le` ``scale`` :math:`|y_i|` (``scale`` = :math:`|\beta|\,\|A\|_2` for
-    :math:`F = \beta Y A^\top`), after three checks read from ``stats``
+    :math:`F = \beta Y A^\top`), after four checks read from ``stats``
     (``_array_api.velocity_stats``: the largest norms of ``Y`` and ``X``, the sum of ``out``):
 
     - the tokens are finite, else ``ValueError`` (a NaN or infinite norm is looked at again,
       since a finite row may have an overflowing norm);
+    - some token reaches the normal floats, else ``FloatingPointError`` (XLA on the CPU reads
+      subnormal numbers as zeros);
     - the scores stay within the float range: by Cauchy-Schwarz each is at most ``scale``
       :math:`\max_i |y_i| \max_j |x_j|`, which must stay below the dtype's largest float over
       ``2**SCORE_HEADROOM`` (``_scale``), else ``FloatingPointError``. The array path does not
@@ -499,6 +502,16 @@ def checked_velocity(
         y, total = x if stats[0] is stats[1] else scalar(stats[0]), scalar(stats[2])
     if not (math.isfinite(y) and math.isfinite(x)) and not all_finite(xp, X, Y):
         raise ValueError("`X` and `Y` must be finite; remove the NaN or inf entries.")
+    normal = float(xp.finfo(out.dtype).smallest_normal)
+    if max(x, y) < normal and 0 < max(float(np.abs(to_numpy(a)).max()) for a in (X, Y)) < normal:
+        # XLA on the CPU reads subnormal numbers as zeros (a zero velocity came out), others
+        # compute them with fewer digits; the array path does not rescale tokens as numpy's does.
+        # (A norm below the normal floats, 0 included, is read again on the host: the squares of
+        # normal entries of 1e-170 underflow too, harmlessly.)
+        raise FloatingPointError(
+            f"{what}: every token lies below the smallest normal float; scale the tokens up, "
+            "or pass numpy arrays (`np.asarray(X)`), whose path rescales them."
+        )
     limit = float(xp.finfo(out.dtype).max) * 2.0**-SCORE_HEADROOM
     bound = 0.0 if scale == 0 else scale * y * x
     if not bound <= limit:
