@@ -51,6 +51,32 @@ CELL_TIMEOUT_S = 90
 TIMES_FILE = SOURCES / "notebook_times.csv"
 #: The cell ``otter assign`` puts first: the install cell goes before it.
 OTTER_INIT = "# Initialize Otter"
+#: What the first cell of ``otter assign`` becomes: ``otter.Notebook("<set>.ipynb")`` reads the
+#: visible tests from the notebook's file by that name, and a copy under another name (Jupyter's
+#: "Make a copy": ``<set>-Copy1.ipynb``) alone in its folder failed every check. The notebook's
+#: file is then the one Jupyter names (``__session__``), else a notebook of the same set beside
+#: it (every notebook of a set holds the same visible tests).
+OTTER_INIT_SOURCE = """# Initialize Otter
+import otter
+
+
+def _this_notebook(name="{name}"):
+    \"\"\"This notebook's file, under any name: the checks read their tests from it.\"\"\"
+    import glob
+    import json
+    import os
+
+    session = os.path.basename(globals().get("__session__") or "")  # set by Jupyter
+    for path in [f"{{name}}.ipynb", session, *sorted(glob.glob("*.ipynb"))]:
+        if path.endswith(".ipynb") and os.path.isfile(path):
+            with open(path, encoding="utf-8") as f:
+                metadata = json.load(f).get("metadata", {{}})
+            if metadata.get("otter", {{}}).get("assignment_name") == name:
+                return path
+    return f"{{name}}.ipynb"
+
+
+grader = otter.Notebook(_this_notebook())"""
 #: The installer of a missing otter-grader, after the library's (tools/plain_notebook.py).
 OTTER_INSTALL = """
 try:
@@ -135,11 +161,13 @@ def install_cell() -> dict:
     return cell
 
 
-def _with_install_cell(path: Path) -> None:
-    """Put the install cell first in the notebook at `path` (before otter's own first cell)."""
+def _with_install_cell(path: Path, name: str) -> None:
+    """Put the install cell first in the notebook at `path` of problem set `name` (before
+    otter's own first cell), and let otter's cell find the notebook under any file name."""
     notebook = nbformat.read(path, as_version=4)
     if not notebook.cells[0].source.startswith(OTTER_INIT):
         raise RuntimeError(f"{path}: otter's first cell moved; where does the install cell go?")
+    notebook.cells[0].source = OTTER_INIT_SOURCE.format(name=name)
     notebook.cells.insert(0, install_cell())
     nbformat.write(notebook, path)
 
@@ -194,7 +222,7 @@ def build(
             key = out / "answers" / f"{name}.ipynb"
             shutil.copy(dist / "autograder" / f"{name}.ipynb", key)
         for notebook_path in (out / "student" / f"{name}.ipynb", key):
-            _with_install_cell(notebook_path)
+            _with_install_cell(notebook_path, name)
         if execute_key:
             from nbclient import NotebookClient
 

@@ -1,21 +1,28 @@
 """The coursework checks its own graders: the autograder gives the instructor solutions full
-marks, an untouched student notebook zero, and a deliberately wrong submission partial marks;
-every plausible wrong answer of ``coursework/wrong_answers.yml`` fails a visible check, with
-its message, and loses points; the student notebooks hold no solution and no hidden test, and
-start with a cell that installs what they need.
+marks, an untouched student notebook and one answered with NaN zero, and a deliberately wrong
+submission partial marks; every plausible wrong answer of ``coursework/wrong_answers.yml``
+fails a visible check, with its message, and loses points, and every made-up answer (typed in,
+guessed, fitted to the visible checks) fails a hidden recomputation and keeps at most the
+points of its right parts; the student notebooks hold no solution, no hidden test and no
+solution expression in a visible test, start with a cell that installs what they need, and
+run their checks under another file name.
 
 One build of every problem set (``coursework/build.py``, as ``make coursework`` runs it, with
 the answer key left unexecuted) serves every test of this module, and the wrong answers to all
 the problems of a set share one graded submission per round (the k-th wrong answer of each).
 """
 
+import ast
 import importlib.util
 import re
+import shutil
 import sys
+import textwrap
 import types
 import zipfile
 from pathlib import Path
 
+import jupytext
 import nbformat
 import pytest
 import yaml
@@ -35,6 +42,8 @@ HIDDEN_TEST = re.compile(
     r'""" # BEGIN TEST CONFIG\nhidden: true\n(?:.*\n)*?""" # END TEST CONFIG\n([^`]*)'
 )
 WRONG = yaml.safe_load((ROOT / "coursework" / "wrong_answers.yml").read_text(encoding="utf-8"))
+#: (set, k): the rounds of wrong answers, one graded submission each
+ROUNDS = [(name, k) for name in sorted(WRONG) for k in range(max(map(len, WRONG[name].values())))]
 
 
 @pytest.fixture(scope="module")
@@ -95,6 +104,111 @@ def test_student_notebook_holds_no_solution_and_no_hidden_test(built, name):
     assert not leaked, leaked
 
 
+def _expressions(code, modules=frozenset(), smallest=1):
+    """The expressions of `code` as ``ast.unparse`` writes them (spacing, quotes, redundant
+    parentheses and ``=`` against ``==`` do not count), of `smallest` syntax nodes or more,
+    except those too common to give an answer away: names, constants, slices and those built
+    from `modules` alone (``np.log``, ``np.eye(2)``)."""
+    found = set()
+    for node in ast.walk(ast.parse(textwrap.dedent(code))):
+        if not isinstance(node, ast.expr) or isinstance(
+            node, (ast.Name, ast.Constant, ast.Slice, ast.Starred)
+        ):
+            continue
+        if isinstance(getattr(node, "ctx", None), ast.Store):
+            continue
+        parts = [n for n in ast.walk(node) if isinstance(n, ast.expr)]
+        if {n.id for n in parts if isinstance(n, ast.Name)} <= modules or len(parts) < smallest:
+            continue
+        found.add(ast.unparse(node))
+    return found
+
+
+def _solution_expressions(name):
+    """Question -> the expressions a solution computes (the values of its assignments and
+    returns, and their parts) that the notebook does not show anyway (in its statements,
+    given cells and prompts); and the modules the notebook imports."""
+    notebook = jupytext.read(ROOT / "coursework" / f"{name}.md")
+    public, solutions, modules, question = set(), {}, frozenset(), None
+    for cell in notebook.cells:
+        source = cell.source
+        if cell.cell_type == "raw" and source.startswith("# BEGIN QUESTION"):
+            question = re.search(r"^name: (\w+)$", source, re.MULTILINE).group(1)
+        elif cell.cell_type == "markdown":
+            for snippet in re.findall(r"`([^`]+)`", source):
+                try:
+                    public |= _expressions(snippet)
+                except SyntaxError:  # words in backticks
+                    pass
+        elif cell.cell_type == "code" and "# BEGIN SOLUTION" in source:
+            for prompt in re.findall(r'""" # BEGIN PROMPT\n(.*?)""" # END PROMPT', source, re.S):
+                public |= _expressions(prompt)
+            blocks = re.findall(
+                r"# BEGIN SOLUTION(?: NO PROMPT)?\n(.*?)# END SOLUTION", source, re.S
+            )
+            for block in blocks:
+                for node in ast.walk(ast.parse(textwrap.dedent(block))):
+                    if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return)):
+                        if node.value is None:
+                            continue
+                        # the value itself (`plan.n_blocks`), and its parts of four nodes
+                        # or more (`plan.m.sum()`, not `len(X)`)
+                        value = ast.unparse(node.value)
+                        found = _expressions(value, modules) & {value}
+                        found |= _expressions(value, modules, smallest=4)
+                        solutions.setdefault(question, set()).update(found)
+        elif cell.cell_type == "code" and not source.startswith('""" # BEGIN TEST CONFIG'):
+            public |= _expressions(source)  # a given cell
+            for node in ast.walk(ast.parse(source)):
+                if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    modules |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return {q: found - public for q, found in solutions.items()}, modules
+
+
+def _visible_code(out, name):
+    """Question -> the code of its visible tests, as the student notebook holds it (doctest
+    lines, shown to the student when they fail)."""
+    tests = nbformat.read(out / "student" / f"{name}.ipynb", as_version=4).metadata.otter.tests
+    return {
+        question: [
+            "\n".join(
+                line[4:] for line in case["code"].splitlines() if line[:4] in (">>> ", "... ")
+            )
+            for case in test["suites"][0]["cases"]
+        ]
+        for question, test in tests.items()
+    }
+
+
+def _leaks(solution, visible, modules):
+    """The expressions of `solution` (from :func:`_solution_expressions`) that occur in the
+    code of the `visible` tests."""
+    return solution & set().union(*(_expressions(code, modules) for code in visible))
+
+
+def test_leak_scan_compares_expressions():
+    """The scan finds an answer key's expression in a visible test written differently."""
+    solutions, modules = _solution_expressions("ps1_tokens")
+    shown = "assert first_metastable_beta==min( b for b in cluster_betas if clusters[b]>1 )"
+    assert "min((b for b in cluster_betas if clusters[b] > 1))" in _leaks(
+        solutions["q4_clusters"], [shown], modules
+    )
+    assert not _leaks(solutions["q4_clusters"], ["assert clusters[1.0] == 1"], modules)
+
+
+@pytest.mark.parametrize("name", SETS)
+def test_visible_tests_hold_no_solution_expression(built, name):
+    """A visible test's code is shown to the student when it fails: it checks a property of an
+    answer (its type, shape, range, finiteness) and holds no expression of the solution that
+    the notebook does not show anyway, whether assigned (``x = ...``) or compared
+    (``x == ...``)."""
+    solutions, modules = _solution_expressions(name)
+    assert sum(map(len, solutions.values())) >= 10, "the scan found almost nothing"
+    visible = _visible_code(built(name), name)
+    leaked = {q: _leaks(solutions.get(q, set()), visible[q], modules) for q in visible}
+    assert not any(leaked.values()), leaked
+
+
 @pytest.mark.parametrize("name", SETS)
 def test_instructor_solutions_get_full_marks(built, name):
     out = built(name)
@@ -141,18 +255,32 @@ def test_bad_problem_set_name_is_refused(tmp_path):
         coursework.build(tmp_path, ["ps9_missing"])
 
 
+def _questions(name):
+    """The questions of set `name`, in the order of the notebook."""
+    return re.findall(r"^name: (q\w+)$", _source(name), re.MULTILINE)
+
+
+def _answer_cells(notebook):
+    """The answer cells of a student notebook, one per question, in order."""
+    return [c for c in notebook.cells if "otter_answer_cell" in c.metadata.get("tags", [])]
+
+
 def _with_wrong_answers(notebook, name, k):
-    """`notebook` (the answer key) with the k-th wrong answer of every problem of set `name`
-    that has one; returns the mistakes made, by question."""
+    """`notebook` (the student notebook answered with the instructor solutions) with the k-th
+    wrong answer of every problem of set `name` that has one; returns the wrong answers made,
+    by question."""
     made = {}
+    answers = dict(zip(_questions(name), _answer_cells(notebook), strict=True))
     for question, wrongs in WRONG[name].items():
         if k >= len(wrongs):
             continue
-        for old, new in wrongs[k]["replace"].items():
+        if "answer" in wrongs[k]:
+            answers[question].source = wrongs[k]["answer"].rstrip("\n")
+        for old, new in wrongs[k].get("replace", {}).items():
             cells = [c for c in notebook.cells if c.cell_type == "code" and old in c.source]
             assert len(cells) == 1 and cells[0].source.count(old) == 1, (name, question, old)
             cells[0].source = cells[0].source.replace(old, new)
-        made[question] = wrongs[k]["mistake"]
+        made[question] = wrongs[k]
     return made
 
 
@@ -171,9 +299,26 @@ def _answered(out, name):
     return student
 
 
+@pytest.mark.parametrize("name", SETS)
+def test_nan_answers_get_zero(built, tmp_path, name):
+    """A student notebook with NaN for every answer (and functions that return NaN) scores
+    nothing: the visible checks, which carry no points, pass no NaN, and the hidden ones
+    recompute the answers."""
+    out = built(name)
+    notebook = nbformat.read(out / "student" / f"{name}.ipynb", as_version=4)
+    for cell in _answer_cells(notebook):
+        assert "..." in cell.source, cell.source
+        cell.source = re.sub(r"^(\s+)\.\.\.$", r"\1return np.nan", cell.source, flags=re.M)
+        cell.source = cell.source.replace("= ...", "= np.nan")
+    submission = tmp_path / f"{name}.ipynb"
+    nbformat.write(notebook, submission)
+    score = coursework.grade(name, submission, out)
+    assert score.max_total > 0 and score.total == 0, coursework.report(score)
+
+
 @pytest.fixture(scope="module")
 def wrong(built, tmp_path_factory):
-    """``wrong(name, k)``: (submission path, mistakes by question, score) of the student
+    """``wrong(name, k)``: (submission path, wrong answers by question, score) of the student
     notebook of set `name` answered with the k-th wrong answer of each problem, graded once."""
     folder = tmp_path_factory.mktemp("wrong")
     done = {}
@@ -202,54 +347,72 @@ def _visible_messages(out, name):
 
 
 def test_every_problem_has_three_wrong_answers():
+    """At least three wrong answers per problem that a visible check catches, each with its
+    mistake in words and its replacements or whole answer."""
     assert sorted(WRONG) == SETS
     for name in SETS:
-        questions = re.findall(r"^name: (q\w+)$", _source(name), re.MULTILINE)
-        assert sorted(WRONG[name]) == sorted(questions), name
+        assert sorted(WRONG[name]) == sorted(_questions(name)), name
         for question, wrongs in WRONG[name].items():
-            assert len(wrongs) >= 3, (name, question)
-            assert all(w["mistake"] and w["replace"] for w in wrongs), (name, question)
+            assert sum(w.get("visible", True) for w in wrongs) >= 3, (name, question)
+            for w in wrongs:
+                assert w["mistake"] and (w.get("replace") or w.get("answer")), (name, question)
+                assert set(w) <= {"mistake", "replace", "answer", "visible", "keeps"}, w
+                assert "keeps" not in w or not w.get("visible", True), w
 
 
 @pytest.mark.parametrize("name", SETS)
 def test_every_test_says_what_is_wrong(built, name):
     """Every test case, visible or hidden, carries a failure message, shown by ``grader.check``
-    and by the grading output."""
+    and by the grading output; the visible ones carry no points, and the hidden ones, which
+    recompute the answer, all the points of their problem (otter would split them evenly)."""
     with zipfile.ZipFile(built(name) / "autograder" / f"{name}.zip") as bundle:
         tests = [f for f in bundle.namelist() if f.startswith("tests/") and f.endswith(".py")]
         for test in tests:
             namespace = {}
             exec(bundle.read(test).decode("utf-8"), namespace)
-            for case in namespace["test"]["suites"][0]["cases"]:
+            cases = namespace["test"]["suites"][0]["cases"]
+            for case in cases:
                 assert case.get("failure_message"), (test, case["code"])
+                assert (case["points"] > 0) == case["hidden"], (test, case["code"])
+            assert sum(case["points"] for case in cases) == namespace["test"]["points"], test
     assert len(tests) == len(PROBLEM.findall(_source(name)))
 
 
-@pytest.mark.parametrize("k", range(3))
-@pytest.mark.parametrize("name", SETS)
-def test_wrong_answers_fail_a_visible_check_and_lose_points(built, wrong, name, k):
+@pytest.mark.parametrize(("name", "k"), ROUNDS)
+def test_wrong_answers_lose_points(built, wrong, name, k):
+    """A wrong answer fails a visible check, with a message of the student notebook's own
+    checks, and loses points; a made-up answer that passes the visible checks (``visible:
+    false``) fails a hidden test and keeps at most the points of its right parts."""
     out = built(name)
     _, made, score = wrong(name, k)
     visible = _visible_messages(out, name)
     report = coursework.report(score)
-    for question, mistake in made.items():
-        failed = [f["message"] for f in score.failures[question] if not f["hidden"]]
-        # a visible check failed, with a message of the student notebook's own checks
-        assert failed, (question, mistake, score.failures[question])
-        assert set(failed) <= set(visible[question]), (question, failed)
-        assert score.questions[question] < score.possible[question], (question, mistake)
+    for question, entry in made.items():
+        mistake = entry["mistake"]
+        if entry.get("visible", True):
+            failed = [f["message"] for f in score.failures[question] if not f["hidden"]]
+            assert failed, (question, mistake, score.failures[question])
+            assert set(failed) <= set(visible[question]), (question, failed)
+            assert score.questions[question] < score.possible[question], (question, mistake)
+        else:
+            failed = [f["message"] for f in score.failures[question] if f["hidden"]]
+            assert failed, (question, mistake, score.failures[question])
+            assert score.questions[question] <= entry.get("keeps", 0), (question, mistake, score)
         for message in failed:
             assert message in report, (question, message)
 
 
 def test_student_sees_why_a_check_fails(built, wrong, tmp_path):
     """Run as a student runs it, the answered notebook's ``grader.check`` cells print the
-    message of each failed visible check, and never that every test passed."""
+    message of each failed visible check, and never that every test passed; under another
+    file name too (Jupyter's "Make a copy"), beside a notebook of another set."""
     name = "ps4_interpolation"  # the quickest set to run
     submission, made, _ = wrong(name, 0)
-    # otter reads the visible tests from the notebook's own file, by its name
-    path = tmp_path / f"{name}.ipynb"
+    # otter reads the visible tests from the notebook's file: its first cell finds it
+    path = tmp_path / f"{name}-Copy1.ipynb"
     path.write_bytes(submission.read_bytes())
+    other = built("ps5_clustering") / "student" / "ps5_clustering.ipynb"
+    shutil.copy(other, tmp_path / "ps0_other_set.ipynb")  # found first, and of another set
     notebook = nbformat.read(path, as_version=4)
     client = NotebookClient(
         notebook,
@@ -260,6 +423,7 @@ def test_student_sees_why_a_check_fails(built, wrong, tmp_path):
     client.execute()
     visible = _visible_messages(built(name), name)
     for question in made:
+        assert made[question].get("visible", True), question
         (cell,) = [c for c in notebook.cells if c.source == f'grader.check("{question}")']
         shown = "".join(o.get("data", {}).get("text/plain", "") for o in cell.outputs)
         assert "All test cases passed" not in shown, (question, shown)
