@@ -1008,3 +1008,87 @@ def test_the_running_at_scale_page_runs_its_pytorch_branch():
     assert page["where"] == "the CPU (PyTorch on cpu, float32)"
     traj = page["run"](64, 0)
     assert isinstance(traj.states, torch.Tensor) and traj.states.dtype == torch.float32
+
+
+@pytest.mark.parametrize(
+    ("dt", "far"), [(np.float64, 1e200), (np.float32, 1e17), (np.float32, 1e20)]
+)
+def test_cluster_count_is_exact_beside_a_far_token(lib, dt, far):
+    # the 1e-3 gap, rescaled by the far token, squares to zero: below the rounding bound of
+    # the inner products, so it is decided from coordinate differences scaled by their largest
+    # one (no square underflows); the count is exact, as on numpy
+    asarray, to_numpy, _ = lib
+    X = np.array([[0.0, 0.0], [1e-3, 0.0], [far, 0.0]], dtype=dt)
+    assert cluster_count(X.astype(np.float64), 1e-4) == 3
+    assert cluster_count(asarray(X), 1e-4) == 3
+    assert cluster_count(asarray(X), 2e-3) == 2
+    np.testing.assert_array_equal(to_numpy(asarray(X)), X)  # nothing passed in is modified
+
+
+def test_cluster_count_counts_distinct_tiny_tokens(lib):
+    asarray, _, _ = lib
+    Z = np.random.default_rng(5).standard_normal((6, 3))
+    for scale in (1e-200, 1e-310):  # the second subnormal: flushed to zero by JAX on the CPU
+        X = np.vstack([Z, Z[:2]]) * scale
+        assert cluster_count(asarray(X), 0.0) == cluster_count(X, 0.0) == 6
+
+
+def test_zero_weight_rows_play_no_role_on_arrays(lib):
+    # a huge token of zero weight: dropped before the scale is taken (it pushed the others into
+    # underflow) and before the scores (its score overflowed and the energy was refused)
+    asarray, to_numpy, _ = lib
+    X = np.random.default_rng(0).standard_normal((6, 3))
+    n, m, eps = 5, np.abs(X[:5]).max(), np.finfo(np.float64).eps
+    for big in (1e160, 1e200, 1e300):
+        Xb = X.copy()
+        Xb[-1] *= big
+        w = np.full(6, 0.2)
+        w[-1] = 0.0
+        # n-term sums of terms up to m (the mean) or (2m)^2 (the covariance), rounded to eps
+        cov = to_numpy(empirical_covariance(asarray(Xb), weights=w))
+        np.testing.assert_allclose(cov, np.cov(X[:5].T, bias=True), rtol=0, atol=4 * n * eps * m**2)
+        mean = to_numpy(empirical_mean(asarray(Xb), weights=w))
+        np.testing.assert_allclose(mean, X[:5].mean(axis=0), rtol=0, atol=n * eps * m)
+        # the energy sums n^2 exponentials of scores up to d m^2, each rounded to d eps
+        # relative in the score: (n^2 + d m^2) eps relative
+        ref = interaction_energy(X[:5])
+        assert (
+            abs(interaction_energy(asarray(Xb), weights=w) - ref) <= (n**2 + 3 * m**2) * eps * ref
+        )
+
+
+def test_energy_overflow_names_a_fix_that_applies(lib):
+    asarray, _, _ = lib
+    X = np.array([[1e160, 0.0], [0.0, 1.0]])  # a score of 1e320: beyond float64
+    with pytest.raises(FloatingPointError, match="lower `beta` or the token norms") as info:
+        interaction_energy(asarray(X))
+    assert "float64" not in str(info.value).split(";")[1]  # the tokens are float64 already
+    with pytest.raises(FloatingPointError, match="pass the tokens in float64"):
+        interaction_energy(asarray(np.array([[1e20, 0.0], [0.0, 1.0]], dtype=np.float32)))
+
+
+def test_subnormal_tokens_are_rescaled_or_refused(lib):
+    # JAX on the CPU flushes subnormal numbers, inputs included: a cloud at 1e-310 is read on
+    # the host and divided there by a power of two (exact), so the results agree with numpy's
+    asarray, to_numpy, _ = lib
+    X = np.random.default_rng(0).standard_normal((8, 3)) * 1e-310
+    Xa = asarray(X)
+    assert numerical_rank(Xa) == numerical_rank(X) == 3
+    # diameter: (d + 2) eps relative on each side, as in the test at normal scales above
+    eps = np.finfo(np.float64).eps
+    assert abs(diameter(Xa) - diameter(X)) <= 2 * 5 * eps * diameter(X)
+    # the mean of subnormal numbers keeps only their digits (down to 2**-1074): 8 terms
+    np.testing.assert_allclose(to_numpy(empirical_mean(Xa)), empirical_mean(X), rtol=0,
+                               atol=8 * 2.0**-1074)  # fmt: skip
+    np.testing.assert_array_equal(to_numpy(Xa), X)  # nothing passed in is modified
+    # entries more than 2**-1022 below the largest stay subnormal after any rescaling, and a
+    # tol below the resolved distances cannot be decided: a named refusal where they flush
+    mixed = np.array([[1.0, 0.0], [1.0, 1e-310]])
+    if lib[2] is jnp:
+        with pytest.raises(ValueError, match=r"`X` holds entries below .*np\.asarray\(X\)"):
+            diameter(asarray(mixed))
+        with pytest.raises(ValueError, match=r"`tol` = .*lies below.*np\.asarray\(X\)"):
+            cluster_count(asarray(np.eye(2)), 1e-300)
+    else:
+        assert cluster_count(asarray(mixed), 0.0) == cluster_count(mixed, 0.0) == 2
+        assert cluster_count(asarray(np.eye(2)), 1e-300) == 2

@@ -166,3 +166,45 @@ def test_excess_kurtosis_of_two_point_and_gaussian_clouds():
     np.testing.assert_allclose(excess_kurtosis(1e200 * G + 3.0), excess_kurtosis(G), rtol=1e-12)
     with pytest.raises(ValueError, match="constant coordinate"):
         excess_kurtosis(np.column_stack([G[:, 0], np.ones(n)]))
+
+
+def test_cluster_count_is_exact_beside_a_far_token_and_at_tiny_scales():
+    # a gap of 1e-3 beside a token at 1e200: the squares of the rescaled gap underflow, so the
+    # pair is decided from its coordinate differences scaled by their largest one
+    X = np.array([[0.0, 0.0], [1e-3, 0.0], [1e200, 0.0]])
+    assert cluster_count(X, 1e-4) == 3 and cluster_count(X, 2e-3) == 2
+    # a gap of 1e-200 (its square underflows float64) beside a unit token
+    Y = np.array([[0.0, 0.0], [1e-200, 0.0], [1.0, 0.0]])
+    assert cluster_count(Y, 1e-201) == 3 and cluster_count(Y, 2e-200) == 2
+    # distinct tokens at 1e-200 and at subnormal 1e-310 (tol = 0 counts distinct tokens)
+    Z = np.random.default_rng(5).standard_normal((6, 3))
+    for scale in (1e-200, 1e-310):
+        assert cluster_count(Z * scale, 0.0) == 6
+    assert cluster_count(np.vstack([Z, Z[:2]]) * 1e-310, 0.0) == 6
+    # huge distances within a huge tol: no overflow to a false "far"
+    assert cluster_count(np.array([[-1e300, 0.0], [1e300, 0.0]]), 3e300) == 1
+
+
+def test_rows_of_zero_weight_play_no_role():
+    # a huge token of zero weight must not set the scale (it pushed the others into underflow)
+    X = np.random.default_rng(0).standard_normal((6, 3))
+    for big in (1e160, 1e200, 1e300):
+        Xb = X.copy()
+        Xb[-1] *= big
+        w = np.full(6, 0.2)
+        w[-1] = 0.0
+        # sums of n = 5 terms of size up to m = max|x| (the mean) or (2m)^2 (the centred
+        # products), each rounded to eps: within n eps m and 4 n eps m^2 of the support's own
+        n, m, eps = 5, np.abs(X[:5]).max(), np.finfo(np.float64).eps
+        np.testing.assert_allclose(
+            empirical_covariance(Xb, weights=w),
+            np.cov(X[:5].T, bias=True),
+            rtol=0,
+            atol=4 * n * eps * m**2,
+        )
+        np.testing.assert_allclose(
+            empirical_mean(Xb, weights=w), X[:5].mean(axis=0), rtol=0, atol=n * eps * m
+        )
+        np.testing.assert_allclose(
+            interaction_energy(Xb, weights=w), interaction_energy(X[:5]), rtol=1e-14
+        )

@@ -8,11 +8,12 @@ from typing import Any
 import numpy as np
 from scipy.special import logsumexp
 
-from .._backend import is_numpy, to_namespace
+from .._backend import has_float64, is_numpy, to_namespace
 from .._guards import float_guard
 from .._linalg import LOG_FLOAT_MAX, row_blocks
 from .._typing import ArrayLike
 from .._validation import as_matrix, as_tokens, as_tokens_xp, as_weights
+from ._scaling import support_xp, unflushed_xp
 
 __all__ = ["interaction_energy"]
 
@@ -105,19 +106,26 @@ def _log_sum_xp(X: Any, beta: float, weights: object, A: object) -> float:
     xp, Xc = as_tokens_xp(X)
     dt = Xc.dtype
     n, d = Xc.shape
-    F = Xc if A is None else Xc @ to_namespace(xp, as_matrix(A, "A", shape=(d, d)), Xc, dt).T
-    with np.errstate(divide="ignore"):  # a zero weight: log 0 = -inf, a key that adds nothing
-        log_w = to_namespace(xp, np.log(as_weights(weights, n)), Xc, dt)
+    Am = None if A is None else as_matrix(A, "A", shape=(d, d))
+    # rows of zero weight add nothing (as on the numpy path): dropped, so that a huge one
+    # cannot overflow a score that has no weight
+    Xc, w = support_xp(xp, Xc, as_weights(weights, n))
+    # subnormal tokens that the device would flush: X = c0 U, scores beta c0^2 <A u_i, u_j>
+    Xc, c0 = unflushed_xp(xp, Xc)
+    beta = beta * c0 * c0
+    F = Xc if Am is None else Xc @ to_namespace(xp, Am, Xc, dt).T
+    log_w = to_namespace(xp, np.log(w), Xc, dt)
     parts = []
     for rows in query_blocks(xp, F, Xc):
-        S = beta * (F[rows, :] @ Xc.T) + log_w[rows][:, None] + log_w[None, :]
-        top = float(xp.max(S))
-        if top == -math.inf:  # rows of zero weight only
-            continue
+        with np.errstate(over="ignore", invalid="ignore"):  # numpy-backed xp: named below
+            S = beta * (F[rows, :] @ Xc.T) + log_w[rows][:, None] + log_w[None, :]
+            top = float(xp.max(S))
         if not math.isfinite(top):
+            fix = "lower `beta` or the token norms"
+            if dt != xp.float64 and has_float64(xp, Xc):
+                fix += ", or pass the tokens in float64"
             raise FloatingPointError(
-                f"the interaction energy: a score beta <A x_i, x_j> leaves the {dt} range; "
-                "lower `beta` or the token norms, or pass the tokens in float64."
+                f"the interaction energy: a score beta <A x_i, x_j> leaves the {dt} range; {fix}."
             )
         parts.append(top + math.log(float(xp.sum(xp.exp(S - top)))))
     return float(logsumexp(parts))

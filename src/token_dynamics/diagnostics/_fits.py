@@ -15,6 +15,7 @@ from .._validation import (
     as_vector,
     check_positive,
 )
+from ._scaling import unflushed_xp
 
 __all__ = ["PowerLawFit", "fit_power_law", "numerical_rank"]
 
@@ -85,6 +86,7 @@ def _numerical_rank_xp(M: Any, rtol: float | None) -> int:
         return 0
     if not all_finite(xp, Mc):
         raise ValueError("`M` must be finite; remove the NaN or inf entries.")
+    Mc, _ = unflushed_xp(xp, Mc, "M")  # the rank is scale-free: the power of two is dropped
     s = xp.linalg.svdvals(Mc)
     top = xp.max(s)
     return int(xp.sum(xp.astype(s > rtol * top, xp.int32))) if float(top) > 0 else 0

@@ -15,6 +15,7 @@ from .._validation import (
     as_tokens_xp,
     as_weights,
 )
+from ._scaling import scale_result_xp, support, support_xp, unflushed_xp
 
 __all__ = ["empirical_covariance", "empirical_mean", "excess_kurtosis"]
 
@@ -53,10 +54,15 @@ def empirical_mean(X: ArrayLike, *, weights: ArrayLike | None = None) -> np.ndar
     array([0.5, 1. ])
     """
     if type(X) is not np.ndarray and not is_numpy(X):
-        _, Xc, w = _tokens_weights_xp(X, weights)
-        return w @ Xc
+        xp, Xc, w, c0 = _tokens_weights_xp(X, weights)
+        c = power_of_two_scale_xp(xp, Xc)
+        return scale_result_xp(xp, w @ divide_by_power_of_two(Xc, c), c0 * c)
     X = as_tokens(X)
-    return as_weights(weights, X.shape[0]) @ X
+    X, w = support(X, as_weights(weights, X.shape[0]))
+    # the average of X / c, c the power of two at max |x_ij| over the support (exact), then
+    # scaled by c: no product w_i x_ij of tiny tokens loses digits to underflow
+    c = float(power_of_two_scale(X))
+    return c * (w @ (X / c))
 
 
 def empirical_covariance(X: ArrayLike, *, weights: ArrayLike | None = None) -> np.ndarray:
@@ -98,20 +104,24 @@ def empirical_covariance(X: ArrayLike, *, weights: ArrayLike | None = None) -> n
     array([[1., 0.],
            [0., 0.]])
     """
+    # computed on X / c, c the power of two at max |x_ij| over the rows of positive weight
+    # (exact, no overflow in the products; a row of zero weight plays no role and is dropped
+    # first, so that a huge one cannot push the others into underflow), then scaled by c^2
     if type(X) is not np.ndarray and not is_numpy(X):
-        xp, X, w = _tokens_weights_xp(X, weights)
+        xp, X, w, c0 = _tokens_weights_xp(X, weights)
         c = power_of_two_scale_xp(xp, X)
     else:
         xp, X = np, as_tokens(X)
-        w = as_weights(weights, X.shape[0])
-        c = float(power_of_two_scale(X))
-    # computed on X / c, c the power of two at max |x_ij| (exact, no overflow in the
-    # products), then scaled by c^2
+        X, w = support(X, as_weights(weights, X.shape[0]))
+        c, c0 = float(power_of_two_scale(X)), 1.0
     Xs = divide_by_power_of_two(X, c)
     Xc = Xs - w @ Xs
     C = xp.matrix_transpose(Xc) @ (w[:, None] * Xc)
+    C = (C + xp.matrix_transpose(C)) / 2
+    c *= c0
     with np.errstate(over="ignore"):
-        C = c * (c * (C + xp.matrix_transpose(C)) / 2)
+        C = C * c if xp is np else scale_result_xp(xp, C, c)
+        C = C * c if xp is np else scale_result_xp(xp, C, c)
     if not all_finite(xp, C):
         raise FloatingPointError(
             f"the covariance of `X` overflows {str(C.dtype).split('.')[-1]} (entries up to "
@@ -160,6 +170,7 @@ def excess_kurtosis(X: ArrayLike) -> np.ndarray:
     """
     if type(X) is not np.ndarray and not is_numpy(X):
         xp, Z = as_tokens_xp(X)
+        Z, _ = unflushed_xp(xp, Z)  # scale-free: the power of two is dropped
     else:
         xp, Z = np, as_tokens(X, "X")
     if bool(xp.any(xp.max(Z, axis=0) == xp.min(Z, axis=0))):
@@ -175,9 +186,12 @@ def excess_kurtosis(X: ArrayLike) -> np.ndarray:
     return xp.mean(Y**4, axis=0) / var**2 - 3.0
 
 
-def _tokens_weights_xp(X: Any, weights: object) -> tuple[ModuleType, Any, Any]:
+def _tokens_weights_xp(X: Any, weights: object) -> tuple[ModuleType, Any, Any, float]:
     """Tokens of another library (``as_tokens_xp``) and their probability weights, checked on
-    the host (``as_weights``) and placed beside them."""
+    the host (``as_weights``), restricted to the rows of positive weight (:func:`support_xp`),
+    the tokens divided by the power of two ``c0`` of :func:`unflushed_xp` (1 unless the device
+    flushes subnormal entries of them), the weights placed beside them; and ``c0``."""
     xp, Xc = as_tokens_xp(X)
-    w = to_namespace(xp, as_weights(weights, Xc.shape[0]), Xc, Xc.dtype)
-    return xp, Xc, w
+    Xc, w = support_xp(xp, Xc, as_weights(weights, Xc.shape[0]))
+    Xc, c0 = unflushed_xp(xp, Xc)
+    return xp, Xc, to_namespace(xp, w, Xc, Xc.dtype), c0

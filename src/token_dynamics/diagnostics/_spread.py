@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from scipy.spatial.distance import cdist
 
-from .._backend import device, is_numpy
+from .._backend import device, is_numpy, library
 from .._guards import float_guard
 from .._linalg import (
     divide_by_power_of_two,
@@ -19,6 +19,7 @@ from .._linalg import (
 )
 from .._typing import ArrayLike
 from .._validation import as_tokens, as_tokens_xp, check_positive
+from ._scaling import flushes_subnormals, unflushed_xp, within_tol, within_tol_xp
 
 __all__ = ["cluster_count", "diameter", "min_inner_product"]
 
@@ -150,9 +151,20 @@ def cluster_count(X: ArrayLike, tol: float) -> int:
     Raises
     ------
     ValueError
-        If `X` is not an ``(n, d)`` array of finite reals or `tol` is negative.
+        If `X` is not an ``(n, d)`` array of finite reals or `tol` is negative; on a device
+        that flushes subnormal numbers to zero (JAX on the CPU), if `tol` is positive but
+        below ``smallest_normal / eps`` times the power of two that brings `X` into the
+        normal range (such distances are invisible there).
     TypeError
         If an array argument is not real (complex, boolean, string or object).
+
+    Notes
+    -----
+    Computed distances that lie within their rounding bound of ``tol``, or whose squares may
+    have underflowed, are decided from the coordinate differences :math:`\delta` of the pair
+    as :math:`|\delta / m| \le \mathrm{tol} / m`, :math:`m = \max_k |\delta_k|`: no square
+    underflows or overflows, so the count holds at every scale (a gap of ``1e-3`` beside a
+    token at ``1e200``, distinct tokens at ``1e-310`` with ``tol = 0``).
 
     References
     ----------
@@ -168,12 +180,29 @@ def cluster_count(X: ArrayLike, tol: float) -> int:
         return _cluster_count_xp(X, check_positive(tol, "tol", allow_zero=True))
     X = as_tokens(X)
     tol = check_positive(tol, "tol", allow_zero=True)
-    n = X.shape[0]
+    n, d = X.shape
+    # distances of X / c, c the power of two at max |x_ij| (exact, no overflow in cdist), each
+    # within (d + 4) eps / 2 of the true one relative, plus the absolute error of squares that
+    # underflow; the pairs within 4 (d + 2) eps of t, or below 2**-480 (whose squares may have
+    # underflowed) when t is too, are decided again from the coordinate differences of X
+    c = float(power_of_two_scale(X))
+    Xs = X / c
+    t = tol / c
+    slack = 4 * (d + 2) * float(np.finfo(np.float64).eps)
+    floor = 2.0**-480
     labels = np.arange(n)
     while True:
         new = labels.copy()
         for rows in row_blocks(n, n):
-            near = cdist(X[rows], X) <= tol
+            D = cdist(Xs[rows], Xs)
+            near = D <= t
+            unsure = np.abs(D - t) <= slack * np.maximum(D, t)
+            if t < 2 * floor:
+                unsure |= D <= floor
+            i, j = np.nonzero(unsure)
+            i += rows.start
+            for pairs in row_blocks(i.size, d):  # slices of the pairs: memory bounded
+                near[i[pairs] - rows.start, j[pairs]] = within_tol(X[i[pairs]] - X[j[pairs]], tol)
             new[rows] = np.where(near, labels[None, :], n).min(axis=1)
         while True:  # pointer jumping: a label is a token of the same component
             jumped = new[new]
@@ -185,18 +214,20 @@ def cluster_count(X: ArrayLike, tol: float) -> int:
         labels = new
 
 
-def _offsets_xp(X: Any) -> tuple[ModuleType, Any, Any, float]:
+def _offsets_xp(X: Any) -> tuple[ModuleType, Any, Any, Any, float, float]:
     """Tokens of another library as offsets to the first token, exactly rescaled by powers of
     two so that their largest entry lies in [1, 2) (no overflow nor underflow in the squares):
-    the namespace, the offsets ``Z``, their squared norms and the scale ``s`` (``x_i - x_1 =
-    s z_i``)."""
+    the namespace, the tokens ``U`` (``X / c0``, ``c0 = 1`` unless the device flushes subnormal
+    entries of ``X``: :func:`unflushed_xp`), the offsets ``Z``, their squared norms, the scale
+    ``s`` (``x_i - x_1 = s z_i``) and ``c0``."""
     xp, X = as_tokens_xp(X)
-    c = power_of_two_scale_xp(xp, X)
-    Xs = divide_by_power_of_two(X, c)
-    Z = Xs - Xs[:1, :]
+    U, c0 = unflushed_xp(xp, X)
+    c = power_of_two_scale_xp(xp, U)
+    Us = divide_by_power_of_two(U, c)
+    Z = Us - Us[:1, :]
     c2 = power_of_two_scale_xp(xp, Z)
     Z = divide_by_power_of_two(Z, c2)
-    return xp, Z, xp.sum(Z * Z, axis=1), c * c2
+    return xp, U, Z, xp.sum(Z * Z, axis=1), c0 * c * c2, c0
 
 
 def _diameter_xp(X: Any) -> float:
@@ -204,7 +235,7 @@ def _diameter_xp(X: Any) -> float:
     :math:`|z_i|^2 + |z_j|^2 - 2 \langle z_i, z_j \rangle` over blocks of rows."""
     from ..attention._array_api import query_blocks
 
-    xp, Z, sq, scale = _offsets_xp(X)
+    xp, _, Z, sq, scale, _ = _offsets_xp(X)
     ZT = xp.matrix_transpose(Z)
     best = 0.0
     for rows in query_blocks(xp, Z, Z):
@@ -221,11 +252,12 @@ def _min_inner_product_xp(X: Any) -> float:
     from ..attention._array_api import query_blocks
 
     xp, X = as_tokens_xp(X)
+    X, c0 = unflushed_xp(xp, X)
     c = power_of_two_scale_xp(xp, X)
     Xs = divide_by_power_of_two(X, c)
     XT = xp.matrix_transpose(Xs)
     low = min(float(xp.min(Xs[rows, :] @ XT)) for rows in query_blocks(xp, Xs, Xs))
-    value = low * c * c
+    value = low * c * c * c0 * c0
     if not math.isfinite(value):
         raise FloatingPointError(
             "the smallest inner product of `X` overflows float64; rescale `X`."
@@ -237,15 +269,28 @@ def _cluster_count_xp(X: Any, tol: float) -> int:
     r"""``cluster_count`` on arrays of another library: min-label propagation with pointer
     jumping, on the device. A block's links come from the squared distances of
     :func:`_offsets_xp`; the pairs whose squared distance lies within its rounding bound,
-    :math:`8 (d + 2) \varepsilon \max_i |z_i|^2`, of ``tol**2`` are decided again from their
-    coordinate differences."""
+    :math:`8 (d + 2) \varepsilon \max_i |z_i|^2`, of ``tol**2`` (those whose squares
+    underflowed included: the bound is at least :math:`8 (d + 2) \varepsilon`) are decided
+    again from the coordinate differences of the tokens, scaled by their largest entry
+    (:func:`within_tol_xp`: no square underflows)."""
     from ..attention._array_api import BLOCK_ENTRIES, query_blocks
 
-    xp, Z, sq, scale = _offsets_xp(X)
+    xp, U, Z, sq, scale, c0 = _offsets_xp(X)
     n, d = Z.shape
     t = tol / scale
     t2 = t * t
-    err = 8 * (d + 2) * float(xp.finfo(Z.dtype).eps) * float(xp.max(sq))
+    tu = tol / c0  # the tolerance for the tokens U = X / c0
+    finfo = xp.finfo(Z.dtype)
+    flushes = flushes_subnormals(xp, U)
+    resolved = float(finfo.smallest_normal) / float(finfo.eps)
+    if flushes and 0 < tu < resolved:
+        raise ValueError(
+            f"`tol` = {tol!r} lies below {resolved * c0:.3g}, the smallest distance that "
+            f"{library(xp)} on {device(U)} resolves for these tokens (it flushes subnormal "
+            "numbers to zero); pass a larger `tol`, `tol=0` (distinct tokens), or "
+            "`np.asarray(X)` (numpy keeps them)."
+        )
+    err = 8 * (d + 2) * float(finfo.eps) * float(xp.max(sq))
     dev = device(Z)
     index = xp.arange(n, device=dev)
     ZT = xp.matrix_transpose(Z)
@@ -259,8 +304,8 @@ def _cluster_count_xp(X: Any, tol: float) -> int:
         if bool(xp.any(unsure)):  # decided by coordinate differences, in slices of rows
             step = max(1, BLOCK_ENTRIES // (n * d))
             exact = [
-                xp.linalg.vector_norm(Z[r:min(r + step, rows.stop), None, :] - Z[None, :, :],
-                                      axis=-1) <= t
+                within_tol_xp(xp, U[r:min(r + step, rows.stop), None, :], U[None, :, :], tu,
+                              flushes)
                 for r in range(rows.start, rows.stop, step)
             ]  # fmt: skip
             near = xp.where(unsure, exact[0] if len(exact) == 1 else xp.concat(exact), near)
