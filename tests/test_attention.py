@@ -528,6 +528,7 @@ def test_inputs_are_not_mutated():
         (lambda: Hardmax(np.eye(2), np.eye(2), tol=-1.0), "`tol`"),
         (lambda: L2(np.eye(2), np.eye(2), np.eye(2), s=0.0), "`s`"),
         (lambda: L2(np.eye(2), np.ones((3, 3)), np.eye(2)).velocity(np.ones((2, 2))), "`Kbar`"),
+        (lambda: L2(np.ones((2, 4)), np.ones((2, 4)), np.eye(3)), r"and `V` \(d, d\)"),
         (lambda: Sinkhorn(np.eye(2), np.eye(2), eps=0.0), "`eps`"),
         (lambda: Sinkhorn(np.eye(2), np.eye(2), max_iter=0), "`max_iter`"),
         (lambda: sinkhorn_plan(np.ones(3), 1.0), "`S`"),

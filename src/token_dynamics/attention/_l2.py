@@ -77,6 +77,16 @@ class L2(AttentionField):
         object.__setattr__(self, "Kbar", init_parameter(self.Kbar, "Kbar", square=False))
         object.__setattr__(self, "V", init_parameter(self.V, "V"))
         object.__setattr__(self, "s", check_positive(self.s, "s"))
+        # the constant parameters agree at once: Qbar, Kbar (k, d), V (d, d)
+        shapes = {"Qbar": self.Qbar, "Kbar": self.Kbar, "V": self.V}
+        fixed = {k: P.shape for k, P in shapes.items() if not callable(P)}
+        dims = {k: shape[1] for k, shape in fixed.items()}
+        heads = {k: shape[0] for k, shape in fixed.items() if k != "V"}
+        if len(set(dims.values())) > 1 or len(set(heads.values())) > 1:
+            got = ", ".join(f"{k} {shape}" for k, shape in fixed.items())
+            raise ValueError(
+                f"`Qbar` and `Kbar` must be (k, d) and `V` (d, d), for the same k and d; got {got}."
+            )
 
     def _dim(self) -> int | None:
         return known_dim((self.V, 0), (self.Qbar, 1), (self.Kbar, 1))
