@@ -15,7 +15,8 @@ from .._validation import (
     as_tokens_xp,
     as_weights,
 )
-from ._scaling import scale_result_xp, support, support_xp, unflushed_xp
+from ..attention._base import positive_keys
+from ._scaling import scale_result_xp, support_xp, unflushed_xp
 
 __all__ = ["empirical_covariance", "empirical_mean", "excess_kurtosis"]
 
@@ -58,7 +59,7 @@ def empirical_mean(X: ArrayLike, *, weights: ArrayLike | None = None) -> np.ndar
         c = power_of_two_scale_xp(xp, Xc)
         return scale_result_xp(xp, w @ divide_by_power_of_two(Xc, c), c0 * c)
     X = as_tokens(X)
-    X, w = support(X, as_weights(weights, X.shape[0]))
+    X, w = positive_keys(X, as_weights(weights, X.shape[0]))
     # the average of X / c, c the power of two at max |x_ij| over the support (exact), then
     # scaled by c: no product w_i x_ij of tiny tokens loses digits to underflow
     c = float(power_of_two_scale(X))
@@ -112,7 +113,7 @@ def empirical_covariance(X: ArrayLike, *, weights: ArrayLike | None = None) -> n
         c = power_of_two_scale_xp(xp, X)
     else:
         xp, X = np, as_tokens(X)
-        X, w = support(X, as_weights(weights, X.shape[0]))
+        X, w = positive_keys(X, as_weights(weights, X.shape[0]))
         c, c0 = float(power_of_two_scale(X)), 1.0
     Xs = divide_by_power_of_two(X, c)
     Xc = Xs - w @ Xs

@@ -15,7 +15,6 @@ from .._linalg import power_of_two_scale
 __all__ = [
     "flushes_subnormals",
     "scale_result_xp",
-    "support",
     "support_xp",
     "unflushed_xp",
     "within_tol",
@@ -91,18 +90,9 @@ def scale_result_xp(xp: ModuleType, R: Any, c: float) -> Any:
     return R * c
 
 
-def support(X: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Tokens and weights of the support of the measure (rows of zero weight play no role, and
-    a huge one would only spoil a scale taken over all rows)."""
-    if np.all(w > 0):
-        return X, w
-    keep = w > 0
-    return X[keep], w[keep]
-
-
 def support_xp(xp: ModuleType, X: Any, w: np.ndarray) -> tuple[Any, np.ndarray]:
-    """:func:`support` for tokens of another library and weights on the host (``as_weights``):
-    the rows of positive weight taken on the device, and those weights."""
+    """``attention._base.positive_keys`` for tokens of another library and weights on the host
+    (``as_weights``): the rows of positive weight taken on the device, and those weights."""
     if np.all(w > 0):
         return X, w
     keep = np.flatnonzero(w > 0)
