@@ -9,6 +9,7 @@ from scipy.integrate import solve_ivp
 from token_dynamics import gradient_flow as gf
 from token_dynamics.attention import Softmax, Unnormalised
 from token_dynamics.gaussian import SoftmaxMoments, solve_moments
+from token_dynamics.integrators import ToleranceWarning
 
 from .helpers import random_spd
 
@@ -473,6 +474,21 @@ def test_sinkhorn_is_a_bures_wasserstein_gradient_flow(seed, eps):
     )
     # central differences at h = 1e-5: O(h^2) + O(eps_mach / h) ~ 1e-10 relative
     assert chk.error < 1e-7
+
+
+def test_bures_wasserstein_velocity_reports_a_step_that_misses_its_accuracy():
+    # F = |m|^2 / 2 - log det(S) / 2: G = -S^-1 / 2, so the exact velocity is (-m, 2 I)
+    def F(m, S):
+        return 0.5 * m @ m - 0.5 * np.linalg.slogdet(S)[1]
+
+    exact = 2 * np.eye(2)
+    # unit scale: the default step errs by O(h^2) ~ 1e-10, far below FD_RTOL, and is silent
+    _, dS = gf.bures_wasserstein_velocity(F, [1.0, 2.0], np.eye(2))
+    np.testing.assert_allclose(dS, exact, rtol=1e-8)
+    # an eigenvalue 5e-5 = 5 h: the O((h/s)^2) error is about 1e-2, and a warning names it
+    with pytest.warns(ToleranceWarning, match=r"estimated error .* is 0\.01"):
+        _, dS = gf.bures_wasserstein_velocity(F, [1.0, 2.0], 5e-5 * np.eye(2))
+    assert 5e-3 < np.abs(dS - exact).max() / 2 < 3e-2
 
 
 @pytest.mark.statement("gf-prop-sinkhorn-bw")

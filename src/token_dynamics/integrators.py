@@ -111,10 +111,13 @@ STATUSES = ("completed", "tolerance_not_met")
 
 
 class ToleranceWarning(RuntimeWarning):
-    """:func:`integrate` with ``dt=None`` did not meet `rtol`/`atol` within its step budget.
+    """A step of a numerical method missed the accuracy it states; the message gives the estimate.
 
-    The result is still returned, with ``status="tolerance_not_met"``, the estimated error in
-    ``error_estimate`` and the remedy in ``message``.
+    :func:`integrate` with ``dt=None`` did not meet `rtol`/`atol` within its step budget: the
+    result is still returned, with ``status="tolerance_not_met"``, the estimated error in
+    ``error_estimate`` and the remedy in ``message``. Other steps that estimate their error
+    (the central differences of
+    :func:`token_dynamics.gradient_flow.bures_wasserstein_velocity`) warn the same way.
     """
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -11,6 +12,7 @@ from .._guards import float_guard
 from .._linalg import psd_sqrt
 from .._typing import ArrayLike, FloatArray
 from .._validation import as_covariance, as_symmetric, as_vector, check_positive
+from ..integrators import ToleranceWarning
 from ._energy import SYMMETRIC_A
 
 __all__ = [
@@ -23,6 +25,14 @@ __all__ = [
 #: Step of the central differences in :func:`bures_wasserstein_velocity`: the error is
 #: O(h^2 F''') + O(eps_mach |F| / h), balanced near eps_mach^(1/3) ~ 6e-6 for O(1) data.
 FD_STEP = 1e-5
+#: Largest estimated error of :func:`bures_wasserstein_velocity`, relative to its largest entry,
+#: that passes without a warning: at ``FD_STEP`` the error is near 1e-10 for data of unit scale,
+#: so an estimate above 1e-6 means the step does not suit the scale of the data (a covariance
+#: eigenvalue near ``h``, a mean far from unit size), not that the functional is rough.
+FD_RTOL = 1e-6
+
+#: A functional of a Gaussian, ``(mean (d,), cov (d, d)) -> float``.
+Functional = Callable[[FloatArray, FloatArray], float]
 
 
 def _sinkhorn_args(
@@ -120,7 +130,13 @@ def bures_wasserstein_velocity(
     :math:`F(\alpha,\Sigma)` is :math:`\alpha' = -\nabla_\alpha F`,
     :math:`\Sigma' = -2(G\Sigma + \Sigma G)` with :math:`G = \nabla_\Sigma F` the symmetric
     gradient (:math:`dF = \operatorname{tr}(G\,d\Sigma)`). Both gradients are taken by central
-    differences of step ``h`` (error :math:`O(h^2)`).
+    differences of step ``h`` (error :math:`O(h^2)` plus rounding, :math:`O(\epsilon_{\rm mach}
+    |F| / h)`). The error is estimated by Richardson from a second run at ``h / 2`` (4/3 of the
+    difference of the two); when it exceeds ``FD_RTOL`` (``1e-6``) of the velocity's largest
+    entry, a :class:`~token_dynamics.integrators.ToleranceWarning` names it. The default
+    ``h = 1e-5`` meets that for data of unit scale (error near ``1e-10``); it misses it when an
+    eigenvalue of `cov` is within a few hundred ``h`` (``1e-2`` relative at ``5e-5``) or the
+    mean is large (``1e-2`` at ``|mean| = 1e10``).
 
     Parameters
     ----------
@@ -129,12 +145,18 @@ def bures_wasserstein_velocity(
     cov : array_like, shape (d, d)
         Positive definite (so that ``cov ± h E`` stays a covariance).
     h : float
-        Finite-difference step.
+        Finite-difference step, in the units of `mean` and `cov` (an absolute step).
 
     Returns
     -------
     (ndarray (d,), ndarray (d, d))
         ``(alpha', Sigma')``.
+
+    Warns
+    -----
+    ToleranceWarning
+        If the estimated error exceeds ``FD_RTOL`` of the velocity's largest entry (the
+        message gives the estimate).
 
     Raises
     ------
@@ -165,6 +187,40 @@ def bures_wasserstein_velocity(
     h = check_positive(h, "h")
     if np.linalg.eigvalsh(S).min() <= 2 * h:
         raise ValueError("`cov` must be positive definite with eigenvalues above 2 h.")
+    dm, dS, error = _bw_velocity(functional, alpha, S, h)
+    if error > FD_RTOL:
+        warnings.warn(
+            f"bures_wasserstein_velocity: the estimated error of the central differences is "
+            f"{error:.2g} of the velocity's largest entry, above {FD_RTOL:g}, at h = {h:g}: the "
+            "step does not suit the scale of `mean` or `cov` (an eigenvalue of `cov` near h, "
+            "or a large mean). Pass a step `h` small against the eigenvalues of `cov` and the "
+            "scale of the functional, or rescale the data.",
+            ToleranceWarning,
+            stacklevel=3,
+        )
+    return dm, dS
+
+
+def _bw_velocity(
+    functional: Functional, alpha: FloatArray, S: FloatArray, h: float
+) -> tuple[FloatArray, FloatArray, float]:
+    """The velocity by central differences of step ``h`` and its estimated error.
+
+    Richardson: a central difference of step h errs by C h^2 (plus rounding), so the runs at h
+    and h/2 estimate the error at h as 4/3 of their difference; relative to the largest entry.
+    """
+    dm, dS = _central_velocity(functional, alpha, S, h)
+    dm2, dS2 = _central_velocity(functional, alpha, S, h / 2)
+    diff = max(np.abs(dm - dm2).max(), np.abs(dS - dS2).max()) * 4 / 3
+    scale = max(np.abs(dm).max(), np.abs(dS).max(), np.finfo(float).tiny)
+    return dm, dS, float(diff / scale)
+
+
+def _central_velocity(
+    functional: Functional, alpha: FloatArray, S: FloatArray, h: float
+) -> tuple[FloatArray, FloatArray]:
+    """``(-grad_alpha F, -2 (G S + S G))`` by central differences of step ``h``."""
+    d = alpha.shape[0]
     g_mean = np.empty(d)
     for k in range(d):
         e = np.zeros(d)
@@ -261,8 +317,12 @@ def sinkhorn_bures_wasserstein_check(
     """
     alpha, S, A, eps = _sinkhorn_args(mean, cov, A, eps)
     dm, dS = _sinkhorn_moment_rhs(alpha, S, A, A, eps)
-    bm, bS = bures_wasserstein_velocity(
-        lambda m, C: 0.5 * sinkhorn_gaussian_cost(A, m, C, eps=eps), alpha, S, h=h
+    h = check_positive(h, "h")
+    if np.linalg.eigvalsh(S).min() <= 2 * h:
+        raise ValueError("`cov` must be positive definite with eigenvalues above 2 h.")
+    # no warning: `error` below measures the finite differences against the exact velocity
+    bm, bS = _central_velocity(
+        lambda m, C: 0.5 * sinkhorn_gaussian_cost(A, m, C, eps=eps), alpha, S, h
     )
     scale = max(np.abs(dm).max(), np.abs(dS).max(), np.finfo(float).tiny)
     err = max(np.abs(dm - bm).max(), np.abs(dS - bS).max()) / scale
