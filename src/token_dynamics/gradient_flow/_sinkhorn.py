@@ -184,9 +184,7 @@ def bures_wasserstein_velocity(
     alpha = as_vector(mean, "mean")
     d = alpha.shape[0]
     S = as_covariance(cov, "cov", d=d)
-    h = check_positive(h, "h")
-    if np.linalg.eigvalsh(S).min() <= 2 * h:
-        raise ValueError("`cov` must be positive definite with eigenvalues above 2 h.")
+    h = _fd_step(S, h)
     dm, dS, error = _bw_velocity(functional, alpha, S, h)
     if error > FD_RTOL:
         warnings.warn(
@@ -199,6 +197,17 @@ def bures_wasserstein_velocity(
             stacklevel=3,
         )
     return dm, dS
+
+
+def _fd_step(S: FloatArray, h: float) -> float:
+    """The step ``h`` of the central differences, checked: positive, and below half of every
+    eigenvalue of the covariance ``S`` (so that ``S +- h E`` stays a covariance)."""
+    h = check_positive(h, "h")
+    if np.linalg.eigvalsh(S).min() <= 2 * h:
+        raise ValueError(
+            "`cov` must be positive definite with eigenvalues above 2 h; pass a smaller `h`."
+        )
+    return h
 
 
 def _bw_velocity(
@@ -317,9 +326,7 @@ def sinkhorn_bures_wasserstein_check(
     """
     alpha, S, A, eps = _sinkhorn_args(mean, cov, A, eps)
     dm, dS = _sinkhorn_moment_rhs(alpha, S, A, A, eps)
-    h = check_positive(h, "h")
-    if np.linalg.eigvalsh(S).min() <= 2 * h:
-        raise ValueError("`cov` must be positive definite with eigenvalues above 2 h.")
+    h = _fd_step(S, h)
     # no warning: `error` below measures the finite differences against the exact velocity
     bm, bS = _central_velocity(
         lambda m, C: 0.5 * sinkhorn_gaussian_cost(A, m, C, eps=eps), alpha, S, h

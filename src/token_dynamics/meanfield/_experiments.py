@@ -30,7 +30,8 @@ from ._lipschitz import _check_field
 __all__ = ["MeanFieldErrors", "StabilityRun", "mean_field_errors", "stability_ratios"]
 
 #: Default size of the reference sample in d >= 2, as a multiple of the largest n:
-#: n_ref >= 20 n keeps the reference's own error well below that of the particle system.
+#: the reference's own error is then that of the particle system times 20^(-1/2) in d = 2 and
+#: 20^(-1/d) in d >= 3 (0.55 in d = 5): measured, within the scatter over seeds (docstring).
 REFERENCE_FACTOR = 20
 
 
@@ -120,8 +121,12 @@ def mean_field_errors(
     :func:`~token_dynamics.gaussian.softmax_gaussian_centred`). In ``d = 1`` the distance
     to it is exact (:func:`~token_dynamics.wasserstein.w2_gaussian_1d`); in ``d >= 2`` the
     mean must be zero and the distance is taken to an independent sample of :math:`\mu(T)` of
-    size `n_ref` (exact optimal transport), which adds an error of order
-    :math:`n_{\rm ref}^{-1/2}`.
+    size `n_ref` (exact optimal transport), which adds the error of an empirical measure of
+    that size: of order :math:`n_{\rm ref}^{-1/2}` up to logarithms in ``d = 2``, but only
+    :math:`n_{\rm ref}^{-1/d}` in ``d >= 3``, the same rate as the particle system's own error
+    in ``n``. The default ``n_ref = 20 max(ns)`` moved the errors by less than their scatter
+    over seeds (against a reference of ``100 max(ns)``: -0.5 %, +1.8 % and +0.3 % in
+    ``d = 2, 3, 5``).
 
     Parameters
     ----------
