@@ -41,8 +41,13 @@ N, D = 5, 2
 TIME_LIMIT = 20.0
 #: Longer limits for the callables whose default step doubling runs its whole budget on a
 #: stiff spoiled case (tokens scaled by 53: 2^13 RK4 steps of a near-hardmax softmax took 15 s
-#: alone on the 2-core VM, beyond 20 s beside the rest of the suite); a hang still shows.
-SLOW_LIMITS = {"token_dynamics.integrate": 60.0, "token_dynamics.meanfield.stability_check": 60.0}
+#: alone on the 2-core VM, beyond 20 s beside the rest of the suite; `stability_ratios` flows
+#: two clouds: 18 s alone with its tokens scaled by 156, 20 s at 1e3, and past 20 s in CI
+#: beside the suite). Three times the slowest case measured alone; a hang still shows.
+SLOW_LIMITS = {
+    f"token_dynamics.{name}": 60.0
+    for name in ("integrate", "meanfield.stability_check", "meanfield.stability_ratios")
+}
 
 _A = [[1.0, 0.2], [0.2, 0.8]]
 _V = [[1.0, 0.0], [0.0, 1.0]]
