@@ -75,7 +75,7 @@ lint: env
 SITE_TESTS := tests/test_student_edition.py tests/test_downloads.py tests/test_reader_text.py
 
 unit: env
-	$(BIN)/pytest -n $(JOBS) --ignore=tests/browser --ignore=tests/test_pdf.py --ignore=tests/test_backends.py --ignore=tests/test_backends_arguments.py --ignore=tests/test_gpu_script.py $(addprefix --ignore=,$(SITE_TESTS)) tests src
+	$(BIN)/pytest -n $(JOBS) --durations=15 --ignore=tests/browser --ignore=tests/test_pdf.py --ignore=tests/test_backends.py --ignore=tests/test_backends_arguments.py --ignore=tests/test_gpu_script.py $(addprefix --ignore=,$(SITE_TESTS)) tests src
 
 ## test-backends: the attention fields on other array libraries (array-api-strict, JAX CPU and,
 ## when importable, torch) against numpy; installs requirements-backends.txt into .venv
