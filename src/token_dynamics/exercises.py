@@ -273,8 +273,8 @@ def _near_blowup_ratio(ratio):
         )
         logs.append(np.log(near / far))
     # the ratio of two sampling errors varies from cloud to cloud: its log has a standard
-    # deviation of 0.48 over the seeds 0 to 99, so the reader's log less the mean of three
-    # clouds has one of 0.48 sqrt(1 + 1/3) = 0.55, and a factor 6 (log 6 = 1.79) is 3.2 of them
+    # deviation of 0.50 over the seeds 0 to 99, so the reader's log less the mean of three
+    # clouds has one of 0.50 sqrt(1 + 1/3) = 0.58, and a factor 6 (log 6 = 1.79) is 3.1 of them
     return abs(np.log(ratio) - np.mean(logs)) <= np.log(NEAR_BLOWUP_FACTOR)
 
 
