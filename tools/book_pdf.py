@@ -9,9 +9,14 @@ Usage (what ``make pdf`` runs after ``make book``)::
 
 Each page of the built site is opened in Debian's headless Chromium, offline, exactly as a reader
 sees it: MathJax has typeset the maths, sphinx-proof has numbered the statements (Theorem 3.2),
-figures, animations (their first frame) and the bibliography are there. The page is then printed
-on A4 with its navigation hidden and its folded solutions unfolded (the student edition has none
-to unfold), its pages numbered on from the previous page's, its title in the running head.
+figures and the bibliography are there. The page is then laid out for paper (`PRINT_LAYOUT`): a
+display formula wider than the printed line is scaled down, to 60% at most, and else let wrap
+(one that overflows even so is reported: `Book.unfit`, and the tool's last lines); an animation
+is shown by its first and last frames, captioned; an explorer (token_dynamics.widgets) by its
+frame, captioned with the parameter values it shows; a heading is kept with a short block after
+it. It is printed on A4 with its navigation hidden and its folded solutions unfolded (the
+student edition has none to unfold), its pages numbered on from the previous page's, its title
+in the running head.
 
 The book's structure is the site's own: the parts, chapters and sections of its navigation, which
 Sphinx derives from ``_toc.yml``, checked against the chain of "next" links as the pages are
@@ -90,6 +95,7 @@ PRINT_CSS = """
   @bottom-center { content: counter(page); font: 9pt sans-serif; color: #444; }
 }
 @page :first { counter-increment: page FIRST; @top-right { content: none; } }
+html { width: WIDTHpx !important; }
 .bd-header, .bd-sidebar-primary, .bd-sidebar-secondary, .header-article, .bd-header-article,
 .prev-next-area, .bd-footer, .bd-footer-article, .bd-footer-content, footer,
 .toggle-button, button.toggle-button, .headerlink, .copybtn, #pst-back-to-top,
@@ -100,8 +106,20 @@ PRINT_CSS = """
 pre { white-space: pre-wrap !important; overflow-wrap: anywhere; }
 .cell_input, .cell_output, img, figure, mjx-container[display="true"], div.math {
   break-inside: avoid; }
-h1, h2, h3, .print-label { break-after: avoid; }
+h1, h2, h3, h4, h5, h6, .print-label { break-after: avoid; }
+h1, h2, h3, h4, h5, h6 { break-inside: avoid; }
+.print-keep { break-inside: avoid; }
 .print-label { font: 600 11pt sans-serif; color: #666; letter-spacing: 0.04em; margin: 0 0 2mm; }
+mjx-container[display="true"].print-wrapped mjx-math { white-space: normal !important;
+  line-height: normal !important; }
+.animation, .td-explorer label { display: none !important; }
+.td-explorer img { display: block; margin: 0 auto; }
+.print-frames { display: flex; flex-wrap: wrap; justify-content: center; gap: 4mm;
+  break-inside: avoid; margin: 2mm 0 4mm; }
+.print-frames figure { margin: 0; text-align: center; max-width: calc(50% - 2mm); }
+.print-frames img { max-width: 100%; height: auto; }
+.print-frames figcaption, .print-frame-caption { font: 9pt sans-serif; color: #444;
+  margin: 1mm 0 0; text-align: center; }
 """
 # The title page (no number) and the contents (ii, iii, ...), in the site's fonts.
 FRONT_CSS = """
@@ -149,6 +167,135 @@ READ_BOOK = """() => {
           copyright: text('.copyright')};
 }"""
 
+# The layout of the print: the A4 page (210 mm) in CSS pixels (96 per inch) is the viewport,
+# its text (180 mm between the margins of PRINT_CSS) the width a block may take.
+VIEWPORT = 794
+PRINT_WIDTH = 680
+# A display formula wider than its line is scaled down, to this fraction of its size at most;
+# one still too wide is let wrap between its terms; one that overflows even so is reported.
+MIN_MATH_SCALE = 0.6
+# A heading is kept on the page of the block after it when that block is at most this tall
+# (CSS pixels, about a third of the page's 994); a taller one may break after its first lines.
+KEEP_WITH_NEXT = 330
+# What the screen shows as moving or switching becomes, on paper: an animation (matplotlib's
+# jshtml player) its first and last frames, captioned; an explorer (token_dynamics.widgets'
+# static view) the frame it shows, captioned with its parameters' values, without its controls.
+# Display formulas are fitted to the printed line (see MIN_MATH_SCALE); a heading is kept with a
+# short block after it (KEEP_WITH_NEXT). Returns what was done and the formulas that overflow.
+PRINT_LAYOUT = r"""({width, minScale, keepWithNext}) => {
+  const done = {unfit: [], scaled: 0, wrapped: 0, animations: 0, explorers: 0, kept: 0};
+  const article = document.querySelector('article.bd-article') || document.body;
+  // laid out as printed: the media queries of the page's width, the width between its margins
+  // (PRINT_CSS); were the page wider, each block would be `excess` wider than on paper
+  const excess = Math.max(0, document.documentElement.getBoundingClientRect().width - width);
+  const tex = box => {
+    try {
+      const items = MathJax.startup.document.getMathItemsWithin(box);
+      if (items.length) return items[0].math.trim();
+    } catch (e) {}
+    return box.textContent.trim();
+  };
+  for (const box of document.querySelectorAll('mjx-container[display="true"]')) {
+    const math = box.querySelector('mjx-math');
+    if (!math || box.getClientRects().length === 0) continue;  // not shown
+    const host = box.closest('div.math') || box.parentElement;
+    const eqno = host.querySelector(':scope > .eqno');
+    const room = box.clientWidth - excess - (eqno ? eqno.offsetWidth + 8 : 0);
+    const natural = math.getBoundingClientRect().width;
+    if (natural <= room) continue;
+    const scale = Math.max(minScale, room / natural);
+    box.style.fontSize = (parseFloat(getComputedStyle(box).fontSize) * scale).toFixed(2) + 'px';
+    box.style.overflow = 'visible';
+    done.scaled += 1;
+    if (math.getBoundingClientRect().width <= room + 0.5) continue;
+    box.classList.add('print-wrapped');
+    math.style.display = 'block';
+    math.style.maxWidth = room + 'px';
+    done.wrapped += 1;
+    let right = 0;
+    for (const el of math.querySelectorAll('*')) {
+      const r = el.getBoundingClientRect();
+      if (r.width) right = Math.max(right, r.right);
+    }
+    const wide = right - math.getBoundingClientRect().left;
+    if (wide > room + 0.5) {
+      done.unfit.push({tex: tex(box), width: Math.round(natural), room: Math.round(room)});
+    }
+  }
+  const caption = (figure, text) => {
+    const c = document.createElement('figcaption');
+    c.textContent = text;
+    figure.append(c);
+  };
+  for (const player of document.querySelectorAll('div.animation')) {
+    const img = player.querySelector('img[id^="_anim_img"]');
+    if (!img) continue;
+    const id = img.id.replace('_anim_img', '');
+    let frames = (window['anim' + id] || {}).frames;
+    frames = frames ? Array.from(frames, f => f.src) : [];
+    if (!frames.length) {  // the player is not started: read its frames from its script
+      for (const s of document.scripts) {
+        if (!s.textContent.includes('"_anim_img' + id + '"')) continue;
+        for (const m of s.textContent.matchAll(/frames\[(\d+)\] = "([^"]+)"/g)) {
+          frames[Number(m[1])] = m[2].replace(/\\\n/g, '');
+        }
+      }
+    }
+    if (!frames.length) continue;
+    const shown = document.createElement('div');
+    shown.className = 'print-frames';
+    const last = frames.length - 1;
+    const ends = last > 0 ? [0, last] : [0];
+    for (const k of ends) {
+      const figure = document.createElement('figure');
+      const frame = document.createElement('img');
+      frame.src = frames[k];
+      frame.alt = (k ? 'Last' : 'First') + ' frame of the animation';
+      figure.append(frame);
+      caption(figure, (k ? 'Last frame' : 'First frame') +
+        ` (${k + 1} of ${frames.length})`);
+      shown.append(figure);
+    }
+    player.after(shown);
+    done.animations += 1;
+  }
+  for (const explorer of document.querySelectorAll('.td-explorer')) {
+    const values = [];
+    for (const label of explorer.querySelectorAll('label')) {
+      const control = label.querySelector('[data-control]');
+      if (!control) continue;
+      const name = (label.firstChild && label.firstChild.textContent || '').trim();
+      let value;
+      if (control.tagName === 'SELECT') {
+        value = control.options[control.selectedIndex].textContent;
+      } else {
+        const out = label.querySelector('output');
+        value = out ? out.textContent : control.value;
+      }
+      values.push(`${name} = ${value.trim()}`);
+    }
+    const img = explorer.querySelector('img');
+    const line = document.createElement('p');
+    line.className = 'print-frame-caption';
+    line.textContent = 'Frame shown: ' + values.join(', ');
+    (img || explorer.lastElementChild).after(line);
+    done.explorers += 1;
+  }
+  const headings = article.querySelectorAll('h2, h3, h4, h5, h6');
+  for (const h of headings) {
+    const next = h.nextElementSibling;
+    if (!next || next.matches('section') || h.parentElement.matches('.print-keep')) continue;
+    const height = next.getBoundingClientRect().height;
+    if (height > keepWithNext) continue;
+    const keep = document.createElement('div');
+    keep.className = 'print-keep';
+    h.before(keep);
+    keep.append(h, next);
+    done.kept += 1;
+  }
+  return done;
+}"""
+
 # Lines printed above a page's title (its chapter's number, its part's name).
 LABEL_HEADING = """labels => {
   // the theme prints its own copy of the title (#jb-print-docs-body) above the article's
@@ -185,13 +332,28 @@ class Printed(NamedTuple):
         return self.entry.path or ""
 
 
+class Unfit(NamedTuple):
+    """A display formula too wide for the printed line even at ``MIN_MATH_SCALE`` of its size
+    and let wrap: its page, its TeX, its width and the line's (CSS pixels, at full size)."""
+
+    path: str
+    tex: str
+    width: int
+    room: int
+
+
 class Book(NamedTuple):
     """What `print_book` made: the book's pages as printed, the number of front-matter pages
-    (title and contents) before them, and the metadata written into the PDF."""
+    (title and contents) before them, the metadata written into the PDF, the display formulas
+    that overflow the printed line (`Unfit`), and the counts of what the print layout changed
+    (``scaled`` and ``wrapped`` formulas, ``animations``, ``explorers``, headings ``kept`` with
+    the block after them)."""
 
     printed: list[Printed]
     front: int
     metadata: dict[str, str]
+    unfit: list[Unfit]
+    layout: dict[str, int]
 
 
 @contextmanager
@@ -293,9 +455,16 @@ def print_book(
     out.parent.mkdir(parents=True, exist_ok=True)
     printed: list[Printed] = []
     bodies: list[bytes] = []
+    unfit: list[Unfit] = []
+    layout: dict[str, int] = {}
+    unfit: list[Unfit]
+    layout: dict[str, int]
     with serve(html) as base, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(chromium), args=ARGS)
-        page = browser.new_page(viewport={"width": 1000, "height": 1400})
+        # laid out for print at the printed page's width, as Chromium evaluates the media
+        # queries of the print: PRINT_LAYOUT measures the blocks there
+        page = browser.new_page(viewport={"width": VIEWPORT, "height": 1123})
+        page.emulate_media(media="print")
         # offline: a request that leaves the machine is refused (the site serves everything)
         page.route(
             "**/*",
@@ -344,7 +513,11 @@ def print_book(
                 "() => (document.querySelector('article h1') || document.querySelector('h1'))"
                 ".innerText.replace(/#$/, '').trim()"
             )
-            css = PRINT_CSS.replace("TITLE", json.dumps(title)).replace("FIRST", str(next_number))
+            css = (
+                PRINT_CSS.replace("TITLE", json.dumps(title))
+                .replace("FIRST", str(next_number))
+                .replace("WIDTH", str(PRINT_WIDTH))
+            )
             page.add_style_tag(content=css)
             # a numbered chapter opens with its number, the first of a part with the part's name
             number = re.match(r"(\d+)\. ", entry.title)
@@ -353,6 +526,17 @@ def print_book(
                 labels.insert(0, part)
             page.evaluate(LABEL_HEADING, labels)
             page.evaluate("() => document.querySelectorAll('details').forEach(d => d.open = true)")
+            done = page.evaluate(
+                PRINT_LAYOUT,
+                {
+                    "width": PRINT_WIDTH,
+                    "minScale": MIN_MATH_SCALE,
+                    "keepWithNext": KEEP_WITH_NEXT,
+                },
+            )
+            unfit.extend(Unfit(entry.path, **found) for found in done.pop("unfit"))
+            for key, count in done.items():
+                layout[key] = layout.get(key, 0) + count
             bodies.append(page.pdf(prefer_css_page_size=True, print_background=True))
             printed.append(Printed(entry, part, next_number, count_pages(bodies[-1])))
             next_number += printed[-1].pages
@@ -370,7 +554,7 @@ def print_book(
         "/Creator": "tools/book_pdf.py: the site printed by Chromium, joined by pypdf",
     }
     assemble(out, front, bodies, printed, metadata, base=base)
-    return Book(printed, count_pages(front), metadata)
+    return Book(printed, count_pages(front), metadata, unfit, layout)
 
 
 def count_pages(pdf: bytes) -> int:
@@ -522,6 +706,13 @@ def main(argv: list[str] | None = None) -> int:
         f"({book.front} of title and contents), {size:.1f} MiB, "
         f"{time.perf_counter() - start:.0f} s"
     )
+    print("print layout: " + ", ".join(f"{n} {key}" for key, n in book.layout.items()))
+    for formula in book.unfit:
+        print(
+            f"{formula.path}: a formula {formula.width} px wide overflows its line of "
+            f"{formula.room} px even at {MIN_MATH_SCALE:.0%} and wrapped: {formula.tex[:120]}",
+            file=sys.stderr,
+        )
     return 0
 
 
