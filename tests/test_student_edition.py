@@ -63,8 +63,16 @@ _CODE = re.compile(
     r"^(`{3,}|~{3,})[^\n]*\n(?P<fenced>.*?)^\1[ \t]*$|(?:\A|\n)\n(?P<indented>(?: {4}[^\n]*\n?)+)",
     re.M | re.S,
 )
-#: What leads a student to the answers: each is in the full edition and in no student page.
-LEADS = ("Solutions are folded", "answer key", "make coursework", "autograder")
+#: What leads a student to the answers: each is in the full edition and in no student page (the
+#: repository holds the solutions: the checks page's sentence on links to it is the full
+#: edition's only).
+LEADS = (
+    "Solutions are folded",
+    "answer key",
+    "make coursework",
+    "autograder",
+    "Each test links to its line in the repository",
+)
 _WORD = re.compile(r"[A-Za-z]{5,}")
 
 
