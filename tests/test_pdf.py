@@ -2,8 +2,12 @@
 page numbers, an outline of parts, chapters and sections in the order of `_toc.yml`, the
 metadata, running page numbers, every page of the table of contents but the API reference in
 its order, the chapter titles, the numbered statements with their titles, typeset maths, the
-figures and the bibliography, links that stay inside the PDF; the API reference printed apart
-(`--api only`); and the student edition's PDF carries no solution.
+figures and the bibliography, links that stay inside the PDF, no display formula too wide for the
+printed line and no page that ends with a heading; the API reference printed apart
+(`--api only`); the student edition's PDF carries no solution; and the print layout of
+`tools/book_pdf.py` (PRINT_LAYOUT) on a fixture book: wide formulas scaled down or wrapped, one
+that cannot fit reported, an animation printed as its first and last frames, an explorer's frame
+captioned with its parameter values, headings kept with what follows them.
 
 The whole-book tests print the site that `make build` left in `_build/html` once (the module's
 fixture `book`; it fails with that instruction when there is none, rather than skip); `make test`
@@ -24,6 +28,7 @@ from .helpers import (
     API_PAGE,
     EXERCISE,
     GOOD_NOTEBOOK,
+    NOTEBOOK_HEADER,
     ROOT,
     build_book,
     load_tool,
@@ -447,3 +452,213 @@ def test_no_markup_and_no_test_machinery_in_the_pdf_text(book):
     in_pdf = found("\n".join(book.pages))
     extra = {s: n - in_code[s] for s, n in in_pdf.items() if n > in_code[s]}
     assert not extra, f"MyST markup or the test suite in the PDF's text, beyond the code: {extra}"
+
+
+# --- the print layout (tools/book_pdf.py's PRINT_LAYOUT) on a fixture book -----------------------
+
+
+def sums(first: int, count: int) -> str:
+    """A display formula's TeX: ``x_{first}^2 + ...``, `count` terms with distinct subscripts,
+    so that the PDF's text shows whether each term is printed."""
+    return " + ".join(f"x_{{{k}}}^{{2}}" for k in range(first, first + count))
+
+
+# (first subscript, terms): a sum a little too wide for the printed line (it fits scaled down)
+# and one far too wide (it must wrap)
+SCALED, WRAPPED = (101, 14), (201, 60)
+LAYOUT_NOTEBOOK = (
+    NOTEBOOK_HEADER
+    + f"""# Print layout
+
+A formula a little too wide for the printed line:
+
+$$
+{sums(*SCALED)}
+$$ (fixture-wide)
+
+A formula far too wide, which must wrap:
+
+$$
+{sums(*WRAPPED)}
+$$
+
+```{{code-cell}} ipython3
+import numpy as np
+from token_dynamics import plotting, widgets
+states = np.linspace(1, 0, 6)[:, None, None] * np.ones((6, 3, 2))
+plotting.animate(states, max_frames=6, dpi=40, figsize=(3, 3), title="t = {{t}}")
+```
+
+```{{code-cell}} ipython3
+def draw(ax, a, b):
+    ax.plot([0, 1], [0, a + b])
+
+widgets.figure_sliders(
+    draw, figsize=(3, 3), static={{"a": [0.0, 0.5, 1.0]}}, a=(0, 1, 0.1, 0.5), b=(0, 1, 0.1, 0.2)
+)
+```
+"""
+)
+# a matrix wider than the line at 60% of its size, which cannot wrap between its terms
+UNFIT_PAGE = (
+    "# Too wide\n\n$$\n\\begin{pmatrix} "
+    + " & ".join(f"a_{{{k}}}" for k in range(301, 390))
+    + " \\end{pmatrix}\n$$\n"
+)
+# two-line headings after blank space of growing height from the top of a page: one of them
+# ends where its first line fits on the page but not the rest, or not the cell after it
+SPACES = range(860, 981, 15)
+HEADINGS_NOTEBOOK = (
+    NOTEBOOK_HEADER
+    + "# Headings\n\nEach heading below comes after blank space, from the top of a page.\n"
+    + "".join(
+        f'\n<div style="break-before: page; height: {space}px"></div>\n\n'
+        f"## A heading long enough to take two lines of the printed page, after {space} pixels\n\n"
+        f"```{{code-cell}} ipython3\nprint({space})\n```\n"
+        for space in SPACES
+    )
+)
+LAYOUT_TOC = """format: jb-book
+root: book/intro
+chapters:
+  - file: book/nb
+  - file: book/unfit
+  - file: book/headings
+"""
+
+
+@pytest.fixture(scope="module")
+def layout(tmp_path_factory):
+    """A fixture book of a page with wide formulas, an animation and an explorer, a page with a
+    formula too wide to fit, and a page of headings near the pages' ends, printed."""
+    require_tools()
+    tmp_path = tmp_path_factory.mktemp("layout")
+    (tmp_path / "book").mkdir()
+    book_dir = make_book(
+        tmp_path,
+        {
+            "_toc.yml": LAYOUT_TOC,
+            "book/intro.md": "# Intro\n\nA fixture book.\n",
+            "book/nb.md": LAYOUT_NOTEBOOK,
+            "book/unfit.md": UNFIT_PAGE,
+            "book/headings.md": HEADINGS_NOTEBOOK,
+        },
+    )
+    (book_dir / "book" / "api.rst").unlink()
+    result = build_book(book_dir)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    out = tmp_path / "layout.pdf"
+    return read_pdf(out, book_pdf.print_book(book_dir / "_build" / "html", out))
+
+
+def page_range(printed: Printed, path: str) -> range:
+    """The indexes (from 0) of the PDF pages that the site's page `path` was printed on."""
+    page = next(p for p in printed.book.printed if p.path == path)
+    start = printed.book.front + page.first - 1
+    return range(start, start + page.pages)
+
+
+def words(out: Path, index: int) -> list[tuple[float, float, float, float, str]]:
+    """The words of the PDF page `index` (from 0) with their boxes ``(x0, y0, x1, y1, text)``
+    in points from the top left (poppler's ``pdftotext -bbox``)."""
+    page = str(index + 1)
+    xml = subprocess.run(
+        ["pdftotext", "-bbox", "-f", page, "-l", page, str(out), "-"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    box = r'<word xMin="([\d.]+)" yMin="([\d.]+)" xMax="([\d.]+)" yMax="([\d.]+)">([^<]*)</word>'
+    return [(*map(float, found[:4]), found[4]) for found in re.findall(box, xml)]
+
+
+# the text of a page lies between its running head and its page number (16 mm and 18 mm of the
+# A4 page's 842 pt); body text is 12 pt, whose words poppler boxes about 14 pt high, a heading of
+# the first three levels over 18 pt
+TEXT_TOP, TEXT_BOTTOM, HEADING_PT = 46.0, 790.0, 18.0
+
+
+def ends_in_a_heading(out: Path, pages) -> list[tuple[int, str]]:
+    """The pages among `pages` (indexes from 0) whose text ends with a line in a heading's type
+    (every word of the last line taller than ``HEADING_PT``): a heading left alone at the foot
+    of its page, or a heading broken over two pages. With the line's text."""
+    found = []
+    for index in pages:
+        body = [w for w in words(out, index) if w[1] > TEXT_TOP and w[3] < TEXT_BOTTOM]
+        if not body:
+            continue
+        bottom = max(w[3] for w in body)
+        last = [w for w in body if w[3] > bottom - 4]
+        if all(w[3] - w[1] > HEADING_PT for w in last):
+            found.append((index, " ".join(w[4] for w in last)))
+    return found
+
+
+@pytest.mark.slow
+def test_wide_formulas_scaled_or_wrapped_on_the_page(layout):
+    """A display formula too wide for the printed line is printed whole: scaled down when 60%
+    of its size fits, else wrapped; each of its terms is in the PDF's text (a clipped formula
+    loses those past the line's end)."""
+    text = " ".join(layout.pages[k] for k in page_range(layout, "book/nb.html")).split()
+    for first, count in (SCALED, WRAPPED):
+        missing = [k for k in range(first, first + count) if str(k) not in text]
+        assert not missing, f"terms of a wide formula missing from the PDF: {missing}"
+    assert layout.book.layout["scaled"] == 3  # the two sums and the matrix
+    assert layout.book.layout["wrapped"] == 2  # the long sum and the matrix
+    # and nothing is printed past the right margin (15 mm of the 595 pt page)
+    right = max(w[2] for k in page_range(layout, "book/nb.html") for w in words(layout.out, k))
+    assert right <= 595 - 42.5 + 1, right
+
+
+@pytest.mark.slow
+def test_formula_that_cannot_fit_is_reported(layout):
+    unfit = layout.book.unfit
+    assert [(f.path, f.tex.split()[0]) for f in unfit] == [("book/unfit.html", r"\begin{pmatrix}")]
+    assert unfit[0].width > unfit[0].room / book_pdf.MIN_MATH_SCALE
+
+
+@pytest.mark.slow
+def test_animation_printed_as_its_first_and_last_frames(layout):
+    text = " ".join(layout.pages[k] for k in page_range(layout, "book/nb.html"))
+    flat = " ".join(text.split())
+    assert "First frame (1 of 6)" in flat and "Last frame (6 of 6)" in flat
+    # the player's controls are not printed: its loop modes are labelled Once, Loop, Reflect
+    assert "Reflect" not in flat
+    pages = [str(k + 1) for k in page_range(layout, "book/nb.html")]
+    listed = subprocess.run(
+        ["pdfimages", "-list", "-f", pages[0], "-l", pages[-1], str(layout.out)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()[2:]
+    assert len(listed) >= 3, listed  # the two frames and the explorer's frame
+    assert layout.book.layout["animations"] == 1
+
+
+@pytest.mark.slow
+def test_explorer_says_which_frame_it_shows(layout):
+    text = " ".join(" ".join(layout.pages[k] for k in page_range(layout, "book/nb.html")).split())
+    assert "Frame shown: a = 0.5" in text
+    assert layout.book.layout["explorers"] == 1
+
+
+@pytest.mark.slow
+def test_no_heading_alone_at_the_foot_of_a_page(layout):
+    """Each heading of the fixture is printed whole, on the page of the cell after it."""
+    pages = page_range(layout, "book/headings.html")
+    assert not ends_in_a_heading(layout.out, pages)
+    flat = squeeze(" ".join(layout.pages[k] for k in pages))
+    for space in SPACES:
+        heading = f"A heading long enough to take two lines of the printed page, after {space}"
+        assert squeeze(heading) + "pixels" + f"print({space}){space}" in flat, space
+
+
+@pytest.mark.slow
+def test_book_formulas_fit_and_no_heading_ends_a_page(book):
+    """The whole book: no display formula overflows the printed line, no page ends with a
+    heading."""
+    assert not book.book.unfit, "formulas too wide for the printed page: " + "; ".join(
+        f"{f.path}: {f.tex[:80]}" for f in book.book.unfit
+    )
+    stranded = ends_in_a_heading(book.out, range(book.book.front, len(book.reader.pages)))
+    assert not stranded, f"pages (from 0) that end with a heading: {stranded}"

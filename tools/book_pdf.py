@@ -275,6 +275,7 @@ PRINT_LAYOUT = r"""({width, minScale, keepWithNext}) => {
       values.push(`${name} = ${value.trim()}`);
     }
     const img = explorer.querySelector('img');
+    if (!values.length) continue;
     const line = document.createElement('p');
     line.className = 'print-frame-caption';
     line.textContent = 'Frame shown: ' + values.join(', ');
