@@ -37,6 +37,7 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 book: env
 	mkdir -p _build
 	$(BIN)/python tools/book_config.py --edition $(EDITION) > _build/book_options_$(EDITION)
+	$(BIN)/python tools/book_config.py --execute $(JOBS)  # the notebooks, JOBS at a time
 	$(BIN)/jupyter-book build . $(BUILD_FLAGS) $$(cat _build/book_options_$(EDITION))
 	$(BIN)/python tools/book_config.py --edition $(EDITION) --built
 
@@ -74,8 +75,14 @@ lint: env
 # the site tests need the built editions: `make site` runs them after `make build`
 SITE_TESTS := tests/test_student_edition.py tests/test_downloads.py tests/test_reader_text.py
 
+# `make test` runs the notebooks twice, not three times: `build` executes every one, `site` runs
+# every one again as a reader downloads it, in a fresh kernel with the same check of stderr as
+# tests/test_notebooks.py, which `make unit` alone still runs
+UNIT_MARKS ?= not fullsize
+test: UNIT_MARKS = not fullsize and not notebook
+
 unit: env
-	$(BIN)/pytest -n $(JOBS) --durations=15 --ignore=tests/browser --ignore=tests/test_pdf.py --ignore=tests/test_backends.py --ignore=tests/test_backends_arguments.py --ignore=tests/test_gpu_script.py $(addprefix --ignore=,$(SITE_TESTS)) tests src
+	$(BIN)/pytest -n $(JOBS) -m "$(UNIT_MARKS)" --durations=15 --ignore=tests/browser --ignore=tests/test_pdf.py --ignore=tests/test_backends.py --ignore=tests/test_backends_arguments.py --ignore=tests/test_gpu_script.py $(addprefix --ignore=,$(SITE_TESTS)) tests src
 
 ## test-backends: the attention fields on other array libraries (array-api-strict, JAX CPU and,
 ## when importable, torch) against numpy; installs requirements-backends.txt into .venv
@@ -86,7 +93,7 @@ $(BACKENDS_STAMP): requirements-backends.txt $(STAMP)
 
 test-backends: env $(BACKENDS_STAMP)
 	@$(BIN)/python -c "import importlib.util as u; print('array libraries:', ', '.join(f'{m} ' + ('runs' if u.find_spec(m) else 'absent (its tests are reported as skipped)') for m in ('array_api_strict', 'jax', 'torch')))"
-	$(BIN)/pytest -rs tests/test_backends.py tests/test_backends_arguments.py tests/test_gpu_script.py
+	$(BIN)/pytest -n $(JOBS) -rs tests/test_backends.py tests/test_backends_arguments.py tests/test_gpu_script.py
 
 ## test-fullsize: the papers' experiments at full size (minutes each; not part of `make test`)
 test-fullsize: env
@@ -104,6 +111,7 @@ build: env
 	rm -rf _build/html _build/.doctrees _build/jupyter_execute _build/.book_state _build/student
 	mkdir -p _build
 	$(BIN)/python tools/book_config.py --ci --edition full > _build/book_options_full
+	$(BIN)/python tools/book_config.py --ci --execute $(JOBS)  # the notebooks, JOBS at a time
 	$(BIN)/jupyter-book build . $(BUILD_FLAGS) $$(cat _build/book_options_full)
 	$(BIN)/python tools/book_config.py --edition full --built
 	$(BIN)/python tools/publish_notebooks.py collect  # the notebooks of `make notebooks`
@@ -118,7 +126,7 @@ site: env
 	$(BIN)/pytest -n $(JOBS) -rP $(SITE_TESTS)  # -rP: the leak test prints its counts
 
 browser: env chromium
-	CHROMIUM=$(CHROMIUM) $(BIN)/pytest tests/browser
+	CHROMIUM=$(CHROMIUM) $(BIN)/pytest -n $(JOBS) tests/browser
 
 chromium:
 	@test -x $(CHROMIUM) || { apt-get update -q && apt-get install -y -q chromium; }
