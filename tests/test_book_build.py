@@ -151,3 +151,33 @@ def test_student_edition_builds_beside_the_full_one(tmp_path, monkeypatch):
     assert (build_dir / "html" / "index.html").read_text() == "full"
     assert "--all" not in book_config.main(["--edition", "student"]).split()
     assert not (build_dir / "student" / "html").exists(), "a rebuild starts from no site"
+
+
+@pytest.mark.slow
+def test_notebooks_executed_beforehand_are_what_the_build_uses(tmp_path):
+    """`book_config.py --execute` (make book, make build): the notebooks it executes into the
+    cache are found there by the build, which executes none of them; a failing one is named and
+    left out of the cache, for the build to execute and report."""
+    book_config = load_tool("book_config")
+    (tmp_path / "book").mkdir()
+    book = make_book(tmp_path / "book", {})
+    cache = tmp_path / "cache"
+    summary = book_config.execute(cache, 2, paths=[book / "book" / "nb.md"])
+    assert "1 of 1 notebooks executed" in summary, summary
+
+    config = yaml.safe_load((book / "_config.yml").read_text(encoding="utf-8"))
+    config["execute"].update(execute_notebooks="cache", cache=str(cache))
+    cached = book / "_config_cached.yml"
+    cached.write_text(yaml.safe_dump(config), encoding="utf-8")
+    result = build_book(book, "--config", str(cached))
+    log = result.stdout + result.stderr
+    assert result.returncode == 0, log[-3000:]
+    assert "Using cached notebook" in log and "Executing notebook" not in log, log[-3000:]
+
+    broken = tmp_path / "broken.md"
+    broken.write_text(DEFECTS["failing cell"][0]["book/nb.md"], encoding="utf-8")
+    summary = book_config.execute(tmp_path / "cache2", 2, paths=[broken])
+    assert "0 of 1 notebooks executed" in summary and "boom" in summary, summary
+    assert "every notebook's run is in the cache" not in book_config.execute(
+        tmp_path / "cache2", 1, paths=[broken]
+    ), "a failed notebook was cached"

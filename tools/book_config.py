@@ -112,20 +112,10 @@ def finish(edition: str, fingerprint: str) -> None:
     _state(edition).write_text(fingerprint + "\n", encoding="utf-8")
 
 
-def _run(path: Path, timeout: int):
-    """Execute the notebook at `path` as the build's cache mode does (read by myst-nb, run in
-    its folder); return it with its run time and the traceback of a failure (else None)."""
-    from jupyter_cache.executors.utils import single_nb_execution
-    from myst_nb.core.read import myst_nb_reader_plugin
-
-    nb = myst_nb_reader_plugin(str(path))
-    result = single_nb_execution(nb, cwd=str(path.parent), timeout=timeout, allow_errors=False)
-    return nb, result.time, result.exc_string if result.err is not None else None
-
-
-def execute(cache_path: Path, jobs: int) -> str:
-    """Execute into the cache at `cache_path`, `jobs` at a time, every notebook it has no run of.
-    Returns a summary; a failed notebook is named (the build executes it again)."""
+def execute(cache_path: Path, jobs: int, paths: list[Path] | None = None) -> str:
+    """Execute into the cache at `cache_path`, `jobs` at a time, every notebook of the book (or
+    of `paths`) it has no run of. Returns a summary; a failed notebook is named and left out of
+    the cache (the build executes it again)."""
     from concurrent.futures import ProcessPoolExecutor
 
     from jupyter_cache import get_cache
@@ -133,11 +123,11 @@ def execute(cache_path: Path, jobs: int) -> str:
     from myst_nb.core.read import myst_nb_reader_plugin
 
     sys.path.insert(0, str(ROOT / "tools"))
-    from notebook_code import CELL_TIMEOUT_S, notebooks
+    from notebook_code import CELL_TIMEOUT_S, notebooks, run_as_built
 
     cache = get_cache(str(cache_path))
     todo = []
-    for path in notebooks():
+    for path in paths if paths is not None else notebooks():
         try:
             cache.match_cache_notebook(myst_nb_reader_plugin(str(path)))
         except KeyError:
@@ -146,10 +136,10 @@ def execute(cache_path: Path, jobs: int) -> str:
         return "every notebook's run is in the cache"
     lines, failed = [], []
     with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
-        runs = {path: pool.submit(_run, path, CELL_TIMEOUT_S) for path in todo}
+        runs = {path: pool.submit(run_as_built, path, CELL_TIMEOUT_S) for path in todo}
         for path, run in runs.items():
             nb, seconds, error = run.result()
-            name = path.relative_to(ROOT)
+            name = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
             if error is not None:
                 failed.append(f"{name}:\n{error}")
                 continue

@@ -5,7 +5,8 @@ Usage: ``python tools/notebook_code.py OUT`` writes the code cells of every note
 ``OUT/<path>.py`` in order (jupytext's percent format), so that ruff can lint them;
 ``python tools/notebook_code.py --fix-imports FILE.md ...`` rewrites notebooks to the one
 import convention (after a merge brings back an alias, say).
-``notebooks()`` and ``execute()`` serve the notebook tests and the execution benchmark;
+``notebooks()`` and ``execute()`` serve the notebook tests and the execution benchmark,
+``run_as_built()`` the build's execution beforehand (``tools/book_config.py --execute``);
 ``import_violations()`` checks the one import convention of the contributing guide.
 """
 
@@ -50,6 +51,18 @@ def execute(path: Path, *, timeout: float = CELL_TIMEOUT_S):
         allow_errors=False,
         resources={"metadata": {"path": str(path.parent)}},
     ).execute()
+
+
+def run_as_built(path: Path, timeout: float = CELL_TIMEOUT_S):
+    """Execute the notebook at `path` as the book build's cache mode does: read by myst-nb
+    (whose reading its cache matches), run in its folder with the build's timeout per cell.
+    Returns it with its run time in seconds and the traceback of a failure (else None)."""
+    from jupyter_cache.executors.utils import single_nb_execution
+    from myst_nb.core.read import myst_nb_reader_plugin
+
+    nb = myst_nb_reader_plugin(str(path))
+    result = single_nb_execution(nb, cwd=str(path.parent), timeout=timeout, allow_errors=False)
+    return nb, result.time, result.exc_string if result.err is not None else None
 
 
 def stderr_outputs(nb) -> list[tuple[int, str]]:
