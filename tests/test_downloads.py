@@ -37,7 +37,7 @@ NOTEBOOKS = ROOT / "_build" / "notebooks"
 sys.path.insert(0, str(ROOT / "tools"))
 from notebook_code import CELL_TIMEOUT_S, notebooks, stderr_outputs  # noqa: E402
 from plain_notebook import defined_names, raw_myst, raw_names  # noqa: E402
-from publish_notebooks import launch_config  # noqa: E402
+from publish_notebooks import launch_config, source_commit  # noqa: E402
 
 #: The book's tool chain: nothing a downloaded notebook may need.
 BLOCKED = (
@@ -219,6 +219,9 @@ def test_download_runs_without_the_book(path, tmp_path):
     notebook = nbformat.reads(path.read_text(encoding="utf-8"), as_version=4)
     first = notebook.cells[0]
     assert first.cell_type == "code" and "%pip install" in first.source
+    # outside Binder (Colab, a plain Jupyter) the library installed is the one the notebook was
+    # built from, at the commit Binder's environment pins, not the newest
+    assert f'@{source_commit()[0]}"' in first.source, first.source
     raw = {
         i: raw_myst(cell.source)
         for i, cell in enumerate(notebook.cells)

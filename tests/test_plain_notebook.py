@@ -103,6 +103,12 @@ def test_markup_becomes_plain_markdown(notebook):
     assert "except ImportError:\n    %pip install" in install["source"]
 
 
+def test_the_install_cell_pins_the_commit_built():
+    source = plain_notebook.install_cell("https://example.org/r/", "0123abc")["source"]
+    assert '%pip install --quiet "token-dynamics @ git+https://example.org/r@0123abc"' in source
+    assert '"token-dynamics"' in plain_notebook.install_cell("", "0123abc")["source"]
+
+
 def test_the_input_is_not_modified(notebook):
     before = repr(notebook)
     plain_notebook.plain_notebook(notebook, resolve, repository="")

@@ -220,7 +220,7 @@ class _Converter:
         )
 
 
-def install_cell(repository: str) -> dict:
+def install_cell(repository: str, commit: str = "") -> dict:
     """The first cell of a plain notebook: installs the library when it cannot be imported.
 
     Parameters
@@ -228,6 +228,10 @@ def install_cell(repository: str) -> dict:
     repository : str
         The repository's URL, from which the cell installs the library (with pip's ``git+``
         scheme); empty: the cell installs ``token-dynamics`` by name.
+    commit : str
+        The commit the notebook was built from: the cell installs the library at it, so that
+        a reader's run computes what the notebook shows (Binder's environment pins the same
+        commit); empty: the repository's default branch.
 
     Returns
     -------
@@ -236,7 +240,7 @@ def install_cell(repository: str) -> dict:
     """
     requirement = "token-dynamics"
     if repository:
-        requirement += f" @ git+{repository.removesuffix('/')}"
+        requirement += f" @ git+{repository.removesuffix('/')}" + (f"@{commit}" if commit else "")
     return {
         "cell_type": "code",
         "execution_count": None,
@@ -252,6 +256,7 @@ def plain_notebook(
     resolve: Resolver,
     *,
     repository: str,
+    commit: str = "",
     glued: dict[str, dict] | None = None,
     locate: Locator | None = None,
 ) -> dict:
@@ -268,6 +273,9 @@ def plain_notebook(
     repository : str
         The repository's URL, from which the install cell installs the library (with pip's
         ``git+`` scheme); empty: the install cell installs ``token-dynamics`` by name.
+    commit : str, optional
+        The commit the notebook was built from, at which the install cell installs the library
+        (see `install_cell`); empty: the repository's default branch.
     glued : dict, optional
         Glued values (name -> MIME bundle) besides those in the notebook's outputs: myst-nb
         takes the hidden ones out of the notebook it writes, and keeps them in
@@ -299,7 +307,7 @@ def plain_notebook(
                 for out in cell.get("outputs", [])
                 if not any(key.startswith(GLUE_PREFIX) for key in out.get("data", {}))
             ]
-    notebook["cells"].insert(0, install_cell(repository))
+    notebook["cells"].insert(0, install_cell(repository, commit))
     notebook.get("metadata", {}).pop("jupytext", None)
     return notebook
 

@@ -160,6 +160,7 @@ def _plain_downloads(app, exception):
 
     converter = _converter()
     repository = app.config.html_theme_options.get("repository_url", "")
+    commit = _built_commit()
     for path in sources.rglob("*.ipynb"):
         docname = path.relative_to(sources).with_suffix("").as_posix()
         notebook = json.loads(path.read_text(encoding="utf-8"))
@@ -175,10 +176,25 @@ def _plain_downloads(app, exception):
             notebook,
             resolver(app, docname),
             repository=repository,
+            commit=commit,
             glued=glued,
             locate=locator(app, docname),
         )
         path.write_text(json.dumps(plain, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def _built_commit() -> str:
+    """The commit checked out in the book's repository (its downloads install the library at
+    it, as Binder's environment does), or "" outside a git checkout."""
+    import subprocess
+
+    try:
+        run = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True
+        )
+    except OSError:  # no git
+        return ""
+    return run.stdout.strip() if run.returncode == 0 else ""
 
 
 def _left_out(app, domain, node):
