@@ -86,6 +86,31 @@ def _compress_frames(html: str) -> str:
     return re.sub(r"data:image/png;base64,([A-Za-z0-9+/=\\\s]+)", one, html)
 
 
+def _first_frame_shown(html: str) -> str:
+    """Give the player's image its first frame, and that frame's size, in the markup.
+
+    Matplotlib's player leaves its ``<img>`` empty and sets its source from a script. In
+    JupyterLab's default windowing mode, after "Run All" an animation rendered out of view stayed
+    0 px tall (its controls showing, its frames not) until a button changed the frame; an image
+    that has its source from the start is shown. The size (from the PNG's header) reserves the
+    space before the frame is decoded; the frame still shrinks to a narrower column.
+    """
+    match = re.search(r'frames\[0\] = "(data:image/png;base64,([A-Za-z0-9+/=]+))"', html)
+    if match is None:
+        return html
+    header = base64.b64decode(match.group(2)[:32])  # the signature and the IHDR chunk
+    width, height = int.from_bytes(header[16:20], "big"), int.from_bytes(header[20:24], "big")
+    return re.sub(
+        r'<img id="(_anim_img\w+)">',
+        lambda img: (
+            f'<img id="{img.group(1)}" src="{match.group(1)}" width="{width}" height="{height}"'
+            ' style="max-width: 100%; height: auto;" alt="the animation\'s frame">'
+        ),
+        html,
+        count=1,
+    )
+
+
 class AnimationHTML(str):
     """HTML text of an animation that a notebook displays as such (``_repr_html_``).
 
@@ -267,7 +292,8 @@ def animate(
 
             anim = FuncAnimation(fig, update, frames=len(frames), interval=interval, blit=False)
             with mpl.rc_context({"animation.embed_limit": 4 * max_bytes / 2**20}):
-                return _compress_frames(_self_contained(anim.to_jshtml(default_mode="once")))
+                html = anim.to_jshtml(default_mode="once")
+                return _first_frame_shown(_compress_frames(_self_contained(html)))
         finally:
             plt.close(fig)
 
@@ -352,7 +378,7 @@ def animate_layers(
     >>> Y = [np.array([[0.5, 0.5]]), np.array([[-0.5, 0.5]])]
     >>> net = build_hardmax_interpolator(X, Y, rng=0).transformer
     >>> html = animate_layers(net, X, max_frames=4, dpi=20, figsize=(2.0, 2.0))
-    >>> html.count("data:image/png;base64")
+    >>> html.count('] = "data:image/png;base64')  # the player's frames
     4
     """
     from ..interpolation import as_sequences
