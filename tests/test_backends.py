@@ -1,8 +1,8 @@
 """The softmax velocity on other array libraries (torch, JAX, array-api-strict) against numpy.
 
 Run by ``make test-backends`` (which installs ``requirements-backends.txt``), not by ``make unit``:
-JAX and array-api-strict are required here; torch runs when importable (its CPU wheel is not on
-PyPI's default index) and is reported as skipped, with the reason, otherwise.
+array-api-strict, JAX and torch (CPU) are all required here: a missing one is an error, not a
+skip.
 """
 
 from __future__ import annotations
@@ -62,11 +62,9 @@ EPS32 = float(np.finfo(np.float32).eps)
 
 
 def _library(name: str):
-    """``(asarray, to_numpy, namespace)`` of a library; torch only when importable."""
+    """``(asarray, to_numpy, namespace)`` of a library."""
     if name == "torch":
-        torch = pytest.importorskip(
-            "torch", reason="torch is not installed (its CPU wheel: see requirements-backends.txt)"
-        )
+        import torch
         from array_api_compat import torch as xp
 
         return torch.asarray, to_numpy, xp
@@ -989,12 +987,10 @@ def test_stochastic_refusals_name_the_argument(lib):
 def test_the_running_at_scale_page_runs_its_pytorch_branch():
     # what a reader with a GPU runs (on Colab), never run by the book's build, which has no
     # torch: the page's cells with `device = "cpu"`, at the page's CPU sizes, its checks included
-    torch = pytest.importorskip(
-        "torch", reason="torch is not installed (its CPU wheel: see requirements-backends.txt)"
-    )
     import sys
 
     import matplotlib
+    import torch
 
     from .helpers import ROOT
 

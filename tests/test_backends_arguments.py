@@ -64,7 +64,8 @@ def test_float32_weights_are_accepted_up_to_their_rounding(lib):
 
 
 def test_parameters_and_weights_that_require_grad_are_refused_by_name():
-    torch = pytest.importorskip("torch")
+    import torch
+
     X = torch.randn(5, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     A = torch.eye(2, dtype=torch.float64, requires_grad=True)
     w = torch.full((5,), 0.2, dtype=torch.float64, requires_grad=True)
