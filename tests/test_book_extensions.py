@@ -130,19 +130,26 @@ def test_slim_notebook_keeps_what_jupyter_shows():
     notebook = nbformat.v4.new_notebook()
     notebook.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
     cell = nbformat.v4.new_code_cell("animate()")
+    model = {"model_id": "0a1b", "version_major": 2, "version_minor": 0}
+    view = {book_site.WIDGET_VIEW: model}
     cell.outputs = [
         nbformat.v4.new_output("display_data", {"text/html": html, "text/plain": repr(html)}),
         nbformat.v4.new_output("execute_result", {"text/plain": "42"}, execution_count=1),
         nbformat.v4.new_output("display_data", {"image/png": "iVBO", "text/plain": "<Figure>"}),
+        nbformat.v4.new_output("display_data", {**view, "text/html": "<div>static</div>"}),
+        nbformat.v4.new_output("display_data", view),
     ]
     notebook.cells = [cell]
     slim = book_site.slim_notebook(nbformat.from_dict(notebook))
     nbformat.validate(slim)
     assert "widgets" not in slim.metadata
-    first, second, third = slim.cells[0].outputs
+    first, second, third, explorer, bare = slim.cells[0].outputs
     assert first.data == {"text/html": html}  # the 25 kB repr of the HTML is gone
     assert second.data == {"text/plain": "42"}  # a plain result stays
     assert third.data["text/plain"] == "<Figure>"  # a short fallback stays
+    # a widget's view, whose state is gone, gives way to the static view beside it ...
+    assert explorer.data == {"text/html": "<div>static</div>"}
+    assert bare.data == view  # ... and stays where it is all the output has
 
 
 def test_no_proof_folds_through_its_class():

@@ -211,6 +211,25 @@ def test_every_notebook_page_offers_a_plain_notebook():
     assert offered == pages
 
 
+def test_explorers_open_as_their_static_view():
+    """A download has no saved widget state (``slim_notebook``), so an explorer's widget view
+    has no model: once the notebook is trusted, JupyterLab would show "Error displaying widget:
+    model not found" instead of the explorer's static view (seen in JupyterLab 4.6). Every
+    explorer output is its static view alone."""
+    explorers, views = 0, []
+    for path in downloads():
+        notebook = nbformat.reads(path.read_text(encoding="utf-8"), as_version=4)
+        assert "widgets" not in notebook.metadata, path
+        for i, cell in enumerate(notebook.cells):
+            for output in cell.get("outputs", []):
+                data = output.get("data", {})
+                explorers += 'class="td-explorer"' in "".join(data.get("text/html", ""))
+                if "application/vnd.jupyter.widget-view+json" in data:
+                    views.append(f"{path.relative_to(SITE / '_sources')}, cell {i}")
+    assert explorers > 0, "no explorer's static view in any download"
+    assert not views, f"widget views without their state: {views}"
+
+
 @pytest.mark.notebook
 @pytest.mark.parametrize(
     "path", downloads(), ids=lambda p: str(p.relative_to(SITE / "_sources" / "book"))

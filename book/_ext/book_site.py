@@ -41,6 +41,9 @@ BUILD_ONLY = ("**/*.map", "locales", "vendor/fontawesome/webfonts/*.ttf")
 #: A text/plain fallback this long next to an HTML or image output is a repr of it (an
 #: animation's HTML string repeated as text, 1.5 MB): the downloaded notebook drops it.
 PLAIN_FALLBACK_MAX = 10_000
+#: The output kind of a widget's live view, which needs the widget state that
+#: ``slim_notebook`` drops.
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 _GREEK = (
     "alpha beta gamma delta epsilon varepsilon zeta eta theta kappa lambda mu nu xi pi rho "
@@ -150,11 +153,19 @@ def _drop_thebe(app):
 
 def slim_notebook(notebook: dict) -> dict:
     """`notebook` (nbformat JSON) without saved widget state nor long text/plain fallbacks
-    beside a rich output; the outputs a reader sees in Jupyter are unchanged. In place."""
+    beside a rich output; the outputs a reader sees in Jupyter are unchanged. In place.
+
+    Without the saved state a widget's view has no model to show: JupyterLab, once the
+    notebook is trusted, prefers that view to the output's other representations and writes
+    "Error displaying widget: model not found" until the cell is run again. So the view goes
+    too wherever the output has another representation (an explorer's static view, in HTML,
+    whose frames switch without a kernel), which JupyterLab then shows, trusted or not."""
     notebook.get("metadata", {}).pop("widgets", None)
     for cell in notebook.get("cells", []):
         for output in cell.get("outputs", []):
             data = output.get("data", {})
+            if WIDGET_VIEW in data and len(data) > 1:
+                del data[WIDGET_VIEW]
             plain = data.get("text/plain")
             rich = any(kind == "text/html" or kind.startswith("image/") for kind in data)
             if rich and plain is not None and len("".join(plain)) > PLAIN_FALLBACK_MAX:
