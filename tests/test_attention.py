@@ -315,6 +315,26 @@ def test_sinkhorn_symmetric_solver_keeps_pace_with_the_alternating_one():
     np.testing.assert_allclose(res.plan, alt.plan, rtol=0, atol=1e-8)
 
 
+def test_sinkhorn_relaxation_is_given_up_when_the_error_grows_tenfold():
+    """Errors that stall (ratios 1 - 1e-16) set the relaxation theta ~ 1; an error that then
+    reaches ten times its value when the relaxation began returns it to 1/2 for good, even
+    without rising steadily (it swung over 200 orders of magnitude on torch's rounding)."""
+    from token_dynamics.attention._sinkhorn_scaling import RELAX_WINDOW, _Relaxation
+
+    relax = _Relaxation()
+    for k in range(RELAX_WINDOW + 1):
+        theta = relax.update(0.72 * (1 - 1e-16) ** k)
+    assert relax.state == "relaxed" and theta == pytest.approx(1.0)
+    for err in (0.5, 3.0, 0.1, 7.0):  # up and down, below ten times 0.72: kept
+        assert relax.update(err) == theta
+    assert relax.update(7.3) == 0.5 and relax.state == "fixed"
+    assert relax.update(1e-3) == 0.5  # for good
+    contracting = _Relaxation()
+    for k in range(3 * RELAX_WINDOW):  # a rate read in the linear regime stays relaxed
+        theta = contracting.update(0.9**k)
+    assert contracting.state == "relaxed" and theta == pytest.approx(1 / 1.1)
+
+
 @pytest.mark.parametrize("symmetric", [True, False])
 def test_sinkhorn_streamed_kernel_gives_the_stored_kernel_iterates(monkeypatch, symmetric):
     """Beyond the memory budget the kernel is recomputed block by block with the same

@@ -11,6 +11,7 @@ while the block is in cache.
 
 from __future__ import annotations
 
+import math
 from itertools import pairwise
 
 import numpy as np
@@ -23,6 +24,7 @@ from ._softmax import EXP_FLOOR
 __all__ = [
     "ABSORB_LOG",
     "KERNEL_MEMORY_BUDGET",
+    "RELAX_GIVE_UP",
     "RELAX_RATIO_SPREAD",
     "RELAX_WINDOW",
     "TRANSPOSE_TILE",
@@ -53,6 +55,10 @@ ABSORB_LOG = 30.0
 RELAX_WINDOW = 8
 #: Largest spread of the last ``RELAX_WINDOW`` error ratios for a trusted rate estimate.
 RELAX_RATIO_SPREAD = 1e-2
+#: Growth of the error, over its value when the relaxation began, at which the relaxation is
+#: given up (see :class:`_Relaxation`): in the linear regime the relaxed update contracts every
+#: mode, so an error ten times its starting value means the rate was read outside it.
+RELAX_GIVE_UP = 10.0
 
 
 #: Side of the square tiles in which a matrix is compared with, or averaged with, its transpose:
@@ -233,17 +239,23 @@ class _Relaxation:
     :math:`\theta = 1/(2 - \rho)`, which balances the two extreme modes and contracts them by
     :math:`\rho/(2 - \rho)`: as fast per matrix-vector product as the alternating updates, and
     never slower than the average. Should the error then grow for ``RELAX_WINDOW`` iterations
-    running (a rate read outside the linear regime), it returns to 1/2 for good.
+    running, or reach ``RELAX_GIVE_UP`` times its value when the relaxation began (a rate read
+    outside the linear regime: errors that stall give ratios near 1, hence
+    :math:`\theta \approx 1`, which can leave the error swinging over many orders of
+    magnitude without growing steadily), it returns to 1/2 for good.
     """
 
     def __init__(self) -> None:
         self.theta = 0.5
         self.errors: list[float] = []
+        self.start = math.inf  # the error when the relaxation began
         self.state = "averaged"  # then "relaxed", or "fixed" after a failed relaxation
 
     def update(self, err: float) -> float:
         e = self.errors
         e.append(err)
+        if self.state == "relaxed" and not err < RELAX_GIVE_UP * self.start:
+            self.theta, self.state = 0.5, "fixed"
         if len(e) <= RELAX_WINDOW or self.state == "fixed":
             return self.theta
         del e[0]  # the last RELAX_WINDOW + 1 errors (a few floats: no array overhead)
@@ -252,7 +264,7 @@ class _Relaxation:
             rho = sorted(ratios)[len(ratios) // 2]
             if max(ratios) - min(ratios) <= RELAX_RATIO_SPREAD and 0.5 < rho < 1.0:
                 self.theta, self.state = 1.0 / (2.0 - rho), "relaxed"
-                self.errors = [err]
+                self.errors, self.start = [err], err
         elif self.state == "relaxed" and all(x < y for x, y in pairwise(e)):
             self.theta, self.state = 0.5, "fixed"
         return self.theta
