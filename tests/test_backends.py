@@ -585,6 +585,23 @@ VARIANTS = [
 ]
 
 
+@pytest.mark.parametrize("name", [*VARIANTS, "softmax"])
+def test_variant_refuses_subnormal_tokens(lib, name):
+    """Tokens whose every entry lies below the smallest normal float (the content of the
+    causal field's tokens; its positions are normal): XLA on the CPU reads them as zeros, and
+    the hardmax, sigmoid, l2, Sinkhorn and causal velocities of float32 tokens of 1e-39 came
+    out exactly zero on JAX (torch's float32 hardmax of 1e-41: 1.7e-3 from numpy). Refused by
+    name on every library, as the softmax was; the numpy path rescales them."""
+    asarray, _, _ = lib
+    case = _case("sinkhorn" if name == "softmax" else name, n=12, d=2)
+    field = Softmax(case.field.A, case.field.V) if name == "softmax" else case.field
+    X = case.X.astype(np.float32)
+    X[:, -2:] *= np.float32(1e-39)  # the content columns
+    assert np.abs(field.velocity(X)[:, -2:]).max() > 0  # the reference computes them
+    with pytest.raises(FloatingPointError, match="below the smallest normal float"):
+        field.velocity(asarray(X))
+
+
 def _weights(n: int, kind: str) -> np.ndarray | None:
     """Uniform (``None``), positive, or with zero weights (keys that play no role; never the
     first token, the causal field's earliest key)."""

@@ -32,6 +32,7 @@ __all__ = [
     "AttentionField",
     "Parameter",
     "check_time",
+    "check_tokens_xp",
     "checked_velocity",
     "eval_parameter",
     "finite_result",
@@ -339,10 +340,8 @@ class AttentionField:
         Xc = xp.astype(X, dt, copy=False)
         Yc = Xc if Y is X else xp.astype(Y, dt, copy=False)
         # checked here unless the field checks them with its result (not when keys are dropped)
-        if not (self._checks_tokens_xp and weights is None) and not all_finite(
-            xp, Xc, *([] if Y is X else [Yc])
-        ):
-            raise ValueError("`X` and `Y` must be finite; remove the NaN or inf entries.")
+        if not (self._checks_tokens_xp and weights is None):
+            check_tokens_xp(xp, f"the {type(self).__name__} velocity", Xc, Yc)
         self._tokens_xp(xp, Xc)
         w = None
         if weights is not None:
@@ -464,6 +463,39 @@ def finite_result(
     return out
 
 
+_NOT_FINITE = "`X` and `Y` must be finite; remove the NaN or inf entries."
+
+
+def check_tokens_xp(xp: ModuleType, what: str, X: Any, Y: Any) -> None:
+    """The tokens ``X`` and the queries ``Y`` of an array library, finite (else ``ValueError``)
+    and not all below the normal floats (else ``FloatingPointError``, as in
+    :func:`checked_velocity`), read in one transfer: their largest absolute entry (a NaN
+    carries through the maxima)."""
+    top = xp.max(xp.abs(X))
+    if Y is not X:
+        top = xp.maximum(top, xp.max(xp.abs(Y)))
+    largest = scalar(top)
+    if not math.isfinite(largest):
+        raise ValueError(_NOT_FINITE)
+    _refuse_subnormal(xp, what, largest, X, Y)
+
+
+def _refuse_subnormal(xp: ModuleType, what: str, largest: float, X: Any, Y: Any) -> None:
+    """``FloatingPointError`` when every entry of the tokens is below the smallest normal float
+    of their dtype but not every one is zero (``largest``: their largest absolute entry, or
+    norm, as the device computed it)."""
+    normal = float(xp.finfo(X.dtype).smallest_normal)
+    if largest < normal and 0 < max(float(np.abs(to_numpy(a)).max()) for a in (X, Y)) < normal:
+        # XLA on the CPU reads subnormal numbers as zeros (a zero velocity came out, for every
+        # variant), others compute them with fewer digits; the array path does not rescale
+        # tokens as numpy's does. (A value below the normal floats, 0 included, is read again
+        # on the host: the squares of normal entries of 1e-170 underflow too, harmlessly.)
+        raise FloatingPointError(
+            f"{what}: every token lies below the smallest normal float; scale the tokens up, "
+            "or pass numpy arrays (`np.asarray(X)`), whose path rescales them."
+        )
+
+
 def checked_velocity(
     xp: ModuleType,
     out: Any,
@@ -501,17 +533,8 @@ def checked_velocity(
         x = scalar(stats[1])
         y, total = x if stats[0] is stats[1] else scalar(stats[0]), scalar(stats[2])
     if not (math.isfinite(y) and math.isfinite(x)) and not all_finite(xp, X, Y):
-        raise ValueError("`X` and `Y` must be finite; remove the NaN or inf entries.")
-    normal = float(xp.finfo(out.dtype).smallest_normal)
-    if max(x, y) < normal and 0 < max(float(np.abs(to_numpy(a)).max()) for a in (X, Y)) < normal:
-        # XLA on the CPU reads subnormal numbers as zeros (a zero velocity came out), others
-        # compute them with fewer digits; the array path does not rescale tokens as numpy's does.
-        # (A norm below the normal floats, 0 included, is read again on the host: the squares of
-        # normal entries of 1e-170 underflow too, harmlessly.)
-        raise FloatingPointError(
-            f"{what}: every token lies below the smallest normal float; scale the tokens up, "
-            "or pass numpy arrays (`np.asarray(X)`), whose path rescales them."
-        )
+        raise ValueError(_NOT_FINITE)
+    _refuse_subnormal(xp, what, max(x, y), X, Y)
     limit = float(xp.finfo(out.dtype).max) * 2.0**-SCORE_HEADROOM
     bound = 0.0 if scale == 0 else scale * y * x
     if not bound <= limit:

@@ -13,6 +13,7 @@ from ._array_api import masked_softmax_velocity, run, scores_in_range
 from ._base import (
     AttentionField,
     Parameter,
+    check_tokens_xp,
     eval_parameter,
     finite_result,
     init_parameter,
@@ -298,6 +299,8 @@ class Causal(AttentionField):
         if d < 1:
             raise ValueError("`X` must have shape (n, 1 + d): positions in column 0, then content.")
         pq, pk = Y[:, 0], X[:, 0]
+        # the positions checked the whole rows: the content alone may lie below the normal floats
+        check_tokens_xp(xp, "the causal attention velocity", X[:, 1:], Y[:, 1:])
         sees = xp.all(pq >= xp.min(pk))  # a query before the earliest key sees none
         if not bool(sees & xp.any(pk == 0) if self.sink else sees):  # one transfer to the host
             self._refuse_xp(xp, Y, X)
