@@ -602,6 +602,25 @@ def test_variant_refuses_subnormal_tokens(lib, name):
         field.velocity(asarray(X))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("b", [1e300, -1e300])
+def test_sigmoid_bias_beyond_the_float_range(lib, dtype, b):
+    """A bias beyond the dtype's largest float makes every sigmoid weight 1 (or 0): the
+    velocity is the mean of the values (or zero). torch refused to build a float32 array of
+    -1e300 (a RuntimeError that named no argument) and numpy's float32 path warned of an
+    overflow in the cast; now the bias acts as one at the edge of the range, on every path."""
+    asarray, to_numpy, _ = lib
+    X, A, V, _ = _problem(n=20, d=3)
+    X = X.astype(dtype)
+    field = Sigmoid(A, V, b=b)
+    exact = X.astype(np.float64).mean(axis=0) @ V.T if b > 0 else np.zeros(3)
+    ref = field.velocity(X)  # warnings are errors in the tests
+    # a sum of n terms and a product over d: (n + d) roundings of values up to |V| max |x|
+    bound = (20 + 3) * float(np.finfo(dtype).eps) * _norm2(V) * float(np.abs(X).max())
+    np.testing.assert_allclose(ref, np.broadcast_to(exact, ref.shape), rtol=0, atol=bound)
+    np.testing.assert_allclose(to_numpy(field.velocity(asarray(X))), ref, rtol=0, atol=bound)
+
+
 def _weights(n: int, kind: str) -> np.ndarray | None:
     """Uniform (``None``), positive, or with zero weights (keys that play no role; never the
     first token, the causal field's earliest key)."""

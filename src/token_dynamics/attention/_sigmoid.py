@@ -68,8 +68,12 @@ def sigmoid_rows(F: np.ndarray, G: np.ndarray, R: np.ndarray, b: float) -> np.nd
     goes straight to ``exp``; the overflow check and the clamp of :func:`sigmoid_transform` run
     only on slabs whose Cauchy-Schwarz bounds ``|s_ij| <= |f_i| max_j |g_j|`` do not exclude them
     (measured at n = 16384, d = 2: 2.9 -> 2.3 ns of CPU time per score). Scores that would
-    overflow go through the rescaled slabs of ``_kernels.apply_rows``.
+    overflow go through the rescaled slabs of ``_kernels.apply_rows``. A bias beyond the range
+    of the dtype acts as one at its edge (sigmoid 0 or 1 for every finite score), without the
+    overflow of its cast.
     """
+    top = float(np.finfo(F.dtype).max)
+    b = min(max(b, -top), top)
     if rescale_scores(F, G, None)[3]:
 
         def transform(S: np.ndarray, rows: slice, e: int) -> tuple[np.ndarray, None]:

@@ -383,7 +383,10 @@ class Sigmoid(_Bilinear):
         R = xp.matmul(X, VT)
         R = R / X.shape[0] if w is None else w[:, None] * R
         F = xp.matmul(Y, AT)
-        out = run(xp, sigmoid_velocity, F, X, R, self.b)
+        # a bias beyond the dtype's range (torch refuses to make a float32 array of 1e300) acts
+        # as one at its edge: sigmoid 0 or 1 for every score the range check lets through
+        top = float(xp.finfo(X.dtype).max)
+        out = run(xp, sigmoid_velocity, F, X, R, min(max(self.b, -top), top))
         ok = run(xp, scores_in_range, F, X)
         return finite_result(xp, out, "the sigmoid attention velocity", in_range=ok)
 
