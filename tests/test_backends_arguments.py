@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from token_dynamics import integrate
-from token_dynamics.attention import Softmax
+from token_dynamics.attention import L2, Hardmax, Sinkhorn, Softmax
 from token_dynamics.stochastic import MLPNoise, StochasticTransformer, simulate_sde
 
 from .test_backends import EPS32, LIBRARIES, _library
@@ -61,6 +61,23 @@ def test_float32_weights_are_accepted_up_to_their_rounding(lib):
     off = w32.astype(np.float64) * (1 + 1e-3)  # not a rounding: refused
     with pytest.raises(ValueError, match="`weights` must sum to one"):
         field.velocity(asarray(X), weights=asarray(off.astype(np.float32)))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_weights_below_the_normal_floats_are_refused_by_name(lib, dtype):
+    # a positive weight that the computing dtype rounds to zero (1e-300 in float32), or that
+    # XLA reads as zero (a subnormal), made a key of weight zero inside the computation: the
+    # l2, hardmax and Sinkhorn velocities then failed with "left the float range" (0 / 0,
+    # log 0), and the causal one where numpy names a query that sees no key
+    asarray, _, _ = lib
+    tiny = 1e-300 if dtype == np.float32 else 1e-320
+    X = np.random.default_rng(2).standard_normal((4, 2)).astype(dtype)
+    w = np.array([tiny, 0.5, 0.25, 0.25 - tiny])
+    for field in (L2(I2, I2, I2), Hardmax(I2, I2), Sinkhorn(I2, I2), Softmax(I2, I2)):
+        with pytest.raises(ValueError, match=r"`weights` holds positive weights below"):
+            field.velocity(asarray(X), weights=w)
+        w0 = np.where(w == tiny, 0.0, w) / (1 - tiny)  # the fix the message gives: computed
+        assert np.all(np.isfinite(np.asarray(field.velocity(asarray(X), weights=w0))))
 
 
 def test_parameters_and_weights_that_require_grad_are_refused_by_name():

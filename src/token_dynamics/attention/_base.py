@@ -350,6 +350,14 @@ class AttentionField:
             if not keep.all():  # keys of zero weight play no role (``positive_keys``)
                 index = xp.asarray(np.flatnonzero(keep).tolist(), device=device(X))
                 Xc, w_np = xp.take(Xc, index, axis=0), w_np[keep]
+            normal = float(xp.finfo(dt).smallest_normal)
+            if w_np.min() < normal:  # zero in the dtype, or subnormal: XLA reads those as zeros
+                raise ValueError(
+                    f"`weights` holds positive weights below the smallest normal float of the "
+                    f"computation ({normal:.3g}; the least is {w_np.min():.3g}), which it would "
+                    "read as zeros: set them to 0 (their keys then play no role), or compute in "
+                    'float64 (`dtype="float64"`; below 2.2e-308, with numpy arrays).'
+                )
             w = to_namespace(xp, w_np, X, dt)
         t = check_time(t)
         if library(xp) in _NATIVE:
