@@ -315,6 +315,35 @@ def test_sinkhorn_symmetric_solver_keeps_pace_with_the_alternating_one():
     np.testing.assert_allclose(res.plan, alt.plan, rtol=0, atol=1e-8)
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy's own overflow warnings
+def test_a_velocity_that_leaves_the_float_range_is_reported():
+    """beta or a parameter beyond the float32 range (1e39) made the float32 queries or values
+    infinite, and the softmax, sigmoid, l2 and multi-head velocities came out NaN, the hardmax
+    one -inf, with numpy's warnings only: now a FloatingPointError that offers float64, where
+    the same fields compute them (the variants rescale large scores); in float64, values of
+    2e308 are reported too, without that offer."""
+    I2 = np.eye(2)
+    X = np.random.default_rng(0).standard_normal((5, 2))
+    X32 = X.astype(np.float32)
+    fields = [
+        Softmax(I2, I2, beta=1e39),
+        Softmax(I2 * 1e39, I2),
+        Softmax(I2, I2 * 1e39),
+        Sigmoid(I2, I2 * 1e39),
+        Hardmax(I2, I2 * 1e39),
+        L2(I2, I2, I2 * 1e39),
+        MultiHead([Softmax(I2, I2 * 1e39)]),
+    ]
+    for field in fields:
+        with pytest.raises(FloatingPointError, match=r"velocity left the float range \(float32\)"):
+            field.velocity(X32)
+        with pytest.raises(FloatingPointError, match=r'dtype="float64"'):
+            field.velocity_at(X32[:2], X32)
+        assert np.all(np.isfinite(field.velocity(X)))  # float64 computes it
+    with pytest.raises(FloatingPointError, match=r"left the float range \(float64\); [^`]*\.$"):
+        Softmax(I2, I2 * 1e308).velocity(X * 2)  # values beyond 1.8e308
+
+
 def test_sinkhorn_relaxation_is_given_up_when_the_error_grows_tenfold():
     """Errors that stall (ratios 1 - 1e-16) set the relaxation theta ~ 1; an error that then
     reaches ten times its value when the relaxation began returns it to 1/2 for good, even

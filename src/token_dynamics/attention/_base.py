@@ -190,7 +190,7 @@ class AttentionField:
             return self._backend_velocity(X, X, t, weights, dtype)
         X, t, w = self._inputs(X, t, weights, dtype)
         with serial_blas():
-            return self._velocity_at(X, X, t, w)
+            return self._finite(self._velocity_at(X, X, t, w))
 
     def velocity_at(
         self,
@@ -234,7 +234,21 @@ class AttentionField:
         X, t, w = self._inputs(X, t, weights, dtype)
         Y = as_tokens(Y, "Y", d=X.shape[1]).astype(X.dtype, copy=False)
         with serial_blas():
-            return self._velocity_at(Y, X, t, w)
+            return self._finite(self._velocity_at(Y, X, t, w))
+
+    def _finite(self, out: np.ndarray) -> np.ndarray:
+        """``out``, a velocity of the numpy path, if every entry is finite; else a
+        ``FloatingPointError``. The variants rescale large scores and report the overflows they
+        foresee; what is left (a parameter or ``beta`` beyond the float32 range, values whose
+        sums overflow) would otherwise come out as ``inf`` or NaN."""
+        if all_finite(np, out):
+            return out
+        fix = "lower the field's parameters or the token norms"
+        if out.dtype == np.float32:
+            fix += ', or compute in float64 (`dtype="float64"`)'
+        raise FloatingPointError(
+            f"the {type(self).__name__} velocity left the float range ({out.dtype}); {fix}."
+        )
 
     def attention_matrix(
         self,
