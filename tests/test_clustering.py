@@ -702,21 +702,23 @@ def _families(n):
 
 def _census(d, beta, n_random, rng):
     """Critical points of E_beta (n = 3..6) from random starts and the symmetric families,
-    each with its Hessian, subset sums and the Hessian's rounding level."""
+    each with its Hessian, subset sums and the Hessian's rounding level; `beta` None takes
+    beta = 1/(4n) for each n."""
     found = []
     for n in range(3, 7):
+        beta_n = 1 / (4 * n) if beta is None else beta
         starts = [td.uniform_sphere(n, d, rng=rng) for _ in range(n_random)]
         starts += [cl.polygon_clusters(sizes, d) for sizes in _families(n)]
         for X0 in starts:
-            cp = cl.find_critical_point(X0, beta=beta)
+            cp = cl.find_critical_point(X0, beta=beta_n)
             if cp.status != "completed":
                 continue
-            H = cl.sphere_energy_hessian(cp.X, beta=beta)
+            H = cl.sphere_energy_hessian(cp.X, beta=beta_n)
             # eigenvalues of a symmetric matrix are exact to its rounding: a few hundred ulps
             # of its largest entries, n beta e^beta / n^2 (the Hessian's scale)
-            resolution = 1e-13 * (1 + beta) * math.exp(beta) / n
+            resolution = 1e-13 * (1 + beta_n) * math.exp(beta_n) / n
             consensus = bool(np.min(cp.X @ cp.X.T) > 1 - 1e-8)
-            found.append((cp, H, cl.subset_sums(cp.X, beta=beta), resolution, consensus))
+            found.append((cp, H, cl.subset_sums(cp.X, beta=beta_n), resolution, consensus))
     return found
 
 
@@ -747,11 +749,58 @@ def test_at_every_critical_point_a_negative_subset_sum_forces_a_positive_eigenva
             H.quadratic_form(xi),
             atol=math.sqrt(n) * grad + resolution,
         )
-        # summing the same error over the d(d-1)/2 rotations and dividing by (d - 1)|S|:
-        # at most d |grad| / 2
-        assert H.max_eigenvalue >= sums.eigenvalue_bound - d * grad / 2 - resolution
+        # summed over the coordinate rotations the accelerations add up to -(d - 1) x_i, normal
+        # to the sphere, so that error cancels exactly (the next test): only rounding is left
+        assert H.max_eigenvalue >= sums.eigenvalue_bound - resolution
         if H.max_eigenvalue <= resolution:  # no positive eigenvalue: no negative subset sum
-            assert sums.smallest >= -(d * grad / 2 + resolution) * n**2 * (d - 1)
+            assert sums.smallest >= -resolution * n**2 * (d - 1)
+
+
+@pytest.mark.statement("clu-lem-subset-sums")
+@pytest.mark.parametrize("d", [2, 3, 4])
+def test_summed_over_coordinate_rotations_the_gradient_terms_cancel_at_any_configuration(d):
+    # sum_{k<l} B_kl^2 = -(d - 1) I, and the gradient at x_i is tangent: away from a critical
+    # point, the sum over the coordinate rotations of the Hessian on xi^B is still -G(S)/n^2,
+    # so lambda_max >= the subset-sum bound at every configuration
+    rng = np.random.default_rng(40 + d)
+    beta, n = 1.7, 5
+    pairs = [(k, l) for k in range(d) for l in range(k + 1, d)]
+    for _ in range(3):
+        X = td.uniform_sphere(n, d, rng=rng)
+        H = cl.sphere_energy_hessian(X, beta=beta)
+        assert H.gradient_norm > 0.1 * math.exp(beta) / n**2  # far from critical
+        sums = cl.subset_sums(X, beta=beta)
+        # the quadratic forms are sums of O(n^2) terms of size e^beta/n^2: rounding ~1e-15 each
+        unit = math.exp(beta) / n**2
+        for subset, G in zip(sums.subsets, sums.sums, strict=True):
+            total = 0.0
+            for k, l in pairs:
+                B = np.zeros((d, d))
+                B[k, l], B[l, k] = 1.0, -1.0
+                total += H.quadratic_form(np.where(subset[:, None], X @ B.T, 0.0))
+            assert abs(total + G / n**2) <= 1e-12 * unit
+        assert H.max_eigenvalue >= sums.eigenvalue_bound - 1e-12 * unit
+
+
+@pytest.mark.statement("clu-thm-small-beta")
+@pytest.mark.parametrize("d", [2, 3])
+def test_at_beta_one_over_4n_every_non_consensus_critical_point_has_the_proofs_eigenvalue(d):
+    # the proof's strict-saddle step: at a critical point X of E_beta that is not a consensus,
+    # some token has <s, x_i> <= 0 (else X is a consensus), and rotating it gives a Hessian
+    # eigenvalue >= 1/n^2 - 2 beta e^beta / n, positive for beta <= 1/(4n)
+    found = 0
+    for cp, H, _, resolution, consensus in _census(d, None, 6, np.random.default_rng(7 + d)):
+        X = cp.X
+        n = X.shape[0]
+        beta = 1 / (4 * n)
+        s = X.sum(axis=0)
+        if consensus:
+            assert np.min(X @ s) > 0
+            continue
+        found += 1
+        assert np.min(X @ s) <= 1e-9
+        assert H.max_eigenvalue >= 1 / n**2 - 2 * beta * math.exp(beta) / n - resolution
+    assert found >= 20
 
 
 @pytest.mark.statement("clu-thm-large-beta")

@@ -536,7 +536,7 @@ class SubsetSums:
         The smallest sum: negative only if some :math:`G(\mathcal S) < 0`.
     eigenvalue_bound : float
         :math:`\max_{\mathcal S} -G(\mathcal S)/(n^2(d-1)\min(|\mathcal S|, n - |\mathcal S|))`,
-        a lower bound on the largest Hessian eigenvalue of :math:`E_\beta` at a critical point.
+        a lower bound on the largest Hessian eigenvalue of :math:`E_\beta` (at any configuration).
 
     Examples
     --------
@@ -566,9 +566,11 @@ def subset_sums(X: ArrayLike, *, beta: float) -> SubsetSums:
     is non-negative (Geshkovski et al., Appendix B). The book derives the quantitative form
     behind it: rotating :math:`\mathcal S` by :math:`e^{tB}` and summing the second variation
     over the coordinate rotations :math:`B = e_ke_l^\top - e_le_k^\top` gives
-    :math:`-G(\mathcal S)/n^2`, so that at a critical point the largest eigenvalue is at least
-    ``eigenvalue_bound``. :math:`G(\mathcal S) = G(\mathcal S^c)`, so only the
-    :math:`2^{n-1} - 1` subsets without the last token are listed.
+    :math:`-G(\mathcal S)/n^2`, so that the largest eigenvalue is at least ``eigenvalue_bound``;
+    the terms of the gradient cancel in that sum (:math:`\sum_{k<l}B_{kl}^2 = -(d-1)I`), so this
+    holds at every configuration, not only at a critical point.
+    :math:`G(\mathcal S) = G(\mathcal S^c)`, so only the :math:`2^{n-1} - 1` subsets without the
+    last token are listed.
 
     Parameters
     ----------
