@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from token_dynamics import _validation as v
+from token_dynamics import stochastic as sto
 from token_dynamics._guards import float_guard
 
 
@@ -39,6 +40,21 @@ def test_as_sphere_tokens():
     np.testing.assert_array_equal(v.as_sphere_tokens(X), X)
     with pytest.raises(ValueError, match="`X` must lie on the unit sphere"):
         v.as_sphere_tokens(2 * X)
+
+
+def test_tokens_normalised_in_float32_lie_on_the_sphere():
+    # a row normalised in float32 has a norm within about d / 2 round-offs of one (5.9e-8 here
+    # at d = 3), beyond float64's 1e-8: float32 tokens are held to d eps_32, float64 ones not
+    X = np.random.default_rng(0).standard_normal((5, 3)).astype(np.float32)
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    off = np.abs(np.linalg.norm(X.astype(np.float64), axis=1) - 1).max()
+    assert v.SPHERE_TOL < off <= v.sphere_tol(3, True) == 3 * np.finfo(np.float32).eps
+    np.testing.assert_array_equal(v.as_sphere_tokens(X), X)
+    with pytest.raises(ValueError, match=r"the largest deviation is 5\.85e-08"):
+        v.as_sphere_tokens(X.astype(np.float64))
+    model = sto.StochasticTransformer(sto.MLPNoise("tanh", width=8))
+    for dtype in (None, "float32"):  # numpy's simulate refused them, torch's and JAX's took them
+        assert np.all(np.isfinite(sto.simulate(model, X, T=1.0, L=3, rng=0, dtype=dtype).X))
 
 
 def test_as_weights():

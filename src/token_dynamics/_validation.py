@@ -53,6 +53,7 @@ __all__ = [
     "check_positive",
     "check_real",
     "check_rtol",
+    "sphere_tol",
 ]
 
 #: Tolerance on | ||x|| - 1 | for tokens that must lie on the unit sphere: a few hundred ulps
@@ -174,10 +175,18 @@ def as_tokens_xp(X: Any, name: str = "X", dtype: object | None = None) -> tuple[
     return xp, Xc
 
 
+def sphere_tol(d: int, float32: bool) -> float:
+    """The tolerance on ``| |x| - 1 |`` of tokens in dimension ``d``: :data:`SPHERE_TOL`, or
+    ``d eps_32`` for tokens normalised in float32 (a row normalised in float32 has a norm within
+    about ``d / 2`` round-offs of one: 6e-8 at d = 3, which float64's tolerance refused)."""
+    return max(SPHERE_TOL, d * float(np.finfo(np.float32).eps)) if float32 else SPHERE_TOL
+
+
 def as_sphere_tokens(
-    X: object, name: str = "X", *, tol: float = SPHERE_TOL, batched: bool = False
+    X: object, name: str = "X", *, tol: float | None = None, batched: bool = False
 ) -> FloatArray:
-    """Return tokens of shape ``(n, d)`` (``(..., n, d)`` if `batched`) on the unit sphere."""
+    """Return tokens of shape ``(n, d)`` (``(..., n, d)`` if `batched`) on the unit sphere, to
+    ``tol`` (by default :func:`sphere_tol` of the tokens' dtype)."""
     if batched:
         arr = as_real_array(X, name)
         if arr.ndim < 2 or arr.shape[-2] < 1 or arr.shape[-1] < 1:
@@ -186,6 +195,8 @@ def as_sphere_tokens(
             )
     else:
         arr = as_tokens(X, name)
+    if tol is None:
+        tol = sphere_tol(arr.shape[-1], getattr(X, "dtype", None) == np.float32)
     with np.errstate(over="ignore"):  # a row too long for its squared norm is far off the sphere
         err = np.max(np.abs(np.linalg.norm(arr, axis=-1) - 1.0), initial=0.0)
     if err > tol:

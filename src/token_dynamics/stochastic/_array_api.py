@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from .._backend import all_finite, device_normal, erf, float_dtype, namespace, to_namespace
-from .._validation import SPHERE_TOL, check_bool, check_int, check_positive
+from .._validation import check_bool, check_int, check_positive, sphere_tol
 from ..attention._array_api import BLOCK_ENTRIES, run, softmax_velocity
 
 __all__ = [
@@ -52,8 +52,9 @@ def as_initial_xp(xp: ModuleType, X0: Any, paths: int, dtype: Any, name: str = "
     """Tokens ``(n, d)`` (the same for every path) or ``(paths, n, d)`` on the unit sphere, as a
     ``(paths, n, d)`` array of ``xp`` in ``dtype`` (a new array: ``X0`` is not modified).
 
-    The sphere is checked to :data:`SPHERE_TOL` in float64, and in float32 to ``d eps_32``
-    (a row normalised in float32 has a norm within about ``d / 2`` round-offs of one)."""
+    The sphere is checked to ``_validation.sphere_tol``: 1e-8 in float64, and ``d eps_32`` in
+    float32 or for float32 tokens (a row normalised in float32 has a norm within about ``d / 2``
+    round-offs of one)."""
     if X0.ndim not in (2, 3) or any(s == 0 for s in X0.shape):
         raise ValueError(
             f"`{name}` must have shape (N, d) or (n_paths, N, d), non-empty; got {tuple(X0.shape)}."
@@ -68,9 +69,7 @@ def as_initial_xp(xp: ModuleType, X0: Any, paths: int, dtype: Any, name: str = "
     if d < 2:
         raise ValueError(f"the dimension `d` must be at least 2; `{name}` has d = {d}.")
     X = xp.astype(X0, dtype, copy=True)
-    tol = (
-        SPHERE_TOL if dtype == xp.float64 else max(SPHERE_TOL, d * float(np.finfo(np.float32).eps))
-    )
+    tol = sphere_tol(d, dtype != xp.float64 or X0.dtype == xp.float32)
     dev = xp.abs(xp.linalg.vector_norm(X, axis=-1) - 1.0)
     finite = all_finite(xp, X)
     if not finite or not bool(xp.all(dev <= tol)):  # one or two transfers to the host

@@ -23,6 +23,7 @@ from .._validation import (
     as_sphere_tokens,
     check_int,
     check_positive,
+    sphere_tol,
 )
 from ._kernels import (
     GAP_SWITCH,
@@ -792,15 +793,16 @@ def _draw_field(noise: MLPNoise, Y: np.ndarray, rng: np.random.Generator) -> np.
 def _as_initial(X0: ArrayLike, paths: int, name: str = "X0") -> np.ndarray:
     """Initial tokens ``(n, d)`` (same for every path) or ``(paths, n, d)``, on the sphere."""
     arr = np.array(as_real_array(X0, name), dtype=np.float64)
+    tol = sphere_tol(arr.shape[-1], getattr(X0, "dtype", None) == np.float32)
     X: np.ndarray
     if arr.ndim == 3:
         if arr.shape[0] != paths:
             raise ValueError(
                 f"`{name}` of shape (n_paths, N, d) must have n_paths = {paths}; got {arr.shape}."
             )
-        X = as_sphere_tokens(arr.reshape(-1, arr.shape[-1]), name).reshape(arr.shape)
+        X = as_sphere_tokens(arr.reshape(-1, arr.shape[-1]), name, tol=tol).reshape(arr.shape)
     else:
-        X = np.broadcast_to(as_sphere_tokens(arr, name), (paths, *arr.shape)).copy()
+        X = np.broadcast_to(as_sphere_tokens(arr, name, tol=tol), (paths, *arr.shape)).copy()
     if X.shape[-1] < 2:
         raise ValueError(f"the dimension `d` must be at least 2; `{name}` has d = {X.shape[-1]}.")
     return X
