@@ -18,6 +18,7 @@ import math
 from types import ModuleType
 from typing import Any
 
+from .._backend import scalar
 from ._array_api import log_sum_exp_rows, max_rows, run, scores_in_range
 from ._sinkhorn_scaling import ABSORB_LOG, KERNEL_MEMORY_BUDGET, _Relaxation
 from ._softmax import EXP_FLOOR
@@ -87,7 +88,7 @@ def _symmetric_iterations(xp, rows, X, log_w, u, tol, max_iter):
     updates = 0
     while True:
         T = -run(xp, log_sum_exp_rows, rows, X, u + log_w)
-        err = float(xp.sum(xp.abs(a * xp.expm1(u - T))))  # row (= column) error
+        err = scalar(xp.sum(xp.abs(a * xp.expm1(u - T))))  # row (= column) error
         if err <= tol or not math.isfinite(err) or updates >= 2 * max_iter:
             return u, (updates + 1) // 2, err <= tol, err
         u = u + relax.update(err) * (T - u)
@@ -103,7 +104,7 @@ def _alternating_iterations(xp, rows, cols, X, log_w, tol, max_iter):
     n_iter = 0
     while True:
         L = run(xp, log_sum_exp_rows, cols, X, u + log_w)  # column log-sums of the plan
-        err = float(xp.sum(xp.abs(a * xp.expm1(v + L))))
+        err = scalar(xp.sum(xp.abs(a * xp.expm1(v + L))))
         if err <= tol or not math.isfinite(err) or n_iter >= max_iter:
             return v, n_iter, err <= tol, err
         v = -L
@@ -133,7 +134,7 @@ def _symmetric_scaling(xp, K, log_w, tol, max_iter):
     updates = 0
     while True:
         r = alpha * xp.matmul(P, alpha)  # the row sums of the plan
-        err = float(xp.sum(xp.abs(r - a)))
+        err = scalar(xp.sum(xp.abs(r - a)))
         if not (math.isfinite(err) and bool(xp.min(r) > 0)):
             return None
         if err <= tol or updates >= 2 * max_iter:
@@ -158,7 +159,7 @@ def _alternating_scaling(xp, K, log_w, tol, max_iter):
     while True:
         alpha = a / xp.matmul(P, beta)
         c = xp.matmul(alpha, P)  # the column sums, before the column update
-        err = float(xp.sum(xp.abs(beta * c - a)))
+        err = scalar(xp.sum(xp.abs(beta * c - a)))
         usable = xp.all(xp.isfinite(alpha)) & xp.all(alpha > 0) & (xp.min(c) > 0)
         if not (math.isfinite(err) and bool(usable)):
             return None
