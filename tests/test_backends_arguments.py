@@ -18,7 +18,7 @@ import torch
 
 from token_dynamics import integrate
 from token_dynamics.attention import L2, Hardmax, Sinkhorn, Softmax
-from token_dynamics.stochastic import MLPNoise, StochasticTransformer, simulate_sde
+from token_dynamics.stochastic import MLPNoise, StochasticTransformer, simulate, simulate_sde
 
 from .test_backends import EPS32, LIBRARIES, _library
 
@@ -98,6 +98,20 @@ def test_parameters_and_weights_that_require_grad_are_refused_by_name():
     Xn = X.numpy()
     fd = (f.velocity(Xn + e).sum() - f.velocity(Xn - e).sum()) / (2 * h)
     assert float(grad[2, 1]) == pytest.approx(fd, abs=1e-8)  # h^2 and eps/h: below 1e-9
+
+
+def test_simulate_names_model_matrices_beyond_float32(lib):
+    # Q = K = sqrt(beta) I with beta = 1e39: A = K^T Q is infinite in float32, and simulate
+    # said the tokens became non-finite at layer 1, "increase L or lower the noise"; now the
+    # matrix is named, with float64 as the fix, on every library and on numpy's path
+    asarray, _, _ = lib
+    root = np.sqrt(1e39) * np.eye(3)
+    model = StochasticTransformer(MLPNoise("tanh", width=8), Q=root, K=root)
+    X0 = np.eye(3, dtype=np.float32)
+    for X, dtype in ((X0, "float32"), (asarray(X0), None)):  # numpy's default is float64
+        with pytest.raises(FloatingPointError, match=r"A = K\^T Q has entries up to 1e\+39"):
+            simulate(model, X, T=1.0, L=3, rng=0, dtype=dtype)
+    assert np.all(np.isfinite(simulate(model, X0.astype(np.float64), T=1.0, L=3, rng=0).X))
 
 
 def test_sinkhorn_differentiates_tokens_that_require_grad_quietly():

@@ -193,7 +193,8 @@ def simulate_xp(model, X0, T, L, n_paths, rng, save_every, progress, dtype):
     dt = float_dtype(xp, X0, dtype)
     X = as_initial_xp(xp, X0, n_paths, dt)
     d = X.shape[-1]
-    A_np, V_np = model.matrices(d)
+    info = xp.finfo(dt)
+    A_np, V_np = model._matrices_within(d, float(info.max), f"float{info.bits}")
     A, V = (to_namespace(xp, M, X, dt) for M in (A_np, V_np))
     off = model.attention_off(d)
     normal = device_normal(xp, X, rng)

@@ -108,6 +108,20 @@ class StochasticTransformer:
         V = np.eye(d) if self.V is None else as_matrix(self.V, "V", shape=(d, d))
         return K.T @ Q, V
 
+    def _matrices_within(self, d: int, top: float, dtype: str) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`matrices`, after checking that their entries stay below ``top``, the largest
+        float of the computation's ``dtype`` (else a ``FloatingPointError`` naming them: cast,
+        they would be infinite, and the first layer's tokens non-finite)."""
+        A, V = self.matrices(d)
+        for name, M in (("A = K^T Q", A), ("V", V)):
+            big = float(np.abs(M).max())
+            if big > top:
+                raise FloatingPointError(
+                    f"the model's {name} has entries up to {big:.3g}, beyond the largest {dtype} "
+                    f'({top:.3g}); compute in float64 (`dtype="float64"`) or scale it down.'
+                )
+        return A, V
+
     def attention_off(self, d: int) -> bool:
         """Whether ``V = 0`` (the attention sub-layer is then the identity)."""
         return not np.any(self.matrices(d)[1])
@@ -340,7 +354,8 @@ def simulate(
     T, L, X, keep, rng = _common_args(X0, T, L, n_paths, save_every, rng)
     X = X.astype(dtype, copy=False)
     d = X.shape[-1]
-    A, V = (M.astype(dtype, copy=False) for M in model.matrices(d))
+    top = float(np.finfo(X.dtype).max)
+    A, V = (M.astype(X.dtype, copy=False) for M in model._matrices_within(d, top, X.dtype.name))
     off = model.attention_off(d)
     h = T / L
 
