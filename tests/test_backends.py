@@ -808,6 +808,23 @@ def test_sinkhorn_refuses_a_library_without_float64():
         assert out.dtype == jnp.float32
 
 
+def test_integer_tokens_without_float64_ask_for_a_dtype():
+    # integer (or half-float) tokens compute in float64 by default, as on numpy's path; JAX
+    # without x64 has none, and gave float32 with a warning of its own only: refused by name,
+    # float32 when asked for, and float32 tokens keep computing in float32
+    X, A, V, _ = _problem(n=10, d=2)
+    with jax.enable_x64(False):
+        Xi = jnp.asarray(np.round(4 * X).astype(np.int32))
+        with pytest.raises(TypeError, match=r"int32 are computed in float64 by default.*float32"):
+            Softmax(A, V).velocity(Xi)
+        out = Softmax(A, V).velocity(Xi, dtype="float32")
+        assert out.dtype == jnp.float32
+        Xr = np.round(4 * X)
+        bound = _float32_bound(Softmax(A, V), Xr)
+        np.testing.assert_allclose(np.asarray(out), Softmax(A, V).velocity(Xr), atol=bound, rtol=0)
+        assert Softmax(A, V).velocity(jnp.asarray(X.astype(np.float32))).dtype == jnp.float32
+
+
 @pytest.mark.parametrize("name", VARIANTS)
 def test_variant_scores_beyond_the_float_range_are_named(lib, name):
     # tokens of norm ~1e160: their scores leave float64, which the array path does not rescale

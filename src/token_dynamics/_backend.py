@@ -192,7 +192,9 @@ def device(x: Any) -> Any:
 
 def float_dtype(xp: ModuleType, x: Any, dtype: object | None = None) -> Any:
     """The computing dtype: ``dtype`` when given (``"float64"``/``"float32"`` or the library's
-    own), else float32 for float32 input and float64 otherwise (as on the numpy path)."""
+    own), else float32 for float32 input and float64 otherwise (as on the numpy path), refused
+    by name where the library has no float64 (JAX without x64 gave float32 with a warning of its
+    own only)."""
     if dtype is not None:
         try:  # numpy's names and types ('f4', np.float32, jnp.float32)
             name = np.dtype(dtype).name  # type: ignore[call-overload]
@@ -209,7 +211,18 @@ def float_dtype(xp: ModuleType, x: Any, dtype: object | None = None) -> Any:
                 "enable it, or pass dtype='float32'."
             )
         return getattr(xp, name)
-    return xp.float32 if x.dtype == xp.float32 else xp.float64
+    if x.dtype == xp.float32:
+        return xp.float32
+    if x.dtype == xp.float64:
+        return xp.float64
+    if not has_float64(xp, x):  # integers or half floats: float64 by default, as on numpy's path
+        raise TypeError(
+            f"tokens of dtype {x.dtype} are computed in float64 by default, which the array "
+            "library of the tokens lacks on their device (JAX without "
+            "`jax.config.update('jax_enable_x64', True)`, torch's 'mps'); enable it, or pass "
+            "dtype='float32'."
+        )
+    return xp.float64
 
 
 def has_float64(xp: ModuleType, like: Any) -> bool:
