@@ -114,6 +114,27 @@ def test_resnet_count_grows_with_input_length():
     assert resnet_counts(10, 3, 4)[0] == 4
 
 
+@pytest.mark.statement("interp-prop-resnet")
+@pytest.mark.parametrize("n", [2, 5, 12])
+def test_flattened_hat_resnet_interpolates_with_the_counted_parameters(n):
+    # the construction of the proof: each sequence one vector of R^{nd}, one width-3 hat per
+    # sequence onto its targets listed with repetitions (m_j < n, so never an input vector)
+    rng = np.random.default_rng(n)
+    d, N = 3, 4
+    X = [rng.normal(size=(n, d)) for _ in range(N)]
+    Y = [rng.normal(size=(int(rng.integers(1, n)), d)) for _ in range(N)]
+    flat = np.array([x.ravel() for x in X])
+    listing = np.array([np.resize(y, (n, d)).ravel() for y in Y])
+    hats = []
+    for j in range(N):
+        hats.append(hat_move(flat, flat[j], listing[j], rng=rng))
+        flat = hats[-1](flat)
+    errors = relative_hausdorff_errors([f.reshape(n, d) for f in flat], Y)
+    assert errors.max() <= EXACT_RTOL
+    assert max(h.width for h in hats) == 3
+    assert sum(h.n_params for h in hats) == resnet_counts(n, d, N)[1]
+
+
 @pytest.mark.statement("interp-prop-phases")
 @pytest.mark.parametrize("seed", range(0, 24, 3))
 def test_phase_invariants(seed):
