@@ -426,6 +426,7 @@ RECORD_SOURCES: dict[str, str] = {
     "StabilityRun": "stability_ratios",
     "StochasticResult": "simulate",
     "ConvergenceStudy": "layer_norm_remainder",
+    "ChaosStudy": "propagation_of_chaos",
     "DeepLimitError": "deep_limit_error",
     "MCEstimate": "mc_estimate",
     "Lemma41Terms": "lemma_4_1_terms",

@@ -660,6 +660,13 @@ def test_propagation_of_chaos_is_at_least_as_fast_as_the_bound(d):
     # steeper in fact
     assert study.slope <= bound + 0.1
     assert np.all(np.diff(study.mean) < 0)
+    # the maximum over times includes t = 0, so it is at least the initial error, path by path
+    assert np.all(study.initial.mean <= study.mean) and np.all(study.ratio.mean >= 1)
+    # the stability estimate: the dynamics multiplies the initial error by a factor bounded in
+    # N (log-log slope ~0); an error of the dynamics that did not decay in N would make the
+    # factor grow like 1 / E W_2^2(0). Half of that slope separates the two
+    ratio_slope = loglog_slope(sizes, study.ratio.mean)
+    assert ratio_slope < 0.5 * abs(loglog_slope(sizes, study.initial.mean))
 
 
 # --------------------------------------------------------------------------------------------

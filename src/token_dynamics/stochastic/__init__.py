@@ -10,7 +10,7 @@ afresh at every layer (chapters "Stochastic scaling limits" and "Synchronization
   noise on the sphere and its derivative (Remark 1.1, Lemma 4.2);
 - :class:`MLPNoise`, :class:`StochasticTransformer`, :func:`simulate` -- the discrete model;
 - :func:`simulate_sde` -- the limit SDE (Itô, common noise);
-- :class:`MCEstimate`, :class:`ConvergenceStudy` -- Monte-Carlo results;
+- :class:`MCEstimate`, :class:`ConvergenceStudy`, :class:`ChaosStudy` -- Monte-Carlo results;
 - :func:`synchronization_energy`, :func:`noise_exponents`, :func:`dissipation_rate`,
   :func:`energy_decay_rate` -- the energy, the exponents of the noise, the rate of Theorem 1.4
   and its Monte-Carlo estimate (chapter "Synchronization by noise").

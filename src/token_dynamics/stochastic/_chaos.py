@@ -3,6 +3,8 @@ rate (private module)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .. import wasserstein
@@ -15,11 +17,43 @@ from .._validation import (
 )
 from ..sampling import uniform_sphere
 from ._deep_limit import _check_model, _joint_field
-from ._estimates import ConvergenceStudy, _study
+from ._estimates import ConvergenceStudy, MCEstimate, _estimate, _study
 from ._model import StochasticTransformer, _normalise, _progress
 from ._sde import _project, _sde_drift
 
-__all__ = ["chaos_rate", "propagation_of_chaos"]
+__all__ = ["ChaosStudy", "chaos_rate", "propagation_of_chaos"]
+
+
+@dataclass(frozen=True)
+class ChaosStudy(ConvergenceStudy):
+    r"""The propagation-of-chaos errors against ``N``, with their value at time 0.
+
+    Attributes
+    ----------
+    values, mean, stderr, slope
+        As in :class:`ConvergenceStudy`: the sizes ``N`` and
+        :math:`\mathbb E\max_tW_2^2(\mu^N_t,\mu^{N_{\rm ref}}_t)`.
+    initial : MCEstimate
+        :math:`\mathbb E W_2^2(\mu^N_0,\mu^{N_{\rm ref}}_0)`, the sampling error of the i.i.d.
+        initial tokens, per ``N``.
+    ratio : MCEstimate
+        The mean over paths of :math:`\max_tW_2^2(\mu^N_t,\mu^{N_{\rm ref}}_t) /
+        W_2^2(\mu^N_0,\mu^{N_{\rm ref}}_0)` (at least 1), per ``N``: what the dynamics adds to
+        the initial error. The stability estimate behind Proposition 1.2 bounds it by a constant
+        independent of ``N``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from token_dynamics.stochastic import ChaosStudy, MCEstimate
+    >>> one = MCEstimate(np.ones(2), np.zeros(2), 2)
+    >>> s = ChaosStudy(np.array([4.0, 8.0]), np.ones(2), np.zeros(2), 0.0, one, one)
+    >>> s.ratio.mean.tolist()
+    [1.0, 1.0]
+    """
+
+    initial: MCEstimate
+    ratio: MCEstimate
 
 
 def chaos_rate(N: ArrayLike, d: int) -> np.ndarray:
@@ -79,7 +113,7 @@ def propagation_of_chaos(
     n_times: int = 4,
     rng: SeedLike = None,
     progress: bool = False,
-) -> ConvergenceStudy:
+) -> ChaosStudy:
     r"""Proposition 1.2's distance between ``N`` tokens and the SPDE, on the same noise.
 
     For each path, systems of ``N`` tokens (each ``N`` in `sizes`) and one of `N_ref` tokens
@@ -92,7 +126,8 @@ def propagation_of_chaos(
     .. math:: \mathbb E\max_{t}W_2^2\big(\mu^N_t,\mu^{N_{\rm ref}}_t\big),
 
     the proxy of :math:`\mathbb E\sup_{t\le T}W_2^2(\mu^N_t,\mu_t)`, which Proposition 1.2 bounds
-    by :math:`c_T\,r_d(N)` (:func:`chaos_rate`) with :math:`c_T` independent of ``N``.
+    by :math:`c_T\,r_d(N)` (:func:`chaos_rate`) with :math:`c_T` independent of ``N``; and its
+    value at ``t = 0``, the sampling error of the initial tokens, with the ratio of the two.
 
     Parameters
     ----------
@@ -112,7 +147,7 @@ def propagation_of_chaos(
 
     Returns
     -------
-    ConvergenceStudy
+    ChaosStudy
         ``values`` are the sizes ``N``.
 
     Raises
@@ -166,7 +201,8 @@ def propagation_of_chaos(
             ]
         )
 
-    err = distances()
+    err0 = distances()
+    err = err0
     for k in _progress(range(1, L + 1), progress, "steps"):
         dW = _joint_field(model.noise, X, rng)
         X = [
@@ -177,4 +213,12 @@ def propagation_of_chaos(
         ]
         if k % (L // n_times) == 0:
             err = np.maximum(err, distances())
-    return _study(sizes, err)
+    study = _study(sizes, err)
+    return ChaosStudy(
+        study.values,
+        study.mean,
+        study.stderr,
+        study.slope,
+        _estimate(err0),
+        _estimate(err / err0),
+    )
