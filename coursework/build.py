@@ -318,10 +318,14 @@ def submissions(paths: list[Path]) -> list[Path]:
 
 def time_notebooks(selection: list[str] | None = None, path: Path = TIMES_FILE) -> dict:
     """Execute the selected book notebooks and record their wall times (seconds) in `path`;
-    earlier times of notebooks not selected are kept."""
+    earlier times of notebooks not selected are kept. Only the pages of the chapters, which the
+    instructor's guide lists, are timed (not the back matter's running-at-scale page)."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
     from notebooks import notebooks, time_notebook
+    from traceability import chapters
 
+    chapter_of = chapters()
     times = {}
     if path.exists():
         with path.open(encoding="utf-8") as f:
@@ -329,6 +333,8 @@ def time_notebooks(selection: list[str] | None = None, path: Path = TIMES_FILE) 
     for nb in notebooks():
         docname = nb.relative_to(ROOT).with_suffix("").as_posix()
         if selection and not any(s in docname for s in selection):
+            continue
+        if chapter_of.get(docname, docname) == docname:  # a chapter of its own: not in the guide
             continue
         seconds, status = time_notebook(nb)
         if status != "ok":
