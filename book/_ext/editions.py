@@ -23,10 +23,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _converter():
-    spec = importlib.util.spec_from_file_location(
-        "plain_notebook", ROOT / "tools" / "plain_notebook.py"
-    )
+def _tool(name: str):
+    """The module of ``tools/<name>.py``."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -158,7 +157,7 @@ def _plain_downloads(app, exception):
         return
     from myst_nb.sphinx_ext import OUTPUT_FOLDER  # where myst-nb writes executed notebooks
 
-    converter = _converter()
+    converter = _tool("plain_notebook")
     repository = app.config.html_theme_options.get("repository_url", "")
     commit = _built_commit()
     for path in sources.rglob("*.ipynb"):
@@ -186,15 +185,10 @@ def _plain_downloads(app, exception):
 def _built_commit() -> str:
     """The commit checked out in the book's repository (its downloads install the library at
     it, as Binder's environment does), or "" outside a git checkout."""
-    import subprocess
-
     try:
-        run = subprocess.run(
-            ["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True
-        )
-    except OSError:  # no git
+        return _tool("publish_notebooks").source_commit(ROOT)[0]
+    except (OSError, RuntimeError):  # no git, or not a checkout
         return ""
-    return run.stdout.strip() if run.returncode == 0 else ""
 
 
 def _left_out(app, domain, node):

@@ -241,14 +241,10 @@ class AttentionField:
         ``FloatingPointError``. The variants rescale large scores and report the overflows they
         foresee; what is left (a parameter or ``beta`` beyond the float32 range, values whose
         sums overflow) would otherwise come out as ``inf`` or NaN."""
-        if all_finite(np, out):
-            return out
         fix = "lower the field's parameters or the token norms"
         if out.dtype == np.float32:
             fix += ', or compute in float64 (`dtype="float64"`)'
-        raise FloatingPointError(
-            f"the {type(self).__name__} velocity left the float range ({out.dtype}); {fix}."
-        )
+        return finite_result(np, out, f"the {type(self).__name__} velocity in {out.dtype}", fix)
 
     def attention_matrix(
         self,
