@@ -585,6 +585,25 @@ SOLUTION_NUMBERS = [
         lambda: _blowup_ratio(4, False),
         0.5,
     ),
+    # the bias at which lambda_bar changes sign for tanh in d = 4, to the two digits written
+    (
+        "sync-ex-tanh-bias",
+        "# about 0.60",
+        0.60,
+        lambda: np.sqrt(
+            3 * sto.noise_exponents("tanh", d=4).kappa_prime_1
+            - sto.noise_exponents("tanh", d=4).kappa_1
+        ),
+        5e-3,
+    ),
+    # the repulsive attention's forcing at the solution's cloud, to the two digits written
+    (
+        "sync-ex-repulsive",
+        "the ratio is about $0.054$",
+        0.054,
+        lambda: sto.attention_forcing(td.uniform_sphere(16, 5, rng=0), beta=1.0, V=-np.eye(5)),
+        5e-4,
+    ),
 ]
 
 
