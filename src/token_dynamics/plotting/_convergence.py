@@ -38,7 +38,9 @@ def _log_ticks(axis: Axis, decades: float) -> None:
     alone over more."""
     if decades < 2:
         axis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))
-        axis.set_minor_formatter(LogFormatterSciNotation(labelOnlyBase=False))
+        axis.set_minor_formatter(
+            LogFormatterSciNotation(labelOnlyBase=False, minor_thresholds=(2, 2))
+        )
     else:
         axis.set_minor_formatter(NullFormatter())
 
