@@ -34,7 +34,6 @@ def test_orders_of_euler_and_rk4_against_the_exact_first_token(causal_problem, m
     assert abs(study.order - order) < 0.2, study.order
 
 
-
 @pytest.mark.statement("tok-prop-resnet-euler")
 @pytest.mark.parametrize(("method", "order"), [("euler", 1), ("rk4", 4)])
 @pytest.mark.parametrize("causal", [False, True])
@@ -56,6 +55,7 @@ def test_orders_on_the_whole_attention_system(causal, method, order):
     )
     assert np.all(np.diff(study.errors) < 0)
     assert abs(study.order - order) < 0.2, study.order
+
 
 def test_one_euler_layer_is_compared_part_by_part():
     """With L = 1 the Euler state is X0 + T v(X0) exactly (bitwise, one residual layer), so
