@@ -5,6 +5,7 @@ ticks carries a label, and no two tick labels of an axis overlap once the figure
 (matplotlib's own bounding boxes of the rendered text, so the check is exact to a pixel).
 """
 
+import functools
 import itertools
 from types import SimpleNamespace as NS
 
@@ -14,6 +15,7 @@ import pytest
 
 from token_dynamics import plotting
 from token_dynamics.attention import Softmax
+from token_dynamics.gaussian import cone_coordinates
 from token_dynamics.integrators import integrate
 from token_dynamics.sampling import uniform_sphere
 
@@ -283,6 +285,33 @@ def test_curves_take_a_style_per_curve_and_an_optional_legend():
         )
         assert axes[1].get_legend() is None and axes[1].get_yscale() == "log"
         np.testing.assert_array_equal(line.get_ydata(), np.exp(-T))
+    finally:
+        plt.close(fig)
+
+
+@pytest.mark.parametrize(
+    "helper, projection",
+    [
+        (plotting.plot_disk_trajectories, None),
+        # the cone drawn high enough to hold the ends (the trace reaches 4.25)
+        (functools.partial(plotting.plot_cone_trajectories, height=5.0), "3d"),
+    ],
+    ids=["disk", "cone"],
+)
+def test_covariance_paths_end_with_a_dot_or_with_a_cross_at_a_blowup(helper, projection):
+    """Where the paths go is read from their ends: in the disk and in the full cone alike."""
+    blown = NS(**{**vars(COV_PATH), "blew_up": True, "blowup_time": float(T[-1])})
+    fig = plt.figure()
+    try:
+        ax = fig.add_subplot(projection=projection)
+        paths = helper(ax, [COV_PATH, blown])
+        ends = [line for line in ax.lines if line not in paths]
+        assert [line.get_marker() for line in ends] == ["o", "x"]
+        last = cone_coordinates(COV_PATH.covariances[-1:])[0]
+        if projection == "3d":
+            np.testing.assert_allclose(np.ravel(ends[0].get_data_3d()), last)
+        else:
+            np.testing.assert_allclose(np.ravel(ends[0].get_xydata()), last[:2] / last[2])
     finally:
         plt.close(fig)
 

@@ -264,7 +264,8 @@ def plot_cone_trajectories(
     A covariance :math:`\begin{pmatrix} a & c \\ c & b \end{pmatrix}` is the point
     :math:`(a - b, 2c, a + b)`; it is positive semidefinite when
     :math:`(a - b)^2 + 4c^2 \le (a + b)^2`, inside the cone whose surface (rank one) is drawn as
-    a wireframe up to ``height``.
+    a wireframe up to ``height``. As in :func:`plot_disk_trajectories`, runs that blew up end
+    with a cross, the others with a dot, so that where the paths go can be read.
 
     Parameters
     ----------
@@ -306,14 +307,17 @@ def plot_cone_trajectories(
         )
     color = _check_color(color)
     height = None if height is None else check_positive(height, "height")
-    pts = [cone_coordinates(sol.covariances) for sol in _paths(solutions)]
+    paths = _paths(solutions)
+    pts = [cone_coordinates(sol.covariances) for sol in paths]
     top = height if height is not None else min(3.0, max(float(p[:, 2].max()) for p in pts))
     th, z = np.meshgrid(np.linspace(0, 2 * np.pi, 40), np.linspace(0, top, 8))
     ax.plot_wireframe(z * np.cos(th), z * np.sin(th), z, color="0.7", lw=0.4)
     lines = []
-    for p in pts:
+    for sol, p in zip(paths, pts, strict=True):
         keep = p[:, 2] <= top * 1.05
         (line,) = ax.plot(p[keep, 0], p[keep, 1], p[keep, 2], color=color, lw=1.0)
+        if keep[-1]:  # the end, where it is inside the drawn part of the cone
+            ax.plot(*p[-1], marker="x" if sol.blew_up else "o", ms=4, color=color, mec="k", mew=0.5)
         lines.append(line)
     ax.set_xlabel("a - b")
     ax.set_ylabel("2c")
