@@ -316,6 +316,27 @@ def test_covariance_paths_end_with_a_dot_or_with_a_cross_at_a_blowup(helper, pro
         plt.close(fig)
 
 
+def test_staircase_counts_clusters_in_whole_numbers():
+    """The twin axis of cluster counts (log scale, 45 down to 2 clusters) is labelled 2, 5, 10,
+    20, not 2 x 10^0, 4 x 10^1: counts are read as numbers."""
+    counts = np.maximum(45 - 15 * np.arange(T.size), 2)
+    fig, ax = plt.subplots()
+    try:
+        plotting.plot_energy_staircase(ax, NS(times=T, energies=np.log1p(T), cluster_counts=counts))
+        fig.canvas.draw()
+        (twin,) = [other for other in fig.axes if other is not ax]
+        low, high = twin.get_ylim()
+        shown = [
+            tick.get_text()
+            for tick, value in zip(twin.get_yticklabels(), twin.get_yticks(), strict=True)
+            if low <= value <= high
+        ]
+        assert shown == ["2", "5", "10", "20"]
+        assert not any(tick.get_text() for tick in twin.get_yticklabels(minor=True))
+    finally:
+        plt.close(fig)
+
+
 def test_limit_grid_draws_means_with_two_standard_error_bars_at_labelled_depths():
     """The bars are mean +- 2 SE over the paths, at the depths, each depth labelled."""
     sup = np.abs(RNG.normal(size=(5, 3, 2)))

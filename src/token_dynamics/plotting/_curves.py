@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
+from matplotlib.ticker import LogLocator, NullFormatter, StrMethodFormatter
 from matplotlib.typing import ColorType
 
 from .._typing import ArrayLike, FloatArray
@@ -322,6 +323,10 @@ def plot_energy_staircase(
         twin = ax.twinx()
         lines += twin.step(t, result.cluster_counts[1:], where="post", color="C3", label="clusters")
         twin.set_yscale("log")
+        # counts read as whole numbers (1, 2, 5, 10, 20, 50), not as powers of ten
+        twin.yaxis.set_major_locator(LogLocator(base=10.0, subs=(1.0, 2.0, 5.0)))
+        twin.yaxis.set_major_formatter(StrMethodFormatter("{x:.0f}"))
+        twin.yaxis.set_minor_formatter(NullFormatter())
         twin.set_ylabel("number of clusters", color="C3")
     return lines
 
