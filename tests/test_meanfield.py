@@ -398,6 +398,13 @@ def test_first_token_follows_its_own_linear_law():
     )
 
 
+def test_first_token_path_reports_leaving_the_float_range():
+    """e^{tV} x0 beyond 1.8e308 is a FloatingPointError naming the path, not inf: scipy 1.18's
+    expm overflows without numpy's floating-point error, scipy 1.17's raises one."""
+    with pytest.raises(FloatingPointError, match="the first token"):
+        mf.first_token_solution(np.eye(2), [1.0, 0.0], [1.0, 1e3])
+
+
 @pytest.mark.statement("mf-prop-causal")
 def test_sink_block_evolves_by_the_unmasked_pde():
     rng = np.random.default_rng(17)

@@ -11,6 +11,7 @@ from .._guards import float_guard
 from .._typing import ArrayLike
 from .._validation import as_matrix, as_times, as_tokens, as_vector, as_weights, check_positive
 from ..attention import AttentionField, with_positions
+from ..attention._base import finite_result
 from ..wasserstein import conditional_w2
 from ._lipschitz import _check_field
 
@@ -137,6 +138,8 @@ def first_token_solution(V: ArrayLike, x0: ArrayLike, times: ArrayLike) -> np.nd
         If `V` is not ``(d, d)`` for ``d = len(x0)`` or `times` are negative or decreasing.
     TypeError
         If an array argument is not real (complex, boolean, string or object).
+    FloatingPointError
+        If the path leaves the float64 range (a growing :math:`e^{tV}` at large times).
 
     Examples
     --------
@@ -148,7 +151,9 @@ def first_token_solution(V: ArrayLike, x0: ArrayLike, times: ArrayLike) -> np.nd
     x0 = as_vector(x0, "x0")
     V = as_matrix(V, "V", shape=(x0.shape[0], x0.shape[0]))
     t = as_times(times, strict=False, nonnegative=True, scalar=True)
-    return np.stack([expm(s * V) @ x0 for s in t])
+    # scipy's expm overflows to inf without a floating-point error (scipy 1.18): check the result
+    path = np.stack([expm(s * V) @ x0 for s in t])
+    return finite_result(np, path, "the first token", "shorten `times` or scale `V` down")
 
 
 @dataclass(frozen=True)
