@@ -111,6 +111,23 @@ def test_interaction_energy_is_nondecreasing_on_the_sphere(cls):
     assert E[-1] > E[0] and E[-1] <= np.exp(beta) / (2 * beta) * (1 + 1e-12)
 
 
+def test_the_energy_at_another_temperature_can_decrease_on_the_sphere():
+    """The remark after tok-prop-sphere-energy: with Q = K = I (A = I / sqrt(d)) the energy that
+    increases is E_{beta / sqrt d}, and E_beta can decrease: four tokens at e_1 and two at 150
+    degrees on either side, d = 64, beta = 2 (the witness of the tokens notebook)."""
+    d, beta, angle = 64, 2.0, np.radians(150.0)
+    X0 = np.zeros((6, d))
+    X0[:4, 0] = 1.0
+    X0[4:, :2] = [[np.cos(angle), np.sin(angle)], [np.cos(angle), -np.sin(angle)]]
+    field = Softmax(np.eye(d) / np.sqrt(d), np.eye(d), beta=beta)
+    traj = integrate(field, X0, [0.0, 0.1], method="rk4", dt=0.01, geometry="sphere")
+    E = {b: [interaction_energy(X, beta=b) for X in traj.states] for b in (beta, beta / 8)}
+    # relative rates -1.3e-2 and +1.8e-3 at t = 0: over t = 0.1 the changes are 1e-3 and 2e-4 of
+    # E, far above RK4's error (1e-8 per step) and the energy's rounding (1e-15)
+    assert E[beta][1] < (1 - 5e-4) * E[beta][0]
+    assert E[beta / 8][1] > (1 + 5e-5) * E[beta / 8][0]
+
+
 @pytest.mark.statement("tok-thm-sphere-clustering")
 def test_tokens_cluster_to_one_point_on_the_sphere():
     """Spec §1 test 8 (g11): d = 3, beta = 2, n = 32, RK4, h = 0.01, 3000 steps."""
