@@ -167,6 +167,16 @@ def test_every_computational_exercise_has_a_check_and_a_cell():
     assert cells == dict.fromkeys(labels, 1), cells
 
 
+def _printed(answer):
+    """How a wrong answer is quoted: a float to six digits, a pair of floats as Python prints
+    them (the CASES' pairs are NumPy floats, quoted as the plain numbers they print as)."""
+    if isinstance(answer, float):
+        return f"{answer:g}"
+    if isinstance(answer, tuple):
+        return repr(tuple(map(float, answer)))
+    return repr(answer)
+
+
 @pytest.mark.parametrize("label, right, wrong, inputs", CASES, ids=[c[0] for c in CASES])
 def test_right_answer_is_accepted_and_wrong_one_refused(label, right, wrong, inputs):
     verdict = check_answer(label, right, **inputs)
@@ -176,7 +186,7 @@ def test_right_answer_is_accepted_and_wrong_one_refused(label, right, wrong, inp
     assert repr(verdict).startswith("Not yet:") and CHECKS[label].expects in repr(verdict)
     # the message holds the reader's answer, the form expected and the tolerance: nothing
     # computed from the expected answer
-    shown = f"{wrong:g}" if isinstance(wrong, float) else repr(wrong)
+    shown = _printed(wrong)
     tolerance = CHECKS[label].tolerance
     within = f", within {tolerance}" if tolerance else ""
     assert (
@@ -262,8 +272,21 @@ def test_a_non_finite_answer_is_not_right_in_every_check(label, value):
     for answer in answers:
         verdict = check_answer(label, answer, **_inputs(label))
         assert verdict.status == "incorrect", (label, answer)
-        shown = f"{answer:g}" if isinstance(answer, float) else repr(answer)
+        shown = _printed(answer)
         assert repr(verdict).startswith(f"Not yet: {shown} is not right. Expected: ")
+
+
+def test_numpy_answers_are_shown_as_the_numbers_they_print_as():
+    """A reader's answer computed with NumPy (a float32, an int64, a pair of float64) is quoted
+    back as it prints, 0.3 and (1.5, 2), not as np.float32(0.3) or (np.float64(1.5), ...)."""
+    for answer, shown in ((np.float32(0.3), "0.3"), (np.int64(3), "3")):
+        verdict = check_answer(NUMBERS[0], answer, **_inputs(NUMBERS[0]))
+        assert repr(verdict).startswith(f"Not yet: {shown} is not right. Expected: ")
+    pair = (np.float64(1.5), np.int64(2))
+    verdict = check_answer(PAIRS[0], pair, **_inputs(PAIRS[0]))
+    assert repr(verdict).startswith("Not yet: (1.5, 2) is not right. Expected: ")
+    with pytest.raises(TypeError, match=r"not \(1\.5, 2\)$"):
+        check_answer(NUMBERS[0], pair, **_inputs(NUMBERS[0]))
 
 
 @pytest.mark.parametrize("label", NUMBERS)

@@ -53,12 +53,30 @@ def _real(value: object) -> TypeGuard[numbers.Real]:
     return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
 
 
+def _shown(answer: object) -> str:
+    """`answer` as a student wrote it: NumPy scalars, alone or inside a tuple, a list or a dict,
+    as the plain numbers they print as (``(1.5, 2.0)``, not ``(np.float64(1.5), ...)``); a
+    float to six significant digits; arrays as NumPy shows them."""
+
+    def plain(value: object) -> object:
+        if isinstance(value, np.generic):
+            return value.item()
+        if isinstance(value, tuple | list):
+            return type(value)(map(plain, value))
+        if isinstance(value, Mapping):
+            return {plain(k): plain(v) for k, v in value.items()}
+        return value
+
+    value = plain(answer)
+    return f"{value:g}" if isinstance(value, float) else repr(value)
+
+
 def _number(answer: object) -> float:
     """`answer` as a float, if it is one real number: a Python or NumPy integer or float, not a
     bool, a string, an array or a complex number. NaN and the infinities are real numbers: they
     pass, and :func:`check_answer` judges them not right."""
     if not _real(answer):
-        raise TypeError(f"`answer` must be a real number, not {answer!r}")
+        raise TypeError(f"`answer` must be a real number, not {_shown(answer)}")
     return float(answer)
 
 
@@ -69,7 +87,7 @@ def _pair(answer: object) -> tuple[float, float]:
         items = list(answer)
         if len(items) == 2 and all(map(_real, items)):
             return float(items[0]), float(items[1])
-    raise TypeError(f"`answer` must be a pair of numbers, not {answer!r}")
+    raise TypeError(f"`answer` must be a pair of numbers, not {_shown(answer)}")
 
 
 def _finite(value: object) -> bool:
@@ -171,7 +189,7 @@ def _counts(answer: object) -> dict[float, int]:
     each once) and whose values are whole numbers (``2`` or ``2.0``; not ``1.9`` or NaN)."""
     form = (
         f"`answer` must be a dict {{beta: number of clusters}} with the keys {CLUSTER_BETAS} "
-        f"and whole-number counts, not {answer!r}"
+        f"and whole-number counts, not {_shown(answer)}"
     )
     if not isinstance(answer, Mapping) or not all(map(_real, [*answer, *answer.values()])):
         raise TypeError(form)
@@ -290,7 +308,7 @@ def _tanh_bias(sigma):
     # the smallest bias for Assumption 1 (lambda_bar < 0) lies within two digits of the
     # answer: lambda_bar is not yet negative just below it and is negative just above it
     if sigma < 0:
-        raise ValueError(f"`answer` must be a bias sigma_W >= 0, not {sigma!r}")
+        raise ValueError(f"`answer` must be a bias sigma_W >= 0, not {_shown(sigma)}")
     below, above = max(sigma - TWO_DIGITS, 0.0), sigma + TWO_DIGITS
     return bool(_lambda_bar(below) >= 0 > _lambda_bar(above))
 
@@ -435,6 +453,5 @@ def check_answer(exercise: str, answer: object, **inputs: object) -> AnswerCheck
     if _finite(value) and check.judge(value, **inputs):
         return AnswerCheck(exercise, "correct", "Correct.")
     within = f", within {check.tolerance}" if check.tolerance else ""
-    shown = f"{answer:g}" if isinstance(answer, float) else repr(answer)
-    message = f"Not yet: {shown} is not right. Expected: {check.expects}{within}."
+    message = f"Not yet: {_shown(answer)} is not right. Expected: {check.expects}{within}."
     return AnswerCheck(exercise, "incorrect", message)
