@@ -153,8 +153,9 @@ def test_stability_ratio_uniform_in_n():
             field, X0, X0 + 1e-3 * rng.normal(size=X0.shape), [0.0, T1], dt=0.15
         )
         ratios.append(run.ratio[-1])
-    # Bounded uniformly: within a factor 2 of each other and below the flow's own expansion
-    # e^{v T} = 3.3 (the value part alone stretches distances by at most e^{||V|| T}).
+    # Bounded uniformly: within a factor 2 of each other (measured 0.79-1.04) and below
+    # e^{v T} = 3.3, the stretch of the value part x' = v x alone. That cap is a scale, not a
+    # bound the theorem gives: its constant C(T, R0), at these samples' radii 1.5-2.3, overflows.
     assert max(ratios) < np.exp(V1 * T1)
     assert max(ratios) / min(ratios) < 2.0
 
