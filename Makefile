@@ -19,7 +19,7 @@ $(error EDITION must be `full` or `student`, not `$(EDITION)`)
 endif
 
 .PHONY: book pdf test test-fullsize fuzz env lint unit build site browser pdf-check chromium poppler \
-	bench clean coursework notebooks grade test-backends
+	bench clean coursework notebooks grade test-backends test-latest
 
 ## env: the pinned environment in .venv (re-installed when a requirements file changes)
 env: $(STAMP)
@@ -94,6 +94,20 @@ $(BACKENDS_STAMP): requirements-backends.txt $(STAMP)
 test-backends: env $(BACKENDS_STAMP)
 	@$(BIN)/python -c "import array_api_strict, jax, torch; print('array libraries:', ', '.join(f'{m.__name__} {m.__version__}' for m in (array_api_strict, jax, torch)))"
 	$(BIN)/pytest -n $(JOBS) -rs tests/test_backends.py tests/test_backends_arguments.py tests/test_gpu_script.py
+
+## test-latest: the library and every notebook on the newest release of each dependency, in
+## .venv-latest (what `pip install token-dynamics` gives a reader today, where requirements.txt
+## pins the book's environment); the tests that need the book's tools (jupyter-book, otter,
+## Chromium) stay with `make test`. About 12 minutes; not part of `make test`: run it before
+## raising a pin (CONTRIBUTING.md, "Tests")
+LATEST := .venv-latest
+LATEST_TOOLS := myst-nb jupytext nbclient ipykernel pytest pytest-xdist hypothesis
+test-latest:
+	test -x $(LATEST)/bin/python || $(PYTHON) -m venv $(LATEST)
+	$(LATEST)/bin/python -m pip install --quiet --upgrade pip
+	$(LATEST)/bin/python -m pip install --quiet --upgrade -e '.[widgets,progress]' $(LATEST_TOOLS)
+	$(LATEST)/bin/python -c "import sys, numpy, scipy, matplotlib, ot; print('Python', sys.version.split()[0], '| numpy', numpy.__version__, '| scipy', scipy.__version__, '| matplotlib', matplotlib.__version__, '| POT', ot.__version__)"
+	$(LATEST)/bin/pytest -p no:cacheprovider -n $(JOBS) -m "not fullsize" --ignore=tests/browser --ignore=tests/test_pdf.py --ignore=tests/test_backends.py --ignore=tests/test_backends_arguments.py --ignore=tests/test_gpu_script.py --ignore=tests/test_book_build.py --ignore=tests/test_coursework.py $(addprefix --ignore=,$(SITE_TESTS)) tests src
 
 ## test-fullsize: the papers' experiments at full size (minutes each; not part of `make test`)
 test-fullsize: env
