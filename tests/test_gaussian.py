@@ -756,15 +756,73 @@ def test_sigmoid_does_not_preserve_gaussians():
 
 def test_stiff_run_is_reported_not_left_to_hang():
     # A random d = 4 instance whose covariance grows like e^{130 t} along one direction while
-    # collapsing along another: the solver gives up after MAX_RHS_EVALS and says so.
+    # collapsing along another: DOP853 spends MAX_RHS_EVALS by t ~ 0.36, Radau its own by
+    # t ~ 0.4, and the solver gives up and says so -- growth, measured, is the cause here.
     rng = np.random.default_rng(26)
     d = 4
     A, V = rng.normal(size=(d, d)), rng.normal(size=(d, d))
     m, S = rng.normal(size=d), random_spd(rng, d, shift=0.1, scale=0.3)
     sol = g.solve_moments(g.SoftmaxMoments(A, V), m, S, [0.0, 1.0], rtol=1e-8, atol=1e-10)
     assert sol.status == "failed" and sol.blowup_time is None
-    assert "too stiff" in sol.message
+    assert "too stiff" in sol.message and "Radau" in sol.message
+    assert "the covariance grows" in sol.message
     assert np.all(np.isfinite(sol.covariances))
+
+
+def _settling_counterexample_run(method, times):
+    # The grid start of the cone chapter whose covariance settles fastest (trace_one_grid(12),
+    # radius 0.9, angle pi: Sigma0 = diag(0.05, 0.95)) onto s u u^T, u = (1, 0), s = 18.94.
+    V, A = g.SIGN_COUNTEREXAMPLE_POS
+    S0 = g.trace_one_grid(12, radii=(0.3, 0.6, 0.9))[30]
+    np.testing.assert_allclose(S0, np.diag([0.05, 0.95]), atol=1e-15)
+    return g.SoftmaxMoments(A, V), g.solve_moments(
+        g.SoftmaxMoments(A, V), np.zeros(2), S0, times, method=method
+    )
+
+
+@pytest.mark.statement("gauss-prop-sign-caution")
+def test_settled_rank_one_run_is_followed_to_any_horizon():
+    # Around s u u^T the covariance contracts across u at the rate 2 s = 38 (the linearised
+    # ODE has eigenvalues 0, -2s, -2s), so DOP853's step stays at its stability limit (~0.14)
+    # and spends MAX_RHS_EVALS by t ~ 1200: the run used to stop there as "failed", said to
+    # grow fast. It is settled, not growing; the default method goes on with Radau.
+    eq, run = _settling_counterexample_run("solve_ivp", [0.0, 100.0, 2000.0, 1e6])
+    assert run.status == "completed", run.message
+    assert "DOP853 spent" in run.message  # the switch happened, and is said
+    np.testing.assert_array_equal(run.times, [0.0, 100.0, 2000.0, 1e6])
+    # The limit, from an independent integration with Radau from t = 0 to t = 100, where the
+    # transverse part has decayed like e^{-38 t} below rounding. Along the line of stationary
+    # points s u u^T errors neither grow nor decay, so the two runs' rtol = 1e-10 local errors
+    # add up: they agree to 2e-10 (measured); 1e-8 allows 50 times that.
+    reference = g.solve_moments(eq, np.zeros(2), np.diag([0.05, 0.95]), [0, 100], method="Radau")
+    s = reference.covariances[-1][0, 0]
+    assert 18.9 < s < 19.0
+    for S in run.covariances[1:]:
+        np.testing.assert_allclose(S, reference.covariances[-1], rtol=0, atol=1e-8 * s)
+        # rank one on u = (1, 0): while DOP853 runs at its stability limit, its error control
+        # leaves the contracting entries at the level rtol * s (|Sigma_12| = 1.6e-10 measured
+        # at t = 100); the smallest eigenvalue is their square over s, or rounding (~eps * s)
+        assert abs(S[0, 1]) <= 1e-10 * s and abs(S[1, 1]) <= 1e-10 * s
+        lam = np.linalg.eigvalsh(S)
+        assert abs(lam[0]) <= 1e-14 * lam[-1]
+    # Radau is L-stable: it damps what DOP853 left across u, as the ODE does (like e^{-38 t}),
+    # so at the end the covariance is s u u^T to rounding and the right-hand side vanishes
+    S = run.covariances[-1]
+    assert abs(S[0, 1]) <= 1e-15 * s and abs(S[1, 1]) <= 1e-15 * s
+    _, dS = eq.rhs(0.0, np.zeros(2), S)
+    assert np.abs(dS).max() <= 1e-15 * s**2
+
+
+def test_explicit_method_on_a_settled_run_reports_the_collapse_not_growth():
+    # A named explicit method is used throughout; when it spends its budget on the settled
+    # rank-one run, the message describes the state (collapse to rank one, the trace not
+    # growing) and names the remedy, and the path is kept up to there.
+    _, run = _settling_counterexample_run("DOP853", np.arange(0.0, 2001.0, 100.0))
+    assert run.status == "failed" and run.blowup_time is None
+    assert "collapsing to rank 1" in run.message and "not growing" in run.message
+    assert "grows" not in run.message and "method='Radau'" in run.message
+    assert 1000.0 <= run.times[-1] < 2000.0
+    np.testing.assert_allclose(run.covariances[-1], run.covariances[1], rtol=0, atol=1e-8 * 19)
 
 
 def _variants_for_horizon():

@@ -10,7 +10,12 @@ Failure policy (the library's, see the contributing guide): a finite-time blow-u
 or a covariance that grows (exponentially, without a pole) out of the float64 range -- returns
 the path up to that point with ``status="failed"`` and a ``message`` naming the time, the
 method and the quantity; a right-hand side that overflows or turns NaN nonetheless raises
-``FloatingPointError`` with the same information. The blow-up tests depend on the state and on
+``FloatingPointError`` with the same information. Stiffness is not growth: a covariance that
+settles onto a rank-deficient stationary one (decaying exponentially across it) is stiff for an
+explicit scheme, whose steps stay at its stability limit however long the run; the default
+method then switches to the implicit ``STIFF_METHOD`` for the rest of the run, and a run
+that still cannot be followed is described by its state (trace and its rate, eigenvalues, the
+rank it collapses to), not by a guess. The blow-up tests depend on the state and on
 the time elapsed since ``times[0]`` only, never on the requested horizon: a run on ``[0, T]``
 is the beginning of the run on ``[0, T']`` for ``T' > T``.
 """
@@ -69,15 +74,47 @@ OVERFLOW_SIZE = 1e300
 #: The same for the largest entry of the mean, which multiplies Sigma in the right-hand side:
 #: 1e150 keeps Sigma alpha below the overflow while Sigma is below 1e150.
 MEAN_OVERFLOW = 1e150
-#: Budget of right-hand-side evaluations. A regular run needs a few thousand; a run that
-#: exhausts the budget is stiff (e.g. huge covariance along a direction u with u^T A u ~ 0 and
-#: fast contraction across it) and is reported as ``"failed"`` with a remedy, never left to hang.
+#: Budget of right-hand-side evaluations of one method. A regular run needs a few thousand; a
+#: run that exhausts it is stiff: fast contraction across a direction u, either onto a settled
+#: rank-deficient covariance (the second sign counterexample: Sigma -> s u u^T, contracting at
+#: the rate 2 s, so DOP853 keeps steps ~ 5.5 / (2 s) and spends the budget at t ~ 1200 for
+#: s = 19) or with the covariance huge along u (u^T A u ~ 0) near a blow-up. The default method
+#: then goes on with STIFF_METHOD and a fresh budget; a run that exhausts that one too, or a
+#: named method's, stops as ``"failed"`` with its state described, never left to hang.
 MAX_RHS_EVALS = 100_000
+#: Implicit method that ``method="solve_ivp"`` switches to, from the last accepted DOP853 step,
+#: when DOP853 exhausts MAX_RHS_EVALS: its steps are limited by accuracy, not stability, so a
+#: settled run costs nothing more however long it is asked to go (the second sign
+#: counterexample on [0, 1e6] takes about a hundred evaluations after the switch).
+STIFF_METHOD: IVPMethod = "Radau"
+#: Relative size below which an eigenvalue of Sigma counts as collapsed in a failure message
+#: (sqrt of the float64 epsilon: the factor F, Sigma = F F^T, then has singular values below
+#: 1.2e-4 of its largest, and the integrator's step no longer follows them for accuracy).
+COLLAPSED_EIG = 1.5e-8
 
 
-class _TooStiff(Exception):
-    def __init__(self, t: float, y: FloatArray):
-        self.t, self.y = t, y
+def _stiff_state(Sigma: FloatArray, growth: float, elapsed: float) -> str:
+    """Describe, in words, the state at which a run exhausted its evaluation budget."""
+    lam = np.maximum(np.linalg.eigvalsh(Sigma), 0.0)  # Sigma = F F^T is PSD up to rounding
+    top = float(lam[-1])
+    rank = int(np.sum(lam > COLLAPSED_EIG * top)) if top > 0 else 0
+    trace = float(np.sum(lam))
+    facts = (
+        f"tr(Sigma) = {trace:.3g} changing at the rate s'/s = {growth:.3g}, eigenvalues from "
+        f"{float(lam[0]):.3g} to {top:.3g}"
+    )
+    if growth * max(1.0, elapsed) > 1.0:  # the trace more than e-folds over the elapsed time
+        return (
+            f"the covariance grows ({facts}) while it contracts across some directions, which "
+            "no step size resolves cheaply"
+        )
+    if rank < lam.size:
+        return (
+            f"the covariance is not growing but collapsing to rank {rank} ({facts}): it "
+            "contracts fast across the collapsing directions, which keeps the steps small "
+            "however slowly the rest of it moves"
+        )
+    return f"the covariance is not growing ({facts}), yet the steps stay small"
 
 
 def solve_moments(
@@ -103,14 +140,21 @@ def solve_moments(
     :math:`s/s'`, exact for a simple pole up to :math:`O((t^*-t)^2)`. No test depends on the
     requested horizon ``times[-1]``.
 
+    A covariance that settles onto a singular stationary one (contracting exponentially across
+    it) makes the run stiff: an explicit method's step then stays at its stability limit, and
+    its evaluations grow with the horizon. With the default ``method="solve_ivp"``, a run whose
+    DOP853 phase spends ``MAX_RHS_EVALS`` evaluations goes on with ``STIFF_METHOD``
+    (Radau) from that step, with a fresh budget; ``message`` says where.
+
     Parameters
     ----------
     equations : MomentEquations or a Gaussian-preserving attention field
     mean0 : (d,) array
     cov0 : (d, d) symmetric positive semidefinite array
     times : (T,) strictly increasing array; ``times[0]`` is the initial time.
-    method : ``"solve_ivp"`` (DOP853, 8th order) or a name in
-        :data:`token_dynamics.integrators.IVP_METHODS`.
+    method : ``"solve_ivp"`` (DOP853, 8th order, switching to ``STIFF_METHOD`` if the run
+        turns stiff) or a name in :data:`token_dynamics.integrators.IVP_METHODS` (used
+        throughout).
     dt : float, optional, the maximal step.
     rtol, atol : tolerances of the adaptive integrator.
     progress : bool, show a ``tqdm`` progress bar.
@@ -120,7 +164,10 @@ def solve_moments(
     -------
     GaussianPath
         ``status`` is ``"completed"``, ``"blowup"`` (with ``blowup_time``), or ``"failed"``
-        when the run exhausted ``MAX_RHS_EVALS`` (a stiff run) or its moments grew past
+        when the run exhausted ``MAX_RHS_EVALS`` (a stiff run: after the switch to
+        ``STIFF_METHOD`` for the default method; ``message`` then describes the state --
+        the trace and its rate of change, the eigenvalues, the rank the covariance collapses
+        to -- and the path is returned up to there) or its moments grew past
         ``OVERFLOW_SIZE`` (``MEAN_OVERFLOW`` for the mean) without a pole (explained
         in ``message``).
 
@@ -165,13 +212,12 @@ def solve_moments(
         return y[:d], y[d:].reshape(d, d)
 
     n_evals = [0]
+    exhausted: list[float | None] = [None]  # time of the accepted step that spent the budget
     reached = [t0]
     bar = progress_bar(progress, float(t[-1] - t0), f"solve_moments ({method})")
 
     def fun(s, y):
         n_evals[0] += 1
-        if n_evals[0] > MAX_RHS_EVALS:
-            raise _TooStiff(s, y)
         if s > reached[0]:
             if bar is not None:
                 bar.update(s - reached[0])
@@ -213,8 +259,18 @@ def solve_moments(
         top = max(size(y) / OVERFLOW_SIZE, float(np.max(np.abs(y[:d]))) / MEAN_OVERFLOW)
         return math.log(top) if top > 0 else -1.0
 
+    def budget(s, y):
+        # -1 until an accepted step ends with MAX_RHS_EVALS spent, then s - (that step's end):
+        # solve_ivp evaluates the events at each accepted step's end first, so the root is
+        # that end, and the run stops there with everything before it kept
+        if exhausted[0] is None:
+            if n_evals[0] <= MAX_RHS_EVALS:
+                return -1.0
+            exhausted[0] = s
+        return s - exhausted[0]
+
     # solve_ivp reads the `terminal` and `direction` attributes set on each event function
-    events: tuple[Any, ...] = (pole, stall, overflow)
+    events: tuple[Any, ...] = (pole, stall, overflow, budget)
     for ev in events:
         ev.terminal = True
         ev.direction = 1
@@ -224,59 +280,96 @@ def solve_moments(
         return GaussianPath(
             t.copy(), alpha0[None], Sigma0[None], message="single time: initial data."
         )
+    # DOP853 (or the named method), then for the default method STIFF_METHOD from where
+    # DOP853 spent its budget, with a fresh one
+    phases: list[IVPMethod] = [ivp] + ([STIFF_METHOD] if method == "solve_ivp" else [])
+    t_start, y_start, phase = t0, y0, ivp
+    pieces: list[FloatArray] = []
+    switched: float | None = None
     try:
         with np.errstate(over="raise", invalid="raise"):
-            sol = solve_ivp(
-                fun,
-                (t0, t[-1]),
-                y0,
-                method=ivp,
-                t_eval=t,
-                rtol=rtol,
-                atol=atol,
-                max_step=max_step,
-                events=events,
-            )
-    except _TooStiff as exc:
-        trace = float(np.dot(exc.y[d:], exc.y[d:]))
-        return GaussianPath(
-            t[:1].copy(),
-            alpha0[None],
-            Sigma0[None],
-            "failed",
-            f"the run became too stiff at t = {exc.t:.6g} with method={method!r} "
-            f"({MAX_RHS_EVALS} evaluations of the right-hand side) with tr(Sigma) = {trace:.3g}: "
-            "the covariance grows fast along some directions while it collapses along others, "
-            "which no step size resolves cheaply. Stop earlier (shorter `times`) or rescale the "
-            "parameters.",
-        )
+            for k, phase in enumerate(phases):
+                n_evals[0], exhausted[0] = 0, None
+                sol = solve_ivp(
+                    fun,
+                    (t_start, t[-1]),
+                    y_start,
+                    method=phase,
+                    t_eval=t if k == 0 else t[t > t_start],
+                    rtol=rtol,
+                    atol=atol,
+                    max_step=max_step,
+                    events=events,
+                )
+                if len(sol.t):  # (sol.t and sol.y are empty lists when no output time is reached)
+                    pieces.append(np.asarray(sol.y).T)
+                # the budget event is recorded only if no other event stopped the run earlier
+                spent = sol.status == 1 and cast(list[FloatArray], sol.t_events)[3].size > 0
+                if not spent or k + 1 == len(phases):
+                    break
+                t_spent = float(cast(list[FloatArray], sol.t_events)[3][0])
+                if t_spent >= t[-1]:
+                    break
+                t_start, y_start = t_spent, cast(list[FloatArray], sol.y_events)[3][0]
+                switched = t_start
     except FloatingPointError as exc:
         raise FloatingPointError(
-            f"the moment ODE overflowed near t = {reached[0]:.6g} with method={method!r} without "
-            f"meeting a finite-time blow-up ({exc}); shorten `times` or raise `blowup_tau`."
+            f"the moment ODE overflowed near t = {reached[0]:.6g} with method={method!r} "
+            f"({phase}) without meeting a finite-time blow-up ({exc}); shorten `times` or raise "
+            "`blowup_tau`."
         ) from exc
     finally:
         if bar is not None:
             bar.close()
-    Y = sol.y.T
+    Y = np.concatenate(pieces) if pieces else y0[None]  # no step accepted: the initial data
     means = Y[:, :d].copy()
     Fs = Y[:, d:].reshape(-1, d, d)
     covs = Fs @ np.swapaxes(Fs, 1, 2)
     covs = 0.5 * (covs + np.swapaxes(covs, 1, 2))
-    times_out = sol.t.copy()
+    times_out = t[: Y.shape[0]].copy()
     blowup = None
-    if sol.status == 1:
-        # both lists are set since `events` was given
-        t_events = cast(list[FloatArray], sol.t_events)
-        y_events = cast(list[FloatArray], sol.y_events)
+    after = (
+        ""
+        if switched is None
+        else f" (DOP853 spent its {MAX_RHS_EVALS} evaluations at t = {switched:.6g}, where the "
+        f"run turned stiff; {STIFF_METHOD} went on from there)"
+    )
+    # both lists are set since `events` was given
+    t_events = cast(list[FloatArray], sol.t_events)
+    y_events = cast(list[FloatArray], sol.y_events)
+    only_budget = sol.status == 1 and not any(e.size for e in t_events[:3])
+    if sol.status == 0 or (only_budget and float(t_events[3][0]) >= t[-1]):
+        # (the budget may run out on the very step that reaches the final time)
+        status, message = "completed", f"reached the final time{after}."
+    elif sol.status == 1:
         which = next(k for k in range(len(events)) if t_events[k].size)
         te, ye = float(t_events[which][0]), y_events[which][0]
         se, re = size(ye), rate(te, ye)
-        if which == 2:
+        if which == 3:
+            F = ye[d:].reshape(d, d)
+            remedy = (
+                "shorten `times`, loosen `rtol`/`atol` or rescale the parameters"
+                if phase in ("Radau", "BDF", "LSODA")
+                else "pass method='solve_ivp' (which switches to "
+                f"{STIFF_METHOD} when DOP853 turns stiff) or method={STIFF_METHOD!r}"
+            )
+            spending = (
+                f"{MAX_RHS_EVALS} evaluations of the right-hand side"
+                if switched is None
+                else f"DOP853 spent its {MAX_RHS_EVALS} evaluations of the right-hand side by "
+                f"t = {switched:.6g}, and {STIFF_METHOD} its own by t = {te:.6g}"
+            )
+            status = "failed"
+            message = (
+                f"the run became too stiff at t = {te:.6g} with method={method!r} ({spending}): "
+                f"{_stiff_state(F @ F.T, re / se if se > 0 else 0.0, elapsed(te))}. "
+                f"The path is returned up to t = {times_out[-1]:.6g}; {remedy}."
+            )
+        elif which == 2:
             status = "failed"
             message = (
                 f"the moments are about to leave the float64 range at t = {te:.6g} with "
-                f"method={method!r}: tr(Sigma) = {se:.3g} (growing at the rate s'/s = "
+                f"method={method!r}{after}: tr(Sigma) = {se:.3g} (growing at the rate s'/s = "
                 f"{re / max(se, 1e-300):.3g}, without a finite-time pole) and |alpha| = "
                 f"{float(np.linalg.norm(ye[:d])):.3g}. This is growth, not a blow-up; stop "
                 "earlier (shorter `times`) or rescale the parameters."
@@ -287,22 +380,20 @@ def solve_moments(
             if which == 0:
                 message = (
                     f"finite-time blow-up: tr(Sigma) = {se:.3g} grows like a pole "
-                    f"at t = {te:.10g}; estimated blow-up time {blowup:.10g}."
+                    f"at t = {te:.10g}; estimated blow-up time {blowup:.10g}{after}."
                 )
             else:
                 message = (
                     f"finite-time blow-up: tr(Sigma) = {se:.3g} at t = {te:.10g} "
                     f"and doubling within {se / re:.2g}; the run became too stiff "
                     f"to follow into the pole, so the blow-up time {blowup:.6g} is known only to "
-                    f"within {se / re:.2g}."
+                    f"within {se / re:.2g}{after}."
                 )
-    elif sol.status == 0:
-        status, message = "completed", "reached the final time."
     else:
         status = "failed"
         message = (
-            f"the integrator ({ivp}) stopped at t = {reached[0]:.6g} with method={method!r}: "
-            f"{sol.message}"
+            f"the integrator ({phase}) stopped at t = {reached[0]:.6g} with method={method!r}"
+            f"{after}: {sol.message}"
         )
     return GaussianPath(times_out, means, covs, status, message, blowup)
 
