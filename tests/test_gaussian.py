@@ -378,7 +378,7 @@ def test_sign_of_va_does_not_decide_blowup():
         S = run.covariances[-1]
         lam, U = np.linalg.eigh(S)
         u = U[:, -1]
-        assert lam[0] < 1e-2 * lam[-1]  # numerically rank one (approach is O(1/t))
+        assert lam[0] < 1e-2 * lam[-1]  # numerically rank one (approached like e^{-2 s t})
         assert abs(u @ A @ u) < 1e-2
 
 
