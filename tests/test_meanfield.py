@@ -319,7 +319,7 @@ def test_mean_field_ratio_bounded(errors_1d):
 @pytest.mark.statement("mf-thm-meanfield")
 def test_mean_field_bound_on_compactly_supported_data():
     """The theorem itself, inside its hypotheses: mu_0 is the uniform measure on N = 300 points
-    of B(0, 0.8), compactly supported, and its solution is exactly the N-token system
+    of B(0, 0.5), compactly supported, and its solution is exactly the N-token system
     (mf-prop-empirical); the empirical measures of n of those points lie in the same ball, so
     W2(mu^n(t), mu_t) <= C(t, R0) W2(mu^n(0), mu_0) at every t with the stability constant.
     Mild parameters (an expanding V, ||A|| R0^2 ~ 0.1, depth 1/2) keep the bound informative:
