@@ -49,6 +49,8 @@ DEFAULT_OUT = ROOT / "_build" / "coursework"
 #: Seconds a cell of the answer key may run (the book's cell timeout, _config.yml).
 CELL_TIMEOUT_S = 90
 TIMES_FILE = SOURCES / "notebook_times.csv"
+#: The first line of an instructor notebook's first cell, otter's assignment config.
+ASSIGNMENT_CONFIG = "# ASSIGNMENT CONFIG"
 #: The cell ``otter assign`` puts first: the install cell goes before it.
 OTTER_INIT = "# Initialize Otter"
 #: What the first cell of ``otter assign`` becomes: ``otter.Notebook("<set>.ipynb")`` reads the
@@ -139,6 +141,24 @@ def _otter_requirement() -> str:
     return pin
 
 
+def _plain_notebook():
+    """tools/plain_notebook.py, which writes the install cell of the book's downloads."""
+    spec = importlib.util.spec_from_file_location(
+        "plain_notebook", ROOT / "tools" / "plain_notebook.py"
+    )
+    plain = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(plain)
+    return plain
+
+
+def library_requirement() -> str:
+    """The library as the install cell of the book's downloads installs it, a pip requirement
+    (``token-dynamics @ git+<repository>``)."""
+    source = _plain_notebook().install_cell(repository=_repository())["source"]
+    (requirement,) = re.findall(r'%pip install --quiet "([^"]+)"', source)
+    return requirement
+
+
 def install_cell() -> dict:
     """The first cell of a student notebook: outside this repository's environment (a plain
     Jupyter, Binder, Colab) it installs the library and otter-grader when they are missing.
@@ -146,11 +166,7 @@ def install_cell() -> dict:
     The library's part is the install cell of the book's downloads (tools/plain_notebook.py,
     which writes the requirement from the repository's URL); otter's follows it.
     """
-    spec = importlib.util.spec_from_file_location(
-        "plain_notebook", ROOT / "tools" / "plain_notebook.py"
-    )
-    plain = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(plain)
+    plain = _plain_notebook()
     empty = {"cells": [], "metadata": {}}
     (cell,) = plain.plain_notebook(empty, lambda *_: "", repository=_repository())["cells"]
     cell = nbformat.from_dict(cell)
@@ -177,12 +193,26 @@ def problem_sets() -> list[str]:
     return sorted(p.stem for p in SOURCES.glob("ps*.md"))
 
 
+def _with_requirement(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """`notebook` (an instructor notebook) whose assignment config names the library as the
+    autograder's requirement: otter writes it into the bundle's environment, so that the image
+    Gradescope builds from the bundle installs the library its tests import."""
+    config = notebook.cells[0]
+    if not config.source.startswith(ASSIGNMENT_CONFIG) or "\nrequirements: null\n" not in (
+        config.source + "\n"
+    ):
+        raise RuntimeError("the assignment config moved, or names requirements of its own")
+    line = "requirements:\n  - " + json.dumps(library_requirement())
+    config.source = (config.source + "\n").replace("requirements: null\n", line + "\n").rstrip()
+    return notebook
+
+
 def _assign(name: str, work: Path) -> Path:
     """Run ``otter assign`` on one instructor notebook; return its output folder."""
     import jupytext
 
     source = work / f"{name}.ipynb"
-    nbformat.write(jupytext.read(SOURCES / f"{name}.md"), source)
+    nbformat.write(_with_requirement(jupytext.read(SOURCES / f"{name}.md")), source)
     dist = work / "dist"
     subprocess.run(
         [sys.executable, "-m", "otter", "assign", "--no-pdfs", str(source), str(dist)],

@@ -464,6 +464,19 @@ def test_install_cell_installs_only_what_is_missing(monkeypatch):
 
 
 @pytest.mark.parametrize("name", SETS)
+def test_autograder_bundle_installs_the_library(built, name):
+    """Gradescope builds the grading image from the bundle's environment: it installs the
+    library as the student notebook's install cell does (the tests import it), with
+    otter-grader."""
+    with zipfile.ZipFile(built(name) / "autograder" / f"{name}.zip") as bundle:
+        environment = yaml.safe_load(bundle.read("environment.yml"))
+    (pip,) = [dep["pip"] for dep in environment["dependencies"] if isinstance(dep, dict)]
+    assert coursework.library_requirement() in pip, pip
+    assert coursework.library_requirement() in coursework.install_cell().source
+    assert any(req.startswith("otter-grader") for req in pip), pip
+
+
+@pytest.mark.parametrize("name", SETS)
 def test_student_notebook_starts_with_the_install_cell(built, name):
     notebook = nbformat.read(built(name) / "student" / f"{name}.ipynb", as_version=4)
     assert notebook.cells[0].source == coursework.install_cell().source
