@@ -67,7 +67,7 @@ _CODE = re.compile(
 #: repository holds the solutions: the checks page's sentence on links to it is the full
 #: edition's only).
 LEADS = (
-    "Solutions are folded",
+    "has its solution folded below it",
     "answer key",
     "make coursework",
     "autograder",
