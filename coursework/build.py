@@ -387,7 +387,10 @@ def main(argv: list[str]) -> None:
         if "--out" in args:
             i = args.index("--out")
             out, args = Path(args[i + 1]), args[:i] + args[i + 2 :]
-        found = submissions([Path(a) for a in args])
+        try:
+            found = submissions([Path(a) for a in args])
+        except (FileNotFoundError, ValueError) as err:  # a wrong path: its message, no traceback
+            raise SystemExit(str(err)) from None
         if not found:
             raise SystemExit(f"no submission (.ipynb) in {args}")
         for submission in found:

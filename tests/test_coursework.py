@@ -250,6 +250,17 @@ def test_wrong_submission_gets_partial_marks(built, tmp_path):
     assert 0 < score.total < score.max_total, score
 
 
+def test_grading_a_missing_folder_says_so_without_a_traceback(tmp_path):
+    """`make grade` without SUBMISSIONS grades `_build/submissions`: where it does not exist,
+    the command ends with the message that names it, not a traceback."""
+    missing = tmp_path / "submissions"
+    with pytest.raises(SystemExit, match=r"no submission `.*submissions`: give notebooks"):
+        coursework.main(["--grade", str(missing)])
+    (tmp_path / "notes.txt").write_text("not a notebook", encoding="utf-8")
+    with pytest.raises(SystemExit, match=r"notes\.txt` is neither a notebook"):
+        coursework.main(["--grade", str(tmp_path / "notes.txt")])
+
+
 def test_bad_problem_set_name_is_refused(tmp_path):
     with pytest.raises(ValueError, match="`names` holds unknown problem sets"):
         coursework.build(tmp_path, ["ps9_missing"])
