@@ -154,9 +154,7 @@ def _plain_notebook():
 def library_requirement() -> str:
     """The library as the install cell of the book's downloads installs it, a pip requirement
     (``token-dynamics @ git+<repository>``)."""
-    source = _plain_notebook().install_cell(repository=_repository())["source"]
-    (requirement,) = re.findall(r'%pip install --quiet "([^"]+)"', source)
-    return requirement
+    return _plain_notebook().library_requirement(_repository())
 
 
 def install_cell() -> dict:

@@ -220,6 +220,15 @@ class _Converter:
         )
 
 
+def library_requirement(repository: str, commit: str = "") -> str:
+    """The pip requirement that installs the library: ``token-dynamics @ git+<repository>``
+    (at `commit` when given), or ``token-dynamics`` by name when `repository` is empty."""
+    requirement = "token-dynamics"
+    if repository:
+        requirement += f" @ git+{repository.removesuffix('/')}" + (f"@{commit}" if commit else "")
+    return requirement
+
+
 def install_cell(repository: str, commit: str = "") -> dict:
     """The first cell of a plain notebook: installs the library when it cannot be imported.
 
@@ -238,9 +247,7 @@ def install_cell(repository: str, commit: str = "") -> dict:
     dict
         An nbformat 4 code cell, not executed.
     """
-    requirement = "token-dynamics"
-    if repository:
-        requirement += f" @ git+{repository.removesuffix('/')}" + (f"@{commit}" if commit else "")
+    requirement = library_requirement(repository, commit)
     return {
         "cell_type": "code",
         "execution_count": None,
