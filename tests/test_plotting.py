@@ -386,6 +386,43 @@ def test_loglog_fit_recovers_the_power_law():
         plt.close(fig)
 
 
+def _shown_ticks(axis, at):
+    """Positions of the visible, labelled ticks of `axis` inside its view (`at`: 0 for x)."""
+    low, high = sorted(axis.get_view_interval())
+    return {
+        round(t.get_position()[at], 6)
+        for t in axis.get_ticklabels(which="both")
+        if t.get_visible() and t.get_text().strip() and low <= t.get_position()[at] <= high
+    }
+
+
+def test_curves_on_log_axes_label_the_2_and_5_ticks_without_collisions():
+    """plot_curves labels its log axes as plot_loglog does: 50, 100, 200, 500 over n = 50 to 800
+    (matplotlib's default labels 300 and 400 too, and they collided on the stability page's
+    6-inch figure), and 2, 5, 10 for values from 1 to 20."""
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    try:
+        ns = [50, 100, 200, 400, 800]
+        plotting.plot_curves(
+            ax, ns, {"C": [1.0, 2.0, 5.0, 10.0, 20.0]}, xlabel="n", ylabel="C", logx=True, logy=True
+        )
+        fig.canvas.draw()
+        assert _shown_ticks(ax.xaxis, 0) == {50, 100, 200, 500}
+        assert _shown_ticks(ax.yaxis, 1) == {1, 2, 5, 10, 20}
+        for axis in (ax.xaxis, ax.yaxis):
+            assert not overlaps(axis.get_ticklabels(which="both"), fig.canvas.get_renderer())
+        # within a factor 2 (one 1-2-5 mark or none) matplotlib's own labels stay: 0.3 and 0.4
+        # over the masked page's distances 0.24 to 0.43, not eight labels every 0.025
+        ax.clear()
+        plotting.plot_curves(
+            ax, [0, 1, 2], {"W": [0.24, 0.3, 0.43]}, xlabel="t", ylabel="W", logy=True
+        )
+        fig.canvas.draw()
+        assert _shown_ticks(ax.yaxis, 1) == {0.3, 0.4}
+    finally:
+        plt.close(fig)
+
+
 def test_loglog_labels_the_2_and_5_ticks_over_about_a_decade():
     """Over one to two decades powers of ten alone give one or two labels: the ticks at 2 and 5
     times them are labelled too, and still do not collide on a panel a third of a page wide
@@ -393,19 +430,13 @@ def test_loglog_labels_the_2_and_5_ticks_over_about_a_decade():
     fig, ax = plt.subplots(figsize=(3.8, 3.2))
     try:
         plotting.plot_loglog(
-            ax, [8, 16, 32, 64], [0.6, 0.45, 0.3, 0.21], xlabel="N", ylabel="E", fit=True
+            ax, [8, 16, 32, 64], [0.8, 0.45, 0.3, 0.15], xlabel="N", ylabel="E", fit=True
         )
         fig.canvas.draw()
         for axis, at in ((ax.xaxis, 0), (ax.yaxis, 1)):
-            low, high = axis.get_view_interval()
-            labels = axis.get_ticklabels(which="both")
-            shown = {
-                round(t.get_position()[at], 6)
-                for t in labels
-                if t.get_visible() and t.get_text().strip() and low <= t.get_position()[at] <= high
-            }
+            shown = _shown_ticks(axis, at)
             assert shown == ({10, 20, 50} if at == 0 else {0.2, 0.5}), shown
-            assert not overlaps(labels, fig.canvas.get_renderer())
+            assert not overlaps(axis.get_ticklabels(which="both"), fig.canvas.get_renderer())
     finally:
         plt.close(fig)
 

@@ -1,6 +1,7 @@
 """Argument checks shared by the drawing helpers: the axes, colours, colour maps, opacities and
 marker sizes, indices of states, and data that matplotlib can draw (finite, real, and far enough
-below the float64 limit that its margins and transforms do not overflow).
+below the float64 limit that its margins and transforms do not overflow); and the tick labels of
+their log axes (`_log_ticks`).
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from typing import Any
 import matplotlib as mpl
 import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.axis import Axis
+from matplotlib.ticker import LogFormatterSciNotation, LogLocator, NullFormatter
 
 from .._typing import FloatArray
 from .._validation import as_real_array, check_instance, check_positive, check_real
@@ -110,3 +113,25 @@ def _log_drawable(values: FloatArray, name: str) -> FloatArray:
                 f"{MAX_LOG_REACH:g} (e.g. 1e-100 to 1e100): rescale it or drop the extremes."
             )
     return values
+
+
+def _log_ticks(axis: Axis, values: FloatArray) -> None:
+    """Tick labels of a log axis over `values` that never collide: powers of ten alone over two
+    decades or more; below, labels at 1, 2 and 5 times them where at least two of those lie
+    among the values (where powers of ten alone are too few); under that, within a factor of
+    about 4, matplotlib's own labels (at 2, 3, 4 and 6 times them)."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v) & (v > 0)]
+    if not v.size:
+        return
+    low, high = float(v.min()), float(v.max())
+    if np.log10(high / low) >= 2:
+        axis.set_minor_formatter(NullFormatter())
+        return
+    powers = 10.0 ** np.arange(np.floor(np.log10(low)), np.ceil(np.log10(high)) + 1)
+    marks = np.concatenate([powers, 2 * powers, 5 * powers])
+    if np.count_nonzero((marks >= low * (1 - 1e-9)) & (marks <= high * (1 + 1e-9))) >= 2:
+        axis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))
+        axis.set_minor_formatter(
+            LogFormatterSciNotation(labelOnlyBase=False, minor_thresholds=(2, 2))
+        )

@@ -9,16 +9,15 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 from matplotlib.axes import Axes
-from matplotlib.axis import Axis
 from matplotlib.container import ErrorbarContainer
 from matplotlib.lines import Line2D
-from matplotlib.ticker import LogFormatterSciNotation, LogLocator, NullFormatter
+from matplotlib.ticker import NullFormatter
 from matplotlib.typing import ColorType
 
 from .._typing import ArrayLike, FloatArray
 from .._validation import check_attributes, check_bool, check_positive, check_real
 from ._bands import BAND_SE
-from ._checks import _check_ax, _drawable, _log_drawable
+from ._checks import _check_ax, _drawable, _log_drawable, _log_ticks
 
 if TYPE_CHECKING:
     from ..interpolation import TikhonovSweep
@@ -30,19 +29,6 @@ __all__ = ["LOG_FLOOR", "plot_limit_grid", "plot_loglog", "plot_tikhonov"]
 #: Where a value that is exactly zero is drawn on a log axis: below the double-precision
 #: round-off (2.2e-16 relative), so that "exact" reads as such and stays on the plot.
 LOG_FLOOR = 1e-17
-
-
-def _log_ticks(axis: Axis, decades: float) -> None:
-    """Tick labels of a log axis that never collide: labels at 1, 2 and 5 times the powers of
-    ten over less than two decades (where powers of ten alone are too few), powers of ten
-    alone over more."""
-    if decades < 2:
-        axis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))
-        axis.set_minor_formatter(
-            LogFormatterSciNotation(labelOnlyBase=False, minor_thresholds=(2, 2))
-        )
-    else:
-        axis.set_minor_formatter(NullFormatter())
 
 
 def _fit_slope(x: FloatArray, y: FloatArray) -> float:
@@ -182,7 +168,7 @@ def plot_loglog(
     ax.set_xscale("log")
     ax.set_yscale("log")
     for axis, v in ((ax.xaxis, x), (ax.yaxis, y)):
-        _log_ticks(axis, float(np.log10(v.max()) - np.log10(v.min())))
+        _log_ticks(axis, v)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if any(not str(a.get_label()).startswith("_") for a in ax.get_lines()) or label or marks:

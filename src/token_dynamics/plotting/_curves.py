@@ -17,7 +17,7 @@ from matplotlib.typing import ColorType
 from .._typing import ArrayLike, FloatArray
 from .._validation import as_vector, check_attributes, check_bool, check_real
 from ..stochastic import ACTIVATIONS, kappa
-from ._checks import _check_ax, _check_color, _drawable, _log_drawable
+from ._checks import _check_ax, _check_color, _drawable, _log_drawable, _log_ticks
 
 if TYPE_CHECKING:
     from ..gradient_flow import CircleMetastability
@@ -150,8 +150,10 @@ def plot_curves(
     if logx:
         _log_drawable(x, "x")
         ax.set_xscale("log")
+        _log_ticks(ax.xaxis, x)
     if logy:
         ax.set_yscale("log")
+        _log_ticks(ax.yaxis, np.concatenate([line.get_ydata() for line in lines]))
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if legend:
