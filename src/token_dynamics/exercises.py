@@ -61,8 +61,10 @@ def _shown(answer: object) -> str:
     def plain(value: object) -> object:
         if isinstance(value, np.generic):
             return value.item()
-        if isinstance(value, tuple | list):
-            return type(value)(map(plain, value))
+        if isinstance(value, tuple):  # a named tuple too, shown as a plain one
+            return tuple(map(plain, value))
+        if isinstance(value, list):
+            return list(map(plain, value))
         if isinstance(value, Mapping):
             return {plain(k): plain(v) for k, v in value.items()}
         return value
