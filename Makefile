@@ -74,6 +74,10 @@ lint: env
 
 # the site tests need the built editions: `make site` runs them after `make build`
 SITE_TESTS := tests/test_student_edition.py tests/test_downloads.py tests/test_reader_text.py
+# what `unit` leaves to the other targets: the browser, the PDF, the backends, the GPU script and
+# the site
+NOT_UNIT := tests/browser tests/test_pdf.py tests/test_backends.py tests/test_backends_arguments.py \
+	tests/test_gpu_script.py $(SITE_TESTS)
 
 # `make test` runs the notebooks twice, not three times: `build` executes every one, `site` runs
 # every one again as a reader downloads it, in a fresh kernel with the same check of stderr as
@@ -82,7 +86,7 @@ UNIT_MARKS ?= not fullsize
 test: UNIT_MARKS = not fullsize and not notebook
 
 unit: env
-	$(BIN)/pytest -n $(JOBS) -m "$(UNIT_MARKS)" --durations=15 --ignore=tests/browser --ignore=tests/test_pdf.py --ignore=tests/test_backends.py --ignore=tests/test_backends_arguments.py --ignore=tests/test_gpu_script.py $(addprefix --ignore=,$(SITE_TESTS)) tests src
+	$(BIN)/pytest -n $(JOBS) -m "$(UNIT_MARKS)" --durations=15 $(addprefix --ignore=,$(NOT_UNIT)) tests src
 
 ## test-backends: the library on other array libraries (array-api-strict, JAX CPU, torch CPU)
 ## against numpy; installs requirements-backends.txt into .venv
@@ -107,7 +111,7 @@ test-latest:
 	$(LATEST)/bin/python -m pip install --quiet --upgrade pip
 	$(LATEST)/bin/python -m pip install --quiet --upgrade -e '.[widgets,progress]' $(LATEST_TOOLS)
 	$(LATEST)/bin/python -c "import sys, numpy, scipy, matplotlib, ot; print('Python', sys.version.split()[0], '| numpy', numpy.__version__, '| scipy', scipy.__version__, '| matplotlib', matplotlib.__version__, '| POT', ot.__version__)"
-	$(LATEST)/bin/pytest -p no:cacheprovider -n $(JOBS) -m "not fullsize" --ignore=tests/browser --ignore=tests/test_pdf.py --ignore=tests/test_backends.py --ignore=tests/test_backends_arguments.py --ignore=tests/test_gpu_script.py --ignore=tests/test_book_build.py --ignore=tests/test_coursework.py $(addprefix --ignore=,$(SITE_TESTS)) tests src
+	$(LATEST)/bin/pytest -p no:cacheprovider -n $(JOBS) -m "not fullsize" $(addprefix --ignore=,$(NOT_UNIT) tests/test_book_build.py tests/test_coursework.py) tests src
 
 ## test-fullsize: the papers' experiments at full size (minutes each; not part of `make test`)
 test-fullsize: env
