@@ -764,6 +764,10 @@ def test_layer_norm_remainder_names_its_arguments():
     # the second-order remainder ~ |eps w|^3 / 2 is not representable at |eps w| = 1e198
     with pytest.raises(FloatingPointError, match="layer-norm expansion"):
         sto.layer_norm_remainder(v, [3e200, 4e200], [1e-2, 1e-3])
+    # |v + eps w| itself overflows: numpy before 2.3 returns inf from that norm without a
+    # floating-point error (`make test-oldest`), which once surfaced as an error about `y`
+    with pytest.raises(FloatingPointError, match="layer-norm expansion"):
+        sto.layer_norm_remainder([1.0, 0.0, 0.0], [1e308, 1.0, 0.5], [0.1, 0.05, 0.025])
 
 
 @pytest.mark.statement("sto-prop-one-point")
