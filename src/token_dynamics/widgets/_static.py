@@ -139,15 +139,19 @@ def _with_static_view(box: Widget, html: str) -> Widget:
 
     A live front end (JupyterLab, Binder) shows the widget, which it ranks first; the book, whose
     build ranks HTML above widgets (``_config.yml``), shows the static view, which responds
-    without a kernel.
+    without a kernel. ipywidgets 7 (Colab's) displays a widget through ``_ipython_display_``,
+    which IPython calls instead of any bundle: there the widget is left to show itself as
+    ipywidgets means it to, and the static view is only ``box.static_html``.
     """
-    live = box._repr_mimebundle_
+    box.static_html = html
+    live = getattr(box, "_repr_mimebundle_", None)
+    if live is None:  # ipywidgets 7
+        return box
 
     def bundle(**kwargs: object) -> dict[str, object]:
         return {**(live(**kwargs) or {}), "text/html": html}
 
     box._repr_mimebundle_ = bundle
-    box.static_html = html
     return box
 
 
