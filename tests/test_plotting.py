@@ -441,6 +441,36 @@ def test_loglog_labels_the_2_and_5_ticks_over_about_a_decade():
         plt.close(fig)
 
 
+def test_short_log_axes_read_as_round_decimals():
+    """Where at most one 1-2-5 mark lies among the values (within a factor of 4), a log axis is
+    labelled at round decimals, as a linear one: 1 and 1.5 over the sigmoid ratios 1 to 1.6, where
+    matplotlib printed "1.5×10^0"; powers of ten stay for tiny values. The ticks are placed by
+    the library, not by matplotlib's locators, whose choices changed between its releases."""
+    fig, ax = plt.subplots(figsize=(4.0, 3.0))
+    try:
+        for values, expected in (
+            ([1.0, 1.3, 1.6], {1.0: "1", 1.5: "1.5"}),
+            (
+                [2.4e-7, 3e-7, 4.3e-7],
+                {3e-7: r"$\mathdefault{3\times10^{-7}}$", 4e-7: r"$\mathdefault{4\times10^{-7}}$"},
+            ),
+        ):
+            ax.clear()
+            plotting.plot_curves(ax, [0, 1, 2], {"r": values}, xlabel="t", ylabel="r", logy=True)
+            fig.canvas.draw()
+            low, high = sorted(ax.yaxis.get_view_interval())
+            shown = [
+                (t.get_position()[1], t.get_text())
+                for t in ax.yaxis.get_ticklabels(which="both")
+                if t.get_visible() and t.get_text() and low <= t.get_position()[1] <= high
+            ]
+            assert [text for _, text in shown] == list(expected.values())
+            np.testing.assert_allclose([at for at, _ in shown], list(expected), rtol=1e-12)
+            assert not overlaps(ax.yaxis.get_ticklabels(which="both"), fig.canvas.get_renderer())
+    finally:
+        plt.close(fig)
+
+
 def test_house_style_colours_survive_greyscale():
     """The first four colours of the cycle have distinct lightness (greyscale print)."""
     from matplotlib.colors import to_rgb

@@ -12,7 +12,7 @@ import matplotlib as mpl
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.axis import Axis
-from matplotlib.ticker import LogFormatterSciNotation, LogLocator, NullFormatter
+from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullFormatter
 
 from .._typing import FloatArray
 from .._validation import as_real_array, check_instance, check_positive, check_real
@@ -116,22 +116,43 @@ def _log_drawable(values: FloatArray, name: str) -> FloatArray:
 
 
 def _log_ticks(axis: Axis, values: FloatArray) -> None:
-    """Tick labels of a log axis over `values` that never collide: powers of ten alone over two
-    decades or more; below, labels at 1, 2 and 5 times them where at least two of those lie
-    among the values (where powers of ten alone are too few); under that, within a factor of
-    about 4, matplotlib's own labels (at 2, 3, 4 and 6 times them)."""
+    """Tick labels of a log axis over `values` that never collide, placed here rather than by
+    matplotlib's locators (whose choices differ between its releases: 3.8 falls back to linear
+    ticks, every one labelled, where fewer than two of the asked ones are in view).
+
+    Over two decades or more: powers of ten alone, as matplotlib puts them. Below: labels at 1, 2
+    and 5 times the powers of ten where at least two of those lie among the values; under that
+    (within a factor of 4 at most), at two to four round decimals, as on a linear axis. Labels
+    are decimals ("0.02", "1.5", "500") from 1e-3 to 1e4 and powers of ten beyond; unlabelled
+    minor ticks stay at matplotlib's places."""
     v = np.asarray(values, dtype=float)
     v = v[np.isfinite(v) & (v > 0)]
     if not v.size:
         return
     low, high = float(v.min()), float(v.max())
-    if np.log10(high / low) >= 2:
-        axis.set_minor_formatter(NullFormatter())
+    axis.set_minor_formatter(NullFormatter())
+    if np.log10(high / low) >= 2 or high <= low * (1 + 1e-9):
         return
-    powers = 10.0 ** np.arange(np.floor(np.log10(low)), np.ceil(np.log10(high)) + 1)
-    marks = np.concatenate([powers, 2 * powers, 5 * powers])
-    if np.count_nonzero((marks >= low * (1 - 1e-9)) & (marks <= high * (1 + 1e-9))) >= 2:
-        axis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))
-        axis.set_minor_formatter(
-            LogFormatterSciNotation(labelOnlyBase=False, minor_thresholds=(2, 2))
-        )
+    # marks a decade beyond the values each way: those in view are drawn, and an axis shared
+    # with panels of other values labels their marks too
+    powers = 10.0 ** np.arange(np.floor(np.log10(low)) - 1, np.ceil(np.log10(high)) + 2)
+    marks = np.sort(np.concatenate([powers, 2 * powers, 5 * powers]))
+    inside = (marks >= low * (1 - 1e-9)) & (marks <= high * (1 + 1e-9))
+    if np.count_nonzero(inside) < 2:
+        step = np.diff(MaxNLocator(nbins=3, steps=[1, 2, 5, 10]).tick_values(low, high))[0]
+        span = high - low
+        first = max(np.ceil((low - 5 * span) / step), 1.0)
+        marks = step * np.arange(first, np.floor((high + 5 * span) / step) + 1)
+    axis.set_major_locator(FixedLocator(marks.tolist()))
+    axis.set_major_formatter(FuncFormatter(_tick_label))
+
+
+def _tick_label(x: float, _: object = None) -> str:
+    """`x` as a decimal from 1e-3 to 1e4 ("0.35", "200"), in powers of ten beyond ("10^-5",
+    "2.5×10^-7", in mathtext as matplotlib writes its log labels)."""
+    if 1e-3 <= x < 1e4:
+        return f"{x:.10g}"
+    exponent = int(np.floor(np.log10(x) + 1e-9))
+    mantissa = f"{x / 10.0**exponent:.10g}"
+    text = f"10^{{{exponent}}}" if mantissa == "1" else f"{mantissa}\\times10^{{{exponent}}}"
+    return f"$\\mathdefault{{{text}}}$"
