@@ -19,7 +19,7 @@ $(error EDITION must be `full` or `student`, not `$(EDITION)`)
 endif
 
 .PHONY: book pdf test test-fullsize fuzz env lint unit build site browser pdf-check chromium poppler \
-	bench clean coursework notebooks grade test-backends test-latest
+	bench clean coursework notebooks grade test-backends test-latest test-oldest
 
 ## env: the pinned environment in .venv (re-installed when a requirements file changes)
 env: $(STAMP)
@@ -110,8 +110,30 @@ test-latest:
 	test -x $(LATEST)/bin/python || $(PYTHON) -m venv $(LATEST)
 	$(LATEST)/bin/python -m pip install --quiet --upgrade pip
 	$(LATEST)/bin/python -m pip install --quiet --upgrade -e '.[widgets,progress]' $(LATEST_TOOLS)
-	$(LATEST)/bin/python -c "import sys, numpy, scipy, matplotlib, ot; print('Python', sys.version.split()[0], '| numpy', numpy.__version__, '| scipy', scipy.__version__, '| matplotlib', matplotlib.__version__, '| POT', ot.__version__)"
-	$(LATEST)/bin/pytest -p no:cacheprovider -n $(JOBS) -m "not fullsize" $(addprefix --ignore=,$(NOT_UNIT) tests/test_book_build.py tests/test_coursework.py) tests src
+	$(call tests_in,$(LATEST))
+
+## test-oldest: the same tests on the oldest releases pyproject.toml accepts, each `>=` bound
+## exactly (tools/oldest_requirements.py), on the oldest Python it accepts (PYTHON=python3.11),
+## in .venv-oldest: what a reader gets who installs into an environment that already holds
+## older releases (Colab, a conda base). About 10 minutes; not part of `make test`: run it before
+## raising a bound or using a newer feature of a dependency
+OLDEST := .venv-oldest
+# the kernel of Colab, whose ipywidgets 7.7 the widgets bound admits; pyparsing before the 3.2
+# that deprecates what matplotlib 3.8 calls (a warning, which the tests turn into an error)
+OLDEST_TOOLS := ipython==7.34.0 ipykernel==6.17.1 "pyparsing<3.2"
+test-oldest:
+	test -x $(OLDEST)/bin/python || $(PYTHON) -m venv $(OLDEST)
+	$(OLDEST)/bin/python -m pip install --quiet --upgrade pip
+	$(OLDEST)/bin/python tools/oldest_requirements.py widgets progress > $(OLDEST)/oldest.txt
+	$(OLDEST)/bin/python -m pip install --quiet -r $(OLDEST)/oldest.txt $(OLDEST_TOOLS) \
+		-e '.[widgets,progress]' $(LATEST_TOOLS)
+	$(call tests_in,$(OLDEST))
+
+# what test-latest and test-oldest run in the environment $(1): the versions, then the tests
+define tests_in
+	$(1)/bin/python -c "import sys, numpy, scipy, matplotlib, ot, ipywidgets; print('Python', sys.version.split()[0], '| numpy', numpy.__version__, '| scipy', scipy.__version__, '| matplotlib', matplotlib.__version__, '| POT', ot.__version__, '| ipywidgets', ipywidgets.__version__)"
+	$(1)/bin/pytest -p no:cacheprovider -n $(JOBS) -m "not fullsize" $(addprefix --ignore=,$(NOT_UNIT) tests/test_book_build.py tests/test_coursework.py) tests src
+endef
 
 ## test-fullsize: the papers' experiments at full size (minutes each; not part of `make test`)
 test-fullsize: env
