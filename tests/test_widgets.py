@@ -150,6 +150,23 @@ def test_static_view_holds_one_frame_per_combination():
         assert "_ipython_display_" not in vars(box) and callable(box._ipython_display_)
 
 
+def test_a_widget_of_ipywidgets_7_is_left_to_display_itself():
+    """ipywidgets 7 (Colab's) displays a widget through ``_ipython_display_`` and has no
+    ``_repr_mimebundle_`` to extend: the explorers return such a widget unchanged, with its
+    static view as ``static_html`` (they raised AttributeError there; `make test-oldest` runs
+    them on ipywidgets 7.7.1 itself)."""
+    from token_dynamics.widgets._static import _with_static_view
+
+    class Widget7:  # the display protocol of ipywidgets 7's Widget, and nothing else
+        def _ipython_display_(self, **kwargs):
+            raise AssertionError("not called here")
+
+    box = Widget7()
+    assert _with_static_view(box, "<div>frames</div>") is box
+    assert box.static_html == "<div>frames</div>"
+    assert not hasattr(box, "_repr_mimebundle_") and set(vars(box)) == {"static_html"}
+
+
 def test_static_view_of_sliders_keeps_the_others_fixed():
     seen = []
     box = figure_sliders(
