@@ -7,6 +7,7 @@ ticks carries a label, and no two tick labels of an axis overlap once the figure
 
 import functools
 import itertools
+import re
 from types import SimpleNamespace as NS
 
 import matplotlib.pyplot as plt
@@ -467,6 +468,31 @@ def test_short_log_axes_read_as_round_decimals():
             assert [text for _, text in shown] == list(expected.values())
             np.testing.assert_allclose([at for at, _ in shown], list(expected), rtol=1e-12)
             assert not overlaps(ax.yaxis.get_ticklabels(which="both"), fig.canvas.get_renderer())
+    finally:
+        plt.close(fig)
+
+
+def test_log_ticks_count_the_curves_already_on_the_axes():
+    """A second plot_loglog on the same axes, with errors at rounding (1e-14 to 3e-14), keeps the
+    powers of ten of the first curve's twelve decades (the softmax interpolation page): labelled
+    from its own values alone, its linear ticks every 5e-15 collided in one blot."""
+    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    try:
+        taus = np.array([0.3, 0.2, 0.1, 0.01])
+        plotting.plot_loglog(ax, taus, [1e2, 1.0, 1e-8, 1e-12], xlabel="t", ylabel="e", label="a")
+        plotting.plot_loglog(
+            ax, taus, [2e-14, 3e-14, 1e-14, 2.5e-14], xlabel="t", ylabel="e", label="b"
+        )
+        fig.canvas.draw()
+        low, high = sorted(ax.yaxis.get_view_interval())
+        texts = [
+            t.get_text()
+            for t in ax.yaxis.get_ticklabels(which="both")
+            if t.get_visible() and t.get_text() and low <= t.get_position()[1] <= high
+        ]
+        assert len(texts) >= 4, texts
+        assert all(re.fullmatch(r"\$\\mathdefault\{10\^\{-?\d+\}\}\$", t) for t in texts), texts
+        assert not overlaps(ax.yaxis.get_ticklabels(which="both"), fig.canvas.get_renderer())
     finally:
         plt.close(fig)
 

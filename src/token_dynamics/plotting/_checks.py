@@ -116,16 +116,18 @@ def _log_drawable(values: FloatArray, name: str) -> FloatArray:
 
 
 def _log_ticks(axis: Axis, values: FloatArray) -> None:
-    """Tick labels of a log axis over `values` that never collide, placed here rather than by
-    matplotlib's locators (whose choices differ between its releases: 3.8 falls back to linear
-    ticks, every one labelled, where fewer than two of the asked ones are in view).
+    """Tick labels of a log axis over `values` and the data it already shows that never
+    collide, placed here rather than by matplotlib's locators (whose choices differ between its
+    releases: 3.8 falls back to linear ticks, every one labelled, where fewer than two of the
+    asked ones are in view).
 
     Over two decades or more: powers of ten alone, as matplotlib puts them. Below: labels at 1, 2
     and 5 times the powers of ten where at least two of those lie among the values; under that
     (within a factor of 4 at most), at two to four round decimals, as on a linear axis. Labels
     are decimals ("0.02", "1.5", "500") from 1e-3 to 1e4 and powers of ten beyond; unlabelled
     minor ticks stay at matplotlib's places."""
-    v = np.asarray(values, dtype=float)
+    # with what the axes already hold (an earlier call on the same axes, a curve drawn by hand)
+    v = np.concatenate([np.ravel(np.asarray(values, dtype=float)), axis.get_data_interval()])
     v = v[np.isfinite(v) & (v > 0)]
     if not v.size:
         return
