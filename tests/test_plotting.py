@@ -497,6 +497,20 @@ def test_log_ticks_count_the_curves_already_on_the_axes():
         plt.close(fig)
 
 
+def test_log_ticks_of_a_shared_axis_count_every_panel():
+    """Panels that share their y axis share its ticks: they are chosen from every panel's data
+    (0.15 to 0.9 here: 0.2 and 0.5), not from the panel drawn last (0.5 to 0.9 alone, which
+    would be labelled at 0.2, 0.4, 0.6 and 0.8)."""
+    fig, axes = plt.subplots(1, 2, figsize=(6.0, 3.0), sharey=True)
+    try:
+        for ax, ys in zip(axes, ([0.3, 0.22, 0.15], [0.9, 0.7, 0.5]), strict=True):
+            plotting.plot_loglog(ax, [8, 16, 32], ys, xlabel="N", ylabel="E")
+        fig.canvas.draw()
+        assert _shown_ticks(axes[0].yaxis, 1) == {0.2, 0.5}
+    finally:
+        plt.close(fig)
+
+
 def test_house_style_colours_survive_greyscale():
     """The first four colours of the cycle have distinct lightness (greyscale print)."""
     from matplotlib.colors import to_rgb

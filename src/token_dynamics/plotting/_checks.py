@@ -126,8 +126,13 @@ def _log_ticks(axis: Axis, values: FloatArray) -> None:
     (within a factor of 4 at most), at two to four round decimals, as on a linear axis. Labels
     are decimals ("0.02", "1.5", "500") from 1e-3 to 1e4 and powers of ten beyond; unlabelled
     minor ticks stay at matplotlib's places."""
-    # with what the axes already hold (an earlier call on the same axes, a curve drawn by hand)
-    v = np.concatenate([np.ravel(np.asarray(values, dtype=float)), axis.get_data_interval()])
+    # with what the axes already hold (an earlier call, a curve drawn by hand), and the axes
+    # that share this axis (`sharey`), whose ticks are these
+    ax = axis.axes
+    name = "x" if axis is ax.xaxis else "y"
+    shared = getattr(ax, f"get_shared_{name}_axes")().get_siblings(ax)
+    held = [getattr(a, f"{name}axis").get_data_interval() for a in shared]
+    v = np.concatenate([np.ravel(np.asarray(values, dtype=float)), *held])
     v = v[np.isfinite(v) & (v > 0)]
     if not v.size:
         return
