@@ -204,6 +204,15 @@ def test_check_instance_and_check_rtol():
     assert v.check_rtol(1e-10) == 1e-10
     with pytest.raises(ValueError, match=r"`rtol` = 1e-16 is below"):
         v.check_rtol(1e-16)  # below 100 eps, where solve_ivp would clamp it with a warning
+    # from 1 up an error as large as the solution passes: a finite number that is no answer (on
+    # scipy 1.13, rtol = 3.7e170 also made orthogonal_overlap's solve_ivp divide 0 by 0)
+    for loose in (1.0, 3.7e170):
+        with pytest.raises(ValueError, match=r"`rtol` = .* is not below 1"):
+            v.check_rtol(loose)
+    from token_dynamics.clustering import orthogonal_overlap
+
+    with pytest.raises(ValueError, match=r"`rtol` = 3\.7e\+170 is not below 1"):
+        orthogonal_overlap(4, [0.0, 1.0], beta=1.0, rtol=3.7e170)
 
 
 def test_as_symmetric_does_not_overflow_near_the_largest_float():

@@ -403,12 +403,18 @@ MIN_RTOL = 100 * np.finfo(np.float64).eps
 
 
 def check_rtol(value: object) -> float:
-    """Return the relative tolerance `rtol` after checking it is at least :data:`MIN_RTOL`."""
+    """Return the relative tolerance `rtol` after checking it is at least :data:`MIN_RTOL` and
+    below 1 (at 1 an error as large as the solution passes: the result would be no answer)."""
     rtol = check_positive(value, "rtol")
     if rtol < MIN_RTOL:
         raise ValueError(
             f"`rtol` = {rtol:g} is below {MIN_RTOL:.3g} (100 machine epsilons), which an adaptive "
             f"solver cannot honour; pass rtol >= {MIN_RTOL:.3g}."
+        )
+    if rtol >= 1:
+        raise ValueError(
+            f"`rtol` = {rtol:g} is not below 1: it accepts an error as large as the solution "
+            "itself; pass rtol < 1 (1e-6 keeps about six digits)."
         )
     return rtol
 
