@@ -80,6 +80,20 @@ def test_energy_along_and_validation():
         gf.energy_rate(A, X, X[:2])
 
 
+def test_an_energy_rate_beyond_the_float_range_is_reported():
+    """Tokens of norm 20 and A close to I: the gradient and the velocity reach ~1e175 (e^400
+    times the norm), their product 1e350. numpy's einsum overflows to inf without a floating-point
+    error, and the rate and the check's metric speed came back as inf, silently."""
+    A = np.array([[1.0, 0.2], [0.2, 0.8]])
+    X = 20.0 * np.array([[1.0, 0.0], [0.6, 0.8], [-1.0, 0.0]])
+    velocity = Unnormalised(A, np.eye(2)).velocity(X)
+    assert np.all(np.isfinite(velocity))  # the velocity itself is representable
+    with pytest.raises(FloatingPointError, match="energy rate leaves the float64 range"):
+        gf.energy_rate(A, X, velocity)
+    with pytest.raises(FloatingPointError, match=r"metric speed .* leaves the float64 range"):
+        gf.gradient_flow_check(A, np.eye(2), X)
+
+
 @pytest.mark.statement("gf-prop-first-variation")
 @pytest.mark.parametrize("seed", range(3))
 def test_gradient_is_the_particle_derivative(seed):

@@ -255,6 +255,8 @@ def energy_rate(
         probability weights.
     TypeError
         If an array argument is not real (complex, boolean, string or object).
+    FloatingPointError
+        If the rate leaves the float64 range.
 
     Examples
     --------
@@ -269,7 +271,12 @@ def energy_rate(
     if v.shape != X.shape:
         raise ValueError(f"`velocity` must have the shape of `X` {X.shape}; got {v.shape}.")
     w = as_weights(weights, n)
-    return float(np.einsum("i,ik,ik->", w, energy_gradient(A, X, weights=w), v))
+    rate = float(np.einsum("i,ik,ik->", w, energy_gradient(A, X, weights=w), v))
+    if not np.isfinite(rate):  # einsum overflows without a floating-point error
+        raise FloatingPointError(
+            "the energy rate leaves the float64 range (overflow); rescale `X`, `velocity` or `A`."
+        )
+    return rate
 
 
 @float_guard("the energy along the trajectory", "rescale `states` or `A`")

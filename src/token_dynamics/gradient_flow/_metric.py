@@ -313,6 +313,8 @@ def gradient_flow_check(
         If `kind` is unknown, `A` is not symmetric or `weights` are not probability weights.
     TwistedMetricError
         If ``V A^{-1}`` is not symmetric definite (no twisted metric).
+    FloatingPointError
+        If a quantity of the check leaves the float64 range.
 
     Examples
     --------
@@ -339,4 +341,9 @@ def gradient_flow_check(
         steep = steep / Z[:, None]
     err = float(np.abs(vel - steep).max() / max(np.abs(steep).max(), np.finfo(float).tiny))
     speed2 = float(np.einsum("i,i,ik,kl,il->", w, Z, vel, tm.metric, vel))
+    if not np.isfinite(speed2):  # einsum overflows without a floating-point error
+        raise FloatingPointError(
+            "the metric speed of the gradient-flow check leaves the float64 range (overflow); "
+            "rescale `X`, `A` or `V`."
+        )
     return GradientFlowCheck(vel, steep, err, energy_rate(A, X, vel, weights=w), speed2, tm.sign)
