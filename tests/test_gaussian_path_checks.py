@@ -113,6 +113,10 @@ def test_lyapunov_trace_bad_arguments():
         g.lyapunov_trace(np.eye(2), np.ones((2, 3, 3)))
     with pytest.raises(ValueError, match="invertible"):
         g.lyapunov_trace(np.zeros((2, 2)), np.ones((2, 2, 2)))
+    # tr(Sigma) = 2e308 overflows: reported, as the docstring promises (einsum, which computes
+    # the traces, overflows without a floating-point error: it came back as inf)
+    with pytest.raises(FloatingPointError, match=r"tr\(V\^-1 Sigma\) leaves the float64 range"):
+        g.lyapunov_trace(np.eye(2), np.array([1e308 * np.eye(2)] * 2))
 
 
 def test_covariance_path_error_refuses_an_empty_path_by_name():

@@ -92,6 +92,11 @@ def test_an_energy_rate_beyond_the_float_range_is_reported():
         gf.energy_rate(A, X, velocity)
     with pytest.raises(FloatingPointError, match=r"metric speed .* leaves the float64 range"):
         gf.gradient_flow_check(A, np.eye(2), X)
+    for normalised in (False, True):  # the closed form: the same overflow, the same report
+        with pytest.raises(FloatingPointError, match="energy rate leaves the float64 range"):
+            gf.energy_rate_formula(
+                A, (1.0 if not normalised else 1e160) * np.eye(2), X, normalised=normalised
+            )
 
 
 @pytest.mark.statement("gf-prop-first-variation")

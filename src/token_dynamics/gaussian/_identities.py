@@ -175,4 +175,10 @@ def lyapunov_trace(V: ArrayLike, covariances: GaussianPath | ArrayLike) -> Float
         Vinv = np.linalg.inv(Vs)
     except np.linalg.LinAlgError:
         raise ValueError("`V` must be invertible; it is singular.") from None
-    return np.einsum("ij,tji->t", Vinv, S)
+    traces = np.einsum("ij,tji->t", Vinv, S)
+    if not np.all(np.isfinite(traces)):  # einsum overflows without a floating-point error
+        raise FloatingPointError(
+            "the trace tr(V^-1 Sigma) leaves the float64 range (overflow); rescale "
+            "`covariances` or `V`."
+        )
+    return traces

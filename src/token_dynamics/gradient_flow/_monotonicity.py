@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._guards import float_guard
 from .._typing import ArrayLike
 from .._validation import as_real_array, as_square, as_symmetric, as_tokens, as_weights
 from ._energy import SYMMETRIC_A
@@ -56,7 +57,7 @@ def energy_rate_formula(
     ValueError
         If `A` is not symmetric or a shape disagrees.
     FloatingPointError
-        If the scores leave the float64 range.
+        If the scores or the rate leave the float64 range.
 
     References
     ----------
@@ -85,7 +86,13 @@ def energy_rate_formula(
     Z = softmax_metric_density(A=Aa, X=Xa, weights=w)
     m = attention.Softmax(Aa, np.eye(d)).velocity(Xa, weights=w)  # the weighted means m_i
     k = 1 if normalised else 2
-    return float(np.sum(w * Z**k * np.einsum("ik,kl,il->i", m, Aa @ Va, m)))
+    with float_guard("the energy rate", "rescale `X`, `A` or `V`"):
+        rate = float(np.sum(w * Z**k * np.einsum("ik,kl,il->i", m, Aa @ Va, m)))
+    if not np.isfinite(rate):  # einsum overflows without a floating-point error
+        raise FloatingPointError(
+            "the energy rate leaves the float64 range (overflow); rescale `X`, `A` or `V`."
+        )
+    return rate
 
 
 def observed_monotonicity(values: ArrayLike) -> int:
