@@ -3,6 +3,7 @@
 :func:`float_guard` is the numerical half of the failure policy: code run under it that would
 overflow, divide by zero or produce an invalid value raises ``FloatingPointError`` naming the
 quantity and the remedy, instead of returning NaN or inf with a ``RuntimeWarning``.
+:func:`checked_finite` reports, in the same words, an overflow that numpy does not flag.
 :func:`progress_bar` is the bar a long solver shows when asked (``progress=True``).
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import numpy as np
 
@@ -19,7 +20,9 @@ from ._validation import check_bool
 if TYPE_CHECKING:  # tqdm is imported only when a bar is asked for
     from tqdm import tqdm
 
-__all__ = ["float_guard", "progress_bar"]
+__all__ = ["checked_finite", "float_guard", "progress_bar"]
+
+T = TypeVar("T")
 
 
 def progress_bar(progress: object, total: float, desc: str) -> tqdm[NoReturn] | None:
@@ -58,6 +61,24 @@ def float_guard(quantity: str, fix: str) -> Iterator[None]:
             kind = str(exc).split(" encountered")[0]
             if " encountered" not in str(exc):  # already ours: pass it on unchanged
                 raise
-            raise FloatingPointError(
-                f"{quantity} leaves the float64 range ({kind}); {fix}."
-            ) from None
+            raise FloatingPointError(_left_range(quantity, kind, fix)) from None
+
+
+def _left_range(quantity: str, kind: str, fix: str) -> str:
+    return f"{quantity} leaves the float64 range ({kind}); {fix}."
+
+
+def checked_finite(value: T, quantity: str, fix: str) -> T:
+    """`value` (a float or an array) if every entry is finite; else the ``FloatingPointError``
+    :func:`float_guard` raises for an overflow. For what numpy computes without flagging an
+    overflow, which the guard cannot see: ``np.einsum`` on every numpy, ``np.linalg.norm``
+    before numpy 2.3.
+
+    >>> checked_finite(np.einsum("i,i->", [1e200, 1e200], [1e200, 1e200]), "the sum", "rescale")
+    Traceback (most recent call last):
+    ...
+    FloatingPointError: the sum leaves the float64 range (overflow); rescale.
+    """
+    if not np.all(np.isfinite(np.asarray(value))):
+        raise FloatingPointError(_left_range(quantity, "overflow", fix))
+    return value

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._guards import float_guard
+from .._guards import checked_finite, float_guard
 from .._typing import ArrayLike, FloatArray
 from .._validation import as_covariance, as_real_array, as_symmetric, check_instance, check_real
 from ._equations import SoftmaxMoments
@@ -176,9 +176,4 @@ def lyapunov_trace(V: ArrayLike, covariances: GaussianPath | ArrayLike) -> Float
     except np.linalg.LinAlgError:
         raise ValueError("`V` must be invertible; it is singular.") from None
     traces = np.einsum("ij,tji->t", Vinv, S)
-    if not np.all(np.isfinite(traces)):  # einsum overflows without a floating-point error
-        raise FloatingPointError(
-            "the trace tr(V^-1 Sigma) leaves the float64 range (overflow); rescale "
-            "`covariances` or `V`."
-        )
-    return traces
+    return checked_finite(traces, "the trace tr(V^-1 Sigma)", "rescale `covariances` or `V`")

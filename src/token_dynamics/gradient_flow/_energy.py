@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._guards import float_guard
+from .._guards import checked_finite, float_guard
 from .._typing import ArrayLike, FloatArray
 from .._validation import (
     MATRIX_RTOL,
@@ -272,11 +272,7 @@ def energy_rate(
         raise ValueError(f"`velocity` must have the shape of `X` {X.shape}; got {v.shape}.")
     w = as_weights(weights, n)
     rate = float(np.einsum("i,ik,ik->", w, energy_gradient(A, X, weights=w), v))
-    if not np.isfinite(rate):  # einsum overflows without a floating-point error
-        raise FloatingPointError(
-            "the energy rate leaves the float64 range (overflow); rescale `X`, `velocity` or `A`."
-        )
-    return rate
+    return checked_finite(rate, "the energy rate", "rescale `X`, `velocity` or `A`")
 
 
 @float_guard("the energy along the trajectory", "rescale `states` or `A`")

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._guards import float_guard
+from .._guards import checked_finite, float_guard
 from .._typing import ArrayLike, FloatArray
 from .._validation import MATRIX_RTOL, as_square, as_symmetric, as_tokens, as_weights
 from ._energy import SYMMETRIC_A, _measure_args, energy_gradient, energy_rate
@@ -340,10 +340,9 @@ def gradient_flow_check(
         Z = softmax_metric_density(A, X, weights=w)
         steep = steep / Z[:, None]
     err = float(np.abs(vel - steep).max() / max(np.abs(steep).max(), np.finfo(float).tiny))
-    speed2 = float(np.einsum("i,i,ik,kl,il->", w, Z, vel, tm.metric, vel))
-    if not np.isfinite(speed2):  # einsum overflows without a floating-point error
-        raise FloatingPointError(
-            "the metric speed of the gradient-flow check leaves the float64 range (overflow); "
-            "rescale `X`, `A` or `V`."
-        )
+    speed2 = checked_finite(
+        float(np.einsum("i,i,ik,kl,il->", w, Z, vel, tm.metric, vel)),
+        "the metric speed of the gradient-flow check",
+        "rescale `X`, `A` or `V`",
+    )
     return GradientFlowCheck(vel, steep, err, energy_rate(A, X, vel, weights=w), speed2, tm.sign)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._guards import float_guard
+from .._guards import checked_finite, float_guard
 from .._typing import ArrayLike
 from .._validation import as_real_array, as_square, as_symmetric, as_tokens, as_weights
 from ._energy import SYMMETRIC_A
@@ -86,13 +86,10 @@ def energy_rate_formula(
     Z = softmax_metric_density(A=Aa, X=Xa, weights=w)
     m = attention.Softmax(Aa, np.eye(d)).velocity(Xa, weights=w)  # the weighted means m_i
     k = 1 if normalised else 2
-    with float_guard("the energy rate", "rescale `X`, `A` or `V`"):
+    fix = "rescale `X`, `A` or `V`"
+    with float_guard("the energy rate", fix):
         rate = float(np.sum(w * Z**k * np.einsum("ik,kl,il->i", m, Aa @ Va, m)))
-    if not np.isfinite(rate):  # einsum overflows without a floating-point error
-        raise FloatingPointError(
-            "the energy rate leaves the float64 range (overflow); rescale `X`, `A` or `V`."
-        )
-    return rate
+    return checked_finite(rate, "the energy rate", fix)
 
 
 def observed_monotonicity(values: ArrayLike) -> int:

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._guards import float_guard
+from .._guards import checked_finite, float_guard
 from .._typing import ArrayLike, SeedLike
 from .._validation import as_real_array, as_rng, as_vector, check_int
-from ..attention._base import finite_result
 from ..diagnostics import fit_power_law
 from ._estimates import ConvergenceStudy, _study
 from ._mlp import _as_initial, _draw_weights, _mlp
@@ -93,9 +92,8 @@ def layer_norm_remainder(
             if order == 2:
                 approx = approx - (v @ x) * Pw - 0.5 * (Pw @ Pw) * v
             remainders.append(np.linalg.norm(exact - approx))
-    # before numpy 2.3 `np.linalg.norm` overflows to inf without a floating-point error, which
-    # the guard above then misses: the remainders are checked as well
-    rem = finite_result(np, np.array(remainders), "the remainder of the layer-norm expansion", fix)
+    # before numpy 2.3 `np.linalg.norm` overflows without a floating-point error, unseen above
+    rem = checked_finite(np.array(remainders), "the remainder of the layer-norm expansion", fix)
     if np.any(rem == 0):
         raise ValueError(
             f"the remainder vanished to rounding at some `scales` (|eps w|^{order + 1} is below "
