@@ -387,14 +387,20 @@ def test_loglog_fit_recovers_the_power_law():
         plt.close(fig)
 
 
-def _shown_ticks(axis, at):
-    """Positions of the visible, labelled ticks of `axis` inside its view (`at`: 0 for x)."""
+def _shown_labels(axis, at):
+    """(position, text) of the visible, labelled ticks of `axis` inside its view, in order (`at`:
+    0 for x)."""
     low, high = sorted(axis.get_view_interval())
-    return {
-        round(t.get_position()[at], 6)
+    return [
+        (t.get_position()[at], t.get_text())
         for t in axis.get_ticklabels(which="both")
         if t.get_visible() and t.get_text().strip() and low <= t.get_position()[at] <= high
-    }
+    ]
+
+
+def _shown_ticks(axis, at):
+    """Positions of the visible, labelled ticks of `axis` inside its view (`at`: 0 for x)."""
+    return {round(position, 6) for position, _ in _shown_labels(axis, at)}
 
 
 def test_curves_on_log_axes_label_the_2_and_5_ticks_without_collisions():
@@ -459,12 +465,7 @@ def test_short_log_axes_read_as_round_decimals():
             ax.clear()
             plotting.plot_curves(ax, [0, 1, 2], {"r": values}, xlabel="t", ylabel="r", logy=True)
             fig.canvas.draw()
-            low, high = sorted(ax.yaxis.get_view_interval())
-            shown = [
-                (t.get_position()[1], t.get_text())
-                for t in ax.yaxis.get_ticklabels(which="both")
-                if t.get_visible() and t.get_text() and low <= t.get_position()[1] <= high
-            ]
+            shown = _shown_labels(ax.yaxis, 1)
             assert [text for _, text in shown] == list(expected.values())
             np.testing.assert_allclose([at for at, _ in shown], list(expected), rtol=1e-12)
             assert not overlaps(ax.yaxis.get_ticklabels(which="both"), fig.canvas.get_renderer())
@@ -484,12 +485,7 @@ def test_log_ticks_count_the_curves_already_on_the_axes():
             ax, taus, [2e-14, 3e-14, 1e-14, 2.5e-14], xlabel="t", ylabel="e", label="b"
         )
         fig.canvas.draw()
-        low, high = sorted(ax.yaxis.get_view_interval())
-        texts = [
-            t.get_text()
-            for t in ax.yaxis.get_ticklabels(which="both")
-            if t.get_visible() and t.get_text() and low <= t.get_position()[1] <= high
-        ]
+        texts = [text for _, text in _shown_labels(ax.yaxis, 1)]
         assert len(texts) >= 4, texts
         assert all(re.fullmatch(r"\$\\mathdefault\{10\^\{-?\d+\}\}\$", t) for t in texts), texts
         assert not overlaps(ax.yaxis.get_ticklabels(which="both"), fig.canvas.get_renderer())

@@ -115,8 +115,8 @@ def _log_drawable(values: FloatArray, name: str) -> FloatArray:
     return values
 
 
-def _log_ticks(axis: Axis, values: FloatArray) -> None:
-    """Tick labels of a log axis over `values` and the data it already shows that never
+def _log_ticks(axis: Axis) -> None:
+    """Tick labels of a log axis over the data it shows (with the axes sharing it) that never
     collide, placed here rather than by matplotlib's locators (whose choices differ between its
     releases: 3.8 falls back to linear ticks, every one labelled, where fewer than two of the
     asked ones are in view).
@@ -126,13 +126,12 @@ def _log_ticks(axis: Axis, values: FloatArray) -> None:
     (within a factor of 4 at most), at two to four round decimals, as on a linear axis. Labels
     are decimals ("0.02", "1.5", "500") from 1e-3 to 1e4 and powers of ten beyond; unlabelled
     minor ticks stay at matplotlib's places."""
-    # with what the axes already hold (an earlier call, a curve drawn by hand), and the axes
-    # that share this axis (`sharey`), whose ticks are these
+    # everything the axes hold (an earlier call, a curve drawn by hand), and the axes that
+    # share this axis (`sharey`), whose ticks are these
     ax = axis.axes
     name = "x" if axis is ax.xaxis else "y"
     shared = getattr(ax, f"get_shared_{name}_axes")().get_siblings(ax)
-    held = [getattr(a, f"{name}axis").get_data_interval() for a in shared]
-    v = np.concatenate([np.ravel(np.asarray(values, dtype=float)), *held])
+    v = np.concatenate([getattr(a, f"{name}axis").get_data_interval() for a in shared])
     v = v[np.isfinite(v) & (v > 0)]
     if not v.size:
         return

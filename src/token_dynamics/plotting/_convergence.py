@@ -167,8 +167,8 @@ def plot_loglog(
         artists.append(ax.axvline(value, color="0.4", ls="--", lw=1, label=name))
     ax.set_xscale("log")
     ax.set_yscale("log")
-    for axis, v in ((ax.xaxis, x), (ax.yaxis, y)):
-        _log_ticks(axis, v)
+    for axis in (ax.xaxis, ax.yaxis):
+        _log_ticks(axis)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if any(not str(a.get_label()).startswith("_") for a in ax.get_lines()) or label or marks:

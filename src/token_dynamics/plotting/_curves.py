@@ -150,10 +150,10 @@ def plot_curves(
     if logx:
         _log_drawable(x, "x")
         ax.set_xscale("log")
-        _log_ticks(ax.xaxis, x)
+        _log_ticks(ax.xaxis)
     if logy:
         ax.set_yscale("log")
-        _log_ticks(ax.yaxis, np.concatenate([line.get_ydata() for line in lines]))
+        _log_ticks(ax.yaxis)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if legend:
