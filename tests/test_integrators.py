@@ -329,6 +329,23 @@ def test_default_euler_meets_its_tolerance(linear_problem):
     assert np.all(np.linalg.norm(traj.final - exact, axis=-1) <= 2 * tol)
 
 
+def test_default_step_is_not_read_from_two_runs_that_agree_by_chance():
+    """x' = sin^2(4 pi t) M x vanishes at every stage time of one and of two RK4 steps on
+    [0, 1] (multiples of 1/4), so those two runs both return X0 and agree exactly: the estimate
+    0 was accepted at the first comparison ("completed", 2 steps, an error of 0.6). The
+    estimate must have stopped growing, which needs a comparison before it."""
+    M = np.array([[0.5, 1.0], [-1.0, 0.5]])
+    X0 = np.array([[1.0, 0.0], [0.0, 1.0], [0.6, -0.8]])
+    traj = integrate(lambda t, X: np.sin(4 * np.pi * t) ** 2 * X @ M.T, X0, [0.0, 1.0])
+    # the flow of a scalar multiple of M: X0 e^{M int_0^1 sin^2} = X0 e^{M / 2}
+    exact = X0 @ expm(M / 2).T
+    rtol, atol = DEFAULT_TOLERANCES["rk4"]
+    assert traj.status == "completed" and traj.n_steps > 2
+    # the Richardson estimate is the error up to a relative O(h): twice the tolerance bounds it
+    tol = atol + rtol * np.linalg.norm(exact, axis=-1)
+    assert np.all(np.linalg.norm(traj.final - exact, axis=-1) <= 2 * tol)
+
+
 @pytest.mark.parametrize("method", ["euler", "rk4"])
 def test_default_step_from_tokens_at_the_origin_returns(method):
     """x' = x + 1 from x = 0: the rate |f| / |x| of the first step count is infinite (it asked

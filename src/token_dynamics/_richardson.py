@@ -80,7 +80,10 @@ def refine(
                 diff = _row_norms(fine64 - coarse) / (2**order - 1)
                 error = float(diff.max())
                 met = bool(np.all(diff <= atol + rtol * _row_norms(fine64)))
-            if (met and error <= previous) or finest:
+            # ``previous`` finite: an estimate is accepted once it has not grown since the last
+            # one, so never from the first comparison (two coarse runs that agree by chance: a
+            # field sampled at the same zeros by one and two steps gave 0 for an error of 0.6)
+            if (met and error <= previous < math.inf) or finest:
                 return Refined(fine, substeps, error, met)
             previous = error
         elif finest:  # a failed run before this one: nothing to compare with
