@@ -244,9 +244,12 @@ def integrate(
         so that tokens at the origin start somewhere), and all steps are halved until
         the Richardson estimate of the global error, :math:`(X_{h/2} - X_h)/(2^p - 1)`, is
         within ``atol + rtol |x_i|`` for every token (in the Euclidean norm of its row) at
-        every output time (for at most ``2^12`` steps; beyond
-        that the result says ``"tolerance_not_met"`` and a :class:`ToleranceWarning` is
-        raised). ``solve_ivp``: the maximal step (no limit if ``None``).
+        every output time, and has not grown since the halving before (so three runs at
+        least: two coarse runs may agree by chance). At most ``2^12`` steps: beyond that the
+        result says ``"tolerance_not_met"`` and a :class:`ToleranceWarning` is raised. A
+        field that vanishes at every time the runs sample can still mislead the estimate, as
+        it can any estimate read from samples of the field. ``solve_ivp``: the maximal step
+        (no limit if ``None``).
     geometry : {"euclidean", "sphere"}
     rtol, atol : float, optional
         Tolerances: of ``solve_ivp``'s local error control, and of the estimated global error
