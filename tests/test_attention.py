@@ -270,6 +270,26 @@ def test_sinkhorn_log_domain_survives_a_wide_cost_spread():
         np.testing.assert_allclose(np.exp(log_plan), res.plan, rtol=1e-12, atol=0)
 
 
+def test_sinkhorn_plan_with_a_massless_token_raises_no_numpy_warning():
+    """A zero weight in a symmetric problem whose first update overflows (scores of 1e3 eps):
+    the log-sum-exp iterations took ``0 * expm1(inf)`` for the massless entry, and numpy's
+    overflow and invalid-value warnings escaped (errors under this suite's filterwarnings),
+    against the failure policy. The massless entry now adds nothing to the marginal error: the
+    plan is that of the problem without it, to the tolerance."""
+    X = np.random.default_rng(3).standard_normal((6, 2))
+    S = 10.0 * X @ X.T
+    a = np.array([0.0, 0.2, 0.2, 0.2, 0.2, 0.2])
+    res = sinkhorn_plan(S, 0.01, a=a, b=a)
+    ref = sinkhorn_plan(S[1:, 1:], 0.01)
+    assert res.converged and res.marginal_error <= 1e-9
+    np.testing.assert_array_equal(res.plan[0], 0.0)
+    # both plans meet the l1 tolerance 1e-9 on the same marginals of a strictly convex problem
+    np.testing.assert_allclose(res.plan[1:, 1:], ref.plan, rtol=0, atol=1e-8)
+    # the alternating iterations (a != b), same massless entries: no warning either
+    alt = sinkhorn_plan(S, 0.01, a=a, b=a[::-1].copy(), max_iter=10)
+    assert np.isfinite(alt.marginal_error)
+
+
 @pytest.mark.parametrize("symmetric", [True, False])
 @pytest.mark.parametrize("eps", [0.3, 1.0])
 def test_sinkhorn_plan_matches_pot(symmetric, eps):

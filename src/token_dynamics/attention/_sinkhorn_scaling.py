@@ -168,6 +168,15 @@ def _out_of_range(x: FloatArray) -> bool:
     return not (x.min() >= 1.0 / hi and x.max() <= hi)
 
 
+def _marginal_error(w: FloatArray, log_ratio: FloatArray) -> float:
+    """``sum_i |w_i (e^{log_ratio_i} - 1)|``, the l1 error of a marginal ``w`` whose sums are
+    ``w e^log_ratio``. A massless entry (``w_i = 0``, potential unbounded) adds nothing, where
+    ``0 * expm1`` of an overflowing ratio would be NaN; a ratio that overflows is an infinite
+    error (far from converged), not a warning."""
+    with np.errstate(over="ignore"):
+        return float(np.sum(np.abs(w * np.expm1(np.where(w > 0, log_ratio, 0.0)))))
+
+
 def alternating_iterations(K, log_a, log_b, tol, max_iter):
     """Alternate exact row and column updates in log-sum-exp form; stop on the column error
     (the rows are exact). Returns ``(u, v, n_iter, converged)``."""
@@ -176,7 +185,7 @@ def alternating_iterations(K, log_a, log_b, tol, max_iter):
     n_iter = 0
     while True:
         L = logsumexp(K + (u + log_a)[:, None], axis=0)  # column log-sums of the current plan
-        if float(np.sum(np.abs(np.exp(log_b) * np.expm1(v + L)))) <= tol:
+        if _marginal_error(np.exp(log_b), v + L) <= tol:
             return u, v, n_iter, True
         if n_iter >= max_iter:
             return u, v, n_iter, False
@@ -280,7 +289,7 @@ def symmetric_iterations(K, log_a, tol, max_iter):
     updates = 0
     while True:
         T = -logsumexp(K + (u + log_a)[None, :], axis=1)
-        err = float(np.sum(np.abs(a * np.expm1(u - T))))  # row (= column) error
+        err = _marginal_error(a, u - T)  # row (= column) error
         if err <= tol or updates >= 2 * max_iter:
             return u, (updates + 1) // 2, err <= tol
         u = u + relax.update(err) * (T - u)
