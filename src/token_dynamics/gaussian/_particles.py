@@ -13,7 +13,17 @@ from .._validation import as_covariance, as_rng, as_times, as_vector, check_int
 from ..attention import AttentionField
 from ._path import GaussianPath
 
-__all__ = ["ParticleMoments", "moment_matched_cloud", "particle_moments"]
+__all__ = ["JACKKNIFE_GROUPS", "ParticleMoments", "moment_matched_cloud", "particle_moments"]
+
+#: Groups of initial tokens of the jackknife behind :func:`particle_moments`' standard errors:
+#: one more run of the particles per group. The tokens interact, so the moments at time t are
+#: a function of the whole initial sample, and the spread of the tokens at time t (the i.i.d.
+#: formula std / sqrt(n)) is not their error: measured over 200 seeds (n = 200, softmax,
+#: a = -1/2, v = 1, t = 2), +-2 such errors held the exact mean 22 % of the time. Deleting a
+#: group and running again follows each group's influence through the interaction; 10 groups
+#: give an error with 9 degrees of freedom (+-2 of it cover about 92 % of a Gaussian error,
+#: +-3 about 98.5 %) for eleven runs.
+JACKKNIFE_GROUPS = 10
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -31,9 +41,10 @@ class ParticleMoments(GaussianPath):
         empirical measure).
     status, message : as for :class:`GaussianPath` (``"completed"``: the particle run raises
         ``FloatingPointError`` instead of returning a failed path).
-    mean_stderr : (T, d) standard errors of the means, ``std / sqrt(n)``.
-    cov_stderr : (T, d, d) standard errors of the covariance entries, from the empirical
-        variance of ``(x_j - m_j)(x_k - m_k)`` over the tokens, divided by ``sqrt(n)``.
+    mean_stderr : (T, d) standard errors of the means against the mean-field moments: the
+        grouped jackknife over the initial tokens (:data:`JACKKNIFE_GROUPS` runs, each
+        without one group), which counts the initial tokens as the independent units.
+    cov_stderr : (T, d, d) standard errors of the covariance entries, the same jackknife.
     n : int, number of tokens.
 
     Examples
@@ -109,10 +120,13 @@ def moment_matched_cloud(
             f"`n` = {n} tokens cannot match a covariance in d = {m.shape[0]} dimensions: a centred "
             f"cloud of n points spans at most n - 1 directions. Pass n >= {m.shape[0] + 1}."
         )
-    gen = as_rng(rng)
-    Z = gen.standard_normal((n, m.shape[0]))
-    Z -= Z.mean(axis=0)
-    W = psd_sqrt(Z.T @ Z / n)
+    return _matched(as_rng(rng).standard_normal((n, m.shape[0])), m, S)
+
+
+def _matched(Z: FloatArray, m: FloatArray, S: FloatArray) -> FloatArray:
+    """The draws ``Z`` (n, d) mapped affinely onto the mean ``m`` and covariance ``S``."""
+    Z = Z - Z.mean(axis=0)
+    W = psd_sqrt(Z.T @ Z / Z.shape[0])
     Z = Z @ np.linalg.inv(W)  # white: Z^T Z / n = I (W is invertible a.s. once n > d)
     return m + Z @ psd_sqrt(S)
 
@@ -139,7 +153,19 @@ def particle_moments(
         \hat\Sigma(t) = \frac1n\sum_i \big(x_i(t) - \hat\alpha(t)\big)
         \big(x_i(t) - \hat\alpha(t)\big)^\top,
 
-    each with its Monte-Carlo standard error, of order :math:`n^{-1/2}`.
+    each with its Monte-Carlo standard error, of order :math:`n^{-1/2}`: the grouped
+    jackknife over the initial tokens. The run is repeated without each of
+    :data:`JACKKNIFE_GROUPS` groups of ``G`` equal parts of the initial sample (moment matched
+    again when `moment_match`), and
+
+    .. math:: \mathrm{SE} = \Big(\frac{G-1}{G}\sum_{g=1}^G
+              (\hat\theta_{(g)} - \bar\theta)^2\Big)^{1/2},
+
+    :math:`\hat\theta_{(g)}` the moments of the run without group ``g``. The tokens interact,
+    so the sampling error of the initial cloud propagates through the dynamics: the spread of
+    the tokens at time ``t`` does not measure it. Near a blow-up of the moment ODE the
+    particles' moments also carry a bias of order :math:`1/n` with a growing constant, which
+    no standard error states.
 
     Parameters
     ----------
@@ -152,7 +178,9 @@ def particle_moments(
     times : array_like, shape (T,)
         Increasing output times, ``times[0]`` the initial time.
     n : int
-        Number of tokens, at least 2.
+        Number of tokens, at least 2 (at least ``d + 2`` with `moment_match`: a cloud without
+        one jackknife group is matched again). The run is repeated ``min(n,``
+        :data:`JACKKNIFE_GROUPS` ``)`` times for the standard errors.
     rng : Generator, int or None, keyword-only
         Source of the initial sample.
     method, dt : keyword-only
@@ -167,6 +195,8 @@ def particle_moments(
 
     Raises
     ------
+    ValueError
+        If `n` is too small for the jackknife with `moment_match` (``n < d + 2``).
     FloatingPointError
         From the integrator, if the tokens overflow (the Gaussian law blew up before the
         last time).
@@ -192,28 +222,46 @@ def particle_moments(
     m0 = as_vector(mean0, "mean0")
     S0 = as_covariance(cov0, "cov0", d=m0.shape[0])
     t = as_times(times)
-    if moment_match:
-        X0 = moment_matched_cloud(n, m0, S0, rng=rng)
+    groups = np.array_split(np.arange(n), min(n, JACKKNIFE_GROUPS))
+    if moment_match and n - groups[0].size <= m0.shape[0]:
+        raise ValueError(
+            f"`n` = {n} tokens leave {n - groups[0].size} without a jackknife group, too few to "
+            f"match a covariance in d = {m0.shape[0]} dimensions; pass n >= {m0.shape[0] + 2} "
+            "or moment_match=False."
+        )
+    gen = as_rng(rng)
+    if moment_match:  # the draws of moment_matched_cloud, kept to match each group's complement
+        Z = gen.standard_normal((n, m0.shape[0]))
+        X0 = _matched(Z, m0, S0)
     else:
-        X0 = sampling.gaussian_cloud(n, m0, S0, rng=as_rng(rng))
-    traj = integrators.integrate(field, X0, t, method=method, dt=dt)
-    T, d = t.size, m0.shape[0]
-    means = np.empty((T, d))
-    covs = np.empty((T, d, d))
-    mean_se = np.empty((T, d))
-    cov_se = np.empty((T, d, d))
-    for k, X in enumerate(traj.states):
-        means[k] = diagnostics.empirical_mean(X)
-        covs[k] = diagnostics.empirical_covariance(X)
-        Y = X - means[k]
-        mean_se[k] = Y.std(axis=0) / np.sqrt(n)
-        prods = Y[:, :, None] * Y[:, None, :]
-        cov_se[k] = prods.std(axis=0) / np.sqrt(n)
+        X0 = Z = sampling.gaussian_cloud(n, m0, S0, rng=gen)
+
+    def moments(X0: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+        traj = integrators.integrate(field, X0, t, method=method, dt=dt)
+        means = np.stack([diagnostics.empirical_mean(X) for X in traj.states])
+        covs = np.stack([diagnostics.empirical_covariance(X) for X in traj.states])
+        return traj.times, means, covs
+
+    times_out, means, covs = moments(X0)
+    rep_means, rep_covs = [], []
+    for g in groups:
+        keep = np.ones(n, dtype=bool)
+        keep[g] = False
+        _, m_g, c_g = moments(_matched(Z[keep], m0, S0) if moment_match else Z[keep])
+        rep_means.append(m_g)
+        rep_covs.append(c_g)
     return ParticleMoments(
-        times=traj.times.copy(),
+        times=times_out.copy(),
         means=means,
         covariances=covs,
-        mean_stderr=mean_se,
-        cov_stderr=cov_se,
+        mean_stderr=_jackknife_stderr(np.stack(rep_means)),
+        cov_stderr=_jackknife_stderr(np.stack(rep_covs)),
         n=n,
     )
+
+
+def _jackknife_stderr(replicates: FloatArray) -> FloatArray:
+    """Grouped jackknife standard error from the ``G`` delete-a-group replicates (axis 0)."""
+    G = replicates.shape[0]
+    dev = replicates - replicates.mean(axis=0)
+    return np.sqrt((G - 1) / G * np.sum(dev * dev, axis=0))
