@@ -93,7 +93,8 @@ class MomentGapStudy:
         The log-log fit of ``rms`` against ``ns``; its ``slope`` is close to :math:`-1/2`.
     step_error : float or None
         With the default ``dt=None``, the largest estimated global error of the particle runs
-        (step doubling, relative to the tokens' norms); ``None`` for an explicit `dt`.
+        (step doubling: the largest norm of a token's error, in the tokens' units); ``None``
+        for an explicit `dt`.
 
     Examples
     --------

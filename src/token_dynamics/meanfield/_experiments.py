@@ -49,7 +49,8 @@ class MeanFieldErrors:
         Fit of the seed-mean of ``final`` against ``ns``.
     step_error : float or None
         With the default ``dt=None``, the largest estimated global error of the particle runs
-        (step doubling, relative to the tokens' norms; see
+        (step doubling: the largest norm of a token's error, in the tokens' units, whose
+        tolerance is relative to their norms; see
         :func:`token_dynamics.integrators.integrate`); ``None`` for an explicit `dt`.
 
     Examples
@@ -235,7 +236,8 @@ class StabilityRun:
         ``distance / distance[0]``: the measured stability constant.
     step_error : float or None
         With the default ``dt=None``, the larger estimated global error of the two RK4 runs
-        (relative to the tokens' norms); ``None`` for an explicit `dt`.
+        (the largest norm of a token's error, in the tokens' units); ``None`` for an explicit
+        `dt`.
 
     Examples
     --------
