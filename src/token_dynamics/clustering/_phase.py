@@ -37,7 +37,10 @@ class PhaseDiagram:
         :math:`\langle x_i, x_j\rangle >` `threshold`: the probability that two tokens have
         clustered.
     stderr : ndarray, shape (B, T)
-        Standard error of that mean over the systems.
+        Standard error of that mean over the systems, ``std / sqrt(n_systems)`` (``ddof=1``):
+        ``nan`` when ``n_systems = 1``, which gives no spread to estimate it from, and 0 where
+        every system gives the same fraction (all pairs clustered, or none), where this normal
+        approximation understates the uncertainty of a fraction near 0 or 1.
     n, d, n_systems : int
     threshold : float
     dynamics : str
