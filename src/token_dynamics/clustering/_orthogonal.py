@@ -119,8 +119,10 @@ def orthogonal_overlap(
 
     At :math:`\beta = 0` both read :math:`\dot\gamma = \frac2n(1-\gamma)(1+(n-1)\gamma)`, solved by
     :math:`\gamma_0(t) = (e^{2t} - 1)/(e^{2t} + n - 1)`. Integrated by ``solve_ivp`` (DOP853) at
-    the given tolerances, which the result meets (the right-hand side is smooth and bounded on
-    :math:`[0, 1]`, an invariant interval).
+    the given tolerances (the right-hand side is smooth and bounded on :math:`[0, 1]`, an
+    invariant interval). They bound each step's error; the global error gathers the steps' and
+    can exceed `rtol` on long runs (``n = 2``, ``beta = 20``: 6e-9 at ``t = 1.2e7``, where
+    ``gamma = 0.99`` rises by 2e-2 per unit time, against the solution in 40 digits).
 
     Parameters
     ----------
