@@ -813,6 +813,18 @@ BAD_ARGUMENTS = {
         ValueError,
         "scale",
     ),
+    # 6.4 x 4.8 inches at 100 dpi: 11 x 640 x 11 x 480 = 37 million pixels, each side far
+    # below Agg's 65536 (at scale 16: 10 s and 0.9 GB; at 29 the fuzz's call passed 20 s)
+    "figure png: an image of too many pixels for a screen": (
+        lambda ax: plotting.figure_png(ax.figure, scale=11.0, dpi=100.0),
+        ValueError,
+        "scale",
+    ),
+    "animate: an image of too many pixels for a screen": (
+        lambda ax: plotting.animate(TRAJ, figsize=(6.4, 4.8), dpi=1100.0),
+        ValueError,
+        "dpi",
+    ),
     "animate: an image too large to render": (
         lambda ax: plotting.animate(TRAJ, dpi=1e6),
         ValueError,

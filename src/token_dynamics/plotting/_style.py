@@ -55,6 +55,13 @@ STYLE: dict[str, Any] = {
 PNG_COLORS = 128
 #: Largest side of a rendered image, in pixels: the limit of matplotlib's Agg renderer (2^16).
 MAX_PIXELS = 2**16
+#: Most pixels of a rendered image: 2^25, a 5800 x 5800 image, 128 MiB as the RGBA buffer
+#: matplotlib draws into (a default 6.4 x 4.8 inch figure at 100 dpi up to a scale of 10.4).
+#: Screen images need a scale of 2 or 3; beyond, time and memory grow with the pixels on the
+#: way to the square of Agg's limit: figure_png at scale 16 (79 million pixels) took 10 s and
+#: 0.9 GB more memory than at scale 2 on the project's 2-core VM, and at scale 29 it passed
+#: the fuzz's 20 s limit; a few such images stop a Binder kernel (2 GB).
+MAX_IMAGE_PIXELS = 2**25
 
 
 def _compress_png(png: bytes, *, colors: int = PNG_COLORS) -> bytes:
@@ -83,11 +90,18 @@ def _compress_png(png: bytes, *, colors: int = PNG_COLORS) -> bytes:
 
 
 def _check_pixels(size_inches: Any, dpi: float, name: str) -> None:
-    """Refuse a figure whose image would exceed :data:`MAX_PIXELS` on a side at `dpi`."""
-    if max(size_inches) * dpi >= MAX_PIXELS:
+    """Refuse a figure whose image would exceed :data:`MAX_PIXELS` on a side or
+    :data:`MAX_IMAGE_PIXELS` in all at `dpi`."""
+    width, height = (float(side) * dpi for side in size_inches)
+    if max(width, height) >= MAX_PIXELS:
         raise ValueError(
-            f"`{name}` give an image of {max(size_inches) * dpi:.3g} pixels on a side, beyond "
+            f"`{name}` give an image of {max(width, height):.3g} pixels on a side, beyond "
             f"the {MAX_PIXELS} matplotlib can render; lower them."
+        )
+    if width * height > MAX_IMAGE_PIXELS:
+        raise ValueError(
+            f"`{name}` give an image of {width:.0f} x {height:.0f} pixels, beyond the "
+            f"{MAX_IMAGE_PIXELS} pixels of a screen image (2^25); lower them."
         )
 
 
@@ -114,6 +128,12 @@ def figure_png(
         The PNG file.
     width, height : int
         The size at which to show it, in CSS pixels.
+
+    Raises
+    ------
+    ValueError
+        If the image drawn would have more than 2^16 pixels on a side (matplotlib's limit)
+        or 2^25 pixels in all (a screen image's: a scale of 10 for a default figure).
 
     Examples
     --------
