@@ -820,6 +820,18 @@ BAD_ARGUMENTS = {
         ValueError,
         "scale",
     ),
+    # drawn at its dpi, a frame of 4 x 4 inches at 0.1 dpi has no pixel (PIL: "cannot write
+    # empty image", naming no argument)
+    "animate: an image without a pixel": (
+        lambda ax: plotting.animate(TRAJ, dpi=0.1),
+        ValueError,
+        "dpi",
+    ),
+    "figure png: an image without a pixel": (
+        lambda ax: plotting.figure_png(ax.figure, scale=1e-3),
+        ValueError,
+        "scale",
+    ),
     "animate: an image of too many pixels for a screen": (
         lambda ax: plotting.animate(TRAJ, figsize=(6.4, 4.8), dpi=1100.0),
         ValueError,

@@ -91,8 +91,13 @@ def _compress_png(png: bytes, *, colors: int = PNG_COLORS) -> bytes:
 
 def _check_pixels(size_inches: Any, dpi: float, name: str) -> None:
     """Refuse a figure whose image would exceed :data:`MAX_PIXELS` on a side or
-    :data:`MAX_IMAGE_PIXELS` in all at `dpi`."""
+    :data:`MAX_IMAGE_PIXELS` in all at `dpi`, or have less than a pixel on a side."""
     width, height = (float(side) * dpi for side in size_inches)
+    if min(width, height) < 1.0:
+        raise ValueError(
+            f"`{name}` give an image of {width:.3g} x {height:.3g} pixels, less than one pixel "
+            "on a side; raise them."
+        )
     if max(width, height) >= MAX_PIXELS:
         raise ValueError(
             f"`{name}` give an image of {max(width, height):.3g} pixels on a side, beyond "
