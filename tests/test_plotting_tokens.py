@@ -109,7 +109,9 @@ def test_animate_is_self_contained_capped_and_closes_its_figure():
     X0 = uniform_sphere(8, 2, rng=6)
     times = np.linspace(0, 3, 100)
     traj = integrate(Softmax(np.eye(2), np.eye(2), 3.0), X0, times, geometry="sphere")
-    small = {"dpi": 20, "figsize": (2.0, 2.0)}  # tiny frames: the test checks counts, not looks
+    # small frames (120 pixels), twelve of which outweigh the 20 kB the size cap below counts
+    # for the player's script: the test checks counts, not looks
+    small = {"dpi": 60, "figsize": (2.0, 2.0)}
     html = animate(traj, sphere=True, title="t = {t}", **small)
     assert isinstance(html, AnimationHTML) and html._repr_html_() == html
     assert n_frames(html) == MAX_ANIMATION_FRAMES  # 100 states, capped
@@ -133,7 +135,7 @@ def test_animate_shows_its_first_frame_without_its_script():
     """The player's image holds the first frame and its size in the markup: JupyterLab (its
     default windowing mode) left an image that only the script filled 0 px tall after "Run
     All" (measured: 0 px before, the frame's 800 px after, on the animations of tokens/particles
-    and interpolation/phases)."""
+    and interpolation/phases, then drawn at 200 dpi)."""
     import base64
 
     html = animate(np.stack([uniform_sphere(5, 2, rng=k) for k in range(3)]))
@@ -143,6 +145,21 @@ def test_animate_shows_its_first_frame_without_its_script():
     width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
     assert f'src="{first}"' in img
     assert f'width="{width}" height="{height}"' in img and width == height > 0  # a square figure
+
+
+def test_animate_draws_its_frames_at_its_dpi():
+    """The frames are figsize x dpi pixels. They were saved at the house style's savefig.dpi,
+    200, whatever `dpi` said: the default 72 gave 800 x 800 frames for a 4-inch figure, and the
+    book's dpi=60 frames of 240 pixels came out at 800, with 11 times the pixels."""
+    import base64
+
+    states = np.stack([uniform_sphere(5, 2, rng=k) for k in range(3)])
+    for dpi, figsize in ((20.0, (2.0, 3.0)), (50.0, (4.0, 4.0))):
+        html = animate(states, dpi=dpi, figsize=figsize)
+        first = re.search(r'frames\[0\] = "data:image/png;base64,([^"]+)"', html).group(1)
+        png = base64.b64decode(first)
+        size = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+        assert size == (round(figsize[0] * dpi), round(figsize[1] * dpi))
 
 
 def test_animate_3d():

@@ -171,7 +171,7 @@ def animate(
     max_frames: int = MAX_ANIMATION_FRAMES,
     max_bytes: int = MAX_ANIMATION_BYTES,
     interval: int = 80,
-    dpi: float = 72.0,
+    dpi: float = 100.0,
     figsize: tuple[float, float] = (4.0, 4.0),
     color: ColorType | Sequence[ColorType] = "C0",
     title: str | None = None,
@@ -198,7 +198,8 @@ def animate(
     interval : int
         Milliseconds between frames.
     dpi : float
-        Resolution of the frames.
+        Resolution of the frames: each is ``figsize`` times ``dpi`` pixels (400 x 400 by
+        default), shown at that size or narrower.
     figsize : (float, float)
         Size of the frames, in inches.
     color : color or sequence of colors
@@ -291,7 +292,9 @@ def animate(
                 return (scat,)
 
             anim = FuncAnimation(fig, update, frames=len(frames), interval=interval, blit=False)
-            with mpl.rc_context({"animation.embed_limit": 4 * max_bytes / 2**20}):
+            # the frames are saved at savefig.dpi (the house style's 200), not the figure's
+            embed_limit = 4 * max_bytes / 2**20
+            with mpl.rc_context({"animation.embed_limit": embed_limit, "savefig.dpi": dpi}):
                 html = anim.to_jshtml(default_mode="once")
                 return _first_frame_shown(_compress_frames(_self_contained(html)))
         finally:
