@@ -178,8 +178,9 @@ def particle_moments(
     times : array_like, shape (T,)
         Increasing output times, ``times[0]`` the initial time.
     n : int
-        Number of tokens, at least 2 (at least ``d + 2`` with `moment_match`: a cloud without
-        one jackknife group is matched again). The run is repeated ``min(n,``
+        Number of tokens, at least 2 (with `moment_match`, enough that a cloud without one
+        jackknife group, matched again, holds ``d + 1``: ``d + 2`` up to ``d = 8``, 113 at
+        ``d = 100``). The run is repeated ``min(n,``
         :data:`JACKKNIFE_GROUPS` ``)`` times for the standard errors.
     rng : Generator, int or None, keyword-only
         Source of the initial sample.
@@ -196,7 +197,7 @@ def particle_moments(
     Raises
     ------
     ValueError
-        If `n` is too small for the jackknife with `moment_match` (``n < d + 2``).
+        If `n` is too small for the jackknife with `moment_match` (see `n`).
     FloatingPointError
         From the integrator, if the tokens overflow (the Gaussian law blew up before the
         last time).
@@ -226,8 +227,8 @@ def particle_moments(
     if moment_match and n - groups[0].size <= m0.shape[0]:
         raise ValueError(
             f"`n` = {n} tokens leave {n - groups[0].size} without a jackknife group, too few to "
-            f"match a covariance in d = {m0.shape[0]} dimensions; pass n >= {m0.shape[0] + 2} "
-            "or moment_match=False."
+            f"match a covariance in d = {m0.shape[0]} dimensions; pass "
+            f"n >= {_fewest_tokens(m0.shape[0])} or moment_match=False."
         )
     gen = as_rng(rng)
     if moment_match:  # the draws of moment_matched_cloud, kept to match each group's complement
@@ -258,6 +259,15 @@ def particle_moments(
         cov_stderr=_jackknife_stderr(np.stack(rep_covs)),
         n=n,
     )
+
+
+def _fewest_tokens(d: int) -> int:
+    """The fewest tokens whose cloud without its largest jackknife group still holds ``d + 1``
+    (a covariance in ``d`` dimensions to match): ``d + 2`` up to ``d = 8``, 113 at 100."""
+    n = d + 2
+    while n - -(-n // min(n, JACKKNIFE_GROUPS)) <= d:  # minus the largest group, ceil(n / G)
+        n += 1
+    return n
 
 
 def _jackknife_stderr(replicates: FloatArray) -> FloatArray:
