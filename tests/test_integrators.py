@@ -5,6 +5,7 @@ solve_ivp tolerance, as derived in each test; 1e-15 to 1e-12 is round-off of ide
 """
 
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -406,3 +407,63 @@ def test_default_step_in_float32_uses_the_float32_tolerance(linear_problem):
     # the estimate meets 1e-4 relative; float32 round-off (1e-7 per step) is far below it
     tol = atol + rtol * np.linalg.norm(exact, axis=-1)
     assert np.all(np.linalg.norm(traj.final - exact, axis=-1) <= 2 * tol)
+
+
+@pytest.mark.parametrize("method", ["euler", "rk4"])
+def test_error_estimate_is_the_richardson_difference_over_2p_minus_1(method):
+    """On x' = x one step of Euler multiplies by R(h) = 1 + h, one of RK4 by the Taylor
+    polynomial of e^h of degree 4, so the runs of the doubling are known in closed form: the
+    finest, with step h = T / n_steps, is R(h)^(t/h) x0, the one before R(2h)^(t/(2h)) x0, and
+    the reported estimate is max_t |R(h)^(t/h) - R(2h)^(t/(2h))| max_i |x_i| / (2^p - 1). The two
+    runs differ by 1e-7 (RK4) or 1e-2 (Euler) and each carries n_steps * eps * e ~ 1e-14 of
+    rounding: a relative 1e-7 of the estimate at most, so rtol = 1e-6. A divisor 2^p (a
+    relative 1/2 for Euler, 1/15 for RK4) or any other error norm is far outside."""
+    X0 = np.array([[1.0, -0.5], [0.3, 0.2]])
+    times = np.array([0.0, 0.5, 1.0])
+    taylor = {"euler": 1, "rk4": 4}[method]
+
+    def R(z):
+        return sum(z**k / math.factorial(k) for k in range(taylor + 1))
+
+    traj = integrate(lambda t, X: X, X0, times, method=method)
+    assert traj.status == "completed"
+    h = (times[-1] - times[0]) / traj.n_steps  # equal intervals: equal steps
+    fine, coarse = R(h) ** (times / h), R(2 * h) ** (times / (2 * h))
+    np.testing.assert_allclose(traj.states, fine[:, None, None] * X0, rtol=1e-12)
+    expected = np.abs(fine - coarse).max() * np.linalg.norm(X0, axis=1).max() / (2**taylor - 1)
+    np.testing.assert_allclose(traj.error_estimate, expected, rtol=1e-6)
+
+
+@pytest.mark.parametrize("method", ["euler", "rk4"])
+def test_default_step_meets_the_tolerance_of_each_token_not_of_the_largest(method):
+    """The tolerance is atol + rtol |x_i| token by token: a token of size 1e-3 growing as e^(4t)
+    next to a still token of size 1e3 must meet its own, not atol + rtol 1e3 (which lets the
+    small token's error reach 1e-3 with RK4, 10 with Euler, far above its own 5e-8 and 0.5).
+    The still token has no error, so the estimate is the small token's, exact up to a
+    relative O(h): twice its tolerance bounds its true error (as in the tests above)."""
+    lam = np.array([4.0, 0.0])
+    X0 = np.array([[1e-3, 0.0], [1e3, 0.0]])
+    traj = integrate(lambda t, X: lam[:, None] * X, X0, [0.0, 1.0], method=method)
+    exact = X0 * np.exp(lam)[:, None]
+    rtol, atol = DEFAULT_TOLERANCES[method]
+    tol = atol + rtol * np.linalg.norm(exact, axis=-1)
+    assert traj.status == "completed"
+    assert np.all(np.linalg.norm(traj.final - exact, axis=-1) <= 2 * tol)
+
+
+@pytest.mark.parametrize("method", ["euler", "rk4"])
+def test_float32_default_tolerance_is_the_loosest_of_the_two(method):
+    """In float32 the default tolerances are loosened to FLOAT32_TOLERANCES, never tightened
+    (float32 rounds at 6e-8: a step doubling cannot resolve RK4's 1e-6 there): the default run
+    is the run with rtol, atol = max(DEFAULT_TOLERANCES, FLOAT32_TOLERANCES), bit for bit."""
+    rng = np.random.default_rng(4)
+    M = rng.standard_normal((3, 3)) / np.sqrt(3)
+    X0 = rng.standard_normal((4, 3))
+    (rtol64, atol64), (rtol32, atol32) = DEFAULT_TOLERANCES[method], FLOAT32_TOLERANCES
+    rtol, atol = max(rtol64, rtol32), max(atol64, atol32)
+    default = integrate(linear_field(M), X0, [0.0, 1.0], method=method, dtype="float32")
+    explicit = integrate(
+        linear_field(M), X0, [0.0, 1.0], method=method, dtype="float32", rtol=rtol, atol=atol
+    )
+    assert default.n_steps == explicit.n_steps and default.message == explicit.message
+    np.testing.assert_array_equal(default.states, explicit.states)
