@@ -108,3 +108,20 @@ def test_bad_arguments_are_named(kwargs, match):
     args |= kwargs
     with pytest.raises(ValueError, match=match):
         step_errors(**args)
+
+
+def test_steps_are_T_over_L_and_euler_errors_are_the_residual_powers(causal_problem):
+    """At T = 2 the steps are h = T / L, not 1 / L, and the first causal token, which solves
+    x' = V x, goes through L residual layers as (I + h V)^L x0 against the exact e^(TV) x0: the
+    Euler errors are those norms in closed form. Both sides round L matrix-vector products of
+    O(1) entries (1e-15 each) against errors of 1e-2 and more: rtol = 1e-10."""
+    field, Z0, _ = causal_problem
+    T, layers = 2.0, np.array([4, 8, 16])
+    z0 = Z0[0, 1:]
+    exact = first_token_solution(V_ROT, z0, [T])
+    study = step_errors(field, Z0, T, exact, layers, tokens=[0], coordinates=[1, 2])
+    np.testing.assert_allclose(study.steps, T / layers, rtol=1e-15)
+    layer = np.eye(2) + (T / layers[:, None, None]) * V_ROT
+    euler = [np.linalg.matrix_power(M, L) @ z0 for M, L in zip(layer, layers, strict=True)]
+    expected = [np.linalg.norm(x - exact[0]) for x in euler]
+    np.testing.assert_allclose(study.errors, expected, rtol=1e-10)
