@@ -1017,3 +1017,82 @@ def test_small_weights_times_small_values_keep_their_digits(w0):
         np.testing.assert_allclose(
             field.velocity(content, weights=w), P @ content @ V.T, rtol=RTOL_ROUNDOFF
         )
+
+
+@pytest.mark.parametrize(
+    ("best", "gap"),
+    [(0.0, 5e-10), (10.0, 5e-9)],  # the window tol max(1, |m|): 1e-9 at m = 0, 1e-8 at m = 10
+)
+def test_hardmax_ties_are_the_keys_within_tol_max_1_m_of_the_best(best, gap):
+    """C_i = {j : s_ij >= m_i - tol max(1, |m_i|)}: a key half a window below the best score is
+    tied with it (at m = 0 the window is tol itself, not tol |m| = 0), a key far below is not.
+    The query (1, 0) with A = I scores a key by its first coordinate, so the scores are exact
+    and the velocity is V times the mean of the two tied keys, up to the rounding of one sum
+    and one halving (a few ulps)."""
+    rng = np.random.default_rng(21)
+    V = rng.standard_normal((2, 2))
+    Y = np.array([[1.0, 0.0]])
+    X = np.array([[best, 1.0], [best - gap, 2.0], [best - 1.0, -3.0]])
+    field = Hardmax(np.eye(2), V, tol=1e-9)
+    expected = V @ X[:2].mean(axis=0)
+    np.testing.assert_allclose(field.velocity_at(Y, X)[0], expected, rtol=1e-14)
+    # below the window the best key alone is selected
+    X[1, 0] = best - 4 * gap
+    np.testing.assert_allclose(field.velocity_at(Y, X)[0], V @ X[0], rtol=1e-14)
+
+
+@pytest.mark.parametrize(
+    ("k", "s"),
+    [
+        (512, 2.0**1023),  # |2^512 g|^2 overflows: L2 rescales the tokens itself
+        (506, 2.0**1012),  # L2's parts are finite, the kernel rescales F, G and the bias
+    ],
+)
+def test_l2_at_norms_whose_squares_overflow_is_the_rescaled_field(k, s):
+    """The L2 score -|Qbar y - Kbar x|^2 / s is invariant under x -> c x, s -> c^2 s, and the
+    value V x is linear: L2(I, I, V, s) at tokens 2^k g is 2^k L2(I, I, V, s / 4^k) at g
+    (s / 4^k = 1/2 and 1 here). With |g| = 1.2 the squares 4^k |g|^2 pass 2^1024 (k = 512),
+    or the headroom 2^1008 of the kernel's scores (k = 506), so this runs the two rescaled
+    paths, where the scores and the bias -|Kbar x|^2 / s must be scaled back by the same power
+    of two. Powers of two are exact: the two agree to round-off (RTOL_ROUNDOFF)."""
+    rng = np.random.default_rng(22)
+    g = rng.standard_normal((6, 2))
+    g *= 1.2 / np.linalg.norm(g, axis=1, keepdims=True)
+    V = rng.standard_normal((2, 2))
+    big = L2(np.eye(2), np.eye(2), V, s=s).velocity(2.0**k * g)
+    small = L2(np.eye(2), np.eye(2), V, s=s / 2.0**k / 2.0**k).velocity(g)
+    np.testing.assert_allclose(big, 2.0**k * small, rtol=RTOL_ROUNDOFF)
+
+
+@pytest.mark.parametrize("max_iter", [2, SINKHORN_MAX_ITER])
+def test_sinkhorn_plan_reports_the_larger_marginal_error_and_converges_by_it(max_iter):
+    """A rectangular problem with unequal marginals: each iteration of the alternating solver
+    ends on the row scaling, so the rows hold to round-off and the whole error is in the
+    columns. The reported error is the larger l1 error of the two marginals of the returned
+    plan (recomputed here from the plan: equal to round-off, 1e-12), and `converged` says
+    whether it is within `tol` (two iterations: 5e-2; a thousand: below 1e-9)."""
+    rng = np.random.default_rng(23)
+    S = rng.standard_normal((6, 9))
+    a = rng.uniform(0.5, 1.5, 6)
+    b = rng.uniform(0.5, 1.5, 9)
+    a, b = a / a.sum(), b / b.sum()
+    res = sinkhorn_plan(S, 0.5, a=a, b=b, max_iter=max_iter)
+    rows = np.abs(res.plan.sum(axis=1) - a).sum()
+    cols = np.abs(res.plan.sum(axis=0) - b).sum()
+    np.testing.assert_allclose(res.marginal_error, max(rows, cols), rtol=1e-12)
+    assert res.converged == (res.marginal_error <= 1e-9)
+    assert res.converged == (max_iter == SINKHORN_MAX_ITER)
+
+
+def test_multihead_output_matrices_act_on_each_head():
+    """Gamma(x) = sum_h W_h Gamma_h(x), and a head's output is linear in its value matrix:
+    W_h (V_h sum_j P_ij x_j) = (W_h V_h) sum_j P_ij x_j, so the heads with output matrices
+    W_h are the heads with values W_h V_h, summed (non-symmetric W_h: W_h^T is another field).
+    The two differ by the association of three small products: round-off."""
+    rng = np.random.default_rng(24)
+    X = rng.standard_normal((7, 3))
+    A1, V1, W1, A2, V2, W2 = rng.standard_normal((6, 3, 3))
+    heads = (Softmax(A1, V1), Sigmoid(A2, V2, b=0.4))
+    field = MultiHead(heads, W=(W1, W2))
+    expected = Softmax(A1, W1 @ V1).velocity(X) + Sigmoid(A2, W2 @ V2, b=0.4).velocity(X)
+    np.testing.assert_allclose(field.velocity(X), expected, rtol=RTOL_ROUNDOFF)
