@@ -1023,12 +1023,18 @@ def test_small_weights_times_small_values_keep_their_digits(w0):
     ("best", "gap"),
     [(0.0, 5e-10), (10.0, 5e-9)],  # the window tol max(1, |m|): 1e-9 at m = 0, 1e-8 at m = 10
 )
-def test_hardmax_ties_are_the_keys_within_tol_max_1_m_of_the_best(best, gap):
+@pytest.mark.parametrize("key_tiles", [False, True])
+def test_hardmax_ties_are_the_keys_within_tol_max_1_m_of_the_best(
+    monkeypatch, best, gap, key_tiles
+):
     """C_i = {j : s_ij >= m_i - tol max(1, |m_i|)}: a key half a window below the best score is
     tied with it (at m = 0 the window is tol itself, not tol |m| = 0), a key far below is not.
     The query (1, 0) with A = I scores a key by its first coordinate, so the scores are exact
     and the velocity is V times the mean of the two tied keys, up to the rounding of one sum
-    and one halving (a few ulps)."""
+    and one halving (a few ulps). Slabs of 2 scores cut the 3 keys into tiles of one key (the
+    path of rows longer than a slab: maximum first, then the tie sums)."""
+    if key_tiles:
+        monkeypatch.setattr(att._kernels, "BLOCK_ELEMENTS", 2)
     rng = np.random.default_rng(21)
     V = rng.standard_normal((2, 2))
     Y = np.array([[1.0, 0.0]])
@@ -1096,3 +1102,46 @@ def test_multihead_output_matrices_act_on_each_head():
     field = MultiHead(heads, W=(W1, W2))
     expected = Softmax(A1, W1 @ V1).velocity(X) + Sigmoid(A2, W2 @ V2, b=0.4).velocity(X)
     np.testing.assert_allclose(field.velocity(X), expected, rtol=RTOL_ROUNDOFF)
+
+
+def test_hardmax_limit_bounds_are_the_formulas_of_the_proposition():
+    """The two bounds, written out densely from the proposition: with M_i the c_i maximisers
+    of row i and m_i their mean, sharp = |V| min(sum_{j not in M_i} e^(-beta (s*_i - s_ij))
+    |x_j - m_i| / c_i, max_j |x_j - m_i|) and crude = 2 n |V| R e^(-beta gap_i). Duplicated
+    tokens give rows with c_i = 2, where the division by c_i matters. Both sides evaluate the
+    same formulas in another order: round-off, 1e-13 relative."""
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((7, 2))
+    X = np.concatenate([X, X[:2]])  # exact duplicates: tied maximisers
+    A, V = random_params(rng, 2)
+    betas = np.array([1.0, 4.0, 16.0])
+    limit = att.hardmax_limit(A, V, X, betas)
+    n, norm_V = X.shape[0], np.linalg.norm(V, 2)
+    S = X @ A.T @ X.T  # the same product as the library: ties are exact
+    for i in range(n):
+        M = S[i] == S[i].max()
+        dist = np.linalg.norm(X - X[M].mean(axis=0), axis=1)
+        for k, beta in enumerate(betas):
+            tail = np.sum(np.exp(-beta * (S[i].max() - S[i][~M])) * dist[~M]) / M.sum()
+            sharp = norm_V * min(tail, dist.max())
+            np.testing.assert_allclose(limit.sharp_bound[k, i], sharp, rtol=1e-13)
+    R = np.linalg.norm(X, axis=1).max()
+    crude = 2 * n * norm_V * R * np.exp(-np.outer(betas, limit.gap))
+    np.testing.assert_allclose(limit.crude_bound, crude, rtol=1e-13)
+
+
+@pytest.mark.parametrize("beta", [0.5, 4.0])
+def test_make_field_beta_is_the_inverse_temperature_of_softmax_and_l2(beta):
+    """make_field's beta is an inverse temperature: softmax weights softmax_j(beta <A x_i, x_j>)
+    and l2 weights softmax_j(-beta |A x_i - x_j|^2) (width s = 1/beta, Qbar = A, Kbar = I),
+    written densely here; round-off (RTOL_ROUNDOFF)."""
+    rng = np.random.default_rng(26)
+    X = rng.standard_normal((6, 2))
+    A, V = random_params(rng, 2)
+    D2 = ((X @ A.T)[:, None, :] - X[None, :, :]) ** 2
+    P_l2 = softmax(-beta * D2.sum(-1), axis=1)
+    l2 = make_field("l2", 2, beta=beta, A=A, V=V)
+    np.testing.assert_allclose(l2.attention_matrix(X), P_l2, rtol=RTOL_ROUNDOFF)
+    P_soft = softmax(beta * dense_scores(X, A), axis=1)
+    soft = make_field("softmax", 2, beta=beta, A=A, V=V)
+    np.testing.assert_allclose(soft.attention_matrix(X), P_soft, rtol=RTOL_ROUNDOFF)
