@@ -467,3 +467,16 @@ def test_float32_default_tolerance_is_the_loosest_of_the_two(method):
     )
     assert default.n_steps == explicit.n_steps and default.message == explicit.message
     np.testing.assert_array_equal(default.states, explicit.states)
+
+
+@pytest.mark.parametrize("method", ["euler", "rk4", "solve_ivp"])
+def test_sphere_tokens_are_normalised_first(method):
+    """On the sphere X0 is normalised before the run: tokens 3 x0 and x0 give one trajectory,
+    which starts at |x_i| = 1. The two runs differ by the rounding of the first normalisation
+    (an ulp), carried over four steps of a smooth field: 1e-13."""
+    X0 = uniform_sphere(6, 3, rng=5)
+    field = Softmax(2 * np.eye(3), np.eye(3))
+    scaled = integrate(field, 3 * X0, [0.0, 0.5, 1.0], method=method, dt=0.25, geometry="sphere")
+    unit = integrate(field, X0, [0.0, 0.5, 1.0], method=method, dt=0.25, geometry="sphere")
+    np.testing.assert_allclose(np.linalg.norm(scaled.states[0], axis=1), 1.0, rtol=1e-15)
+    np.testing.assert_allclose(scaled.states, unit.states, rtol=0, atol=1e-13)
