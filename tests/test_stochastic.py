@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy import special
+from scipy import special, stats
 
 from token_dynamics import stochastic as sto
 from token_dynamics.attention import Softmax
@@ -1020,3 +1020,26 @@ def test_coupled_width_m_field_has_the_mlp_increment_law_at_small_separations(ac
     law = float(noise.kappa_prime(1.0, d=d)) * np.sum((Y[0, 0] - Y[0, 1]) ** 2)
     ratio = np.mean(inc**2) / law
     assert abs(ratio - 1.0) < 5 * np.sqrt(2.0 / inc.size) + gap, ratio
+
+
+def test_mc_estimate_is_the_sample_mean_and_scipys_standard_error():
+    """The estimate of a sample is its mean and s / sqrt(n) with the unbiased s (ddof = 1), as
+    scipy.stats.sem computes it independently. Both are a few roundings of the same sums of
+    seven numbers of order one (1e-14 relative); at n = 7 a denominator sqrt(n - 1) or a
+    biased s is off by 8%."""
+    values = np.random.default_rng(4).standard_normal((7, 3))
+    est = sto.mc_estimate(values)
+    np.testing.assert_allclose(est.mean, values.mean(axis=0), rtol=1e-14)
+    np.testing.assert_allclose(est.stderr, stats.sem(values, axis=0, ddof=1), rtol=1e-14)
+    assert est.samples == 7
+
+
+@pytest.mark.parametrize(("d", "exponent"), [(2, -0.5), (3, -0.5), (5, -0.4), (8, -0.25)])
+def test_chaos_rate_is_the_rate_of_proposition_1_2(d, exponent):
+    """r_d(N) = N^{-1/2} for d < 4, N^{-2/d} for d > 4 and N^{-1/2} log(1 + N) at d = 4, to the
+    rounding of one power and one logarithm (1e-15 relative). At N = 1 the d = 4 rate is
+    log 2, not log 1 = 0: a bound on the distance of one token's law is not zero."""
+    N = np.array([1.0, 2.0, 10.0, 1000.0])
+    np.testing.assert_allclose(sto.chaos_rate(N, d), N**exponent, rtol=1e-15)
+    np.testing.assert_allclose(sto.chaos_rate(N, 4), np.log1p(N) / np.sqrt(N), rtol=1e-15)
+    assert sto.chaos_rate(1, 4) == pytest.approx(np.log(2.0), rel=1e-15)
