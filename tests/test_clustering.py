@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
 
 import token_dynamics as td
 from token_dynamics import clustering as cl
@@ -877,3 +878,32 @@ def test_threshold_angle_solves_its_equation_and_shrinks_like_sqrt_d_over_beta(d
             series = 1 - eps / 12 - 3 * eps**2 / 160
             assert abs(tau / math.sqrt(eps) - series) <= eps**3 + 1e-15
     assert cl.threshold_angle(1e-3, 2) < math.pi / 2
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 40])
+def test_cone_collapse_rate_is_the_lemmas_constant(n):
+    """The lemma's rate 1 / (2 n e^{2 beta}): the softmax weights lie in [e^{-2 beta} / n, 1],
+    whence the e^{2 beta}. The trajectory test above cannot see the exponent (the true rates
+    are far larger than the bound's); here the closed form, to the rounding of one exp and one
+    division (1e-15 relative), and the factor e^{-2} per unit of beta."""
+    for beta in (0.0, 0.5, 3.0):
+        rate = cl.cone_collapse_rate(n, beta)
+        assert rate * 2 * n * np.exp(2 * beta) == pytest.approx(1.0, rel=1e-15)
+        assert cl.cone_collapse_rate(n, beta + 1.0) / rate == pytest.approx(np.exp(-2.0), rel=1e-14)
+
+
+def test_phase_diagram_standard_error_is_that_of_the_systems_mean():
+    """The error bar of each fraction is the standard error of a mean of `n_systems`
+    independent fractions, s / sqrt(n_systems) with the unbiased s. At t = 0 the systems are
+    their initial tokens (the normalised normal draws of the `rng`, as in the test above), so
+    both sides are the same few sums of 12 numbers in [0, 1]: 1e-13. The threshold 0 makes the
+    fractions spread (about half the pairs), so a wrong divisor shows."""
+    n, d, seed, P = 6, 3, 4, 12
+    pd = cl.phase_diagram(
+        n, d, [0.5, 2.0], [0.0, 0.1], n_systems=P, dt=0.05, threshold=0.0, rng=seed
+    )
+    G = np.random.default_rng(seed).standard_normal((P, n, d))
+    f = cl.clustered_fraction(G / np.linalg.norm(G, axis=-1, keepdims=True), threshold=0.0)
+    assert np.std(f) > 0.05  # the systems differ: the error bar is not trivially zero
+    np.testing.assert_allclose(pd.fraction[:, 0], f.mean(), rtol=1e-13)
+    np.testing.assert_allclose(pd.stderr[:, 0], stats.sem(f, ddof=1), rtol=1e-13)
