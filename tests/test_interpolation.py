@@ -717,3 +717,111 @@ def test_data_beyond_the_float64_sizes_is_refused_by_name(name, size):
     X, Y = ([size * X[0]], Y) if name == "inputs" else (X, [size * Y[0]])
     with pytest.raises(ValueError, match=rf"`{name}` is .*outside \[2\^-500, 2\^500\]"):
         build_hardmax_interpolator(X, Y, rng=0)
+
+
+def test_relative_hausdorff_error_divides_by_the_largest_target_norm():
+    """err = d_H / max(1, max_k |y_k|) with the Euclidean norm of the target tokens: a target
+    (3, 4) of norm 5 and an output 10 away give 10 / 5 = 2 (the largest entry, 4, would give
+    2.5); inside the unit ball the error is absolute. Exact up to one rounding (1e-15)."""
+    Y = [np.array([[3.0, 4.0], [0.0, 1.0]]), np.array([[0.6, 0.0]])]
+    outputs = [np.array([[3.0, 14.0], [0.0, 1.0]]), np.array([[0.6, 0.5]])]
+    np.testing.assert_allclose(relative_hausdorff_errors(outputs, Y), [2.0, 0.5], rtol=1e-15)
+
+
+@pytest.mark.statement("interp-prop-softmax-limit")
+@pytest.mark.parametrize("seed", [3, 8, 11])
+def test_critical_temperature_meets_its_tolerance_and_is_the_largest_that_does(seed):
+    """tau* is the largest temperature at which the a-priori bound is within `tolerance`: the
+    bound at tau* meets it, and the bound, increasing in tau, exceeds it 1% higher. The
+    bisection runs 60 halvings of log(1e18) (relative 4e-17 in tau), far inside that 1%."""
+    X, Y = DATASETS[seed]
+    T = build_hardmax_interpolator(X, Y, rng=seed).transformer
+    tol = 1e-6 * max(1.0, max(np.abs(Z).max() for Z in Y))
+    tau = critical_temperature(T, X, tol)
+
+    def worst(t):
+        return max(b.max() for b in softmax_deviation_bound(T, X, t))
+
+    assert worst(tau) <= tol < worst(1.01 * tau)
+
+
+@pytest.mark.statement("interp-thm-softmax")
+@pytest.mark.parametrize("seed", [3, 6, 8, 11, 15])
+def test_snap_radius_is_the_narrowest_plateau_half_width(seed):
+    """The snap radius is min_k delta_k / 2, the half-width of the narrowest plateau, and the
+    fill is max_k dist_k / (delta_k / 2) over the tokens: so snap_radius * fill <= the largest
+    distance (collapse_radius), with equality when the fill is attained on the narrowest
+    plateau (seed 3). Products and quotients of the same numbers: 1e-12 relative. A radius of
+    min_k delta_k, the full width, would break it by up to a factor 2."""
+    X, Y = DATASETS[seed]
+    interp = build_softmax_interpolator(X, Y, rng=seed)
+    assert interp.collapse_radius > 0
+    assert interp.snap_radius * interp.plateau_fill <= interp.collapse_radius * (1 + 1e-12)
+    if seed == 3:
+        assert interp.snap_radius * interp.plateau_fill == pytest.approx(
+            interp.collapse_radius, rel=1e-12
+        )
+
+
+@pytest.mark.statement("interp-prop-softmax-limit")
+@pytest.mark.parametrize("tau", [0.25, 0.5, 1.0])
+def test_deviation_bound_uses_the_jacobian_of_the_active_units(tau):
+    """A sharp example, then a feed-forward layer whose Jacobian depends on the active units.
+
+    Tokens x_1 = (1, h), x_2 = (-1, h), A = [[0, 1/h], [0, 0]]: A x_i = e_1, so both queries
+    pick x_1 with margin 2, and the softmax puts eps / (1 + eps), eps = e^{-2/tau}, on x_2: the
+    first coordinate of both outputs moves from 1 by 2 eps / (1 + eps). The layer
+    FF(y) = y + 10 (relu(y_1) + relu(-y_1)) e_1 = y + 10 |y_1| e_1 has W U = 0 (its two units
+    cancel) but the Jacobian I + 10 e_1 e_1^T where only the first unit is on (y_1 = 1, far from
+    the kink at 0), so the deviation is 22 eps / (1 + eps) in closed form (rounding of O(1)
+    numbers over deviations >= 7e-3: 1e-10). The bound takes the norm 11 of that Jacobian
+    (11 times 2 R eps with R = |x_1| = 1.005: sharp to 1% + eps); with the norm of I + W U = I,
+    taking both units on, it would be 11 times too small."""
+    h = 0.1
+    X = np.array([[1.0, h], [-1.0, h]])
+    identity = FeedForward(U=np.zeros((1, 2)), b=np.zeros(1), W=np.zeros((2, 1)))
+    sharp = SelfAttention(A=np.array([[0.0, 1.0 / h], [0.0, 0.0]]), V=np.eye(2), rho=0.0)
+    absolute = FeedForward(U=[[1.0, 0.0], [-1.0, 0.0]], b=[0.0, 0.0], W=[[10.0, 10.0], [0, 0]])
+    T = Transformer(
+        (TransformerBlock(identity, sharp), TransformerBlock(absolute, SelfAttention()))
+    )
+    hard = T([X])[0]
+    soft = T.with_attention("softmax", tau)([X])[0]
+    deviation = np.linalg.norm(soft - hard, axis=1)
+    eps = np.exp(-2.0 / tau)
+    np.testing.assert_allclose(deviation, 22 * eps / (1 + eps), rtol=1e-10)
+    bound = softmax_deviation_bound(T, [X], tau)[0]
+    assert np.all(deviation <= bound * (1 + 1e-12))
+
+
+@pytest.mark.statement("interp-prop-softmax-limit")
+@pytest.mark.parametrize("tau", [0.2, 0.25])
+def test_deviation_bound_gives_up_at_a_tie_between_distinct_perturbed_keys(tau):
+    """A hardmax tie between distinct keys amplifies any perturbation to O(1): the bound must
+    then be infinite for that sequence.
+
+    The first block (residual, A x = (x_2 / h, 0)) sends the three tokens to y_1 = (2, 2h),
+    y_2 = (0, 2h), y_3 = (-1, h - 1) under hardmax, and the softmax moves y_1 and y_2 by about
+    e^{-1/tau} (their margin is 1). The second block scores with A = w e_1^T, w orthogonal to
+    y_1 - y_3: query y_1 ties y_1 and y_3 (hardmax: their midpoint), and the perturbation of
+    y_1 alone shifts the score difference by |w| e^{-1/tau} ~ 300 e^{-1/tau} >> tau, so the
+    softmax puts nearly all weight on one of them: the output moves by about |y_1 - y_3| / 2 =
+    1.6, though the first block's own (finite) bound is below 0.1. A finite bound there, of
+    the size of the incoming deviation, would be off by a factor 10 or more."""
+    h, k = 0.1, 100.0
+    X = np.array([[1.0, h], [-1.0, h], [0.0, -1.0]])
+    identity = FeedForward(U=np.zeros((1, 2)), b=np.zeros(1), W=np.zeros((2, 1)))
+    first = SelfAttention(A=np.array([[0.0, 1.0 / h], [0.0, 0.0]]), V=np.eye(2), rho=1.0)
+    w = -k * np.array([-(h + 1), 3.0])  # orthogonal to y_1 - y_3 = (3, h + 1)
+    tie = SelfAttention(A=np.outer(w, [1.0, 0.0]), V=np.eye(2), rho=0.0)
+    head = Transformer((TransformerBlock(identity, first),))
+    T = Transformer((*head.blocks, TransformerBlock(identity, tie)))
+    hard = T([X])[0]
+    np.testing.assert_allclose(hard[0], [0.5, -0.35], rtol=1e-14)  # the midpoint of y_1, y_3
+    with np.errstate(under="ignore"):
+        soft = T.with_attention("softmax", tau)([X])[0]
+    deviation = np.linalg.norm(soft - hard, axis=1)
+    incoming = softmax_deviation_bound(head, [X], tau)[0]
+    assert deviation.max() > 1.0 > 10 * incoming.max()
+    bound = softmax_deviation_bound(T, [X], tau)[0]
+    assert np.all(deviation <= bound)
