@@ -130,6 +130,23 @@ def test_gronwall_bound_holds(seed):
     assert np.all(np.log(w1 / w1[0]) <= bound.log_constant + 1e-9)
 
 
+def test_support_radius_bound_uses_the_operator_norm_and_is_attained_by_a_dirac():
+    """R(t) = R0 exp(||V||_2 t) is attained: the softmax velocity of a Dirac mass at x is
+    V x (every key is x), so for V = v I the token moves as x0 e^(v t) and |x(t)| is the bound.
+    For V = 2 I the operator norm is 2 and the Frobenius norm 2 sqrt(2), so a bound with the
+    wrong norm is not attained. Closed form: a few flops, rtol 1e-14."""
+    times = np.array([0.0, 0.5, 1.0])
+    bound = mf.support_radius_bound(2.0 * np.eye(2), 3.0, times)
+    X0 = np.full((4, 2), 3.0 / np.sqrt(2.0))  # four tokens at one point of norm 3
+    field = Softmax(np.array([[0.4, -0.3], [0.2, 0.1]]), 2.0 * np.eye(2))
+    np.testing.assert_allclose(field(0.0, X0), 2.0 * X0, rtol=1e-15)  # Gamma(x) = V x
+    np.testing.assert_allclose(bound, 3.0 * np.exp(2.0 * times), rtol=1e-14)
+    # The radius counts only the tokens that carry mass (the support of the measure).
+    X = np.array([[3.0, 4.0], [0.0, 1.0], [0.6, 0.8]])
+    assert mf.support_radius(X, weights=[0.0, 0.5, 0.5]) == 1.0
+    assert mf.support_radius(X) == 5.0
+
+
 def test_stability_constant_shape():
     b = mf.stability_constant(0.5 * np.eye(2), np.eye(2), 1.0, [0.0, 0.5, 1.0])
     # Increasing in t, zero at t = 0, and the rate at R(t) is L_x + L_mu (by construction).
@@ -589,6 +606,44 @@ def test_field_constants_closed_forms():
     assert (
         mf.field_constants(moving, 1.0, t=1.0).growth == 2 * mf.field_constants(moving, 1.0).growth
     )
+
+
+def test_softmax_field_constants_closed_form_and_the_estimates_module():
+    """Softmax, with u = beta ||A|| R^2: growth ||V||, L_x = ||V|| u and
+    L_mu = ||V|| (1 + 2u) e^(2u) (the constant of `lipschitz_measure`, the same lemma). With
+    A = I / 2, V = 2 I, R = 2: u = 2, L_x = 4, L_mu = 10 e^4; a few flops, rtol 1e-14."""
+    A, V = 0.5 * np.eye(2), 2.0 * np.eye(2)
+    c = mf.field_constants(Softmax(A, V), 2.0)
+    np.testing.assert_allclose(
+        [c.growth, c.lipschitz_x, c.lipschitz_measure], [2.0, 4.0, 10.0 * np.exp(4.0)], rtol=1e-14
+    )
+    np.testing.assert_allclose(c.lipschitz_x, mf.lipschitz_x(A, V, 2.0), rtol=1e-14)
+    np.testing.assert_allclose(c.lipschitz_measure, mf.lipschitz_measure(A, V, 2.0), rtol=1e-14)
+
+
+def test_measured_constants_of_two_diracs_are_the_field_constants():
+    """mu = delta_x0, nu = delta_(-x0), V = v I: Gamma_mu(q) = v x0 for every query (all keys
+    are x0), so growth = |v x0| / R = v with R = |x0| (every point lies in that ball),
+    L_x = 0 and L_mu = |v x0 - (-v x0)| / W_1 = 2 v |x0| / (2 |x0|) = v. Rounding only:
+    rtol 1e-13."""
+    v, x0 = 1.5, np.array([1.2, -1.6])  # |x0| = 2
+    X, Y = np.tile(x0, (3, 1)), np.tile(-x0, (3, 1))
+    Q = np.array([[0.0, 0.0], [0.6, -0.8], [-1.0, 0.5]])
+    Q2 = np.array([[0.3, 0.1], [-0.6, 0.8], [1.0, 1.0]])
+    c = mf.measured_constants(Softmax(0.3 * np.eye(2), v * np.eye(2)), X, Y, Q, Q2)
+    np.testing.assert_allclose([c.growth, c.lipschitz_measure], [v, v], rtol=1e-13)
+    assert c.lipschitz_x <= 1e-13 * v
+
+
+def test_stability_check_refuses_any_sink_mass_above_the_data():
+    """The sink bound is proved with the mass w0 of the tokens at position 0; a larger
+    `sink_mass`, even by 10 %, would state a bound smaller than the proved one."""
+    rng = np.random.default_rng(31)
+    cloud = mf.causal_cloud(rng.uniform(-0.5, 0.5, size=(10, 2)))  # w0 = 1/10
+    moved = cloud.tokens + np.column_stack([np.zeros(10), 0.01 * rng.normal(size=(10, 2))])
+    args = (Causal(_A2, _V2), cloud.tokens, moved, [0.0, 0.5])
+    with pytest.raises(ValueError, match=r"`sink_mass` = 0.11 exceeds the mass 0.1"):
+        mf.stability_check(*args, weights=cloud.weights, sink_mass=0.11)
 
 
 def test_field_constants_validation():
