@@ -103,6 +103,19 @@ def test_twisted_metric_equals_euclidean_after_change_of_variables():
     np.testing.assert_allclose(wasserstein2(X, Y, metric=M), wasserstein2(X @ L, Y @ L), rtol=EXACT)
 
 
+def test_twisted_metric_in_one_dimension_scales_the_distance():
+    """In 1-D the ground cost m (x - y)^2 is m times the Euclidean one, so W2 scales by sqrt(m)
+    (the sorting path); embedding the points as (x, 0) with metric diag(m, 1) gives the same
+    value through POT's network simplex, an independent solver. Sums of O(1) terms: EXACT."""
+    rng = np.random.default_rng(5)
+    x, y = rng.normal(size=(12, 1)), rng.normal(1.0, 2.0, size=(9, 1))
+    m = 4.0
+    value = wasserstein2(x, y, metric=[[m]])
+    np.testing.assert_allclose(value, np.sqrt(m) * wasserstein2(x, y), rtol=EXACT)
+    x2, y2 = np.hstack([x, np.zeros_like(x)]), np.hstack([y, np.zeros_like(y)])
+    np.testing.assert_allclose(value, wasserstein2(x2, y2, metric=np.diag([m, 1.0])), rtol=EXACT)
+
+
 def test_entropic_upper_bound_converges_to_exact():
     rng = np.random.default_rng(4)
     X, Y = rng.normal(size=(30, 2)), rng.normal(size=(30, 2)) + 1.0
