@@ -115,6 +115,15 @@ def test_numerical_rank():
     assert numerical_rank(np.diag([1.0, 1e-6]), rtol=1e-7) == 2
 
 
+def test_numerical_rank_counts_singular_values_strictly_above_the_threshold():
+    """#{i : sigma_i > rtol sigma_1}, a strict inequality: with rtol = 0 a zero singular value
+    is not counted, and one equal to the threshold is not either (the singular values of a
+    diagonal matrix of powers of two are exact)."""
+    assert numerical_rank(np.diag([1.0, 0.0]), rtol=0) == 1
+    assert numerical_rank(np.diag([1.0, 0.5, 0.25]), rtol=0.5) == 1
+    assert numerical_rank(np.diag([1.0, 0.5, 0.25]), rtol=0.25) == 2
+
+
 @pytest.mark.parametrize(
     ("call", "match"),
     [
