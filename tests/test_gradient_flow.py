@@ -299,6 +299,18 @@ def test_monotonicity_sign_indefinite():
     assert gf.monotonicity_sign(np.eye(2), np.eye(2)) == 1
 
 
+def test_monotonicity_sign_reads_the_symmetric_part_of_a_v():
+    """The sign is that of the quadratic form x^T A V x, i.e. of the symmetric matrix
+    A V + V^T A. With A = diag(1, 2) and V = [[1, 2], [-1, 1]], A V + V^T A = diag(2, 4): the
+    form is x1^2 + 2 x2^2 > 0 although V is not symmetric and A V + V A is indefinite."""
+    A, V = np.diag([1.0, 2.0]), np.array([[1.0, 2.0], [-1.0, 1.0]])
+    theta = np.linspace(0.0, 2 * np.pi, 721)
+    x = np.stack([np.cos(theta), np.sin(theta)], axis=1)
+    assert np.einsum("ik,kl,il->i", x, A @ V, x).min() >= 1.0 - 1e-12  # the form on the circle
+    assert gf.monotonicity_sign(A, V) == 1
+    assert gf.monotonicity_sign(A, -V) == -1
+
+
 # --------------------------------------------------------------------- Gaussian energy
 
 
