@@ -87,6 +87,34 @@ def test_covariances_symmetric_psd_on_random_instances(seed, d):
     assert np.all(np.isfinite(sol.means)) and np.all(np.isfinite(sol.covariances))
 
 
+@pytest.mark.statement("gauss-prop-affine")
+@pytest.mark.parametrize("variant", ["softmax", "l2", "sinkhorn", "linear"])
+def test_affine_field_generates_the_moment_ode(variant):
+    # Gamma(x) = c + M x moves N(alpha, Sigma) by alpha' = c + M alpha (the velocity at the
+    # mean) and Sigma' = M Sigma + Sigma M^T; `rhs` computes them from the factor F (Sinkhorn
+    # without the pseudo-inverse of `affine`). Sinkhorn's mean moves by V alpha, the field at
+    # x = alpha. Both sides are O(1) sums of products of well-conditioned 2x2 matrices
+    # (cond(Sigma) ~ 3): rounding, 1e-12 relative to the largest entry.
+    A, V = np.array([[0.5, 0.2], [-0.3, 0.4]]), np.array([[0.6, -0.2], [0.1, 0.5]])
+    equations = {
+        "softmax": g.SoftmaxMoments(A, V),
+        "l2": g.L2Moments(
+            np.array([[1.0, 0.3], [0.0, 0.8]]), np.array([[0.7, 0.0], [0.2, 1.1]]), V
+        ),
+        "sinkhorn": g.SinkhornMoments(A, V, eps=0.7),
+        "linear": g.LinearMoments(A, V),
+    }[variant]
+    alpha, Sigma = np.array([0.8, -0.5]), np.array([[0.6, 0.2], [0.2, 0.3]])
+    c, M = equations.affine(alpha, Sigma)
+    dmean, dcov = equations.rhs(0.0, alpha, Sigma)
+    np.testing.assert_allclose(c + M @ alpha, dmean, rtol=0, atol=1e-12 * np.abs(dmean).max())
+    expected = M @ Sigma + Sigma @ M.T
+    np.testing.assert_allclose(expected, dcov, rtol=0, atol=1e-12 * np.abs(dcov).max())
+    np.testing.assert_allclose(equations.velocity(alpha[None], alpha, Sigma)[0], dmean, atol=1e-12)
+    if variant == "sinkhorn":
+        np.testing.assert_allclose(dmean, V @ alpha, rtol=1e-14)
+
+
 @pytest.mark.statement("gauss-prop-linear")
 def test_linear_attention_particles_follow_the_ode_exactly_for_any_n():
     # Linear attention sees the particles only through their first two moments, so a
@@ -188,6 +216,20 @@ def test_scalar_closed_form_and_blowup_time():
     # event at time-to-pole 1e-9 * span plus the simple-pole correction: far below 1e-6
     np.testing.assert_allclose(run.blowup_time, t_star, rtol=1e-6)
     assert np.all(np.isfinite(run.covariances)) and run.times[-1] < t_star
+
+
+@pytest.mark.statement("gauss-prop-scalar")
+@pytest.mark.parametrize(("a", "v", "s0"), [(0.9, 0.7, 0.4), (2.0, 1.5, 0.1), (0.3, 0.2, 3.0)])
+def test_blowup_time_is_resolved_to_the_integrator_tolerance(a, v, s0):
+    # s = s0 / (1 - t / t*) is a simple pole, for which the time-to-pole s / s' = t* - t is
+    # exact: the run stops at t_e = t* - 1e-9 max(1, t_e) (BLOWUP_TAU) and adds s / s'. The
+    # state carries the integrator's relative error (rtol = 1e-10), which moves the estimate
+    # by rtol (t* - t_e) only, and the event time its own O(rtol) error: 1e-10 relative holds.
+    # Without the correction s / s' the error would be 1e-9 max(1, t*), ten times larger.
+    t_star = g.scalar_blowup_time(a, v, s0)
+    run = g.solve_moments(g.SoftmaxMoments([[a]], [[v]]), [0.3], [[s0]], [0.0, 10 * t_star])
+    assert run.status == "blowup"
+    np.testing.assert_allclose(run.blowup_time, t_star, rtol=1e-10)
 
 
 @pytest.mark.parametrize(
@@ -1025,6 +1067,31 @@ def test_moment_gap_study_decays_like_the_monte_carlo_error():
     study = g.moment_gap_study(SOFTMAX, [0.2, 0.0], cov, 0.3, ns, repeats=16, rng=1)
     assert abs(study.fit.slope + 0.5) < 0.25, study.fit.slope
     np.testing.assert_array_equal(study.ns, ns)
+
+
+def test_moment_gap_study_reports_the_root_mean_square_over_repeats():
+    # rms(n) = (mean_r gap_r(n)^2)^(1/2), the clouds drawn from one generator in the order of
+    # `ns`, then of the repeats (the docstring's contract), moved by RK4 with the given step:
+    # the same computation done here with the public functions agrees to rounding.
+    mean, cov, T, ns, dt = (
+        np.array([0.2, 0.0]),
+        np.array([[0.5, 0.1], [0.1, 0.3]]),
+        0.3,
+        [8, 16],
+        0.1,
+    )
+    study = g.moment_gap_study(SOFTMAX, mean, cov, T, ns, repeats=3, dt=dt, rng=5)
+    path = g.solve_moments(g.moment_equations(SOFTMAX), mean, cov, [0.0, T])
+    gen = np.random.default_rng(5)
+    rms = []
+    for n in ns:
+        gaps = []
+        for _ in range(3):
+            cloud = g.moment_matched_cloud(n, mean, cov, rng=gen)
+            run = td.integrators.integrate(SOFTMAX, cloud, [0.0, T], dt=dt)
+            gaps.append(g.moment_gap(run.final, path.means[-1], path.covariances[-1]))
+        rms.append(np.sqrt(np.mean(np.square(gaps))))
+    np.testing.assert_allclose(study.rms, rms, rtol=1e-13)
 
 
 def test_moment_gap_study_refuses_bad_sizes_and_a_blowup():
