@@ -115,6 +115,24 @@ def test_affine_field_generates_the_moment_ode(variant):
         np.testing.assert_allclose(dmean, V @ alpha, rtol=1e-14)
 
 
+@pytest.mark.statement("gauss-prop-affine")
+def test_l2_affine_field_against_gauss_hermite_quadrature():
+    # Gamma(x) = V (I + Sigma G)^(-1) (alpha + Sigma B x) in d = 2 with non-commuting Sigma and
+    # G = (2/s) Kbar^T Kbar: the l2 field of the quadrature measure (60 Gauss-Hermite nodes per
+    # axis; the integrand is a Gaussian times a polynomial of degree 1, integrated to rounding).
+    Q, K = np.array([[1.0, 0.3], [0.0, 0.8]]), np.array([[0.7, 0.0], [0.2, 1.1]])
+    V = np.array([[0.6, -0.2], [0.1, 0.5]])
+    alpha, Sigma = np.array([0.8, -0.5]), np.array([[0.6, 0.2], [0.2, 0.3]])
+    z, w = np.polynomial.hermite_e.hermegauss(60)
+    Z = np.stack(np.meshgrid(z, z, indexing="ij"), -1).reshape(-1, 2)
+    W = np.outer(w, w).ravel()
+    Y = alpha + Z @ np.linalg.cholesky(Sigma).T
+    queries = np.array([[0.0, 0.0], [1.0, -0.5], [-0.7, 0.9]])
+    reference = td.L2(Q, K, V).velocity_at(queries, Y, weights=W / W.sum())
+    formula = g.L2Moments(Q, K, V).velocity(queries, alpha, Sigma)
+    np.testing.assert_allclose(formula, reference, rtol=0, atol=1e-12)
+
+
 @pytest.mark.statement("gauss-prop-linear")
 def test_linear_attention_particles_follow_the_ode_exactly_for_any_n():
     # Linear attention sees the particles only through their first two moments, so a
@@ -230,6 +248,25 @@ def test_blowup_time_is_resolved_to_the_integrator_tolerance(a, v, s0):
     run = g.solve_moments(g.SoftmaxMoments([[a]], [[v]]), [0.3], [[s0]], [0.0, 10 * t_star])
     assert run.status == "blowup"
     np.testing.assert_allclose(run.blowup_time, t_star, rtol=1e-10)
+
+
+def test_blowup_test_reads_the_time_elapsed_since_the_first_time():
+    # The moment ODE of constant parameters is autonomous: started at t0 = 1e4 it is the run
+    # started at 0, shifted. l2 attention with Q = K = V = I from a small covariance first
+    # grows like s' ~ 4 s^2 (s / s' ~ 25), then exponentially at rate 2 (s / s' -> 1/2), with
+    # no pole. With blowup_tau = 1e-3 the pole test is s / s' < 1e-3 max(1, t - t0) <= 0.04,
+    # never met; a test reading t instead of t - t0 (threshold 10 at t ~ 1e4) would report a
+    # blow-up when s / s' crosses 10. The two runs see the same ODE at times equal to 1e4 eps
+    # ~ 2e-12, so their covariances agree within the integrator's tolerance (rtol = 1e-10)
+    # amplified by the run's sensitivity: 1e-8 relative.
+    eq = g.L2Moments(np.eye(2), np.eye(2), np.eye(2))
+    times = np.array([0.0, 10.0, 20.0, 40.0])
+    runs = [
+        g.solve_moments(eq, [0.5, 0.2], np.diag([0.01, 0.005]), t0 + times, blowup_tau=1e-3)
+        for t0 in (0.0, 1e4)
+    ]
+    assert [run.status for run in runs] == ["completed", "completed"]
+    np.testing.assert_allclose(runs[1].covariances, runs[0].covariances, rtol=1e-8, atol=1e-12)
 
 
 @pytest.mark.parametrize(
