@@ -311,6 +311,16 @@ def test_monotonicity_sign_reads_the_symmetric_part_of_a_v():
     assert gf.monotonicity_sign(A, -V) == -1
 
 
+def test_bures_wasserstein_velocity_refuses_a_step_beyond_half_the_smallest_eigenvalue():
+    """The central differences evaluate the functional at S +- h E with |E| <= 1, which is a
+    covariance only when h stays below half of every eigenvalue of S: 1.5 h must be refused."""
+    h = 1e-3
+    with pytest.raises(ValueError, match="eigenvalues above 2 h"):
+        gf.bures_wasserstein_velocity(
+            lambda m, S: float(np.trace(S)), [0.0, 0.0], np.diag([1.0, 1.5 * h]), h=h
+        )
+
+
 # --------------------------------------------------------------------- Gaussian energy
 
 
