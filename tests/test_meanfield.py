@@ -621,6 +621,21 @@ def test_softmax_field_constants_closed_form_and_the_estimates_module():
     np.testing.assert_allclose(c.lipschitz_measure, mf.lipschitz_measure(A, V, 2.0), rtol=1e-14)
 
 
+def test_softmax_field_constants_read_beta_as_a_factor_of_a():
+    """The score beta <A x, y> is that of beta A: the constants of Softmax(A, V, beta=2) are
+    those of Softmax(2 A, V) (u = 2 ||A|| R^2 enters L_x and L_mu), to rounding."""
+    A, V = np.array([[0.3, 0.1], [-0.1, 0.2]]), np.array([[0.3, -0.2], [0.2, 0.3]])
+    c, ref = (
+        mf.field_constants(Softmax(A, V, beta=2.0), 1.5),
+        mf.field_constants(Softmax(2 * A, V), 1.5),
+    )
+    np.testing.assert_allclose(
+        [c.growth, c.lipschitz_x, c.lipschitz_measure],
+        [ref.growth, ref.lipschitz_x, ref.lipschitz_measure],
+        rtol=1e-14,
+    )
+
+
 def test_measured_constants_of_two_diracs_are_the_field_constants():
     """mu = delta_x0, nu = delta_(-x0), V = v I: Gamma_mu(q) = v x0 for every query (all keys
     are x0), so growth = |v x0| / R = v with R = |x0| (every point lies in that ball),
