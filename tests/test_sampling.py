@@ -78,3 +78,44 @@ def test_bad_inputs_raise_named_errors(call, match):
 def test_bad_rng_is_a_type_error():
     with pytest.raises(TypeError, match="`rng`"):
         uniform_sphere(3, 2, rng="seed")
+
+
+def test_uniform_sphere_has_the_fourth_moment_of_the_uniform_law():
+    """Second moments (I/d) do not tell the uniform law from other rotation-free-looking ones
+    (normalised points of a cube have them too): the fourth moment does. For the uniform law on
+    S^{d-1}, E x_1^4 = 3 / (d (d + 2)) (1/5 on S^2, where by Archimedes x_1 is uniform on [-1, 1]
+    and E x_1^8 = 1/9). Monte Carlo: the mean of x^4 over n tokens has standard deviation
+    sqrt(1/9 - 1/25) / sqrt(n) = 0.0019 at n = 20000 (the mean over the three coordinates no
+    more); 5 sigma. Normalised uniform points of the cube [-1, 1]^3 give 0.180, ten sigma away."""
+    n, d = 20_000, 3
+    X = uniform_sphere(n, d, rng=5)
+    sigma = np.sqrt(1 / 9 - 1 / 25) / np.sqrt(n)
+    assert abs(np.mean(X**4) - 3 / (d * (d + 2))) < 5 * sigma
+
+
+def test_gaussian_mixture_components_have_their_anisotropic_covariances():
+    """Each component of the mixture is N(m_k, Sigma_k) for a rotated, anisotropic Sigma_k (an
+    isotropic one cannot tell a factor L from its transpose). Components 40 apart are separated
+    exactly by the sign of the first coordinate; Monte Carlo error of a covariance entry over
+    n_k ~ 2500 tokens is at most |Sigma| sqrt(2 / n_k) (Gaussian fourth moments); 5 sigma."""
+    n = 5000
+    means = np.array([[-20.0, 0.0], [20.0, 0.0]])
+    c, s = np.cos(0.6), np.sin(0.6)
+    R = np.array([[c, -s], [s, c]])
+    covs = np.stack([R @ np.diag([4.0, 0.25]) @ R.T, R.T @ np.diag([1.0, 0.04]) @ R])
+    X = gaussian_mixture(n, means, covs, rng=6)
+    for k, sel in enumerate((X[:, 0] < 0, X[:, 0] >= 0)):
+        n_k = int(sel.sum())
+        np.testing.assert_allclose(
+            X[sel].mean(axis=0), means[k], rtol=0, atol=5 * np.sqrt(covs[k].max() / n_k)
+        )
+        np.testing.assert_allclose(
+            np.cov(X[sel].T), covs[k], rtol=0, atol=5 * np.abs(covs[k]).max() * np.sqrt(2 / n_k)
+        )
+
+
+def test_a_zero_covariance_is_the_dirac_at_the_mean():
+    """Degenerate covariances are allowed: the zero matrix (rank zero) is the Dirac at the
+    mean, every token equal to it exactly (the factor is zero)."""
+    X = gaussian_cloud(7, [1.5, -2.0], np.zeros((2, 2)), rng=0)
+    np.testing.assert_array_equal(X, np.tile([1.5, -2.0], (7, 1)))
