@@ -227,3 +227,65 @@ def test_check_attributes_takes_any_object_with_the_fields_and_names_the_missing
     assert v.check_attributes(record, ("mean", "stderr"), "estimate", "") is record
     with pytest.raises(TypeError, match=r"`estimate` must have the attributes stderr; got"):
         v.check_attributes(SimpleNamespace(mean=0.0), ("mean", "stderr"), "estimate", "")
+
+
+def test_short_float_weights_are_accepted_to_their_rounding_and_normalised():
+    """Weights in float32 that sum to one only up to their rounding (here 1 + 8.4 eps_32, below
+    the 2 n eps_32 of n = 100 float32 round-offs, above float64's 1e-9) are accepted and
+    divided by their sum: the result sums to one to float64 rounding (n eps_64) and is
+    proportional to the input (each entry to one ulp)."""
+    eps32 = float(np.finfo(np.float32).eps)
+    w = np.full(100, 0.01, dtype=np.float32)
+    w[0] += np.float32(1e-6)
+    total = float(w.astype(np.float64).sum())
+    assert 2 * eps32 < abs(total - 1.0) < 2 * 100 * eps32
+    out = v.as_weights(w, 100)
+    assert out.dtype == np.float64
+    assert abs(out.sum() - 1.0) <= 100 * np.finfo(float).eps
+    np.testing.assert_allclose(out, w.astype(np.float64) / total, rtol=4 * np.finfo(float).eps)
+    with pytest.raises(ValueError, match="`weights` must sum to one"):
+        v.as_weights(w.astype(np.float64), 100)  # the same numbers in float64: not rounding
+
+
+def test_the_zero_matrix_is_a_covariance_and_the_symmetric_part_is_exact():
+    """The zero covariance (a Dirac) has no asymmetry at all and is accepted, whatever the
+    tolerance relative to its scale 0; a matrix with a rounding asymmetry comes back as its
+    symmetric part, exactly symmetric (halving is exact in binary)."""
+    np.testing.assert_array_equal(v.as_covariance(np.zeros((2, 2))), np.zeros((2, 2)))
+    np.testing.assert_array_equal(v.as_symmetric(np.zeros((3, 3)), "M"), np.zeros((3, 3)))
+    M = np.array([[2.0, 1.0 + 1e-12], [1.0, 3.0]])
+    S = v.as_covariance(M)
+    np.testing.assert_array_equal(S, S.T)
+    np.testing.assert_array_equal(S, 0.5 * M + 0.5 * M.T)
+
+
+@pytest.mark.parametrize("peak", [3.0, 1.0, 0.75, 2.0**-1074, 1.7e308])
+def test_power_of_two_scale_brackets_the_peak(peak):
+    """The scale c is the power of two with c <= max|X| < 2 c: X / c is exact and its largest
+    entry lies in [1, 2), for normal, subnormal and huge peaks; along an axis, per slice, and
+    1 for an all-zero slice."""
+    from token_dynamics._linalg import power_of_two_scale
+
+    X = np.array([0.5 * peak, -peak])
+    c = float(power_of_two_scale(X))
+    assert np.frexp(c)[0] == 0.5  # a power of two
+    assert c <= peak < 2 * c
+    M = np.array([[peak, 0.0], [-0.25 * peak, 0.0]])
+    cols = power_of_two_scale(M, axis=0)
+    assert cols.shape == (1, 2) and cols[0, 1] == 1.0 and cols[0, 0] == c
+
+
+def test_float_guard_raises_on_an_invalid_value_and_checked_finite_on_any_overflow():
+    """0/0 and sqrt(-1) are invalid values: named like an overflow. `checked_finite` passes a
+    finite value through and refuses a single inf or NaN among finite entries."""
+    for bad in (lambda: np.array([0.0]) / 0.0, lambda: np.sqrt(np.array([-1.0]))):
+        with pytest.raises(FloatingPointError, match=r"^the energy leaves .*invalid value"):
+            with float_guard("the energy", "scale `X` down"):
+                bad()
+    from token_dynamics._guards import checked_finite
+
+    value = np.array([1.0, 2.0])
+    assert checked_finite(value, "the sum", "rescale") is value
+    for bad in (np.array([1.0, np.inf]), np.array([np.nan, 2.0]), float("inf")):
+        with pytest.raises(FloatingPointError, match=r"^the sum leaves the float64 range"):
+            checked_finite(bad, "the sum", "rescale")
