@@ -664,3 +664,41 @@ def test_the_near_blowup_ratio_ranges_over_the_seeds():
     iid = np.array([_blowup_ratio(seed, False) for seed in range(20)])
     assert (np.argmin(iid), np.argmax(iid)) == (16, 4)
     assert 8 < np.median(iid) < 12  # "about ten"
+
+
+def test_the_quantile_pair_is_judged_within_two_percent():
+    """mf-ex-quantiles: both distances are deterministic (quantile tokens, the exact Gaussian
+    solution, an RK4 run), and the reader's own RK4 step (0.05 in CASES, accepted there) moves
+    the second by a relative O(dt^4), far inside the 2%. A second distance 5% off (2.5 times
+    the tolerance) is not right. One call: each runs the check's 1000-token integration."""
+    _label, (w0, w1), _wrong, inputs = next(c for c in CASES if c[0] == "mf-ex-quantiles")
+    assert not check_answer("mf-ex-quantiles", (w0, 1.05 * w1), **inputs).correct
+
+
+def test_the_last_merge_time_read_on_a_coarse_grid_is_right():
+    """gf-ex-beta: on a grid whose steps are a factor up to 1.5, the output time after the merge
+    is up to 1.5 times the time after it on the check's grid (a factor 1.07 finer): 1.45 times
+    `after` is right (the window is a factor 1.5 around the check's own pair of output times,
+    not around the time before the merge)."""
+    before, after = _merge(9.0, 300)
+    assert before < after < 1.1 * before  # the check's grid: a factor 1.07 between outputs
+    assert check_answer("gf-ex-beta", 1.45 * after, **_inputs("gf-ex-beta")).correct
+
+
+def test_a_ratio_that_is_not_positive_is_not_right_without_a_warning():
+    """gauss-ex-particles-near-blowup: a ratio of two errors (norms) is positive; 0 and a
+    negative number are not right, and are judged so before any logarithm is taken (log 0 warns
+    of a division by zero, which the test run turns into an error)."""
+    for ratio in (0.0, -0.0, -20.0):
+        verdict = check_answer("gauss-ex-particles-near-blowup", ratio)
+        assert verdict.status == "incorrect", ratio
+
+
+def test_an_answer_with_any_non_finite_number_is_not_finite():
+    """The guard in front of every judge: one NaN or infinity anywhere in a parsed answer (a
+    float, either entry of a pair, any count of a dict) makes it not finite, whatever the
+    other entries (the judges are then never asked)."""
+    assert exercises._finite(1.5) and exercises._finite((0.0, -2.0))
+    assert exercises._finite({1.0: 2, 4.0: 1})
+    for bad in (np.nan, (1.0, np.inf), (-np.inf, 1.0), (1.0, np.nan), {1.0: 2, 4.0: np.nan}):
+        assert not exercises._finite(bad), bad
