@@ -702,3 +702,18 @@ def test_an_answer_with_any_non_finite_number_is_not_finite():
     assert exercises._finite({1.0: 2, 4.0: 1})
     for bad in (np.nan, (1.0, np.inf), (-np.inf, 1.0), (1.0, np.nan), {1.0: 2, 4.0: np.nan}):
         assert not exercises._finite(bad), bad
+
+
+def test_the_cluster_counts_use_the_statement_s_tolerance():
+    """tok-ex-clusters counts clusters at tolerance 1e-3, as the statement says. On the circle
+    cloud of seed 0 (8 tokens), at beta = 16 two clusters are still metastable at t = 20, closer
+    than 0.1 but farther than 1e-3 apart: the counts at 1e-3 are right, and they differ there
+    from those at a coarser tolerance (so a check counting at 0.1 would refuse them)."""
+    X0 = td.uniform_sphere(8, 2, rng=0)
+    finals = {
+        b: td.integrate(td.Softmax(I2, I2, beta=b), X0, [0, 20], dt=0.05, geometry="sphere").final
+        for b in (1.0, 4.0, 16.0, 64.0)
+    }
+    counts = {b: td.cluster_count(final, 1e-3) for b, final in finals.items()}
+    assert td.cluster_count(finals[16.0], 1e-1) < counts[16.0]
+    assert check_answer("tok-ex-clusters", counts, X0=X0).correct
