@@ -19,7 +19,13 @@ import numpy as np
 import pytest
 
 from token_dynamics import integrate
-from token_dynamics._backend import all_finite, device, has_float64, is_numpy, to_numpy
+from token_dynamics._backend import (
+    all_finite,
+    device,
+    has_float64,
+    is_numpy,
+    to_numpy,
+)
 from token_dynamics.attention import (
     L2,
     AttentionField,
@@ -40,9 +46,11 @@ from token_dynamics.attention._array_api import (
     TORCH_CPU_BLOCK_ENTRIES,
     generic_softmax_velocity,
     query_blocks,
+    scores_in_range,
     softmax_velocity,
 )
 from token_dynamics.attention._base import _DEVICE_COPIES, xp_parameter
+from token_dynamics.attention._scale import SCORE_HEADROOM
 from token_dynamics.diagnostics import (
     cluster_count,
     diameter,
@@ -1166,3 +1174,68 @@ def test_subnormal_tokens_are_rescaled_or_refused(lib):
     else:
         assert cluster_count(asarray(mixed), 0.0) == cluster_count(mixed, 0.0) == 2
         assert cluster_count(asarray(np.eye(2)), 1e-300) == 2
+
+
+# --- added by the mutation audit (MUTANTS.md): checks that a plausible bug would fail
+def test_hardmax_ties_below_unit_scores_use_an_absolute_tolerance(lib):
+    """The tie set is ``{j : s_ij >= m_i - tol max(1, |m_i|)}``: below ``|m_i| = 1`` the
+    tolerance is absolute. Scores of 0.1 and 0.1 - 5e-4 at ``tol = 1e-3`` are tied (a gap of
+    half the tolerance), although the gap exceeds ``tol |m_i|`` = 1e-4; the velocity is then the
+    mean of the two values, a dense formula to round-off (a sum of two terms, 1e-15 relative)."""
+    asarray, to_numpy, _ = lib
+    X = np.array([[0.1, 0.0], [0.1 - 5e-4, 0.3], [-0.2, 1.0]])  # scores <y, x_j> = x_j1
+    Y = np.array([[1.0, 0.0]])
+    V = np.array([[1.0, 2.0], [-0.5, 1.5]])
+    field = Hardmax(np.eye(2), V, tol=1e-3)
+    S = Y @ X.T
+    m = S.max(axis=1, keepdims=True)
+    tied = S >= m - 1e-3 * np.maximum(1.0, np.abs(m))
+    assert tied.sum() == 2  # the two first keys
+    want = (tied / tied.sum(axis=1, keepdims=True)) @ X @ V.T
+    out = to_numpy(field.velocity_at(asarray(Y), asarray(X)))
+    np.testing.assert_allclose(out, want, rtol=0, atol=1e-15 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_scores_in_range_counts_the_key_biases(lib, sign):
+    """``scores_in_range`` bounds each score ``<F_i, K_j> + c_j`` by Cauchy-Schwarz,
+    ``max|F_i| max|K_j| + max|c_j|``, against the largest float over ``2**SCORE_HEADROOM``:
+    with zero products the biases alone decide, on either side of the limit (a factor 2 each
+    way, far from rounding), and a bias of either sign counts (the l2 and Sinkhorn biases)."""
+    asarray, _, xp = lib
+    limit = float(np.finfo(np.float64).max) / 2.0**SCORE_HEADROOM
+    F, K = asarray(np.zeros((3, 2))), asarray(np.ones((4, 2)))
+    for c, inside in ((limit / 2, True), (2 * limit, False)):
+        bias = asarray(np.array([0.0, sign * c, 1.0, -1.0]))
+        assert bool(scores_in_range(xp, F, K, bias)) is inside, (c, inside)
+    # the products count too: |F_i| |K_j| = 1e304 > limit = 2.7e303, zero biases (norms of
+    # 1e152, whose squares stay finite)
+    big = asarray(np.array([[1e152, 0.0]]))
+    assert not bool(scores_in_range(xp, big, big, asarray(np.zeros(1))))
+
+
+def test_queries_far_larger_than_the_keys_are_named(lib):
+    """The Cauchy-Schwarz bound of the scores at queries ``Y`` elsewhere is
+    ``|beta| ||A|| max|y_i| max|x_j|``, with the queries' own norms: float32 keys of norms 40
+    and 50 and a query of norm 1e37 give scores of -4e38 and -5e38, both beyond the float32
+    range (3.4e38): -inf, a row that torch's fused kernel returns as zeros (a finite, wrong
+    velocity). The bound 5e38 exceeds the limit 3.4e38 / 2**16 by far, so the velocity is
+    refused by name, whatever the keys' norms alone (50 * 50) would allow."""
+    asarray, _, xp = lib
+    X = xp.astype(asarray(np.array([[40.0, 0.0], [50.0, 0.0]])), xp.float32)
+    Y = xp.astype(asarray(np.array([[-1e37, 0.0]])), xp.float32)
+    with pytest.raises(FloatingPointError, match="may leave the float range"):
+        Softmax(np.eye(2), np.eye(2)).velocity_at(Y, X)
+
+
+def test_scores_overflowing_from_tokens_of_finite_norm_are_named(lib):
+    """float32 tokens of norms 1.5e19 and 1.8e19 (their squares, up to 3.24e38, stay below the
+    largest float32 3.4e38, so every norm is finite) and ``A = -2 I``: every score
+    ``-2 <x_i, x_j>`` lies below -4.5e38, -inf in float32, a row that torch's fused kernel
+    returns as zeros (a finite, wrong velocity). The Cauchy-Schwarz bound
+    ``|beta| ||A|| max|y| max|x| = 2 (1.8e19)^2 = 6.5e38`` exceeds the limit
+    ``3.4e38 / 2**16`` by far: refused by name before any such result is returned."""
+    asarray, _, xp = lib
+    X = xp.astype(asarray(np.array([[1.5e19, 0.0], [1.8e19, 0.0]])), xp.float32)
+    with pytest.raises(FloatingPointError, match="may leave the float range"):
+        Softmax(-2 * np.eye(2), np.eye(2)).velocity(X)
