@@ -1246,19 +1246,13 @@ def test_device_draws_are_fresh_standard_normals_at_each_call(lib):
     assert abs(np.corrcoef(a, b)[0, 1]) <= 5 / np.sqrt(N)
 
 
-# torch's CPU generator seeds from the low 32 bits only (MUTANTS.md: a library finding, not fixed
-# here): seeds 2**32 apart repeat its draws
-TORCH_LOW_WORD = pytest.mark.xfail(strict=True, reason="torch.Generator.manual_seed keeps 32 bits")
-
-
-@pytest.mark.parametrize(
-    "name", ["array_api_strict", "jax", pytest.param("torch", marks=TORCH_LOW_WORD)]
-)
+@pytest.mark.parametrize("name", ["array_api_strict", "jax", "torch"])
 def test_device_seeds_differing_in_their_high_word_draw_differently(name, monkeypatch):
     """Seeds are 63-bit (``_seed``); JAX's key takes them as two 32-bit words (its keys are
-    32-bit without x64), so seeds that differ only above bit 32 must still give different
-    draws: independent normals, whose difference has variance 2 (the largest of 1000 such
-    differences exceeds 1 but with probability below 1e-200)."""
+    32-bit without x64) and torch's CPU generator keeps 32 bits (the two words are folded into
+    one), so seeds that differ only above bit 32 must still give different draws: independent
+    normals, whose difference has variance 2 (the largest of 1000 such differences exceeds 1
+    but with probability below 1e-200)."""
     asarray, to_numpy, xp = _library(name)
     like = asarray(np.zeros(1))
     draws = []

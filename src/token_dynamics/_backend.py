@@ -279,6 +279,9 @@ def device_normal(xp: ModuleType, like: Any, rng: object) -> Callable[[tuple[int
     Every other ``rng`` (an integer seed, a ``SeedSequence``, a numpy Generator or ``None``)
     gives one seed, ``np.random.default_rng(rng).integers(2**63)``, to the library's generator:
     the same ``rng`` repeats the draws on the same library and device; they differ from numpy's.
+    torch's CPU generator keeps 32 bits of a seed, so the seed's two 32-bit words are folded
+    into one there: two different ``rng`` give the same torch CPU draws with probability
+    ``2**-32``.
 
     Examples
     --------
@@ -301,7 +304,10 @@ def device_normal(xp: ModuleType, like: Any, rng: object) -> Callable[[tuple[int
             gen = rng
         else:
             gen = torch.Generator(device=dev)
-            gen.manual_seed(_seed(rng))
+            seed = _seed(rng)
+            if gen.device.type == "cpu":  # its Mersenne twister keeps a seed's low 32 bits
+                seed = (seed ^ (seed >> 32)) & 0xFFFFFFFF  # fold the high word in, as for JAX
+            gen.manual_seed(seed)
         return lambda shape, dtype: torch.randn(shape, generator=gen, dtype=dtype, device=dev)
     seed = _seed(rng)
     if lib == "jax":
