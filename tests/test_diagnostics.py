@@ -16,6 +16,7 @@ from token_dynamics.diagnostics import (
     empirical_covariance,
     empirical_mean,
     excess_kurtosis,
+    fit_power_law,
     interaction_energy,
     min_inner_product,
     numerical_rank,
@@ -122,6 +123,38 @@ def test_numerical_rank_counts_singular_values_strictly_above_the_threshold():
     assert numerical_rank(np.diag([1.0, 0.0]), rtol=0) == 1
     assert numerical_rank(np.diag([1.0, 0.5, 0.25]), rtol=0.5) == 1
     assert numerical_rank(np.diag([1.0, 0.5, 0.25]), rtol=0.25) == 2
+
+
+def test_numerical_rank_default_threshold_is_the_larger_dimension_times_eps():
+    """The default rtol is max(p, q) eps, numpy.linalg.matrix_rank's: a 10 x 2 matrix with
+    orthogonal coordinate columns of norms 1 and 4 eps has those singular values to a few ulps,
+    and 4 eps lies between min(p, q) eps = 2 eps and max(p, q) eps = 10 eps (a factor 2 from
+    each), so the rank is 1 with the larger dimension and 2 with the smaller."""
+    eps = np.finfo(np.float64).eps
+    M = np.zeros((10, 2))
+    M[0, 0], M[1, 1] = 1.0, 4 * eps
+    for A in (M, M.T):
+        assert numerical_rank(A) == np.linalg.matrix_rank(A) == 1
+        assert numerical_rank(A, rtol=2 * eps) == 2
+
+
+def test_power_law_fit_is_the_least_squares_line_and_evaluates_c_x_to_the_p():
+    """On exact data y = 3 x^(-1/2) the log-log line is exact: slope -1/2, intercept log 3, and
+    the fit evaluates to y (the logarithms are exact to an ulp, the 2 x 2 normal equations of
+    log x in [0, log 100] well conditioned: 1e-12 relative). On noisy data the fit is the
+    least-squares solution of [log x, 1] [p, log C] = log y, computed here by lstsq."""
+    x = np.array([1.0, 4.0, 16.0, 100.0])
+    fit = fit_power_law(x, 3.0 * x**-0.5)
+    assert fit.slope == pytest.approx(-0.5, rel=1e-12)
+    assert fit.intercept == pytest.approx(np.log(3.0), rel=1e-12)
+    np.testing.assert_allclose(fit(np.array([2.0, 9.0])), 3.0 / np.sqrt([2.0, 9.0]), rtol=1e-12)
+    rng = np.random.default_rng(3)
+    y = 3.0 * x**-0.5 * np.exp(0.1 * rng.standard_normal(x.size))
+    fit = fit_power_law(x, y)
+    A = np.column_stack([np.log(x), np.ones(x.size)])
+    (p, logc), *_ = np.linalg.lstsq(A, np.log(y), rcond=None)
+    assert (fit.slope, fit.intercept) == pytest.approx((p, logc), rel=1e-12)
+    np.testing.assert_allclose(fit(x), np.exp(logc) * x**p, rtol=1e-12)
 
 
 @pytest.mark.parametrize(
