@@ -139,6 +139,21 @@ def test_energy_spectrum_of_a_dirac_and_a_truncation():
     assert short.remainder > 0.01 * short.energy  # a truncation that loses accuracy says so
 
 
+def test_energy_spectrum_tail_bound_covers_the_rounding_of_a_converged_expansion():
+    """Past degree 60 the truncation tail (below beta^61/61! e^beta) is far below rounding, so
+    the remainder is the rounding of the two sums, a few eps e^beta / (2 beta): nonzero in
+    general, and bounded only through the bound's rounding allowance (L + 1) eps e^beta/(2 beta).
+    The bound is compared with no absolute slack (pytest.approx's default abs=1e-12 would hide
+    an allowance of 1e-14)."""
+    eps = np.finfo(float).eps
+    for seed in range(2):
+        for n, d, beta in [(12, 2, 1.0), (20, 3, 2.0), (15, 5, 4.0)]:
+            X = td.uniform_sphere(n, d, rng=np.random.default_rng(seed))
+            s = cl.energy_spectrum(X, beta=beta, max_degree=60)
+            assert abs(s.remainder) <= s.tail_bound
+            assert s.tail_bound >= 61 * eps * np.exp(beta) / (2 * beta)
+
+
 def test_weights_and_bad_input():
     X = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]])
     s = cl.energy_spectrum(X, beta=1.0, max_degree=30, weights=[0.5, 0.25, 0.25])
