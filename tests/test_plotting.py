@@ -387,6 +387,62 @@ def test_loglog_fit_recovers_the_power_law():
         plt.close(fig)
 
 
+def test_loglog_guides_pass_through_the_first_point_and_marks_sit_at_their_value():
+    """A guide of slope p is y_0 (x / x_0)^p: through the first point, log-slope p (one division
+    and one power per point: a few ulps, 1e-14 relative); a mark is a vertical line at its x.
+    x_0 = 10, not 1, so that a guide through the origin of log x is told apart."""
+    fig, ax = plt.subplots()
+    try:
+        x = np.array([10.0, 20.0, 40.0, 80.0])
+        y = np.array([5.0, 2.0, 1.5, 0.5])
+        guides = {"slope 2": 2.0, "slope -1/2": -0.5}
+        plotting.plot_loglog(ax, x, y, xlabel="n", ylabel="e", guides=guides, marks={"m": 30.0})
+        lines = {line.get_label(): line for line in ax.get_lines()}
+        for name, p in guides.items():
+            assert lines[name].get_ydata()[0] == pytest.approx(y[0], rel=1e-14)
+            np.testing.assert_allclose(lines[name].get_xdata(), x, rtol=0)
+            np.testing.assert_allclose(lines[name].get_ydata(), y[0] * (x / x[0]) ** p, rtol=1e-14)
+        np.testing.assert_array_equal(lines["m"].get_xdata(), [30.0, 30.0])
+    finally:
+        plt.close(fig)
+
+
+def test_relative_curves_are_divided_by_their_first_value():
+    """relative=True draws v / v[0] (E(t) / E(0)): 1 at the first point, exact for the powers of
+    two used here; a curve that is not constant tells v[0] from any other divisor."""
+    fig, ax = plt.subplots()
+    try:
+        t = np.arange(4.0)
+        v = np.array([8.0, 4.0, 2.0, 1.0])
+        (line,) = plotting.plot_curves(ax, t, {"E": v}, xlabel="t", ylabel="E", relative=True)
+        np.testing.assert_array_equal(line.get_ydata(), v / 8.0)
+    finally:
+        plt.close(fig)
+
+
+def test_dissipation_function_marks_minus_lambda_bar_at_one_and_the_level_minus_rate():
+    """Lemma 4.1's picture: F against u, the value -lambda_bar at u = 1 and the infimum level
+    -lambda_bar' (both signs flipped from the positive constants passed); data stored as given."""
+    fig, ax = plt.subplots()
+    try:
+        u = np.linspace(-1.0, 1.0, 5)
+        F = -0.25 - 0.5 * u**2
+        line = plotting.plot_dissipation_function(ax, u, F, lambda_bar=0.75, rate=0.5)
+        np.testing.assert_array_equal(line.get_xdata(), u)
+        np.testing.assert_array_equal(line.get_ydata(), F)
+        others = [other for other in ax.get_lines() if other is not line]
+        level = [
+            o
+            for o in others
+            if np.ptp(np.asarray(o.get_ydata(), float)) == 0 and o.get_linestyle() == ":"
+        ]
+        assert [tuple(o.get_ydata()) for o in level] == [(-0.5, -0.5)]
+        marks = [o for o in others if o.get_marker() == "o"]
+        assert [(tuple(o.get_xdata()), tuple(o.get_ydata())) for o in marks] == [((1.0,), (-0.75,))]
+    finally:
+        plt.close(fig)
+
+
 def _shown_labels(axis, at):
     """(position, text) of the visible, labelled ticks of `axis` inside its view, in order (`at`:
     0 for x)."""
