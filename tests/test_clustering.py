@@ -693,6 +693,26 @@ def test_newton_converges_quadratically_and_reports_failure():
         cl.find_critical_point(np.ones((3, 1)), beta=1.0)
 
 
+def test_newton_step_is_shortened_uniformly_to_max_step():
+    """A step longer than max_step is scaled as a whole so that the longest geodesic move is
+    max_step: with max_step = 3/4 of the free Newton step's longest move, every token moves 3/4
+    of its free move (the geodesic angle arccos<x, x'> through arctan2, exact to ~1e-15 rad;
+    1e-12 relative on moves of order 0.1)."""
+    rng = np.random.default_rng(11)
+    X0 = td.uniform_sphere(5, 3, rng=rng)
+
+    def moves(max_step):
+        X1 = cl.find_critical_point(X0, beta=3.0, max_iter=1, max_step=max_step).X
+        cross = np.linalg.norm(np.cross(X0, X1), axis=1)
+        return np.arctan2(cross, np.sum(X0 * X1, axis=1))
+
+    free = moves(10.0)
+    assert 1e-2 < free.max() < 3.0  # a real step, shorter than the unclipped bound 10
+    short = moves(0.75 * free.max())
+    assert short.max() == pytest.approx(0.75 * free.max(), rel=1e-12)
+    np.testing.assert_allclose(short, 0.75 * free, rtol=1e-12, atol=1e-15)
+
+
 def _families(n):
     """The symmetric critical points: k equal clusters at a regular k-gon (k | n, k >= 2), two
     antipodal clusters of unequal sizes, and the consensus."""
