@@ -4,6 +4,9 @@ Tolerances: 1e-14 to 1e-12 relative is round-off (machine epsilon times the hand
 operations per entry, or the n-term sums of a moment); other tolerances are commented.
 """
 
+import math
+from fractions import Fraction
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -225,6 +228,21 @@ def test_cluster_count_is_exact_beside_a_far_token_and_at_tiny_scales():
     assert cluster_count(np.vstack([Z, Z[:2]]) * 1e-310, 0.0) == 6
     # huge distances within a huge tol: no overflow to a false "far"
     assert cluster_count(np.array([[-1e300, 0.0], [1e300, 0.0]]), 3e300) == 1
+
+
+@pytest.mark.parametrize("d", [2, 3, 5])
+def test_cluster_count_links_as_the_exact_distance_says_beyond_a_few_ulps_of_tol(d):
+    # the promise of the docstring: a pair is linked as its exact distance (rational arithmetic
+    # on the tokens' own values) says whenever that distance is not within a relative
+    # (d + 4) eps of tol. Each pair is asked at tol 2 (d + 4) eps above and below its exact
+    # distance (rounded once to a float: half an eps more), on both sides of the margin
+    eps = np.finfo(np.float64).eps
+    rng = np.random.default_rng(d)
+    for x, y in rng.uniform(-1, 1, size=(50, 2, d)):
+        exact = math.sqrt(sum((Fraction(a) - Fraction(b)) ** 2 for a, b in zip(x, y, strict=True)))
+        pair = np.array([x, y])
+        assert cluster_count(pair, exact * (1 + 2 * (d + 4) * eps)) == 1
+        assert cluster_count(pair, exact * (1 - 2 * (d + 4) * eps)) == 2
 
 
 def test_rows_of_zero_weight_play_no_role():

@@ -131,7 +131,9 @@ def cluster_count(X: ArrayLike, tol: float) -> int:
     tokens at distance :math:`\le` ``tol`` (single-linkage clusters).
 
     Computed by min-label propagation with pointer jumping over row blocks of the distance
-    matrix (memory bounded, exact).
+    matrix (memory bounded). Each pair is linked as its exact distance says, unless that
+    distance lies within a relative ``(d + 4) eps`` of ``tol`` (a few units in its last place:
+    there the rounding of the coordinate differences themselves may decide either way).
 
     Parameters
     ----------
@@ -140,7 +142,7 @@ def cluster_count(X: ArrayLike, tol: float) -> int:
         namespace and on its device, the distances taken as in :func:`diameter` (from inner
         products of the offsets to the first token), and every pair whose computed distance
         lies within its rounding bound of ``tol`` recomputed from coordinate differences, so
-        the count is the exact one of the tokens' values.
+        that the count is the same as for numpy arrays.
     tol : float
         Linking distance, nonnegative (``0`` counts distinct tokens).
 
