@@ -825,3 +825,34 @@ def test_deviation_bound_gives_up_at_a_tie_between_distinct_perturbed_keys(tau):
     assert deviation.max() > 1.0 > 10 * incoming.max()
     bound = softmax_deviation_bound(T, [X], tau)[0]
     assert np.all(deviation <= bound)
+
+
+def test_train_tikhonov_is_adam_with_the_documented_cosine_step():
+    """`train_tikhonov` follows the update of its docstring, step by step.
+
+    An independent transcription of that update (Adam, decay rates 0.9 and 0.999, bias-corrected
+    moments, step ``lr/2 (1 + cos(pi t / T))``, best iterate kept, the last one included) is run
+    for a few epochs from the same start. With a small ``lr`` the objective decreases at every
+    step, so the best iterate is the last one. The two do the same float64 operations up to their
+    order, so they agree to rounding: a few ulps of ``lr`` per epoch (atol 1e-14 for lr = 1e-3,
+    T = 6). A reversed annealing (step growing to lr) or a missing bias correction move
+    ``theta`` by about ``lr``.
+    """
+    data = tikhonov_dataset(3, 5, 3, 2, rng=4)
+    theta0 = np.random.default_rng(5).normal(size=data.exact.size) * 0.5
+    lr, T, eps = 1e-3, 6, 0.1
+    theta, m1, m2 = theta0.copy(), 0.0, 0.0
+    values = [tikhonov_objective(theta, data, eps)[0]]
+    for t in range(1, T + 1):
+        g = tikhonov_objective(theta, data, eps)[1]
+        m1 = 0.9 * m1 + 0.1 * g
+        m2 = 0.999 * m2 + 0.001 * g**2
+        hat1, hat2 = m1 / (1 - 0.9**t), m2 / (1 - 0.999**t)
+        theta = theta - lr / 2 * (1 + np.cos(np.pi * t / T)) * hat1 / (np.sqrt(hat2) + 1e-8)
+        values.append(tikhonov_objective(theta, data, eps)[0])
+    # the last step is zero (cos(pi) = -1); before it the objective decreases, so the best
+    # iterate is the last one
+    assert np.all(np.diff(values)[:-1] < 0) and values[-1] == values[-2]
+    fit = train_tikhonov(data, eps, theta0=theta0, epochs=T, lr=lr)
+    np.testing.assert_allclose(fit.theta, theta, rtol=0, atol=1e-14)
+    np.testing.assert_allclose(fit.objective, values[-1], rtol=1e-13)
