@@ -743,3 +743,43 @@ def test_separation_exponent_is_the_log_gap_growth_per_unit_time():
         est = sto.separation_exponent(times, states)
         np.testing.assert_allclose(est.mean, r, rtol=1e-12)
         assert est.stderr < 1e-12  # the two paths have the same exponent
+
+
+def test_experiment_without_mlp_is_the_layer_normed_euler_step_of_the_docstring():
+    """Each saved layer is ``LN(X + T/L Attn(X))`` with a dense softmax, Q = K = I, V = scale I.
+
+    The reference is written from the docstring's formula with its own softmax; both evaluate
+    the same O(1) quantities on the unit sphere, so they agree to a few ulps per layer
+    (atol 1e-13 after 4 layers). A step of T/(L+1) or a wrong V would move them by O(T/L^2).
+    """
+    d, n, L, T, scale = 3, 5, 4, 2.0, 0.7
+    run = sto.synchronization_experiment(None, d, scale=scale, n_tokens=n, L=L, T=T, rng=11)
+    X0 = sampling.uniform_sphere(n, d, rng=np.random.default_rng(11))
+    np.testing.assert_allclose(run.X[0], X0, rtol=0, atol=1e-15)  # renormalised: an ulp
+    X = X0
+    for k in range(1, L + 1):
+        S = X @ X.T
+        P = np.exp(S - S.max(axis=1, keepdims=True))
+        P /= P.sum(axis=1, keepdims=True)
+        Y = X + T / L * scale * (P @ X)
+        X = Y / np.linalg.norm(Y, axis=1, keepdims=True)
+        np.testing.assert_allclose(run.X[k], X, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(run.times, np.linspace(0.0, T, L + 1), rtol=0, atol=1e-15)
+
+
+def test_experiment_with_mlp_is_the_model_with_sigma_u_equal_to_sigma_w():
+    """The run is :func:`simulate` of ``MLPNoise(act, width, sigma_U = sigma_W = sigma)``.
+
+    Same seed, same draws (the initial cloud first, then the model's), so the trajectories agree
+    to rounding; a bias scale other than ``sigma`` changes the noise at O(1).
+    """
+    d, n, L, width, sigma = 3, 4, 3, 8, 0.6
+    run = sto.synchronization_experiment(
+        "relu", d, sigma=sigma, scale=0.5, n_tokens=n, L=L, T=1.0, width=width, rng=12
+    )
+    rng = np.random.default_rng(12)
+    X0 = sampling.uniform_sphere(n, d, rng=rng)
+    noise = sto.MLPNoise("relu", width=width, sigma_U=sigma, sigma_W=sigma)
+    model = sto.StochasticTransformer(noise, V=0.5 * np.eye(d))
+    res = sto.simulate(model, X0, T=1.0, L=L, rng=rng)
+    np.testing.assert_allclose(run.X, res.X[0], rtol=0, atol=1e-14)
