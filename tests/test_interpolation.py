@@ -856,3 +856,21 @@ def test_train_tikhonov_is_adam_with_the_documented_cosine_step():
     fit = train_tikhonov(data, eps, theta0=theta0, epochs=T, lr=lr)
     np.testing.assert_allclose(fit.theta, theta, rtol=0, atol=1e-14)
     np.testing.assert_allclose(fit.objective, values[-1], rtol=1e-13)
+
+
+def test_factored_matrix_is_left_times_right_transpose():
+    """``Factored(L, R).matrix = L R^T = sum_k l_k r_k^T`` (a sum of outer products), 2 d r params.
+
+    The separation stage uses ``V = Factored(gain w, u)`` (``V x = gain w <u, x>``) and adapts
+    to whatever shifts it gets, so the interpolation tests do not see a transposed product; the
+    outer-product sum is exact up to one rounding per entry (rtol 1e-15 for r = 2 terms).
+    """
+    rng = np.random.default_rng(8)
+    left, right = rng.normal(size=(4, 2)), rng.normal(size=(4, 2))
+    m = Factored(left, right)
+    outer = np.outer(left[:, 0], right[:, 0]) + np.outer(left[:, 1], right[:, 1])
+    np.testing.assert_allclose(m.matrix, outer, rtol=1e-15, atol=1e-15)
+    assert m.n_params == 2 * 4 * 2
+    x = rng.normal(size=4)
+    v = SelfAttention(A=Identity(4), V=m, rho=0.0)(x[None, :])[0]  # one token: V x
+    np.testing.assert_allclose(v, left @ (right.T @ x), rtol=1e-14, atol=1e-14)
