@@ -1067,3 +1067,29 @@ def test_depth_study_uses_the_rate_of_theorem_1_1_and_remark_2_4():
     # grid/sup <= 0.4 over seeds), so grid < sup / 2 on every path
     np.testing.assert_array_equal(err.grid[:, 2], err.sup[:, 2])
     assert np.all(err.grid[:, 0] < 0.5 * err.sup[:, 0])
+
+
+def test_euler_sde_evaluates_the_noise_kernel_on_the_sphere():
+    """``method="euler"``: the field's covariance is kappa at the normalised tokens (§2.1).
+
+    One token and no attention: the scheme is ``X + h (-(d-1)/2 kappa(1) X) + sqrt(h) P_X xi``
+    with ``xi = sqrt(kappa(1)) Z`` whatever ``|X|`` (the field lives on the sphere), ``P_X w =
+    w - <w, X> X`` at the unnormalised ``X``, and one standard normal array per step from the
+    seed. The norms leave 1 after the first step (0.9 to 1.4 here), so a kernel read at
+    ``<X, X>`` in place of 1 moves the second step by O(0.05); the reference does the same
+    float64 operations on O(1) numbers, so it agrees to rounding (atol 1e-14).
+    """
+    d, h, L, paths = 3, 0.3, 3, 2
+    noise = sto.MLPNoise("erf", width=None)
+    model = sto.StochasticTransformer(noise, V=np.zeros((d, d)))
+    x0 = np.array([[0.6, 0.0, 0.8]])
+    res = sto.simulate_sde(model, x0, T=h * L, L=L, n_paths=paths, method="euler", rng=3)
+    rng = np.random.default_rng(3)
+    kappa1 = float(noise.kappa(1.0, d=d))
+    X = np.broadcast_to(x0, (paths, 1, d)).copy()
+    for k in range(L):
+        xi = np.sqrt(kappa1) * rng.standard_normal(X.shape)
+        Pxi = xi - np.sum(xi * X, axis=-1, keepdims=True) * X
+        X = X - h * 0.5 * (d - 1) * kappa1 * X + np.sqrt(h) * Pxi
+        np.testing.assert_allclose(res.X[:, k + 1], X, rtol=0, atol=1e-14)
+    assert np.all(np.abs(np.linalg.norm(X, axis=-1) - 1) > 0.1)  # they did leave the sphere
