@@ -1061,12 +1061,13 @@ def test_depth_study_uses_the_rate_of_theorem_1_1_and_remark_2_4():
     np.testing.assert_allclose(grid.values, 1.0 / L, rtol=1e-15)
     np.testing.assert_allclose(sup.mean, err.sup[:, :, 0].mean(axis=0), rtol=1e-14)
     np.testing.assert_allclose(grid.mean, err.grid[:, :, 0].mean(axis=0), rtol=1e-14)
-    # grid keeps layer times only: at L = L_ref every fine step is one, so grid = sup exactly;
-    # at L = 2 each layer is frozen for T/2 while the SDE moves by about (d - 1) kappa(1) t,
-    # and at its end only one Euler-Maruyama step's strong error is left (measured ratios
-    # grid/sup <= 0.4 over seeds), so grid < sup / 2 on every path
+    # grid keeps layer times only: a maximum over fewer times than sup's, so grid <= sup; at
+    # L = L_ref every fine step is one, so grid = sup exactly; at L = 2 each layer is frozen
+    # for T/2 while the SDE moves, so the largest error falls between layer times and grid
+    # < sup on every path (a grid updated at every fine step would equal sup)
+    assert np.all(err.grid <= err.sup)
     np.testing.assert_array_equal(err.grid[:, 2], err.sup[:, 2])
-    assert np.all(err.grid[:, 0] < 0.5 * err.sup[:, 0])
+    assert np.all(err.grid[:, 0] < err.sup[:, 0])
 
 
 def test_euler_sde_evaluates_the_noise_kernel_on_the_sphere():
