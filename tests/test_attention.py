@@ -1145,3 +1145,69 @@ def test_make_field_beta_is_the_inverse_temperature_of_softmax_and_l2(beta):
     P_soft = softmax(beta * dense_scores(X, A), axis=1)
     soft = make_field("softmax", 2, beta=beta, A=A, V=V)
     np.testing.assert_allclose(soft.attention_matrix(X), P_soft, rtol=RTOL_ROUNDOFF)
+
+
+@pytest.mark.parametrize(
+    ("symmetric_scores", "symmetric"), [(True, True), (False, False), (True, False)]
+)
+@pytest.mark.parametrize("massless", [False, True])
+def test_sinkhorn_every_solver_path_returns_its_potentials_and_counts_its_iterations(
+    symmetric_scores, symmetric, massless
+):
+    """The four solver paths (symmetric or alternating; scalings for positive weights, log-sum-exp
+    iterations with a massless token; symmetric scores with unequal marginals are not a
+    symmetric problem) all return a plan, potentials and a count that agree:
+
+    * first-order conditions: on the support, ``pi_ij = a_i b_j e^{(f_i + g_j + S_ij)/eps}``.
+      Both sides are exponentials of the same O(10) exponent, so they agree to a few ulps of
+      it times that size: rtol 1e-12;
+    * the reported error is the larger l1 marginal error of the returned plan (a sum of n
+      terms of size 1/n: equal to round-off 1e-12, absolute), and it is within `tol`;
+    * a run stopped at `max_iter` reports `max_iter` iterations (an iteration is two updates of
+      the symmetric solver, one row and one column update of the alternating one)."""
+    rng = np.random.default_rng(31)
+    n, eps, tol = 12, 0.3, 1e-10
+    X = rng.standard_normal((n, 2))
+    B = rng.standard_normal((2, 2))
+    S = dense_scores(X, B + B.T if symmetric_scores else B)
+    a = rng.uniform(0.5, 1.5, n)
+    if massless:
+        a[3] = 0.0
+    a /= a.sum()
+    b = a.copy() if symmetric else a[::-1].copy()
+    res = sinkhorn_plan(S, eps, a=a, b=b, tol=tol, max_iter=SINKHORN_MAX_ITER)
+    assert res.converged and res.n_iter < SINKHORN_MAX_ITER
+    rows = np.abs(res.plan.sum(axis=1) - a).sum()
+    cols = np.abs(res.plan.sum(axis=0) - b).sum()
+    np.testing.assert_allclose(res.marginal_error, max(rows, cols), rtol=0, atol=1e-12)
+    assert res.marginal_error <= tol
+    support = np.outer(a > 0, b > 0)
+    with np.errstate(invalid="ignore"):  # a massless entry's potential may be infinite
+        model = np.outer(a, b) * np.exp((res.f[:, None] + res.g[None, :] + S) / eps)
+    np.testing.assert_allclose(res.plan[support], model[support], rtol=1e-12, atol=0)
+    np.testing.assert_array_equal(res.plan[~support], 0.0)
+    stopped = sinkhorn_plan(S, eps, a=a, b=b, tol=1e-300, max_iter=3)
+    assert not stopped.converged and stopped.n_iter == 3
+
+
+@pytest.mark.parametrize("n_sink", [0, 1, 3])
+def test_with_positions_default_is_the_documented_equal_spacing(n_sink):
+    """Default positions: without a sink ``s_i = (i - 1)/n``, so n equally spaced points from 0
+    with step 1/n (the last at 1 - 1/n); with ``n_sink`` sinks, 0 for the sinks and the other
+    m = n - n_sink tokens equally spaced strictly inside (0, 1), i.e. ``k/(m + 1)``: the gaps
+    from 0 to the first, between tokens, and from the last to 1 are all equal. Each position
+    is rounded once, a gap is the difference of two: within 4 ulps of 1, relative to the gap
+    1/(m + 1)."""
+    X = np.random.default_rng(32).standard_normal((7, 2))
+    Z = with_positions(X, n_sink=n_sink)
+    np.testing.assert_array_equal(Z[:, 1:], X)
+    s = Z[:, 0]
+    m = X.shape[0] - n_sink
+    np.testing.assert_array_equal(s[:n_sink], 0.0)
+    if n_sink == 0:
+        gaps = np.diff(np.concatenate([s, [1.0]]))
+        assert s[0] == 0.0
+        np.testing.assert_allclose(gaps, 1.0 / m, rtol=4 * np.finfo(float).eps * (m + 1))
+    else:
+        gaps = np.diff(np.concatenate([[0.0], s[n_sink:], [1.0]]))
+        np.testing.assert_allclose(gaps, 1.0 / (m + 1), rtol=4 * np.finfo(float).eps * (m + 1))
