@@ -480,3 +480,56 @@ def test_sphere_tokens_are_normalised_first(method):
     unit = integrate(field, X0, [0.0, 0.5, 1.0], method=method, dt=0.25, geometry="sphere")
     np.testing.assert_allclose(np.linalg.norm(scaled.states[0], axis=1), 1.0, rtol=1e-15)
     np.testing.assert_allclose(scaled.states, unit.states, rtol=0, atol=1e-13)
+
+
+def test_solve_ivp_never_steps_farther_than_dt(linear_problem):
+    """With method='solve_ivp', `dt` is the maximal step: every step starts with an evaluation
+    of the field at its left end and evaluates only inside [t_n, t_n + h_n], so consecutive
+    distinct evaluation times are at most dt apart (up to the rounding of t_n + h, 1e-15).
+    Unbounded, DOP853 crosses [0, 1] of this smooth linear flow in a few steps, with gaps of
+    about 0.1: the bound 0.01 is not met by chance."""
+    M, X0, exact = linear_problem
+    seen = []
+
+    def field(t, X):
+        seen.append(t)
+        return X @ M.T
+
+    dt = 0.01
+    traj = integrate(field, X0, [0.0, 1.0], method="solve_ivp", dt=dt)
+    assert traj.status == "completed"
+    assert np.diff(np.unique(seen)).max() <= dt * (1 + 1e-12)
+    # and it is still the flow: DOP853 at the default rtol 1e-10 (relative to |x| of order 1)
+    np.testing.assert_allclose(traj.final, exact, rtol=0, atol=1e-7)
+
+
+def test_solve_ivp_default_is_dop853_at_the_default_tolerances(linear_problem):
+    """method='solve_ivp' without `ivp_method` is scipy's DOP853 at DEFAULT_TOLERANCES
+    ['solve_ivp'], reporting its evaluations as `n_steps`: a direct call of scipy on the
+    flattened state performs the same floating-point operations, so the states agree to
+    round-off (rtol 1e-14) and the evaluation counts exactly. RK45 at the same tolerances
+    takes other steps and another number of evaluations."""
+    from scipy.integrate import solve_ivp
+
+    M, X0, _ = linear_problem
+    times = np.linspace(0.0, 1.0, 5)
+    traj = integrate(linear_field(M), X0, times, method="solve_ivp")
+    rtol, atol = DEFAULT_TOLERANCES["solve_ivp"]
+    ref = solve_ivp(
+        lambda t, y: (y.reshape(X0.shape) @ M.T).ravel(), (0.0, 1.0), X0.ravel(),
+        method="DOP853", t_eval=times, rtol=rtol, atol=atol,
+    )  # fmt: skip
+    np.testing.assert_allclose(traj.states, ref.y.T.reshape(traj.states.shape), rtol=1e-14)
+    assert traj.n_steps == ref.nfev
+
+
+def test_solve_ivp_in_float32_returns_float32_states(linear_problem):
+    """dtype='float32' is the precision of the returned states for every method: solve_ivp
+    integrates in float64 (scipy's adaptive control needs it) and rounds the states once, so
+    they are the float64 run's states to float32 rounding, 2^-24 relative (6e-8)."""
+    M, X0, _ = linear_problem
+    times = np.linspace(0.0, 1.0, 4)
+    single = integrate(linear_field(M), X0, times, method="solve_ivp", dtype="float32")
+    double = integrate(linear_field(M), X0, times, method="solve_ivp")
+    assert single.states.dtype == np.float32 and double.states.dtype == np.float64
+    np.testing.assert_allclose(single.states, double.states, rtol=2.0**-24, atol=0)
