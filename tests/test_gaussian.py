@@ -1150,3 +1150,22 @@ def test_moment_gap_study_reports_the_error_of_its_default_step():
         SOFTMAX, [0.2, 0.0], 0.5 * np.eye(2), 0.3, [20, 40], dt=0.1, rng=1
     )
     assert explicit.step_error is None
+
+
+def test_a_mean_that_outgrows_the_float_range_stops_the_run_by_status():
+    """Softmax moments with A = 0: every token moves with V m, so m' = V m and Sigma' = 0.
+    With V = I, m(t) = e^t m(0) grows without a pole while Sigma stays put: the run must stop
+    as "failed" when the mean reaches MEAN_OVERFLOW, at t* = ln(MEAN_OVERFLOW) for m(0) = 1
+    (345.4), not raise at the float64 overflow of the mean (t = 709) or run on. The returned
+    path ends at the last output time before t* (a grid of step 1) and follows e^t to the
+    integrator's relative tolerance (1e-10 per unit time over 345: rtol 1e-6)."""
+    from token_dynamics.gaussian._solve import MEAN_OVERFLOW
+
+    eq = g.SoftmaxMoments(np.zeros((2, 2)), np.eye(2), 1.0)
+    times = np.linspace(0.0, 1000.0, 1001)
+    path = g.solve_moments(eq, np.ones(2), 1e-100 * np.eye(2), times)
+    t_star = np.log(MEAN_OVERFLOW)  # the mean reaches it at t*
+    assert path.status == "failed" and path.blowup_time is None
+    assert path.times[-1] <= t_star < path.times[-1] + 1.0
+    np.testing.assert_allclose(path.means[:, 0], np.exp(path.times), rtol=1e-6)
+    np.testing.assert_allclose(path.covariances[-1], 1e-100 * np.eye(2), rtol=1e-6)
