@@ -867,3 +867,40 @@ def test_default_step_meets_the_tolerance_and_reports_it():
     assert explicit.step_error is None
     errors = mf.mean_field_errors([20, 40], cov0=[[0.4]], A=[[-0.6]], v=0.8, T=0.5, rng=0)
     assert errors.step_error is not None and errors.step_error < 1e-6
+
+
+def test_causal_cloud_with_a_sink_has_the_documented_positions_and_weights():
+    """With m sink tokens of total mass w0: the sinks at position 0 with weight w0/m each,
+    token i = 1..n at position i/n with weight (1 - w0)/n (the docstring's lambda = w0 delta_0
+    + (1 - w0) lambda'). Each entry is one division: equal to 2 ulps."""
+    rng = np.random.default_rng(41)
+    X, sink, w0 = rng.normal(size=(6, 2)), rng.normal(size=(2, 2)), 0.3
+    cloud = mf.causal_cloud(X, sink=sink, sink_mass=w0)
+    np.testing.assert_array_equal(cloud.tokens[:, 1:], np.vstack([sink, X]))
+    np.testing.assert_allclose(
+        cloud.tokens[:, 0], [0, 0, 1 / 6, 2 / 6, 3 / 6, 4 / 6, 5 / 6, 1], rtol=4e-16
+    )
+    np.testing.assert_allclose(cloud.weights[:2], w0 / 2, rtol=4e-16)
+    np.testing.assert_allclose(cloud.weights[2:], (1 - w0) / 6, rtol=4e-16)
+
+
+def test_conditional_sensitivity_mean_ratio_weighs_each_token_by_its_mass():
+    """mean_ratio = sqrt(sum_i w_i |Gamma'(z_i) - Gamma(z_i)|^2) / W_{2,lambda}: the
+    lambda-weighted l2 norm of the change of the field, recomputed here from velocity_at.
+    With a sink of mass 0.5 the weights are far from uniform (0.25 for each of two sinks,
+    0.1 for the five tokens), so an unweighted mean differs by tens of percent; the two
+    computations differ by the order of summation only (rtol 1e-12)."""
+    rng = np.random.default_rng(42)
+    A, V = _params(rng, 2)
+    cloud = mf.causal_cloud(rng.normal(size=(5, 2)), sink=rng.normal(size=(2, 2)), sink_mass=0.5)
+    Z, w = cloud.tokens, cloud.weights
+    moved = Z.copy()
+    moved[2:, 1:] += 0.1 * rng.normal(size=(5, 2))
+    field = Causal(A, V, sink=True)
+    sens = mf.conditional_sensitivity(field, Z, moved, weights=w)
+    diff = field.velocity_at(Z, moved, weights=w) - field.velocity_at(Z, Z, weights=w)
+    norms2 = np.sum(diff**2, axis=1)
+    dist = conditional_w2(Z, moved, weights_x=w, weights_y=w)
+    np.testing.assert_allclose(sens.distance, dist, rtol=1e-12)
+    np.testing.assert_allclose(sens.mean_ratio, np.sqrt(np.sum(w * norms2)) / dist, rtol=1e-12)
+    np.testing.assert_allclose(sens.sup_ratio, np.sqrt(norms2.max()) / dist, rtol=1e-12)
