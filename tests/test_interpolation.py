@@ -763,6 +763,10 @@ def test_snap_radius_is_the_narrowest_plateau_half_width(seed):
         )
 
 
+#: A feed-forward layer that adds nothing (W = 0): blocks of attention alone
+NO_FEED_FORWARD = FeedForward(U=np.zeros((1, 2)), b=np.zeros(1), W=np.zeros((2, 1)))
+
+
 @pytest.mark.statement("interp-prop-softmax-limit")
 @pytest.mark.parametrize("tau", [0.25, 0.5, 1.0])
 def test_deviation_bound_uses_the_jacobian_of_the_active_units(tau):
@@ -779,11 +783,10 @@ def test_deviation_bound_uses_the_jacobian_of_the_active_units(tau):
     taking both units on, it would be 11 times too small."""
     h = 0.1
     X = np.array([[1.0, h], [-1.0, h]])
-    identity = FeedForward(U=np.zeros((1, 2)), b=np.zeros(1), W=np.zeros((2, 1)))
     sharp = SelfAttention(A=np.array([[0.0, 1.0 / h], [0.0, 0.0]]), V=np.eye(2), rho=0.0)
     absolute = FeedForward(U=[[1.0, 0.0], [-1.0, 0.0]], b=[0.0, 0.0], W=[[10.0, 10.0], [0, 0]])
     T = Transformer(
-        (TransformerBlock(identity, sharp), TransformerBlock(absolute, SelfAttention()))
+        (TransformerBlock(NO_FEED_FORWARD, sharp), TransformerBlock(absolute, SelfAttention()))
     )
     hard = T([X])[0]
     soft = T.with_attention("softmax", tau)([X])[0]
@@ -810,12 +813,11 @@ def test_deviation_bound_gives_up_at_a_tie_between_distinct_perturbed_keys(tau):
     the size of the incoming deviation, would be off by a factor 10 or more."""
     h, k = 0.1, 100.0
     X = np.array([[1.0, h], [-1.0, h], [0.0, -1.0]])
-    identity = FeedForward(U=np.zeros((1, 2)), b=np.zeros(1), W=np.zeros((2, 1)))
     first = SelfAttention(A=np.array([[0.0, 1.0 / h], [0.0, 0.0]]), V=np.eye(2), rho=1.0)
     w = -k * np.array([-(h + 1), 3.0])  # orthogonal to y_1 - y_3 = (3, h + 1)
     tie = SelfAttention(A=np.outer(w, [1.0, 0.0]), V=np.eye(2), rho=0.0)
-    head = Transformer((TransformerBlock(identity, first),))
-    T = Transformer((*head.blocks, TransformerBlock(identity, tie)))
+    head = Transformer((TransformerBlock(NO_FEED_FORWARD, first),))
+    T = Transformer((*head.blocks, TransformerBlock(NO_FEED_FORWARD, tie)))
     hard = T([X])[0]
     np.testing.assert_allclose(hard[0], [0.5, -0.35], rtol=1e-14)  # the midpoint of y_1, y_3
     with np.errstate(under="ignore"):
