@@ -57,7 +57,10 @@ OTTER_INIT = "# Initialize Otter"
 #: visible tests from the notebook's file by that name, and a copy under another name (Jupyter's
 #: "Make a copy": ``<set>-Copy1.ipynb``) alone in its folder failed every check. The notebook's
 #: file is then the one Jupyter names (``__session__``), else a notebook of the same set beside
-#: it (every notebook of a set holds the same visible tests).
+#: it (every notebook of a set holds the same visible tests). Colab keeps the notebook in the
+#: browser, with no file to read, and otter 7 there reads tests only from files: the cell writes
+#: the visible tests, from the notebook Colab sends the kernel on request, to a folder of test
+#: files (otter's own test for Colab: ``google.colab`` in the shell's name).
 OTTER_INIT_SOURCE = """# Initialize Otter
 import otter
 
@@ -78,7 +81,32 @@ def _this_notebook(name="{name}"):
     return f"{{name}}.ipynb"
 
 
-grader = otter.Notebook(_this_notebook())"""
+def _colab_tests(name="{name}"):
+    \"\"\"On Colab: a folder holding this notebook's visible tests, one file each.\"\"\"
+    import os
+
+    from google.colab import _message
+
+    notebook = _message.blocking_request("get_ipynb", timeout_sec=60)["ipynb"]
+    metadata = notebook.get("metadata", {{}}).get("otter", {{}})
+    if metadata.get("assignment_name") != name:
+        raise RuntimeError(
+            "Colab did not keep this notebook's checks (its metadata): the grader.check cells "
+            "cannot run here; the grading of the notebook you hand in is not affected. Upload "
+            "the notebook as it was handed out (File > Upload notebook) to run them."
+        )
+    folder = f"tests_{{name}}"
+    os.makedirs(folder, exist_ok=True)
+    for question, test in metadata["tests"].items():
+        with open(os.path.join(folder, f"{{question}}.py"), "w", encoding="utf-8") as f:
+            f.write(f"OK_FORMAT = True\\ntest = {{test!r}}\\n")
+    return folder
+
+
+if "google.colab" in str(get_ipython()):  # noqa: F821 (Colab, as otter detects it)
+    grader = otter.Notebook(tests_dir=_colab_tests())
+else:
+    grader = otter.Notebook(_this_notebook())"""
 #: The installer of a missing otter-grader, after the library's (tools/plain_notebook.py).
 OTTER_INSTALL = """
 try:

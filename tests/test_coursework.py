@@ -5,7 +5,7 @@ fails a visible check, with its message, and loses points, and every made-up ans
 guessed, fitted to the visible checks) fails a hidden recomputation and keeps at most the
 points of its right parts; the student notebooks hold no solution, no hidden test and no
 solution expression in a visible test, start with a cell that installs what they need, and
-run their checks under another file name.
+run their checks under another file name and on Colab.
 
 One build of every problem set (``coursework/build.py``, as ``make coursework`` runs it, with
 the answer key left unexecuted) serves every test of this module, and the wrong answers to all
@@ -14,6 +14,7 @@ the problems of a set share one graded submission per round (the k-th wrong answ
 
 import ast
 import importlib.util
+import json
 import re
 import shutil
 import sys
@@ -28,6 +29,7 @@ import pytest
 import yaml
 from IPython.core.inputtransformer2 import TransformerManager
 from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
 
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("coursework_build", ROOT / "coursework" / "build.py")
@@ -413,6 +415,25 @@ def test_wrong_answers_lose_points(built, wrong, name, k):
             assert message in report, (question, message)
 
 
+def _shown_checks(notebook, folder, made, visible, kernel_name="python3"):
+    """Run `notebook` from the top in `folder`, as a student runs it, and check that each
+    ``grader.check`` cell of the questions answered wrongly in `made` prints the message of a
+    failed visible test, and never that every test passed."""
+    client = NotebookClient(
+        notebook,
+        timeout=coursework.CELL_TIMEOUT_S,
+        kernel_name=kernel_name,
+        resources={"metadata": {"path": str(folder)}},
+    )
+    client.execute()
+    for question in made:
+        assert made[question].get("visible", True), question
+        (cell,) = [c for c in notebook.cells if c.source == f'grader.check("{question}")']
+        shown = "".join(o.get("data", {}).get("text/plain", "") for o in cell.outputs)
+        assert "All test cases passed" not in shown, (question, shown)
+        assert any(m in shown for m in visible[question]), (question, shown)
+
+
 def test_student_sees_why_a_check_fails(built, wrong, tmp_path):
     """Run as a student runs it, the answered notebook's ``grader.check`` cells print the
     message of each failed visible check, and never that every test passed; under another
@@ -425,20 +446,87 @@ def test_student_sees_why_a_check_fails(built, wrong, tmp_path):
     other = built("ps5_clustering") / "student" / "ps5_clustering.ipynb"
     shutil.copy(other, tmp_path / "ps0_other_set.ipynb")  # found first, and of another set
     notebook = nbformat.read(path, as_version=4)
-    client = NotebookClient(
-        notebook,
-        timeout=coursework.CELL_TIMEOUT_S,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(tmp_path)}},
+    _shown_checks(notebook, tmp_path, made, _visible_messages(built(name), name))
+
+
+#: A stand-in for Colab's kernel, as otter and the notebook's first cell meet it: the shell's
+#: class is ``google.colab._shell.Shell`` (otter reads "google.colab" in ``str(get_ipython())``),
+#: and ``google.colab._message.blocking_request("get_ipynb")`` returns the notebook the browser
+#: holds (here read from the file that the environment variable names, outside the kernel's
+#: folder: on Colab no file of the notebook is beside the kernel).
+COLAB_STAND_IN = {
+    "__init__.py": "",
+    "_shell.py": "from ipykernel.zmqshell import ZMQInteractiveShell\n\n\n"
+    "class Shell(ZMQInteractiveShell):\n    pass\n",
+    "_kernel.py": "from ipykernel.ipkernel import IPythonKernel\nfrom traitlets import Type\n\n"
+    "from ._shell import Shell\n\n\nclass Kernel(IPythonKernel):\n    shell_class = Type(Shell)\n",
+    "_message.py": "import json\nimport os\n\n\n"
+    "def blocking_request(request_type, request='', timeout_sec=5, parent=None):\n"
+    "    assert request_type == 'get_ipynb', request_type\n"
+    "    with open(os.environ['COLAB_STAND_IN_NOTEBOOK'], encoding='utf-8') as f:\n"
+    "        return {'ipynb': json.load(f)}\n",
+}
+
+
+def _colab_kernel(tmp_path, notebook_file, monkeypatch):
+    """The name of a Jupyter kernel that runs as Colab's does (:data:`COLAB_STAND_IN`)."""
+    package = tmp_path / "site" / "google" / "colab"
+    package.mkdir(parents=True)
+    for file, text in COLAB_STAND_IN.items():
+        (package / file).write_text(text, encoding="utf-8")
+    spec = tmp_path / "jupyter" / "kernels" / "colab-stand-in"
+    spec.mkdir(parents=True)
+    kernel = {
+        "argv": [
+            sys.executable,
+            "-m",
+            "ipykernel_launcher",
+            "--IPKernelApp.kernel_class=google.colab._kernel.Kernel",
+            "-f",
+            "{connection_file}",
+        ],
+        "display_name": "Colab stand-in",
+        "language": "python",
+        "env": {
+            "PYTHONPATH": str(tmp_path / "site"),
+            "COLAB_STAND_IN_NOTEBOOK": str(notebook_file),
+        },
+    }
+    (spec / "kernel.json").write_text(json.dumps(kernel), encoding="utf-8")
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    return "colab-stand-in"
+
+
+def test_student_sees_why_a_check_fails_on_colab(built, wrong, tmp_path, monkeypatch):
+    """On Colab the notebook has no file beside the kernel, and otter reads tests there from
+    files only: the first cells write the visible tests from the notebook that Colab sends the
+    kernel, and the ``grader.check`` cells print the messages of the failed checks, as in
+    Jupyter. A notebook whose metadata Colab dropped says why its checks cannot run."""
+    name = "ps4_interpolation"
+    submission, made, _ = wrong(name, 0)
+    browser = tmp_path / "browser"  # the notebook as the browser holds it
+    browser.mkdir()
+    held = browser / "notebook.ipynb"
+    held.write_bytes(submission.read_bytes())
+    runtime = tmp_path / "content"  # Colab's working folder: no notebook in it
+    runtime.mkdir()
+    kernel = _colab_kernel(tmp_path, held, monkeypatch)
+    notebook = nbformat.read(held, as_version=4)
+    _shown_checks(notebook, runtime, made, _visible_messages(built(name), name), kernel)
+    assert sorted(p.stem for p in (runtime / f"tests_{name}").glob("*.py")) == sorted(
+        notebook.metadata.otter.tests
     )
-    client.execute()
-    visible = _visible_messages(built(name), name)
-    for question in made:
-        assert made[question].get("visible", True), question
-        (cell,) = [c for c in notebook.cells if c.source == f'grader.check("{question}")']
-        shown = "".join(o.get("data", {}).get("text/plain", "") for o in cell.outputs)
-        assert "All test cases passed" not in shown, (question, shown)
-        assert any(m in shown for m in visible[question]), (question, shown)
+    stripped = nbformat.read(held, as_version=4)
+    del stripped.metadata["otter"]
+    nbformat.write(stripped, held)
+    stripped.cells = stripped.cells[:2]  # the install cell and otter's
+    with pytest.raises(CellExecutionError, match="Colab did not keep this notebook's checks"):
+        NotebookClient(
+            stripped,
+            timeout=coursework.CELL_TIMEOUT_S,
+            kernel_name=kernel,
+            resources={"metadata": {"path": str(runtime)}},
+        ).execute()
 
 
 def test_install_cell_installs_only_what_is_missing(monkeypatch):
