@@ -87,13 +87,14 @@ def _colab_tests(name="{name}"):
 
     from google.colab import _message
 
-    notebook = _message.blocking_request("get_ipynb", timeout_sec=60)["ipynb"]
-    metadata = notebook.get("metadata", {{}}).get("otter", {{}})
+    reply = _message.blocking_request("get_ipynb", timeout_sec=60) or {{}}  # None: no reply
+    metadata = reply.get("ipynb", {{}}).get("metadata", {{}}).get("otter", {{}})
     if metadata.get("assignment_name") != name:
         raise RuntimeError(
-            "Colab did not keep this notebook's checks (its metadata): the grader.check cells "
-            "cannot run here; the grading of the notebook you hand in is not affected. Upload "
-            "the notebook as it was handed out (File > Upload notebook) to run them."
+            "Colab did not pass this notebook's checks (kept in its metadata) to the kernel: "
+            "the grader.check cells cannot run here; the grading of the notebook you hand in is "
+            "not affected. Upload the notebook as it was handed out (File > Upload notebook) "
+            "and run this cell again."
         )
     folder = f"tests_{{name}}"
     os.makedirs(folder, exist_ok=True)

@@ -520,7 +520,7 @@ def test_student_sees_why_a_check_fails_on_colab(built, wrong, tmp_path, monkeyp
     del stripped.metadata["otter"]
     nbformat.write(stripped, held)
     stripped.cells = stripped.cells[:2]  # the install cell and otter's
-    with pytest.raises(CellExecutionError, match="Colab did not keep this notebook's checks"):
+    with pytest.raises(CellExecutionError, match="Colab did not pass this notebook's checks"):
         NotebookClient(
             stripped,
             timeout=coursework.CELL_TIMEOUT_S,
