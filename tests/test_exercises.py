@@ -370,23 +370,32 @@ def test_a_number_may_be_any_real_number_type():
 
 
 # -- the exercises that ask for a number instead of a sign or a word -----------------------------
-def test_the_energy_rate_is_judged_within_one_percent():
+def test_the_energy_rate_is_judged_within_three_percent():
     """gf-ex-indefinite asks for dE/dt at t = 0 for X_line (once its sign, +1 or -1, so a
     wrong try told the answer). The rate is a closed form; a one-sided difference of the energy
-    along the flow over a step h is off by a relative 1.2 h here, so 1% passes h = 1e-3 and
-    refuses 2% off, the opposite sign and the rate of unnormalised attention."""
+    over a step h is off by a relative O(h): 1.2 h along the straight step x + h v, 2.0 h along
+    the flow. On the chapter's own grid (RK4 steps of 0.01 on [0, 1]) that is 2%, which the
+    check once refused (1%), as it refused the rate rounded to two digits (1.5% off); 3% passes
+    both, and refuses 5% off, the opposite sign and the rate of unnormalised attention."""
     X = _statement_code("gf-ex-indefinite", "X_line = ")
     A, V = I2, np.diag([1.0, -1.0])
-    rate, velocity = _softmax_rate(X), td.Softmax(A, V).velocity(X)
+    field = td.Softmax(A, V)
+    rate, velocity = _softmax_rate(X), field.velocity(X)
     h = 1e-3
     forward = (gf.particle_energy(A, X + h * velocity) - gf.particle_energy(A, X)) / h
-    assert 0 < forward / rate - 1 < 0.005  # O(h), as said
+    assert 0 < forward / rate - 1 < 0.002  # 1.2 h, as said
+    # the chapter's run: times np.linspace(0, 1, 101), RK4 with dt = T / n_steps = 0.01
+    states = td.integrate(field, X, np.linspace(0.0, 1.0, 101), dt=0.01).states
+    on_grid = (gf.particle_energy(A, states[1]) - gf.particle_energy(A, states[0])) / 0.01
+    assert 0.015 < on_grid / rate - 1 < 0.025  # 2.0 h along the flow, as said
     unnormalised = gf.energy_rate(A, X, td.Unnormalised(A, V).velocity(X))
     for answer, right in (
         (rate, True),
         (forward, True),
-        (0.995 * rate, True),
-        (1.02 * rate, False),
+        (on_grid, True),
+        (round(rate, 2), True),
+        (0.975 * rate, True),
+        (1.05 * rate, False),
         (-rate, False),
         (unnormalised, False),
         (1, False),  # the sign alone
@@ -410,11 +419,11 @@ def test_the_last_merge_time_is_judged_on_any_fine_output_grid():
         assert not check_answer("gf-ex-beta", time, **inputs).correct, time
 
 
-def test_the_repulsive_ratio_is_judged_within_one_percent():
+def test_the_repulsive_ratio_is_judged_within_three_percent():
     """sync-ex-repulsive asks for d/dt S_beta / S_beta of V = -I at X0 (once True or False).
-    A one-sided difference of S_beta along the flow on the sphere over a step h is off by a
-    relative 0.3 h here: 1% passes h = 1e-3; the ratio of V = -0.1 I (a tenth), 2% off and the
-    opposite sign are refused."""
+    A one-sided difference of S_beta over a step h is off by a relative O(h) here, 0.6 h along
+    the flow on the sphere: 3% passes h = 0.05; the ratio of V = -0.1 I (a tenth), d/dt S_beta
+    not divided by S_beta (23% off), 5% off and the opposite sign are refused."""
     X = _statement_code("sync-ex-repulsive", "X0 = ")
     ratio = _repulsive_ratio(X)
     K = np.exp(X @ X.T)
@@ -427,13 +436,21 @@ def test_the_repulsive_ratio_is_judged_within_one_percent():
 
     forward = (energy(td.normalize(X + h * velocity)) - energy(X)) / h / energy(X)
     assert abs(forward / ratio - 1) < 0.002
+    field = td.Softmax(np.eye(5), -np.eye(5))
+    h = 0.05
+    flowed = td.integrate(field, X, [0.0, h], dt=h, geometry="sphere").final
+    on_flow = (energy(flowed) - energy(X)) / h / energy(X)
+    assert -0.035 < on_flow / ratio - 1 < -0.025  # 0.6 h, as said
     tenth = sto.attention_forcing(X, beta=1.0, V=-0.1 * np.eye(5))
     for answer, right in (
         (ratio, True),
         (forward, True),
-        (1.02 * ratio, False),
+        (on_flow, True),
+        (round(ratio, 3), True),
+        (1.05 * ratio, False),
         (-ratio, False),
         (tenth, False),
+        (ratio * energy(X), False),
     ):
         assert check_answer("sync-ex-repulsive", answer).correct is right, answer
 
