@@ -167,6 +167,22 @@ def test_every_computational_exercise_has_a_check_and_a_cell():
     assert cells == dict.fromkeys(labels, 1), cells
 
 
+def test_every_check_cell_says_what_to_answer():
+    """A check-your-answer cell names the answer and its form in a `# Your answer:` comment
+    above its call (five of the nine once did not: the dict of cluster counts and the order of
+    the pairs were left to guess)."""
+    cells = [
+        cell
+        for path in sorted((ROOT / "book").rglob("*.md"))
+        for cell in re.findall(r"```\{code-cell\}.*?```", path.read_text(encoding="utf-8"), re.S)
+        if "check_answer(" in cell
+    ]
+    assert len(cells) == len(exercise_labels())
+    for cell in cells:
+        (label,) = re.findall(r'check_answer\("([^"]+)", \.\.\.', cell)
+        assert re.search(r"^# Your answer: \S", cell, re.MULTILINE), label
+
+
 def _printed(answer):
     """How a wrong answer is quoted: a float to six digits, a pair of floats as Python prints
     them (the CASES' pairs are NumPy floats, quoted as the plain numbers they print as)."""
