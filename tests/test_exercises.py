@@ -419,6 +419,15 @@ def test_the_energy_rate_is_judged_within_three_percent():
         assert check_answer("gf-ex-indefinite", answer).correct is right, answer
 
 
+def test_the_order_is_asked_with_its_sign_convention():
+    """tok-ex-layernorm: the slope of log error against log L is minus the order, a natural
+    answer that is refused; the verdict says which sign is asked (the error like h^p in the
+    step h), and so does the cell."""
+    inputs = _inputs("tok-ex-layernorm")
+    verdict = check_answer("tok-ex-layernorm", -1, **inputs)
+    assert verdict.status == "incorrect" and "error behaves like h^p in the step h" in repr(verdict)
+
+
 def test_the_last_merge_time_is_judged_on_any_fine_output_grid():
     """gf-ex-beta asks for the time of the last merge at beta = 9 (once "earlier" or
     "later"). The merge is seen between two output times; the time before or after it, on the

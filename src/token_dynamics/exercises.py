@@ -335,7 +335,11 @@ def _repulsive_ratio(ratio):
 #: its answer, the inputs it needs from the notebook, and how it judges an answer.
 CHECKS: dict[str, ExerciseCheck] = {
     "tok-ex-layernorm": ExerciseCheck(
-        "the order of the projected Euler method (a number)", ("field", "X0"), _euler_order, "0.25"
+        "the order p of the projected Euler method, whose error behaves like h^p in the step h "
+        "(a number)",
+        ("field", "X0"),
+        _euler_order,
+        "0.25",
     ),
     "tok-ex-clusters": ExerciseCheck(
         "a dict {beta: number of clusters} for beta = 1, 4, 16, 64",
