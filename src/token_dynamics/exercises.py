@@ -270,10 +270,10 @@ def _swapped_order(pair, *, tokens):
         wasserstein.wasserstein2(tokens[:, 1:], swapped[:, 1:]),
         wasserstein.conditional_w2(tokens, swapped),
     )
-    # both are exact computations (a linear program, a closed form): rounding only. The
-    # contents' distance is 0 (the same multiset), which a reader's own solver gives up to its
-    # rounding, of the order of eps times the squared spread under a square root: judged
-    # against the larger of the two distances
+    # both are exact computations (a linear program, a closed form): rounding only. A reader's
+    # own solver may compute a distance from the Gram formula |x|^2 + |y|^2 - 2 <x, y>, whose
+    # rounding, of the order of eps times the squared spread under a square root, does not
+    # shrink with the distance: each entry is judged against the larger of the two
     scale = max(max(expected), np.finfo(float).tiny)
     return bool(np.allclose(pair, expected, rtol=1e-6, atol=1e-6 * scale))
 
