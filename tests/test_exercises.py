@@ -211,6 +211,42 @@ def test_right_answer_is_accepted_and_wrong_one_refused(label, right, wrong, inp
     )
 
 
+def _neighbouring_wrong_answers():
+    """(label, wrong answer, inputs): the slips a reader makes on the way to a right answer of
+    CASES (a pair in the other order, a square, an inverse, a log, the neighbouring quantity),
+    each built from that right answer or from its own definition."""
+    right = {label: (answer, inputs) for label, answer, _wrong, inputs in CASES}
+    (w0, w1), quantile_inputs = right["mf-ex-quantiles"]
+    (_zero, w_lambda), order_inputs = right["mf-ex-order"]
+    tokens = order_inputs["tokens"]
+    swapped = tokens.copy()
+    swapped[[0, 1], 1:] = tokens[[1, 0], 1:]
+    with_positions = td.wasserstein.wasserstein2(tokens, swapped)  # W2 of the whole tokens
+    plain = sto.noise_exponents("tanh", d=4)
+    sigma_w = float(np.sqrt(3 * plain.kappa_prime_1 - plain.kappa_1))
+    ratio, _ = right["gauss-ex-particles-near-blowup"]
+    merge, merge_inputs = right["gf-ex-beta"]
+    return [
+        ("mf-ex-quantiles", (w1, w0), quantile_inputs),  # the pair in the other order
+        ("mf-ex-order", (w_lambda, 0.0), order_inputs),  # the pair in the other order
+        ("mf-ex-order", (0.0, w_lambda**2), order_inputs),  # W_{2, lambda} squared
+        ("mf-ex-order", (with_positions, w_lambda), order_inputs),  # positions in the W2
+        ("gauss-ex-particles-near-blowup", 1 / ratio, {}),  # the first over the second
+        ("sync-ex-tanh-bias", sigma_w**2, {}),  # sigma_W^2, the threshold of the square
+        ("gf-ex-beta", np.log10(merge), merge_inputs),  # read off a log axis
+    ]
+
+
+NEIGHBOURS = _neighbouring_wrong_answers()
+
+
+@pytest.mark.parametrize(
+    "label, wrong, inputs", NEIGHBOURS, ids=[f"{c[0]}-{i}" for i, c in enumerate(NEIGHBOURS)]
+)
+def test_the_neighbouring_wrong_answers_are_refused(label, wrong, inputs):
+    assert check_answer(label, wrong, **inputs).status == "incorrect"
+
+
 @pytest.mark.parametrize("label", exercise_labels())
 def test_unanswered(label):
     inputs = next(c[3] for c in CASES if c[0] == label)
