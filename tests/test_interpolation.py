@@ -833,12 +833,14 @@ def test_train_tikhonov_is_adam_with_the_documented_cosine_step():
     """`train_tikhonov` follows the update of its docstring, step by step.
 
     An independent transcription of that update (Adam, decay rates 0.9 and 0.999, bias-corrected
-    moments, step ``lr/2 (1 + cos(pi t / T))``, best iterate kept, the last one included) is run
-    for a few epochs from the same start. With a small ``lr`` the objective decreases at every
-    step, so the best iterate is the last one. The two do the same float64 operations up to their
-    order, so they agree to rounding: a few ulps of ``lr`` per epoch (atol 1e-14 for lr = 1e-3,
-    T = 6). A reversed annealing (step growing to lr) or a missing bias correction move
-    ``theta`` by about ``lr``.
+    moments, step ``lr/2 (1 + cos(pi (t - 1) / T))`` at epoch ``t``: PyTorch's
+    ``CosineAnnealingLR(T_max=T)`` stepped after each epoch, the authors' schedule, so the first
+    step is ``lr`` and none is zero; best iterate kept, the last one included) is run for a few
+    epochs from the same start. With a small ``lr`` the objective decreases at every step, so the
+    best iterate is the last one. The two do the same float64 operations up to their order, so
+    they agree to rounding: a few ulps of ``lr`` per epoch (atol 1e-14 for lr = 1e-3, T = 6). A
+    reversed annealing (step growing to lr), a schedule one epoch ahead (last step zero) or a
+    missing bias correction move ``theta`` by about ``lr / T``.
     """
     data = tikhonov_dataset(3, 5, 3, 2, rng=4)
     theta0 = np.random.default_rng(5).normal(size=data.exact.size) * 0.5
@@ -850,14 +852,30 @@ def test_train_tikhonov_is_adam_with_the_documented_cosine_step():
         m1 = 0.9 * m1 + 0.1 * g
         m2 = 0.999 * m2 + 0.001 * g**2
         hat1, hat2 = m1 / (1 - 0.9**t), m2 / (1 - 0.999**t)
-        theta = theta - lr / 2 * (1 + np.cos(np.pi * t / T)) * hat1 / (np.sqrt(hat2) + 1e-8)
+        theta = theta - lr / 2 * (1 + np.cos(np.pi * (t - 1) / T)) * hat1 / (np.sqrt(hat2) + 1e-8)
         values.append(tikhonov_objective(theta, data, eps)[0])
-    # the last step is zero (cos(pi) = -1); before it the objective decreases, so the best
-    # iterate is the last one
-    assert np.all(np.diff(values)[:-1] < 0) and values[-1] == values[-2]
+    assert np.all(np.diff(values) < 0)  # every step moves and decreases: the best is the last
     fit = train_tikhonov(data, eps, theta0=theta0, epochs=T, lr=lr)
     np.testing.assert_allclose(fit.theta, theta, rtol=0, atol=1e-14)
     np.testing.assert_allclose(fit.objective, values[-1], rtol=1e-13)
+
+
+def test_train_tikhonov_first_step_is_the_full_adam_step():
+    """One epoch is one Adam step of the full size ``lr``, as the authors' first epoch.
+
+    At ``t = 1`` the bias-corrected moments are ``g`` and ``g^2``, so Adam moves each coordinate
+    by ``lr g / (|g| + 1e-8)``, about ``lr`` times its sign (PyTorch's cosine schedule is at its
+    maximum ``lr`` for the first epoch). The closed form and the library do the same few float64
+    operations: rtol 1e-12. A schedule one epoch ahead has ``cos(pi) = -1`` and does not move.
+    """
+    data = tikhonov_dataset(3, 5, 3, 2, rng=4)
+    theta0 = np.random.default_rng(5).normal(size=data.exact.size) * 0.5
+    lr, eps = 1e-3, 0.1
+    g = tikhonov_objective(theta0, data, eps)[1]
+    step = theta0 - lr * g / (np.abs(g) + 1e-8)
+    assert tikhonov_objective(step, data, eps)[0] < tikhonov_objective(theta0, data, eps)[0]
+    fit = train_tikhonov(data, eps, theta0=theta0, epochs=1, lr=lr)
+    np.testing.assert_allclose(fit.theta, step, rtol=1e-12)
 
 
 def test_factored_matrix_is_left_times_right_transpose():

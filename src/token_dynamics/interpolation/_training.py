@@ -119,11 +119,13 @@ def train_tikhonov(
     full-batch Adam with a cosine-annealed step, from ``theta0`` (random, ``rho = eta = 0``, by
     default); returns the best iterate. At epoch :math:`t` of :math:`T` the step is
 
-    .. math:: \theta_{t} = \theta_{t-1} - \frac{\alpha}{2}\Big(1 + \cos\frac{\pi t}{T}\Big)
+    .. math:: \theta_{t} = \theta_{t-1} - \frac{\alpha}{2}\Big(1 + \cos\frac{\pi (t-1)}{T}\Big)
               \frac{\hat m_t}{\sqrt{\hat v_t} + 10^{-8}},
 
     with :math:`\hat m_t, \hat v_t` Adam's bias-corrected moments of the gradient (decay rates
-    0.9 and 0.999) and :math:`\alpha` = ``lr``.
+    0.9 and 0.999) and :math:`\alpha` = ``lr``: the first step is ``lr`` and every step moves,
+    the schedule of PyTorch's ``CosineAnnealingLR(T_max=T)`` stepped once per epoch, which the
+    authors use.
 
     Runs for seconds to minutes: each epoch is one objective and gradient evaluation over the
     whole data set (the authors' 50 000 epochs take minutes), hence ``progress``.
@@ -216,7 +218,7 @@ def _train(
             )
         if J < best_J:
             best_J, best = J, theta.copy()
-        step = lr * 0.5 * (1.0 + np.cos(np.pi * t / epochs))
+        step = lr * 0.5 * (1.0 + np.cos(np.pi * (t - 1) / epochs))  # torch's step t - 1
         m1 = ADAM_BETAS[0] * m1 + (1 - ADAM_BETAS[0]) * g
         m2 = ADAM_BETAS[1] * m2 + (1 - ADAM_BETAS[1]) * g * g
         hat1 = m1 / (1 - ADAM_BETAS[0] ** t)
