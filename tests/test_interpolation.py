@@ -186,6 +186,16 @@ def test_hat_move_moves_one_point(seed, d, M):
     np.testing.assert_allclose(out[1:], pts[1:], rtol=0, atol=1e-9)
 
 
+@pytest.mark.parametrize("size", [1e-10, 1e-200])
+def test_hat_move_keeps_tiny_points_apart(size):
+    # points far below unit size are still distinct points: only `p` moves (a hat layer on unit
+    # data rescaled by `size`; rounding as in the unit case, relative to the points' size)
+    pts = size * np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    q = size * np.array([5.0, 5.0])
+    out = hat_move(pts, pts[1], q, rng=0)(pts)
+    np.testing.assert_allclose(out, [pts[0], q, pts[2]], rtol=0, atol=1e-12 * size)
+
+
 @pytest.mark.statement("interp-lem-rank-one")
 @given(st.integers(0, 10_000), st.integers(2, 5))
 def test_lemma_rank_one(seed, d):

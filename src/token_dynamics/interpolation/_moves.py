@@ -144,8 +144,10 @@ def _hat_move(
     rng: np.random.Generator,
 ) -> FeedForward:
     d = pts.shape[1]
-    scale = max(1.0, float(np.abs(pts).max()), float(np.abs(p).max()))
-    others = pts[np.linalg.norm(pts - p, axis=1) > COINCIDE_RTOL * scale]
+    # coincidence relative to the points' own size, in the max-norm (no squares to underflow),
+    # so that tiny data is not one point
+    scale = max(float(np.abs(pts).max()), float(np.abs(p).max()))
+    others = pts[np.abs(pts - p).max(axis=1) > COINCIDE_RTOL * scale]
     if others.shape[0]:
         e, gap = _generic_direction(others, rng, anchor=p)
         if gap <= COINCIDE_RTOL * scale:
