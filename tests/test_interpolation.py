@@ -492,8 +492,9 @@ def _reference_sa_bound(sa, X, e, tau):
     S = X @ A.T @ X.T
     top = S.max(axis=1, keepdims=True)
     tied = S >= top - 1e-9 * np.maximum(1.0, np.abs(top))
-    if E > 0 and any(np.ptp(X[tied[i]], axis=0).max() > 0 for i in range(X.shape[0])):
-        return np.full_like(e, np.inf)
+    for i in range(X.shape[0]):  # a tie of distinct keys: lost if perturbed or uneven
+        if np.ptp(X[tied[i]], axis=0).max() > 0 and (E > 0 or S[i, tied[i]].min() < top[i, 0]):
+            return np.full_like(e, np.inf)
     eff = top[:, 0] - np.where(tied, -np.inf, S).max(axis=1) - 2.0 * normA * (2 * R * E + E * E)
     if np.any(eff <= 0):
         return np.full_like(e, np.inf)
@@ -904,3 +905,36 @@ def test_factored_matrix_is_left_times_right_transpose():
     x = rng.normal(size=4)
     v = SelfAttention(A=Identity(4), V=m, rho=0.0)(x[None, :])[0]  # one token: V x
     np.testing.assert_allclose(v, left @ (right.T @ x), rtol=1e-14, atol=1e-14)
+
+
+@pytest.mark.statement("interp-prop-softmax-limit")
+def test_deviation_bound_gives_up_at_an_uneven_tie_between_distinct_keys():
+    """Hardmax ties keys whose scores differ by less than its tolerance (1e-9 relative) and
+    averages them; softmax weighs them by e^{score / tau} and, once tau is below the score gap,
+    puts almost all weight on one of them: undisturbed inputs, and yet a deviation of order one.
+
+    A = e_1 e_1^T, x_1 = (1, 0), x_2 = (1 + 1e-11, 1): every query scores x_2 above x_1 by
+    1e-11 times its first coordinate (a hardmax tie) and x_3 = (0.5, -1) lower by at least 0.25.
+    Hardmax sends all three to the midpoint (1, 0.5); at tau = 1e-16 the softmax sends them to
+    x_2, half the distance |x_1 - x_2| = 1 away (weights off by e^{-1e-11 / 2e-16}: none), and
+    at tau = 1e-6 still 2.5e-6 away (the weights of x_1 and x_2 differ by about 1e-11 / tau).
+    The bound must be infinite: a finite one is at most the leak from x_3, below 4 e^{-0.25 /
+    tau} (0 to the last digit)."""
+    u = np.array([1.0, 0.0])
+    sa = SelfAttention(A=Factored(u, u), V=Identity(2), rho=0.0)
+    T = Transformer((TransformerBlock(NO_FEED_FORWARD, sa),))
+    X = np.array([[1.0, 0.0], [1.0 + 1e-11, 1.0], [0.5, -1.0]])
+    hard = T([X])[0]
+    np.testing.assert_allclose(hard, [[1.0, 0.5]] * 3, rtol=1e-10)
+    for tau, least in [(1e-16, 0.49), (1e-6, 1e-6)]:
+        deviation = np.linalg.norm(T.with_attention("softmax", tau)([X])[0] - hard, axis=1)
+        assert deviation.min() > least
+        assert np.all(deviation <= softmax_deviation_bound(T, [X], tau)[0])
+    with pytest.raises(ValueError, match="tie of distinct tokens"):
+        critical_temperature(T, [X], 1e-6)
+    # an exact tie of distinct keys is averaged by softmax too: the bound stays finite
+    X[1, 0] = 1.0
+    hard = T([X])[0]
+    deviation = np.linalg.norm(T.with_attention("softmax", 1e-6)([X])[0] - hard, axis=1)
+    bound = softmax_deviation_bound(T, [X], 1e-6)[0]
+    assert np.all(np.isfinite(bound)) and np.all(deviation <= bound + 1e-15)

@@ -42,6 +42,7 @@ class _SATerms(NamedTuple):
     radius: np.ndarray  # (N,): largest token norm of each sequence
     margin: np.ndarray  # (n_tokens,): best minus second-best score (inf when all keys tie)
     distinct_tie: np.ndarray  # (N,) bool: some query ties two distinct keys
+    uneven_tie: np.ndarray  # (N,) bool: ... whose scores differ (softmax separates them)
     size: np.ndarray  # (n_tokens,): length of the token's sequence
 
 
@@ -62,10 +63,10 @@ def _sa_terms(sa: SelfAttention, sequences: list[np.ndarray]) -> _SATerms:
     """Per-sequence and per-token quantities of ``sa`` that do not depend on tau."""
     rho = float(sa.rho)
     if sa.V is None:
-        return _SATerms(rho, 0.0, None, *(np.empty(0),) * 4)
+        return _SATerms(rho, 0.0, None, *(np.empty(0),) * 5)
     d = sequences[0].shape[1]
     A = sa._dense_A if sa._dense_A is not None else np.zeros((d, d))
-    radius, margins, distinct = [], [], []
+    radius, margins, distinct, uneven = [], [], [], []
     for X in sequences:
         S = X @ A.T @ X.T
         top = S.max(axis=1, keepdims=True)
@@ -73,7 +74,11 @@ def _sa_terms(sa: SelfAttention, sequences: list[np.ndarray]) -> _SATerms:
         # a tie between distinct points: some coordinate differs among a query's tied keys
         hi = np.where(tied[:, :, None], X[None, :, :], -np.inf).max(axis=1)
         lo = np.where(tied[:, :, None], X[None, :, :], np.inf).min(axis=1)
-        distinct.append(bool(np.any(hi > lo)))
+        distinct_q = np.any(hi > lo, axis=1)
+        distinct.append(bool(np.any(distinct_q)))
+        # hardmax averages keys tied within its tolerance; softmax weighs them by their scores
+        spread = top[:, 0] - np.where(tied, S, np.inf).min(axis=1)
+        uneven.append(bool(np.any(distinct_q & (spread > 0))))
         margins.append(top[:, 0] - np.where(tied, -np.inf, S).max(axis=1))
         radius.append(float(np.linalg.norm(X, axis=1).max()))
     sizes = np.repeat([X.shape[0] for X in sequences], [X.shape[0] for X in sequences])
@@ -84,6 +89,7 @@ def _sa_terms(sa: SelfAttention, sequences: list[np.ndarray]) -> _SATerms:
         np.array(radius),
         np.concatenate(margins),
         np.array(distinct),
+        np.array(uneven),
         sizes,
     )
 
@@ -127,7 +133,7 @@ class _BoundTerms:
             return abs(t.rho) * e
         E = np.maximum.reduceat(e, self.starts)
         R = t.radius + E
-        lost = ~np.isfinite(E) | ((E > 0) & t.distinct_tie)
+        lost = ~np.isfinite(E) | ((E > 0) & t.distinct_tie) | t.uneven_tie
         shift = 2.0 * t.norm_a * (2.0 * R * E + E * E)
         eff = t.margin - shift[self.seq]
         lost |= np.logical_or.reduceat(~(eff > 0), self.starts)
@@ -154,7 +160,10 @@ def softmax_deviation_bound(
               \qquad \Delta_i^{\rm eff} = \Delta_i - 2\lVert A\rVert\big(2(R + E)E + E^2\big),
 
     the margin reduced by the largest score change the deviations can cause; a sequence whose
-    effective margin is not positive is lost (``inf``).
+    effective margin is not positive is lost (``inf``). So is a sequence where hardmax ties
+    distinct keys (scores within its tolerance of the best), unless their deviations are zero
+    and their scores exactly equal: softmax weighs such keys by their scores and, as
+    :math:`\tau \to 0`, picks one of them instead of their mean.
 
     Parameters
     ----------
@@ -241,7 +250,7 @@ def critical_temperature(transformer: Transformer, inputs: ArrayLike, tolerance:
     ------
     ValueError
         If `tolerance` is not positive or no temperature meets it (a hardmax margin is already lost
-        as ``tau -> 0``).
+        as ``tau -> 0``, see :func:`softmax_deviation_bound`).
     TypeError
         If `transformer` is not a :class:`Transformer` or `inputs` not a list of real arrays.
     FloatingPointError
@@ -283,8 +292,9 @@ def _critical_temperature(transformer: Transformer, inputs: ArrayLike, tolerance
     lo, hi = np.log(TAU_RANGE[0] * scale), np.log(TAU_RANGE[1] * scale)
     if not ok(np.exp(lo)):
         raise ValueError(
-            "no temperature meets `tolerance`: a hardmax margin is lost to the deviations "
-            "already at tau -> 0; increase `tolerance`."
+            "no temperature meets `tolerance`: a hardmax margin is lost already at tau -> 0, "
+            "to the deviations (increase `tolerance`) or to a hardmax tie of distinct tokens "
+            "with different scores, which softmax separates (move those `inputs` apart)."
         )
     if ok(np.exp(hi)):
         return float(np.exp(hi))
