@@ -639,6 +639,14 @@ def test_training_progress_bar_changes_nothing(capsys):
         tikhonov_sweep(data, [1e-1, 1e-2], epochs=5, progress="yes")
 
 
+def test_tikhonov_sweep_refuses_repeated_eps_before_training():
+    """One Tikhonov parameter run twice gives no slope: the sweep names `eps_values` before it
+    trains (the fit of the slope would only fail after every run)."""
+    data = tikhonov_dataset(2, 3, 2, 1, rng=0)
+    with pytest.raises(ValueError, match="`eps_values` must hold at least two distinct"):
+        tikhonov_sweep(data, [1e-1, 1e-1], epochs=1)
+
+
 def test_distinct_points_match_the_greedy_scan_over_all_distances():
     """The k-d tree deduplication keeps exactly the rows of the greedy scan that compares every
     pair (cross-implementation; both compare the same distances with ``<=``, and the draws put

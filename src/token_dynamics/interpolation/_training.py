@@ -82,8 +82,7 @@ class TikhonovSweep:
     threshold : ndarray, shape (k,)
         ``eps * data.exact_norm_sq`` for each run (see :class:`TikhonovFit`).
     slope : float
-        Least-squares slope of :math:`\log\mathcal L` against :math:`\log\varepsilon` (NaN for
-        a single run).
+        Least-squares slope of :math:`\log\mathcal L` against :math:`\log\varepsilon`.
     fits : tuple of TikhonovFit
         The runs themselves.
 
@@ -286,8 +285,8 @@ def tikhonov_sweep(
     Raises
     ------
     ValueError
-        If fewer than two ``eps`` are given, an ``eps`` is not positive or `epochs` does not
-        match `eps_values`.
+        If fewer than two distinct ``eps`` are given, an ``eps`` is not positive or `epochs` does
+        not match `eps_values`.
     FloatingPointError
         If a run's objective becomes non-finite.
     TypeError
@@ -310,10 +309,10 @@ def tikhonov_sweep(
     """
     _check_data(data)
     eps_values = as_vector(eps_values, "eps_values")
-    if eps_values.size < 2 or np.any(eps_values <= 0):
+    if np.unique(eps_values).size < 2 or np.any(eps_values <= 0):
         raise ValueError(
-            "`eps_values` must hold at least two positive values (the sweep fits a slope); got "
-            f"{eps_values!r}."
+            "`eps_values` must hold at least two distinct positive values (the sweep fits a "
+            f"slope); got {eps_values!r}."
         )
     runs = [epochs] * eps_values.size if isinstance(epochs, int | np.integer) else epochs
     if (
