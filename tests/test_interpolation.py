@@ -16,9 +16,11 @@ from token_dynamics.interpolation import (
     block_count_bound,
     build_hardmax_interpolator,
     build_softmax_interpolator,
+    check_dataset,
     critical_temperature,
     hat_move,
     hausdorff_distance,
+    overlapping_dataset,
     paper_block_count,
     relative_hausdorff_errors,
     resnet_counts,
@@ -946,3 +948,13 @@ def test_deviation_bound_gives_up_at_an_uneven_tie_between_distinct_keys():
     deviation = np.linalg.norm(T.with_attention("softmax", 1e-6)([X])[0] - hard, axis=1)
     bound = softmax_deviation_bound(T, [X], 1e-6)[0]
     assert np.all(np.isfinite(bound)) and np.all(deviation <= bound + 1e-15)
+
+
+def test_overlapping_dataset_counts_the_sets_its_lengths_allow():
+    """A pool of 3 tokens and inputs of one token allow 3 distinct input sets, not 2^3 - 1 = 7:
+    asking for 4 is refused (it used to draw forever), asking for 3 gives the three singletons."""
+    with pytest.raises(ValueError, match="allow 3 distinct input sets"):
+        overlapping_dataset(4, 2, pool_size=3, max_length=1, rng=0)
+    X, _ = overlapping_dataset(3, 2, pool_size=3, max_length=1, rng=0)
+    assert sorted(Z.shape[0] for Z in X) == [1, 1, 1]
+    assert len(check_dataset(X, [Z.copy() for Z in X])[0]) == 3  # pairwise distinct sets

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from math import comb
 from typing import ClassVar
 
 import numpy as np
@@ -166,8 +167,9 @@ def overlapping_dataset(
     d : int
         Dimension of the tokens.
     pool_size : int, keyword-only
-        Number of distinct tokens the inputs draw from; at most :math:`2^{\text{pool\_size}}-1`
-        distinct sets exist.
+        Number of distinct tokens the inputs draw from; with ``max_length`` it allows
+        :math:`\sum_{k=1}^{\min(\text{max\_length}, \text{pool\_size})}
+        \binom{\text{pool\_size}}{k}` distinct input sets.
     max_length : int, keyword-only
         Largest input length ``n_j``.
     target_scale : float, keyword-only
@@ -183,8 +185,8 @@ def overlapping_dataset(
     Raises
     ------
     ValueError
-        If an integer argument is not positive, `target_scale` is not positive, or the pool is
-        too small for `n_sequences`.
+        If an integer argument is not positive, `target_scale` is not positive, or `pool_size`
+        and `max_length` allow fewer distinct input sets than `n_sequences`.
     TypeError
         If `rng` is not a Generator, a seed or None.
 
@@ -202,8 +204,14 @@ def overlapping_dataset(
     pool_size = check_int(pool_size, "pool_size")
     max_length = check_int(max_length, "max_length")
     target_scale = check_positive(target_scale, "target_scale")
-    if N > 2**pool_size - 1:
-        raise ValueError(f"`pool_size` = {pool_size} allows fewer than `n_sequences` = {N} sets.")
+    # the distinct input sets: nonempty subsets of the pool of at most `max_length` tokens
+    available = sum(comb(pool_size, k) for k in range(1, min(max_length, pool_size) + 1))
+    if N > available:
+        raise ValueError(
+            f"`pool_size` = {pool_size} and `max_length` = {max_length} allow {available} "
+            f"distinct input sets, fewer than `n_sequences` = {N}; raise `pool_size` or "
+            "`max_length`."
+        )
     rng = as_rng(rng)
     pool = rng.normal(size=(pool_size, d))
     X: list[np.ndarray] = []
