@@ -681,6 +681,10 @@ def test_block_count_bound_refuses_what_is_not_a_length():
     for bad in ([], [1.5], [-1], [[1, 2]], [2.0**60]):
         with pytest.raises(ValueError, match="`m`"):
             block_count_bound(bad)
+        with pytest.raises(ValueError, match="`m`"):  # no count for no sequence, nor a rounded one
+            paper_block_count(bad)
+    # exact integers up to the largest length accepted: 2^53 + 3, which float64 rounds to 2^53
+    assert paper_block_count([2**52]) == 2**53 + 3
 
 
 # Sizes of inputs and targets a factor up to 1e6 apart either way, and far from unit size.

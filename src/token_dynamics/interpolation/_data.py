@@ -77,7 +77,8 @@ def paper_block_count(m: ArrayLike, *, attention: str = "hardmax") -> int:
     Raises
     ------
     ValueError
-        If `m` is not a 1-D array of nonnegative integers or `attention` is neither name.
+        If `m` is not a nonempty 1-D array of nonnegative integers below 2^52, or `attention` is
+        neither name.
     TypeError
         If `m` is not real (complex, boolean, string or object).
 
@@ -94,13 +95,11 @@ def paper_block_count(m: ArrayLike, *, attention: str = "hardmax") -> int:
     >>> paper_block_count([2, 1, 3]), paper_block_count([2, 1, 3], attention="softmax")
     (19, 21)
     """
-    m = as_real_array(m, "m")
-    if m.ndim != 1 or np.any(m < 0) or np.any(m != np.round(m)):
-        raise ValueError(f"`m` must be a 1-D array of nonnegative integers; got {m!r}.")
+    m = _as_lengths(m)
     if attention == "hardmax":
-        return int(2 * m.sum() + 2 * m.size + 1)
+        return 2 * sum(m) + 2 * len(m) + 1
     if attention == "softmax":
-        return int(2 * m.sum() + 3 * m.size)
+        return 2 * sum(m) + 3 * len(m)
     raise ValueError(f"`attention` must be 'hardmax' or 'softmax'; got {attention!r}.")
 
 
@@ -368,10 +367,16 @@ def block_count_bound(m: ArrayLike) -> int:
     >>> block_count_bound([2, 1, 3]), paper_block_count([2, 1, 3])
     (14, 19)
     """
+    m = _as_lengths(m)
+    return 2 * sum(m) + len(m) - 1
+
+
+def _as_lengths(m: ArrayLike) -> list[int]:
+    """The output lengths ``m_j`` of the block counts, as Python integers (exact sums)."""
     m = as_real_array(m, "m")
     # lengths beyond 2^52 are not integers in float64 any more
     if m.ndim != 1 or m.size == 0 or np.any(m < 0) or np.any(m != np.round(m)) or np.any(m > 2**52):
         raise ValueError(
             f"`m` must be a nonempty 1-D array of nonnegative integers below 2^52; got {m!r}."
         )
-    return int(2 * m.sum() + m.size - 1)
+    return [int(v) for v in m]
