@@ -432,6 +432,16 @@ def test_hausdorff_is_a_metric_on_sets(seed, n, m):
     assert hausdorff_distance(X, Z) <= hausdorff_distance(X, Y) + hausdorff_distance(Y, Z) + 1e-12
 
 
+@pytest.mark.parametrize("size", [1e-160, 1e-300, 1e300])
+def test_hausdorff_distance_to_the_origin_at_any_size(size):
+    """d_H({(3s, 4s)}, {0}) = 5s exactly up to one rounding, for points far below or above unit
+    size: the distance is taken on both sets divided by one power of two. (A zero set used to
+    impose its scale 1, so the squares of 1e-160 underflowed to a distance 0.)"""
+    X, origin = [[3.0 * size, 4.0 * size]], [[0.0, 0.0]]
+    assert hausdorff_distance(X, origin) == pytest.approx(5.0 * size, rel=1e-15, abs=0)
+    assert hausdorff_distance(origin, X) == pytest.approx(5.0 * size, rel=1e-15, abs=0)
+
+
 @pytest.mark.parametrize(
     ("X", "Y", "match"),
     [

@@ -58,8 +58,9 @@ def hausdorff_distance(X: ArrayLike, Y: ArrayLike) -> float:
 
 def _unchecked_hausdorff(X: FloatArray, Y: FloatArray) -> float:
     """The Hausdorff distance of two validated token arrays in one dimension."""
-    # distances of the clouds divided by a power of two (exact, no overflow in cdist)
-    c = float(max(power_of_two_scale(X), power_of_two_scale(Y)))
+    # distances of the clouds divided by one power of two (exact, no overflow or underflow in
+    # cdist), that of both together: an all-zero cloud must not impose its scale 1 on the other
+    c = float(power_of_two_scale(np.vstack([X, Y])))
     D = cdist(X / c, Y / c)
     return float(max(D.min(axis=1).max(), D.min(axis=0).max()) * c)
 
