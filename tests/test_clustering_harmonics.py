@@ -106,6 +106,25 @@ def test_funk_hecke_closed_forms():
     assert np.all(np.isfinite(cl.funk_hecke_eigenvalues(700.0, 3, 5)))
 
 
+@pytest.mark.parametrize(("beta", "d"), [(1e-3, 200), (1e-8, 40), (1e-300, 10)])
+def test_funk_hecke_eigenvalues_at_small_beta_in_high_dimension(beta, d):
+    """lambda_l = Gamma(d/2) / Gamma(l + d/2) (beta/2)^l (1 + beta^2 / (4 (l + d/2)) + ...), the
+    series of I_{l + d/2 - 1}: lambda_0 -> 1 as beta -> 0 (the kernel tends to 1). The next term
+    is below 1e-16 relative for these beta; the rest is the rounding of gammaln (1e-13). There
+    e^{-beta} I_{l + d/2 - 1}(beta) underflows, and the eigenvalues used to come out as 0 (and
+    the growth rates as 0 / 0)."""
+    from scipy.special import gammaln
+
+    ell = np.arange(4)
+    b = ell + d / 2
+    log_series = gammaln(d / 2) - gammaln(b) + ell * np.log(beta / 2)
+    expected = np.exp(log_series) * (1 + beta**2 / (4 * b))
+    np.testing.assert_allclose(cl.funk_hecke_eigenvalues(beta, d, 3), expected, rtol=1e-13)
+    # gamma_1 = (d - 1) lambda_1 / (beta lambda_0) = (d - 1) / d up to a relative
+    # beta^2 / (4 (1 + d/2)) - beta^2 / (2 d), below 1e-10 here
+    np.testing.assert_allclose(cl.uniform_growth_rates(beta, d, 1)[1], (d - 1) / d, rtol=1e-10)
+
+
 @pytest.mark.statement("clu-prop-extremisers")
 @pytest.mark.parametrize(("n", "d", "beta"), [(12, 2, 1.0), (20, 3, 2.0), (15, 5, 4.0)])
 def test_energy_spectrum_is_the_uniform_energy_plus_squares(n, d, beta):

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import gammaln, ive
+from scipy.special import gammaln, hyp0f1, ive
 
 from .._typing import ArrayLike, FloatArray
 from .._validation import (
@@ -65,8 +65,10 @@ def funk_hecke_eigenvalues(beta: float, d: int, max_degree: int) -> FloatArray:
 
     :math:`I` the modified Bessel function of the first kind (:math:`\lambda_\ell = I_\ell(\beta)`
     on the circle, :math:`\sinh\beta/\beta` at :math:`\ell = 0` on :math:`\mathbb S^2`).
-    Computed from the exponentially scaled Bessel function; values below the smallest float64
-    (high degrees at small :math:`\beta`) are returned as 0.
+    Computed from the exponentially scaled Bessel function, or where that underflows (orders
+    far above :math:`\beta`) from :math:`I_\mu(\beta) = (\beta/2)^\mu\,{}_0F_1(;\mu + 1;
+    \beta^2/4)/\Gamma(\mu + 1)`; values below the smallest float64 (high degrees at small
+    :math:`\beta`) are returned as 0.
 
     Parameters
     ----------
@@ -107,9 +109,18 @@ def funk_hecke_eigenvalues(beta: float, d: int, max_degree: int) -> FloatArray:
     d = check_int(d, "d", minimum=2)
     max_degree = check_int(max_degree, "max_degree", minimum=0)
     nu = d / 2 - 1
-    orders = np.arange(max_degree + 1) + nu
+    ell = np.arange(max_degree + 1)
+    scaled = ive(ell + nu, beta)  # e^{-beta} I_{ell + nu}(beta)
+    small = scaled < np.finfo(np.float64).tiny  # underflows where beta << ell + nu
     with np.errstate(divide="ignore"):  # an eigenvalue below the float64 range: log 0 = -inf
-        log_lam = gammaln(d / 2) + nu * np.log(2 / beta) + np.log(ive(orders, beta)) + beta
+        log_lam = gammaln(d / 2) + nu * np.log(2 / beta) + np.log(scaled) + beta
+        # there, I_mu(beta) = (beta / 2)^mu 0F1(; mu + 1; beta^2 / 4) / Gamma(mu + 1), in logs
+        log_lam[small] = (
+            gammaln(d / 2)
+            - gammaln(ell[small] + d / 2)
+            + ell[small] * np.log(beta / 2)
+            + np.log(hyp0f1(ell[small] + d / 2, beta**2 / 4))
+        )
     return np.asarray(np.exp(log_lam))
 
 
