@@ -299,6 +299,19 @@ def test_monotonicity_sign_indefinite():
     assert gf.monotonicity_sign(np.eye(2), np.eye(2)) == 1
 
 
+@pytest.mark.parametrize("scale", [1e-11, 1e-100, 1e100])
+def test_monotonicity_sign_does_not_depend_on_the_size_of_a_and_v(scale):
+    """A V + V^T A = 2 scale diag(1, -1) is indefinite at every scale: the energy rises for
+    tokens along e_1 and falls along e_2 (the rate is sum_i w_i Z_i m_i^T A V m_i), so no sign is
+    predicted. A tolerance with an absolute floor of 1e-10 used to read 2e-11 diag(1, -1) as
+    semidefinite and predict +1."""
+    A, V = np.eye(2), np.diag([1.0, -1.0])
+    assert gf.monotonicity_sign(scale * A, V) == 0
+    assert gf.monotonicity_sign(A, scale * V) == 0
+    assert gf.monotonicity_sign(scale * A, scale * np.eye(2)) == 1
+    assert gf.monotonicity_sign(scale * A, -np.eye(2)) == -1
+
+
 def test_monotonicity_sign_reads_the_symmetric_part_of_a_v():
     """The sign is that of the quadratic form x^T A V x, i.e. of the symmetric matrix
     A V + V^T A. With A = diag(1, 2) and V = [[1, 2], [-1, 1]], A V + V^T A = diag(2, 4): the

@@ -353,7 +353,9 @@ def monotonicity_sign(A: ArrayLike, V: ArrayLike) -> int:
     A = as_symmetric(A, "A", what=SYMMETRIC_A)
     V = as_square(V, "V", d=A.shape[0])
     lam = np.linalg.eigvalsh(A @ V + V.T @ A)
-    tol = MATRIX_RTOL * max(1.0, np.abs(lam).max())
+    # rounding relative to the sizes of A and V (no absolute floor: the sign is unchanged by
+    # rescaling A or V, and so must the answer be)
+    tol = MATRIX_RTOL * A.shape[0] * np.abs(A).max() * np.abs(V).max()
     if lam.min() >= -tol:
         return 1
     if lam.max() <= tol:
