@@ -221,6 +221,11 @@ def test_twisted_metric_errors():
     A = np.diag([1.0, 2.0])
     with pytest.raises(gf.TwistedMetricError, match="not symmetric"):
         gf.twisted_metric(A, np.array([[1.0, 1.0], [0.0, 1.0]]))
+    for scale in (1e-9, 1e-200):  # as asymmetric at any size (a floor of 1 used to pass these)
+        with pytest.raises(gf.TwistedMetricError, match="not symmetric"):
+            gf.twisted_metric(A, scale * np.array([[1.0, 1.0], [0.0, 1.0]]))
+        with pytest.raises(gf.TwistedMetricError, match="not symmetric"):
+            gf.twisted_metric(A / scale, np.array([[1.0, 1.0], [0.0, 1.0]]))
     with pytest.raises(gf.TwistedMetricError, match="indefinite"):
         gf.twisted_metric(A, np.diag([1.0, -1.0]))
     with pytest.raises(gf.TwistedMetricError, match="singular"):

@@ -117,7 +117,7 @@ def twisted_metric(A: ArrayLike, V: ArrayLike) -> TwistedMetric:
     if np.linalg.cond(A) > 1.0 / MATRIX_RTOL:
         raise TwistedMetricError("`A` is singular (to working precision): P = V A^-1 is undefined.")
     P = V @ np.linalg.inv(A)
-    scale = max(1.0, float(np.abs(P).max()))
+    scale = float(np.abs(P).max())  # P's own size: symmetry does not change with V -> c V
     if np.abs(P - P.T).max() > 1e3 * MATRIX_RTOL * scale * np.linalg.cond(A):
         raise TwistedMetricError(
             "P = V A^-1 of `V` and `A` is not symmetric (A V != V^T A): unnormalised attention "
