@@ -155,6 +155,19 @@ def test_first_variation_is_the_partition_function_for_symmetric_A():
     )
 
 
+def test_softmax_metric_density_beyond_the_exponential_range():
+    """Z(x_1) = 1e-20 e^729 + (1 - 1e-20) e^0 = e^(729 - 20 log 10) + 1 is a float (about 1e297)
+    though e^729 is not: it is taken as e^(729 + log(1e-20 + ...)), exact up to the rounding of
+    that exponent (ulp(729) = 1.1e-13, so 3e-13 relative); Z(x_2) = 1e-20 + (1 - 1e-20) e. It
+    used to overflow and raise; so did the first variation, which is Z for a symmetric A."""
+    X, w = np.array([[27.0, 0.0], [0.0, 1.0]]), np.array([1e-20, 1.0 - 1e-20])
+    expected = [np.exp(729.0 + np.log(1e-20)) + 1.0, 1e-20 + (1.0 - 1e-20) * np.e]
+    for Z in (gf.softmax_metric_density, gf.first_variation):
+        np.testing.assert_allclose(Z(np.eye(2), X, weights=w), expected, rtol=3e-13)
+    with pytest.raises(FloatingPointError, match="softmax metric density"):
+        gf.softmax_metric_density(np.eye(2), 2 * X, weights=w)  # e^(2916 - 46): no float
+
+
 # ---------------------------------------------------------------------- twisted metric
 
 

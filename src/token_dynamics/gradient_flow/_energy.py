@@ -64,12 +64,16 @@ def _exp_sum(S: FloatArray, w: FloatArray, values: FloatArray, quantity: str) ->
     """``sum_j w_j e^{S_kj} values_j`` for each row k, as e^{m_k} sum_j w_j e^{S_kj - m_k} ...
 
     with m_k the row maximum: the sum is formed without overflow, and only a result beyond the
-    float64 range raises ``FloatingPointError`` (naming `quantity`).
+    float64 range raises ``FloatingPointError`` (naming `quantity`). Where e^{m_k} overflows
+    but small weights bring the sum back into range, it is e^{m_k + log|sum_j ...|} (exact to
+    the rounding of that exponent, a few ulps of m_k).
     """
-    m = S.max(axis=1, keepdims=True)
-    inner = (np.exp(S - m) * w) @ values
-    with np.errstate(over="ignore", invalid="ignore"):
-        out = np.exp(m if inner.ndim == 2 else m[:, 0]) * inner
+    top = S.max(axis=1, keepdims=True)
+    inner = (np.exp(S - top) * w) @ values
+    m = top if inner.ndim == 2 else top[:, 0]
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        out = np.exp(m) * inner
+        out = np.where(np.isfinite(out), out, np.sign(inner) * np.exp(m + np.log(np.abs(inner))))
     if not np.all(np.isfinite(out)):
         raise FloatingPointError(
             f"the {quantity} exceeds the float64 range (exponents up to {float(m.max()):.4g}); "

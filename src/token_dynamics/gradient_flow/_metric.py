@@ -9,7 +9,14 @@ import numpy as np
 from .._guards import checked_finite, float_guard
 from .._typing import ArrayLike, FloatArray
 from .._validation import MATRIX_RTOL, as_square, as_symmetric, as_tokens, as_weights
-from ._energy import SYMMETRIC_A, _measure_args, energy_gradient, energy_rate
+from ._energy import (
+    SYMMETRIC_A,
+    _check_exponents,
+    _exp_sum,
+    _measure_args,
+    energy_gradient,
+    energy_rate,
+)
 
 __all__ = [
     "GradientFlowCheck",
@@ -229,7 +236,11 @@ def softmax_metric_density(
     True
     """
     X, A, Y, w = _measure_args(X, A, points, weights)
-    return np.exp(Y @ A.T @ X.T) @ w
+    with np.errstate(over="ignore", invalid="ignore"):
+        S = Y @ A.T @ X.T
+    _check_exponents(S)
+    # each row by its largest exponent: Z is computed wherever it is a float, e^S or not
+    return _exp_sum(S, w, np.ones(X.shape[0]), "softmax metric density")
 
 
 @dataclass(frozen=True)
