@@ -588,6 +588,24 @@ def test_sinkhorn_cost_minimises_over_gaussian_couplings():
     np.testing.assert_allclose(gf.sinkhorn_gaussian_cost(np.zeros((d, d)), mean, cov), 0.0)
 
 
+@pytest.mark.parametrize("eps", [1e-17, 1e-200, 1e-3, 1e30])
+def test_sinkhorn_cost_in_closed_form_from_small_to_large_eps(eps):
+    """Per eigenvalue a of A (diagonal, cov = I, mean 0), b = a / eps, the plan's correlation is
+    rho = 2b / (1 + s), s = sqrt(1 + 4 b^2), and 1 - rho^2 = 2 / (1 + s), so the cost is
+    sum -a rho + (eps / 2) log((1 + s) / 2), with (1 + s) / 2 = 1 + 2 b^2 / (1 + s): a few
+    roundings (1e-15); -sum a^2 / (2 eps) as eps -> inf. As eps -> 0 the correlation rounds to
+    1 and log(1 - rho^2) had no float value: the cost raised FloatingPointError (eps = 1e-17)
+    though it is -sum |a| + O(eps log(1 / eps))."""
+    a = np.array([1.0, -2.0])
+    b = a / eps
+    s = np.hypot(1.0, 2.0 * b)
+    expected = np.sum(-a * 2.0 * b / (1.0 + s) + 0.5 * eps * np.log1p(2.0 * b * (b / (1.0 + s))))
+    if eps > 1e10:
+        np.testing.assert_allclose(expected, -5.0 / (2.0 * eps), rtol=1e-15)
+    cost = gf.sinkhorn_gaussian_cost(np.diag(a), np.zeros(2), np.eye(2), eps=eps)
+    np.testing.assert_allclose(cost, expected, rtol=1e-15)
+
+
 # ------------------------------------------------------------------- the circle
 
 

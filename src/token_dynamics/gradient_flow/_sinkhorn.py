@@ -48,12 +48,17 @@ def _sinkhorn_args(
 
 def _sinkhorn_cross_covariance(cov: FloatArray, A: FloatArray, eps: float):
     """Cross-covariance C of the entropic self-plan of N(., cov), cost -<Ax, y> (A symmetric),
-    and the singular values of its whitened form (the coupling f(b) of the gaussian module)."""
+    and ``log(1 - c^2)`` for the singular values ``c = f(b)`` of its whitened form (the
+    coupling of the gaussian module), ``b`` those of ``B = R A R / eps``."""
     from ..gaussian import sinkhorn_whitened_coupling
 
     R = psd_sqrt(cov)
-    Ct = sinkhorn_whitened_coupling(R @ A @ R / eps)
-    return R @ Ct @ R, np.linalg.svd(Ct, compute_uv=False)
+    B = R @ A @ R / eps
+    b = np.linalg.svd(B, compute_uv=False)
+    # 1 - f(b)^2 = 2 / (1 + s) = 1 / (1 + 2 b^2 / (1 + s)), s = sqrt(1 + 4 b^2): no cancellation
+    # as c -> 1 (small eps) nor as c -> 0, and b / (1 + s) < 1/2 does not overflow
+    gaps = -np.log1p(2.0 * b * (b / (1.0 + np.hypot(1.0, 2.0 * b))))
+    return R @ sinkhorn_whitened_coupling(B) @ R, gaps
 
 
 def _sinkhorn_moment_rhs(mean, cov, A, V, eps):
@@ -111,9 +116,9 @@ def sinkhorn_gaussian_cost(
     0.0
     """
     alpha, S, A, eps = _sinkhorn_args(mean, cov, A, eps)
-    C, c = _sinkhorn_cross_covariance(S, A, eps)
+    C, log_gaps = _sinkhorn_cross_covariance(S, A, eps)
     # log det(I - Ct Ct^T) = sum log(1 - c_i^2) over the singular values c_i < 1 of Ct
-    return float(-np.trace(A @ C) - alpha @ A @ alpha - 0.5 * eps * np.sum(np.log1p(-(c**2))))
+    return float(-np.trace(A @ C) - alpha @ A @ alpha - 0.5 * eps * np.sum(log_gaps))
 
 
 @float_guard("the Bures-Wasserstein velocity", "rescale `mean` or `cov`")
