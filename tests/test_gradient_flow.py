@@ -352,6 +352,15 @@ def test_bures_wasserstein_velocity_refuses_a_step_beyond_half_the_smallest_eige
         )
 
 
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_bures_wasserstein_velocity_reports_a_functional_that_is_not_finite(bad):
+    """A functional that is NaN (log of a negative determinant, say) or infinite near the
+    Gaussian has no velocity there; NaN used to pass silently through the differences (no
+    floating-point flag is raised by NaN - NaN) and came back as the velocity."""
+    with pytest.raises(FloatingPointError, match="`functional` returned"):
+        gf.bures_wasserstein_velocity(lambda m, S: bad, [0.0, 0.0], np.eye(2))
+
+
 # --------------------------------------------------------------------- Gaussian energy
 
 

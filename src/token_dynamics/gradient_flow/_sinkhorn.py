@@ -170,6 +170,8 @@ def bures_wasserstein_velocity(
         positive.
     TypeError
         If an array argument is not real (complex, boolean, string or object).
+    FloatingPointError
+        If `functional` returns a value that is not finite.
 
     Examples
     --------
@@ -239,15 +241,29 @@ def _central_velocity(
     for k in range(d):
         e = np.zeros(d)
         e[k] = h
-        g_mean[k] = (functional(alpha + e, S) - functional(alpha - e, S)) / (2 * h)
+        g_mean[k] = (_value(functional, alpha + e, S) - _value(functional, alpha - e, S)) / (2 * h)
     G = np.empty((d, d))
     for k in range(d):
         for m in range(k, d):
             E = np.zeros((d, d))
             E[k, m] += 0.5 * h
             E[m, k] += 0.5 * h
-            G[k, m] = G[m, k] = (functional(alpha, S + E) - functional(alpha, S - E)) / (2 * h)
+            G[k, m] = G[m, k] = (
+                _value(functional, alpha, S + E) - _value(functional, alpha, S - E)
+            ) / (2 * h)
     return -g_mean, -2 * (G @ S + S @ G)
+
+
+def _value(functional: Functional, mean: FloatArray, cov: FloatArray) -> float:
+    """``functional(mean, cov)``, which must be a finite number (a NaN would pass silently
+    through the differences)."""
+    value = float(functional(mean, cov))
+    if not np.isfinite(value):
+        raise FloatingPointError(
+            f"`functional` returned {value!r} at a Gaussian of the central differences (within "
+            "the step h of `mean` and `cov`); it must be finite there."
+        )
+    return value
 
 
 @dataclass(frozen=True)
