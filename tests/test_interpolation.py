@@ -264,6 +264,22 @@ def test_block_order_is_feed_forward_first():
     np.testing.assert_allclose(T([X])[0], [[1.5, 0.25]])
 
 
+def test_layers_read_their_tokens_like_the_transformer():
+    """A layer or block applied by hand takes what the network takes: nested lists and integer
+    arrays are tokens, tokens of another dimension or NaN are refused naming `X` (a list used to
+    fail on `rho * X`, another d in numpy's matmul, and NaN came back as NaN)."""
+    ff = FeedForward(U=[[1.0, 0.0]], b=[0.0], W=[[0.0], [1.0]])
+    sa = SelfAttention(A=np.eye(2), V=np.eye(2), rho=0.5, attention="softmax", tau=1.0)
+    X = [[2, 0], [-1, 1]]
+    for layer in (ff, sa, TransformerBlock(ff, sa)):
+        np.testing.assert_array_equal(layer(X), layer(np.array(X, dtype=float)))
+        with pytest.raises(ValueError, match="`X` must have d = 2"):
+            layer(np.ones((2, 3)))
+        with pytest.raises(ValueError, match="`X` contains NaN"):
+            layer([[np.nan, 0.0]])
+    np.testing.assert_array_equal(SelfAttention(rho=2.0)([[1, 2, 3]]), [[2.0, 4.0, 6.0]])
+
+
 def test_parameter_counting_rule():
     d = 3
     ff = FeedForward(U=np.ones((4, d)), b=np.zeros(4), W=np.ones((d, 4)))

@@ -69,8 +69,13 @@ class TransformerBlock:
     def n_params(self) -> int:
         return self.ff.n_params + self.sa.n_params
 
-    def __call__(self, X: np.ndarray) -> np.ndarray:
-        return self.sa(self.ff(X))
+    def __call__(self, X: ArrayLike) -> np.ndarray:
+        """Apply the block to one sequence ``X`` of shape ``(n, d)`` (returns a new array)."""
+        return self._apply(as_tokens(X, "X", d=self.ff.dim))
+
+    def _apply(self, X: FloatArray) -> np.ndarray:
+        """The block on a validated sequence (the constructions' inner loops)."""
+        return self.sa._apply(self.ff._apply(X))
 
 
 def as_sequences(
@@ -230,7 +235,7 @@ class Transformer:
         """Outputs ``T(X^j)``, one array ``(n_j, d)`` per input sequence."""
         out = as_sequences(sequences, d=self.dim)
         for block in self.blocks:
-            out = [block(X) for X in out]
+            out = [block._apply(X) for X in out]
         return out
 
     def layer_states(self, sequences: ArrayLike | Sequence[ArrayLike]) -> list[list[FloatArray]]:
@@ -238,9 +243,9 @@ class Transformer:
         state = as_sequences(sequences, d=self.dim)
         states = [state]
         for block in self.blocks:
-            state = [block.ff(X) for X in state]
+            state = [block.ff._apply(X) for X in state]
             states.append(state)
-            state = [block.sa(X) for X in state]
+            state = [block.sa._apply(X) for X in state]
             states.append(state)
         return states
 

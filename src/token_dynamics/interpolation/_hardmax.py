@@ -151,7 +151,7 @@ class _Builder:
 
     def add(self, ff: FeedForward, sa: SelfAttention) -> None:
         self.blocks.append(TransformerBlock(ff, sa))
-        self.state = [sa(ff(Z)) for Z in self.state]
+        self.state = [sa._apply(ff._apply(Z)) for Z in self.state]
         self.n_layers += 2
 
     def snapshot(
@@ -199,11 +199,11 @@ def _separate(b: _Builder) -> int:
         top = float((proj + t @ u).max())
         q = p + t + (top + 1.0 + b.rng.uniform(0.5, 1.5) - (p + t) @ u) * u
         ff = hat_move(pts, p, q, translation=t if steps == 0 else None, rng=b.rng)
-        moved = [ff(Z) for Z in b.state]
+        moved = [ff._apply(Z) for Z in b.state]
         for _ in range(MAX_REDRAWS):
             gain = b.rng.uniform(1.0, 2.0)
             sa = SelfAttention(A=Factored(u, u), V=Factored(gain * w, u), rho=1.0)
-            new = [sa(Z) for Z in moved]
+            new = [sa._apply(Z) for Z in moved]
             shifts = [float((N_ - M_)[0] @ w) for N_, M_ in zip(new, moved, strict=True)]
             new_groups = [h for g in groups for h in _split(g, shifts, b.tol)]
             if _groups_disjoint(new, new_groups, b.tol):
@@ -284,7 +284,7 @@ def _select_leaders(b: _Builder, m: list[int], Y: list[np.ndarray]) -> list[np.n
         ff = hat_move(b.points(), p, q, translation=t if first else None, rng=b.rng)
         if idx == len(moves) - 1:
             # Phase 3 lives in the SA of the last leader block; record the leaders state first.
-            leaders_state = [ff(Z) for Z in b.state]
+            leaders_state = [ff._apply(Z) for Z in b.state]
             b.leaders_snapshot = b.snapshot("leaders", leaders_state, extra=1)
             sa = SelfAttention(A=Identity(d), V=Identity(d), rho=0.0)
         else:

@@ -14,6 +14,7 @@ from .._validation import (
     as_matrix,
     as_real_array,
     as_square,
+    as_tokens,
     as_vector,
     check_int,
     check_positive,
@@ -254,8 +255,12 @@ class FeedForward:
     def n_params(self) -> int:
         return int(self.U.size + self.b.size + self.W.size + 1)
 
-    def __call__(self, X: np.ndarray) -> np.ndarray:
+    def __call__(self, X: ArrayLike) -> np.ndarray:
         """Apply the layer to tokens ``X`` of shape ``(n, d)`` (returns a new array)."""
+        return self._apply(as_tokens(X, "X", d=self.dim))
+
+    def _apply(self, X: FloatArray) -> np.ndarray:
+        """The layer on validated tokens (the constructions' inner loops)."""
         hidden = np.maximum(X @ self.U.T + self.b, 0.0)
         return self.eta * X + hidden @ self.W.T
 
@@ -357,8 +362,12 @@ class SelfAttention:
         A = np.zeros((X.shape[1], X.shape[1])) if self._dense_A is None else self._dense_A
         return _attention_weights(X, A, self.attention, self.tau)
 
-    def __call__(self, X: np.ndarray) -> np.ndarray:
+    def __call__(self, X: ArrayLike) -> np.ndarray:
         """Apply the layer to one sequence ``X`` of shape ``(n, d)`` (returns a new array)."""
+        return self._apply(as_tokens(X, "X", d=self.dim))
+
+    def _apply(self, X: FloatArray) -> np.ndarray:
+        """The layer on a validated sequence (the constructions' inner loops)."""
         if self._dense_V is None:
             return self.rho * X
         return self.rho * X + self.weights(X) @ X @ self._dense_V.T
