@@ -156,6 +156,23 @@ def test_overlap_at_the_ends_of_the_float_range():
         cl.orthogonal_overlap(4, [0.0, 1.0], beta=1.0, atol=1e-300)
 
 
+def test_clustering_time_of_many_tokens_at_the_largest_beta():
+    """n = 1e6, beta = 700: the integrand of t = int d gamma / rate falls from e^700 / 2 to about
+    1/2 within s = log(1 + beta). The time to reach 1/2 is about 3.4e298; going on to 1 - delta,
+    delta down to half an ulp, adds O(log(1 / delta)) = O(40), 300 orders below: the times
+    agree to the quadrature's rtol (1e-12; 1e-11 for two quadratures). The quadrature of the
+    whole range used to stop on round-off (IntegrationWarning, then FloatingPointError), and
+    with it `orthogonal_overlap`, which integrates up to that time."""
+    n, beta = 10**6, 700.0
+    half = cl.clustering_time(n, beta=beta, delta=0.5)
+    for delta in (1e-8, 0.5 * np.finfo(float).eps):
+        t = cl.clustering_time(n, beta=beta, delta=delta)
+        assert t >= half * (1 - 1e-11)
+        np.testing.assert_allclose(t, half, rtol=1e-11)
+    curve = cl.orthogonal_overlap(n, [0.0, 1.0, 2.0], beta=beta)
+    assert curve.status == "completed" and np.all(np.diff(curve.gamma) >= 0)
+
+
 def test_beta_past_double_precision_is_refused_by_name():
     # the SA clustering time grows like e^beta (metastability), so past e^700 it is no number
     for dynamics in ("SA", "USA"):
