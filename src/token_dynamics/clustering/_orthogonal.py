@@ -246,8 +246,10 @@ def clustering_time(
     s_top = -math.log(delta)
 
     def integrand(s: float) -> float:  # d gamma / rate, with d gamma = (1 - gamma) ds
-        one_minus = math.exp(-s)
-        return 1.0 / float(_rate_per_gap(np.array(1.0 - one_minus), one_minus, n, beta, dynamics))
+        # gamma = 1 - e^{-s} by expm1: 1.0 - e^{-s} keeps only s / eps digits of gamma ~ s, and
+        # (n - 1) gamma + 1 with them for large n (3e-11 wrong at n = 1e8, beta = 0)
+        gamma = -math.expm1(-s)
+        return 1.0 / float(_rate_per_gap(np.array(gamma), math.exp(-s), n, beta, dynamics))
 
     # the SA integrand falls from e^beta / 2 to order one by s ~ log(1 + beta): integrated in two
     # pieces, so that the steep one's extrapolation (at n = 1e6, beta = 700, values 1e298 down
