@@ -106,23 +106,25 @@ def test_funk_hecke_closed_forms():
     assert np.all(np.isfinite(cl.funk_hecke_eigenvalues(700.0, 3, 5)))
 
 
-@pytest.mark.parametrize(("beta", "d"), [(1e-3, 200), (1e-8, 40), (1e-300, 10)])
+@pytest.mark.parametrize(("beta", "d"), [(1e-3, 200), (0.0253, 200), (1e-8, 40), (1e-300, 10)])
 def test_funk_hecke_eigenvalues_at_small_beta_in_high_dimension(beta, d):
-    """lambda_l = Gamma(d/2) / Gamma(l + d/2) (beta/2)^l (1 + beta^2 / (4 (l + d/2)) + ...), the
-    series of I_{l + d/2 - 1}: lambda_0 -> 1 as beta -> 0 (the kernel tends to 1). The next term
-    is below 1e-16 relative for these beta; the rest is the rounding of gammaln (1e-13). There
-    e^{-beta} I_{l + d/2 - 1}(beta) underflows, and the eigenvalues used to come out as 0 (and
-    the growth rates as 0 / 0)."""
+    """lambda_l = Gamma(d/2) / Gamma(l + d/2) (beta/2)^l 0F1(; b; z), b = l + d/2, z = beta^2 / 4,
+    with 0F1 = 1 + z / b + z^2 / (2 b (b + 1)) + ..., the series of I_{l + d/2 - 1}: lambda_0
+    -> 1 as beta -> 0 (the kernel tends to 1). The next term is below 1e-18 relative for these
+    beta; the rest is the rounding of gammaln (1e-13). There e^{-beta} I_{l + d/2 - 1}(beta)
+    underflows, and the eigenvalues used to come out as 0 (and the growth rates as 0 / 0);
+    scipy's hyp0f1 in their place erred by 2.4e-12 at beta = 0.0253."""
     from scipy.special import gammaln
 
     ell = np.arange(4)
     b = ell + d / 2
+    z = beta**2 / 4
     log_series = gammaln(d / 2) - gammaln(b) + ell * np.log(beta / 2)
-    expected = np.exp(log_series) * (1 + beta**2 / (4 * b))
+    expected = np.exp(log_series) * (1 + z / b + z * z / (2 * b * (b + 1)))
     np.testing.assert_allclose(cl.funk_hecke_eigenvalues(beta, d, 3), expected, rtol=1e-13)
-    # gamma_1 = (d - 1) lambda_1 / (beta lambda_0) = (d - 1) / d up to a relative
-    # beta^2 / (4 (1 + d/2)) - beta^2 / (2 d), below 1e-10 here
-    np.testing.assert_allclose(cl.uniform_growth_rates(beta, d, 1)[1], (d - 1) / d, rtol=1e-10)
+    # gamma_1 = (d - 1) lambda_1 / (beta lambda_0), from the same series
+    rate = (d - 1) * expected[1] / (beta * expected[0])
+    np.testing.assert_allclose(cl.uniform_growth_rates(beta, d, 1)[1], rate, rtol=1e-13)
 
 
 @pytest.mark.statement("clu-prop-extremisers")
