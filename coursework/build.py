@@ -29,6 +29,7 @@ path contains one of the substrings, or all) and records their wall times in
 
 from __future__ import annotations
 
+import argparse
 import csv
 import importlib.util
 import json
@@ -405,27 +406,65 @@ def time_notebooks(selection: list[str] | None = None, path: Path = TIMES_FILE) 
     return times
 
 
+def _arguments(argv: list[str]) -> argparse.Namespace:
+    """The command line of the module's usage (its docstring, which ``--help`` prints)."""
+    parser = argparse.ArgumentParser(
+        prog="python coursework/build.py",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "build_out",
+        nargs="?",
+        type=Path,
+        metavar="OUT",
+        help=f"build every problem set into OUT (default: {DEFAULT_OUT.relative_to(ROOT)})",
+    )
+    task = parser.add_mutually_exclusive_group()
+    task.add_argument(
+        "--grade",
+        nargs="+",
+        type=Path,
+        metavar="SUBMISSION",
+        help="grade these notebooks, and the notebooks in these folders",
+    )
+    task.add_argument(
+        "--time-notebooks",
+        nargs="*",
+        metavar="SUBSTRING",
+        help=f"time the book's notebooks (those whose path holds a SUBSTRING, or all) into "
+        f"{TIMES_FILE.relative_to(ROOT)}",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=DEFAULT_OUT,
+        help="with --grade: the built coursework whose bundles grade (built when missing)",
+    )
+    args = parser.parse_args(argv)
+    if args.build_out is not None and (args.grade or args.time_notebooks is not None):
+        parser.error("OUT is for a build; with --grade, name the built coursework with --out")
+    return args
+
+
 def main(argv: list[str]) -> None:
-    if argv[:1] == ["--time-notebooks"]:
-        time_notebooks(argv[1:])
+    args = _arguments(argv)
+    if args.time_notebooks is not None:
+        time_notebooks(args.time_notebooks or None)
         return
-    if argv[:1] == ["--grade"]:
-        args, out = argv[1:], DEFAULT_OUT
-        if "--out" in args:
-            i = args.index("--out")
-            out, args = Path(args[i + 1]), args[:i] + args[i + 2 :]
+    if args.grade:
         try:
-            found = submissions([Path(a) for a in args])
+            found = submissions(args.grade)
         except (FileNotFoundError, ValueError) as err:  # a wrong path: its message, no traceback
             raise SystemExit(str(err)) from None
         if not found:
-            raise SystemExit(f"no submission (.ipynb) in {args}")
+            raise SystemExit(f"no submission (.ipynb) in {[str(a) for a in args.grade]}")
         for submission in found:
             name = assignment_of(submission)
             print(f"== {submission} ({name})")
-            print(report(grade(name, submission, out)), flush=True)
+            print(report(grade(name, submission, args.out)), flush=True)
         return
-    out = build(Path(argv[0]) if argv else DEFAULT_OUT)
+    out = build(args.build_out or DEFAULT_OUT)
     print(f"coursework built in {out}: student/, answers/, autograder/")
 
 

@@ -263,6 +263,22 @@ def test_grading_a_missing_folder_says_so_without_a_traceback(tmp_path):
         coursework.main(["--grade", str(tmp_path / "notes.txt")])
 
 
+def test_help_prints_the_usage_and_builds_nothing(tmp_path, monkeypatch, capsys):
+    """``python coursework/build.py --help`` prints the usage; it once took ``--help`` for the
+    output folder and built every set into ``./--help``."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_:
+        coursework.main(["--help"])
+    assert exit_.value.code == 0
+    assert "--grade SUBMISSION" in capsys.readouterr().out
+    assert not any(tmp_path.iterdir())
+    with pytest.raises(SystemExit) as exit_:
+        coursework.main(["out", "--grade", "submission.ipynb"])
+    assert exit_.value.code == 2 and "with --grade, name the built coursework with --out" in (
+        capsys.readouterr().err
+    )
+
+
 def test_bad_problem_set_name_is_refused(tmp_path):
     with pytest.raises(ValueError, match="`names` holds unknown problem sets"):
         coursework.build(tmp_path, ["ps9_missing"])
