@@ -183,7 +183,7 @@ def _plain_notebook():
 
 def library_requirement() -> str:
     """The library as the install cell of the book's downloads installs it, a pip requirement
-    (``token-dynamics @ git+<repository>``)."""
+    (``token-dynamics[widgets] @ git+<repository>``)."""
     return _plain_notebook().library_requirement(_repository())
 
 

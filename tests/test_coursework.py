@@ -572,7 +572,7 @@ def test_install_cell_installs_only_what_is_missing(monkeypatch):
 
     assert run([]) == []
     assert run(["token_dynamics", "otter"]) == [
-        f'%pip install --quiet "token-dynamics @ git+{repository}"',
+        f'%pip install --quiet "token-dynamics[widgets] @ git+{repository}"',
         f'%pip install --quiet "{otter}"',
     ]
     assert run(["otter"]) == [f'%pip install --quiet "{otter}"']

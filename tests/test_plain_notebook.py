@@ -1,9 +1,12 @@
 """tools/plain_notebook.py: a book notebook's MyST markup as plain Markdown for the downloads."""
 
 import importlib.util
+import re
+import sys
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location(
@@ -11,6 +14,8 @@ _spec = importlib.util.spec_from_file_location(
 )
 plain_notebook = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(plain_notebook)
+sys.path.insert(0, str(ROOT / "tools"))
+from notebook_code import code_cells, notebooks  # noqa: E402
 
 PREFIX = plain_notebook.GLUE_PREFIX
 MARKDOWN = """(nb-target)=
@@ -105,8 +110,25 @@ def test_markup_becomes_plain_markdown(notebook):
 
 def test_the_install_cell_pins_the_commit_built():
     source = plain_notebook.install_cell("https://example.org/r/", "0123abc")["source"]
-    assert '%pip install --quiet "token-dynamics @ git+https://example.org/r@0123abc"' in source
-    assert '"token-dynamics"' in plain_notebook.install_cell("", "0123abc")["source"]
+    pip = '%pip install --quiet "token-dynamics[widgets] @ git+https://example.org/r@0123abc"'
+    assert pip in source
+    assert '"token-dynamics[widgets]"' in plain_notebook.install_cell("", "0123abc")["source"]
+
+
+def test_the_install_cell_installs_the_extras_the_notebooks_use():
+    """Outside Binder and Colab (a plain JupyterLab, VS Code) ipywidgets may be missing: the
+    install cell brings every extra of the library that a book notebook needs, or the explorer's
+    cell raises ImportError and Run All stops there."""
+    uses = {  # what a notebook's code does that needs each extra of pyproject.toml
+        "widgets": re.compile(r"\bwidgets\.\w+\("),
+        "progress": re.compile(r"\bprogress\s*=\s*True\b"),
+    }
+    sources = [source for path in notebooks() for source in code_cells(path)]
+    needed = {extra for extra, use in uses.items() if any(use.search(s) for s in sources)}
+    assert "widgets" in needed  # the explorers of tokens/particles and gaussian/cone
+    for repository in ("https://example.org/r", ""):
+        requirement = Requirement(plain_notebook.library_requirement(repository, "0123abc"))
+        assert requirement.name == "token-dynamics" and needed <= requirement.extras
 
 
 def test_the_input_is_not_modified(notebook):
@@ -212,9 +234,10 @@ def test_each_cited_key_is_its_own_link(notebook):
 def test_install_cell():
     cell = plain_notebook.install_cell("https://example.org/r/")
     assert cell["cell_type"] == "code" and cell["outputs"] == []
-    assert '%pip install --quiet "token-dynamics @ git+https://example.org/r"' in cell["source"]
+    pip = '%pip install --quiet "token-dynamics[widgets] @ git+https://example.org/r"'
+    assert pip in cell["source"]
     by_name = plain_notebook.install_cell("")["source"]
-    assert '%pip install --quiet "token-dynamics"' in by_name
+    assert '%pip install --quiet "token-dynamics[widgets]"' in by_name
     # the cell is valid Python once IPython turns the magic into a call
     from IPython.core.inputtransformer2 import TransformerManager
 

@@ -33,6 +33,10 @@ from collections.abc import Callable
 
 #: Where myst-nb's ``glue(..., display=False)`` hides a value in the cell's outputs.
 GLUE_PREFIX = "application/papermill.record/"
+#: The library's extras that the notebooks need beyond its core: the explorers of
+#: ``token_dynamics.widgets`` need ipywidgets, which a plain JupyterLab or VS Code lacks (Colab
+#: and Binder have it).
+EXTRAS = ("widgets",)
 #: The first cell of every download (``{requirement}``: the library from the repository).
 INSTALL_CELL = """\
 # Outside the book's environment (a plain Jupyter, Colab): install the library if missing.
@@ -221,9 +225,10 @@ class _Converter:
 
 
 def library_requirement(repository: str, commit: str = "") -> str:
-    """The pip requirement that installs the library: ``token-dynamics @ git+<repository>``
-    (at `commit` when given), or ``token-dynamics`` by name when `repository` is empty."""
-    requirement = "token-dynamics"
+    """The pip requirement that installs the library with the extras the notebooks use
+    (:data:`EXTRAS`): ``token-dynamics[widgets] @ git+<repository>`` (at `commit` when given),
+    or ``token-dynamics[widgets]`` by name when `repository` is empty."""
+    requirement = f"token-dynamics[{','.join(EXTRAS)}]"
     if repository:
         requirement += f" @ git+{repository.removesuffix('/')}" + (f"@{commit}" if commit else "")
     return requirement
