@@ -1,4 +1,8 @@
-"""Binder on this branch (the MyST sources, for authors): JupyterLab opens every page.
+"""Binder on this branch (the MyST sources, for authors): its environment is the book's, and
+JupyterLab opens every page.
+
+``binder/requirements.txt`` pins what the notebooks need at the versions of the root
+requirements.txt, which builds and tests the book, without the book's tool chain.
 
 ``binder/postBuild`` makes JupyterLab open each ``.md`` file as a notebook, which jupytext's
 contents manager reads from the text. Each page must read as MyST, as JupyterLab reads it: with
@@ -8,6 +12,7 @@ fences (the introduction, the theory pages) is read as Pandoc Markdown, which ne
 JupyterLab 4.6 then shows "File Load Error ... pandoc was not found" and no page.
 """
 
+import re
 from pathlib import Path
 
 import jupytext
@@ -20,6 +25,24 @@ PAGES = sorted(
     for p in (ROOT / "book").rglob("*.md")
     if not any(part.startswith((".", "_")) for part in p.relative_to(ROOT).parts)
 )
+
+
+#: What the root requirements.txt pins to build the book, and Binder does not need.
+BOOK_ONLY = {"jupyter-book", "sphinx-proof", "sphinx-exercise", "sphinx-mathjax-offline"}
+
+
+def pins(path: Path) -> dict[str, str]:
+    """name (normalised) -> version of each ``name==version`` line of a requirements file."""
+    found = re.findall(r"^([A-Za-z0-9._-]+)==(\S+)", path.read_text("utf-8"), re.MULTILINE)
+    return {re.sub(r"[-_.]+", "-", name).lower(): version for name, version in found}
+
+
+def test_binder_pins_the_books_versions():
+    """Every package the root requirements.txt pins, but the book's tool chain, is pinned in
+    Binder's at the same version: a reader runs what CI ran."""
+    book, binder = pins(ROOT / "requirements.txt"), pins(ROOT / "binder" / "requirements.txt")
+    wanted = {name: version for name, version in book.items() if name not in BOOK_ONLY}
+    assert {name: binder.get(name) for name in wanted} == wanted
 
 
 def test_pages_found():
