@@ -1,5 +1,7 @@
 """Tests of token_dynamics.widgets: built over the same pure functions, lazily imported."""
 
+import base64
+import io
 import json
 import re
 import subprocess
@@ -8,6 +10,7 @@ import sys
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
+from PIL import Image
 
 from token_dynamics import widgets as td_widgets
 from token_dynamics.attention import make_field
@@ -113,6 +116,27 @@ def test_figures_reach_the_output_widget_from_the_kernel_side(monkeypatch):
     box.sliders["a"].value = 0.7
     (output,) = box.children[-1].outputs
     assert output["output_type"] == "display_data" and "image/png" in output["data"]
+
+
+def test_the_redrawn_figure_is_shown_at_the_size_of_the_notebooks_figures(monkeypatch):
+    """A notebook shows a figure of the house style at its own dpi, drawn at twice the pixels
+    (``plotting.figure_png``). The explorer's figure must be shown at that size too: saved at
+    the house style's ``savefig.dpi`` (200, twice the figure's 100) with no size, JupyterLab
+    showed it twice as large as the figures around it (seen in JupyterLab 4.6.6)."""
+    monkeypatch.setattr("token_dynamics.widgets._static._in_kernel", lambda: True)
+    box = attention_explorer(np.eye(2), times=[0.0, 0.5], variants=("softmax",))
+    (output,) = box.children[-1].outputs
+    pixels = Image.open(io.BytesIO(base64.b64decode(output["data"]["image/png"]))).size
+    shown = output["metadata"].get("image/png", {})
+    width, height = shown.get("width", pixels[0]), shown.get("height", pixels[1])
+    inches = box.figure.get_size_inches()
+    # at most the figure's size at its dpi (bbox_inches="tight" trims the margins, by less than
+    # a fifth of a side for this square figure)
+    for side, size in ((width, inches[0]), (height, inches[1])):
+        assert 0.8 * size * box.figure.dpi <= side <= size * box.figure.dpi
+    # sharp on a high-density screen: two pixels per pixel shown, up to rounding
+    assert abs(pixels[0] - 2 * width) <= 1 and abs(pixels[1] - 2 * height) <= 1
+    plt.close(box.figure)
 
 
 def test_maths_modules_never_import_widgets_or_matplotlib():

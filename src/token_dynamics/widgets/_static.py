@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import io
 from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -183,7 +182,11 @@ def _show(out: Widget, fig: Figure) -> None:
     """
     if not _in_kernel():  # outside a kernel there is nowhere to show the figure
         return
-    png = io.BytesIO()
-    fig.savefig(png, format="png", bbox_inches="tight")  # as the inline backend renders it
-    data = {"image/png": base64.b64encode(png.getvalue()).decode("ascii"), "text/plain": repr(fig)}
-    out.outputs = ({"output_type": "display_data", "data": data, "metadata": {}},)
+    from ..plotting import figure_png
+
+    # as the notebook shows a figure in the house style: at its own dpi, drawn at twice the
+    # pixels (a bare savefig would draw at savefig.dpi, 200, and show it twice as large)
+    png, width, height = figure_png(fig)
+    data = {"image/png": base64.b64encode(png).decode("ascii"), "text/plain": repr(fig)}
+    metadata = {"image/png": {"width": width, "height": height}}
+    out.outputs = ({"output_type": "display_data", "data": data, "metadata": metadata},)
