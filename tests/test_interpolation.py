@@ -13,6 +13,7 @@ from token_dynamics.interpolation import (
     SelfAttention,
     Transformer,
     TransformerBlock,
+    as_sequences,
     block_count_bound,
     build_hardmax_interpolator,
     build_softmax_interpolator,
@@ -289,6 +290,43 @@ def test_parameter_counting_rule():
     assert SelfAttention(A=Identity(d), V=Identity(d), rho=0.0).n_params == 1
     assert SelfAttention().n_params == 1
     assert SelfAttention(A=np.eye(d), V=np.eye(d)).n_params == 2 * d * d + 1
+
+
+def test_block_refuses_layers_of_two_dimensions():
+    ff = FeedForward(U=np.zeros((1, 2)), b=[1.0], W=[[1.0], [0.0]])
+    with pytest.raises(ValueError, match=r"`ff` acts on d = 2 but `sa` on d = 3"):
+        TransformerBlock(ff, SelfAttention(A=Identity(3), V=Identity(3)))
+
+
+def test_network_refuses_sequences_of_another_dimension_by_name():
+    ff = FeedForward(U=np.zeros((1, 2)), b=[1.0], W=[[1.0], [0.0]])
+    T = Transformer([TransformerBlock(ff, SelfAttention())])
+    for apply in (T, T.layer_states):
+        with pytest.raises(ValueError, match=r"`inputs\[0\]` must have d = 2 columns"):
+            apply([np.zeros((2, 3))])
+
+
+def test_sequences_come_as_a_list_or_one_array_of_equal_lengths():
+    X = np.random.default_rng(0).normal(size=(3, 4, 2))
+    assert [s.shape for s in as_sequences(X)] == [(4, 2)] * 3
+    ff = FeedForward(U=np.zeros((1, 2)), b=[1.0], W=[[1.0], [0.0]])
+    T = Transformer([TransformerBlock(ff, SelfAttention(A=Identity(2), V=Identity(2)))])
+    for a, b in zip(T(X), T(list(X)), strict=True):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(TypeError, match="`targets` must be a non-empty list"):
+        as_sequences([], "targets")
+
+
+def test_network_width_is_the_widest_feed_forward_layer():
+    # a translation (width 1) composed with a hat (width 3, the hat lemma), in either order:
+    # the network needs the wider hidden layer, and has the parameters of its two blocks
+    pts = np.random.default_rng(0).normal(size=(4, 2))
+    ff = FeedForward(U=np.zeros((1, 2)), b=[1.0], W=[[1.0], [0.0]])
+    shift = TransformerBlock(ff, SelfAttention())
+    hat = TransformerBlock(hat_move(pts, pts[0], [5.0, 5.0], rng=0), SelfAttention())
+    for T in (Transformer([shift, hat]), Transformer([hat, shift])):
+        assert T.max_width == 3
+        assert T.n_params == shift.n_params + hat.n_params
 
 
 @pytest.mark.statement("interp-prop-softmax-limit")
