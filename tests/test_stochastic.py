@@ -867,6 +867,48 @@ def test_field_increment_law_is_exact_at_small_separations(activation, gap):
     np.testing.assert_allclose(A @ A.T, _mlp._kernel_matrix(noise, Y)[0], atol=1e-14)
 
 
+@pytest.mark.parametrize("activation", ["relu", "erf", "tanh"])
+@pytest.mark.parametrize(("sigma_U", "sigma_W"), [(0.0, 0.0), (0.0, 0.3), (0.3, 0.3)])
+def test_two_token_field_has_the_kernel_as_its_covariance(activation, sigma_U, sigma_W):
+    # Two tokens (the two-point motion) are drawn by the closed form of the tree's law: with
+    # n = d = 2 and Z = I the sampler is a linear map A of the standard normals, and A A^T is
+    # the covariance it draws, which must be the kernel matrix kappa(<y_i, y_j>) whole: the
+    # variances kappa(1) as well as the cross-covariance, on a generic pair, a pair 1e-6 apart
+    # and a pair 1e-6 from antipodal (the anchor of sign -1 of an odd field, and only of an odd
+    # one: a bias b_W adds sigma_W^2 to kappa, and G(-x) = -G(x) fails). Both sides carry the
+    # kernel's 1e-10 accuracy (its Chebyshev interpolant; 2e-11 measured for ReLU next to
+    # t = -1, where it is not smooth): 1e-9 with a margin, against entries of order kappa(1).
+    noise = sto.MLPNoise(activation, width=None, sigma_U=sigma_U, sigma_W=sigma_W)
+    x, u = uniform_sphere(2, 2, rng=np.random.default_rng(4))
+    near = np.cos(1e-6) * x + np.sin(1e-6) * np.array([-x[1], x[0]])
+    Y = np.stack([np.stack([x, y]) for y in (u, near, -near)])
+    A = _mlp._gaussian_field(noise, Y, np.broadcast_to(np.eye(2), Y.shape).copy())
+    np.testing.assert_allclose(
+        A @ np.swapaxes(A, 1, 2), _mlp._kernel_matrix(noise, Y), rtol=0, atol=1e-9
+    )
+    if sigma_U == sigma_W == 0.0 and activation != "relu":  # odd: G(-x) = -G(x) exactly
+        A = _mlp._gaussian_field(noise, np.stack([x, -x])[None], np.eye(2)[None])[0]
+        np.testing.assert_array_equal(A[1], -A[0])
+
+
+@pytest.mark.parametrize("activation", ["erf", "tanh"])
+@pytest.mark.parametrize("gap", [1e-4, 1e-6, 1e-8])
+def test_odd_field_increment_law_is_exact_next_to_the_antipode(activation, gap):
+    # For an odd field G(-y) = -G(y): a token next to the antipode of another is as close as the
+    # pair of test_field_increment_law_is_exact_at_small_separations, and G(x) + G(-y) has the
+    # variance 2 phi(|x - y|^2 / 2) = kappa'(1) |x - y|^2 (1 + O(gap^2)) per coordinate, to the
+    # kernel's 1e-10 accuracy (1e-9 with a margin). Z = I: the sampler as a linear map.
+    noise = sto.MLPNoise(activation, width=None)
+    Y = _pair_and_others(gap, d=4)
+    x, y = Y[0].copy(), Y[1].copy()
+    Y[1] = -y
+    A = _mlp._gaussian_field(noise, Y[None], np.eye(4)[None])[0]
+    inc = A[0] + A[1]
+    first_order = float(noise.kappa_prime(1.0, d=4)) * np.sum((x - y) ** 2)
+    np.testing.assert_allclose(inc @ inc, first_order, rtol=1e-9 + gap**2)
+    np.testing.assert_allclose(A @ A.T, _mlp._kernel_matrix(noise, Y[None])[0], atol=1e-14)
+
+
 @pytest.mark.parametrize("activation", ["relu", "tanh"])
 @pytest.mark.parametrize("gap", [1e-4, 1e-6, 1e-8])
 def test_field_increment_variance_monte_carlo(activation, gap):
