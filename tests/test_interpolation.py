@@ -162,6 +162,23 @@ def test_phase_invariants(seed):
             np.testing.assert_allclose(a, b, rtol=0, atol=1e-12 * scale)
 
 
+@pytest.mark.parametrize("scale", [2.0**-20, 1e3])
+def test_phases_are_the_network_states_for_data_far_from_unit_size(scale):
+    """The construction runs on data brought to unit size, and the network takes the inputs'
+    scale in its first layer: every phase is still the network's own state after its first
+    ``n_layers`` layers, the input at its size and, with no separation block (one sequence), the
+    "separated" phase the input itself."""
+    rng = np.random.default_rng(5)
+    X, Y = [scale * rng.normal(size=(5, 2))], [rng.normal(size=(2, 2))]
+    interp = build_hardmax_interpolator(X, Y, rng=0)
+    assert interp.n_separation == 0
+    states = interp.transformer.layer_states(X)
+    for p in interp.phases:
+        for a, b in zip(states[p.n_layers], p.sequences, strict=True):
+            np.testing.assert_allclose(b, a, rtol=0, atol=1e-12 * np.abs(a).max())
+    assert interp.phase("separated").n_layers == 0
+
+
 def _distinct(Z, tol):
     reps = []
     for z in Z:

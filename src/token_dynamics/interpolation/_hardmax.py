@@ -325,8 +325,11 @@ def build_hardmax_interpolator(
     (its output and skip weights), exactly. The result is then exact to rounding relative to the
     targets' size (about 1e-12, measured), whatever the sizes of inputs and targets within the
     accepted ``[2^-500, 2^500]`` (about 3e-151 to 3e150, see :func:`check_dataset`), and
-    powers of two of the data give the same network up to those two scales. The intermediate
-    phases are at unit size.
+    powers of two of the data give the same network up to those two scales. Each phase is the
+    network's own state after its first ``n_layers`` layers
+    (``transformer.layer_states(inputs)[n_layers]``): the input at its size, the interpolated
+    sets at the targets', and in between the states of the data brought to unit size (a
+    "separated" phase that needs no separation block is the input itself).
 
     Cost: each block is applied to every sequence and the current points are deduplicated with
     a k-d tree, about blocks x tokens x log(tokens) (0.5 s of CPU time for N = 40 sequences of
