@@ -39,6 +39,13 @@ __all__ = [
     "zonal_polynomials",
 ]
 
+#: The accuracies that the tests check and :func:`energy_spectrum`'s rounding allowance rests
+#: on: the eigenvalues of :func:`funk_hecke_eigenvalues` relative to themselves (against
+#: quadrature of Rodrigues' positive integrand and the series of 0F1), the zonal polynomials
+#: absolutely (:math:`|P_{d,\ell}| \le 1`, against their closed forms).
+EIGENVALUE_RTOL = 1e-12
+ZONAL_ATOL = 1e-13
+
 
 def _multiplicities(d: int, max_degree: int) -> FloatArray:
     """:math:`N_{d,\\ell}`, the dimension of the spherical harmonics of degree ell on S^{d-1}."""
@@ -269,8 +276,13 @@ class EnergySpectrum:
         ``energy - terms.sum()``: the degrees above `L`, non-negative up to rounding.
     tail_bound : float
         :math:`\frac{1}{2\beta}\big(e^\beta - \sum_{\ell\le L}\lambda_\ell N_{d,\ell}\big)`, a bound
-        on `remainder` for every measure (:math:`|P_{d,\ell}| \le 1`), plus the rounding of the
-        sum, :math:`(L + 1)\,\varepsilon\,e^\beta/(2\beta)`.
+        on `remainder` for every measure (:math:`|P_{d,\ell}| \le 1`), plus what rounding can
+        move the remainder and the bound by, :math:`(2\delta_\lambda + \delta_P + (L + n + 1)
+        \varepsilon)\,e^\beta/(2\beta)`: the eigenvalues' relative error
+        :math:`\delta_\lambda` (``EIGENVALUE_RTOL``) enters the terms and the bound, each
+        weighted by :math:`\sum_\ell\lambda_\ell N_{d,\ell} \le e^\beta`, the polynomials'
+        absolute error :math:`\delta_P` (``ZONAL_ATOL``) the terms, and the sums their
+        :math:`L + 1` and :math:`n` roundings.
 
     Examples
     --------
@@ -360,9 +372,10 @@ def energy_spectrum(
     lam_N = funk_hecke_eigenvalues(beta, d, max_degree) * _multiplicities(d, max_degree)
     terms = lam_N * quadratic / (2 * beta)
     energy = interaction_energy(X, beta=beta, weights=w)
-    # e^beta - sum lam N, plus the rounding of the sum (L + 1 terms at most e^beta): a bound
-    # that stays one when the tail is below rounding
-    rounding = (max_degree + 1) * np.finfo(float).eps * np.exp(beta)
+    # e^beta - sum lam N, plus what rounding moves the remainder and the bound by (EnergySpectrum):
+    # a bound that stays one when the tail is below rounding
+    eps = np.finfo(float).eps
+    rounding = (2 * EIGENVALUE_RTOL + ZONAL_ATOL + (max_degree + n + 1) * eps) * np.exp(beta)
     tail = (max(np.exp(beta) - float(np.sum(lam_N)), 0.0) + rounding) / (2 * beta)
     return EnergySpectrum(
         degrees=np.arange(max_degree + 1),
