@@ -742,3 +742,12 @@ def test_observed_monotonicity():
     assert gf.observed_monotonicity([1.0, 0.5, 0.7]) == 0
     with pytest.raises(ValueError, match="`values`"):
         gf.observed_monotonicity([1.0])
+
+
+def test_particle_energy_overflow_names_its_own_arguments():
+    """The energy is computed by diagnostics.interaction_energy at beta = 1, whose overflow
+    message told the user to lower `beta`, an argument particle_energy does not take."""
+    X = np.array([[0.0, 0.0], [90.0, 0.0]])  # e^{8100}
+    with pytest.raises(FloatingPointError, match=r"rescale `X` or `A`") as err:
+        gf.particle_energy(np.eye(2), X)
+    assert "beta" not in str(err.value)

@@ -126,7 +126,12 @@ def particle_energy(A: ArrayLike, X: ArrayLike, *, weights: ArrayLike | None = N
 
     X = as_tokens(X)
     A = as_square(A, "A", d=X.shape[1])
-    return interaction_energy(X, beta=1.0, weights=weights, A=A)
+    try:
+        return interaction_energy(X, beta=1.0, weights=weights, A=A)
+    except FloatingPointError:  # its message tells to lower `beta`, which is not an argument here
+        raise FloatingPointError(
+            "the particle energy exceeds the float64 range; rescale `X` or `A`."
+        ) from None
 
 
 @float_guard("the first variation", "scale `A`, `X` or `points` down")
