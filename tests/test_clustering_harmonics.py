@@ -128,6 +128,13 @@ def test_funk_hecke_eigenvalues_at_small_beta_in_high_dimension(beta, d):
     np.testing.assert_allclose(cl.uniform_growth_rates(beta, d, 1)[1], rate, rtol=1e-13)
 
 
+def _rounding_allowance(L, n, beta):
+    """The rounding that energy_spectrum's tail_bound allows for, cut at degree L, n tokens:
+    (2 EIGENVALUE_RTOL + ZONAL_ATOL + (L + n + 1) eps) e^beta / (2 beta) (EnergySpectrum)."""
+    eps = np.finfo(float).eps
+    return (2 * EIGENVALUE_RTOL + ZONAL_ATOL + (L + n + 1) * eps) * np.exp(beta) / (2 * beta)
+
+
 @pytest.mark.statement("clu-prop-extremisers")
 @pytest.mark.parametrize(("n", "d", "beta"), [(12, 2, 1.0), (20, 3, 2.0), (15, 5, 4.0)])
 def test_energy_spectrum_is_the_uniform_energy_plus_squares(n, d, beta):
@@ -140,8 +147,7 @@ def test_energy_spectrum_is_the_uniform_energy_plus_squares(n, d, beta):
     assert np.all(s.terms[1:] >= -1e-14 * np.exp(beta))
     # 60 degrees: the tail below beta^61/61! e^beta, far below rounding, so the bound is its
     # rounding allowance (EnergySpectrum); the remainder is the rounding of both sums
-    allowance = 2 * EIGENVALUE_RTOL + ZONAL_ATOL + (61 + n) * np.finfo(float).eps
-    assert s.tail_bound == pytest.approx(allowance * np.exp(beta) / (2 * beta))
+    assert s.tail_bound == pytest.approx(_rounding_allowance(60, n, beta))
     assert abs(s.remainder) <= 1e-13 * s.energy
     assert s.energy == pytest.approx(td.interaction_energy(X, beta=beta), rel=1e-15)
 
@@ -157,9 +163,9 @@ def test_energy_spectrum_of_a_dirac_and_a_truncation():
     assert s.energy == pytest.approx(np.exp(beta) / (2 * beta), rel=1e-15)
     # cut at degree 2: the remainder is what the bound says it is at a Dirac (the extreme case)
     short = cl.energy_spectrum(X, beta=beta, max_degree=2)
-    # (the bound less its rounding allowance, L = 2 and n = 5)
-    allowance = (2 * EIGENVALUE_RTOL + ZONAL_ATOL + 8 * np.finfo(float).eps) * np.exp(beta)
-    assert short.remainder == pytest.approx(short.tail_bound - allowance / (2 * beta), rel=1e-12)
+    # (the bound less its rounding allowance)
+    tail = short.tail_bound - _rounding_allowance(2, 5, beta)
+    assert short.remainder == pytest.approx(tail, rel=1e-12)
     assert s.remainder <= s.tail_bound  # a bound that stays one below rounding
     assert short.remainder > 0.01 * short.energy  # a truncation that loses accuracy says so
 

@@ -431,17 +431,21 @@ def test_wrong_answers_lose_points(built, wrong, name, k):
             assert message in report, (question, message)
 
 
-def _shown_checks(notebook, folder, made, visible, kernel_name="python3"):
-    """Run `notebook` from the top in `folder`, as a student runs it, and check that each
-    ``grader.check`` cell of the questions answered wrongly in `made` prints the message of a
-    failed visible test, and never that every test passed."""
-    client = NotebookClient(
+def _execute(notebook, folder, kernel_name="python3"):
+    """Run `notebook` from the top in a fresh kernel of `kernel_name`, in `folder`."""
+    NotebookClient(
         notebook,
         timeout=coursework.CELL_TIMEOUT_S,
         kernel_name=kernel_name,
         resources={"metadata": {"path": str(folder)}},
-    )
-    client.execute()
+    ).execute()
+
+
+def _shown_checks(notebook, folder, made, visible, kernel_name="python3"):
+    """Run `notebook` from the top in `folder`, as a student runs it, and check that each
+    ``grader.check`` cell of the questions answered wrongly in `made` prints the message of a
+    failed visible test, and never that every test passed."""
+    _execute(notebook, folder, kernel_name)
     for question in made:
         assert made[question].get("visible", True), question
         (cell,) = [c for c in notebook.cells if c.source == f'grader.check("{question}")']
@@ -537,12 +541,7 @@ def test_student_sees_why_a_check_fails_on_colab(built, wrong, tmp_path, monkeyp
     nbformat.write(stripped, held)
     stripped.cells = stripped.cells[:2]  # the install cell and otter's
     with pytest.raises(CellExecutionError, match="Colab did not pass this notebook's checks"):
-        NotebookClient(
-            stripped,
-            timeout=coursework.CELL_TIMEOUT_S,
-            kernel_name=kernel,
-            resources={"metadata": {"path": str(runtime)}},
-        ).execute()
+        _execute(stripped, runtime, kernel)
 
 
 def test_install_cell_installs_only_what_is_missing(monkeypatch):
