@@ -174,6 +174,42 @@ def test_static_view_holds_one_frame_per_combination():
         assert "_ipython_display_" not in vars(box) and callable(box._ipython_display_)
 
 
+def test_static_view_without_its_script_says_so_and_offers_no_dead_control():
+    """A viewer that strips scripts (JupyterLab, for an untrusted notebook, such as one just
+    downloaded or opened on Binder) shows the static view's HTML without its player: its
+    controls must then be disabled, and a line must say why, rather than sliders that move and
+    change nothing. The player enables the controls and removes that line (the browser tests
+    check it does on the site)."""
+    from html.parser import HTMLParser
+
+    class WithoutScripts(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.controls, self.text, self.in_script = [], [], False
+
+        def handle_starttag(self, tag, attrs):
+            attrs = dict(attrs)
+            self.in_script = tag == "script"
+            if "data-control" in attrs:
+                self.controls.append((tag, "disabled" in attrs))
+
+        def handle_endtag(self, tag):
+            self.in_script = False
+
+        def handle_data(self, data):
+            if not self.in_script:
+                self.text.append(data)
+
+    X0 = uniform_sphere(4, 2, rng=2)
+    box = attention_explorer(X0, times=[0.0, 1.0], variants=("softmax", "l2"), geometry="sphere")
+    parsed = WithoutScripts()
+    parsed.feed(box.static_html)
+    assert parsed.controls == [("input", True), ("select", True)]  # beta, then the variant
+    assert td_widgets._static.INERT_NOTE in " ".join(parsed.text)
+    player = box.static_html.split("<script>")[1]
+    assert "c.disabled = false" in player and ".td-explorer-inert" in player
+
+
 def test_a_widget_of_ipywidgets_7_is_left_to_display_itself():
     """ipywidgets 7 (Colab's) displays a widget through ``_ipython_display_`` and has no
     ``_repr_mimebundle_`` to extend: the explorers return such a widget unchanged, with its

@@ -54,6 +54,9 @@ def test_each_explorer_control_changes_the_picture(page, base_url, page_name):
         img = explorer.locator("img")
         controls = explorer.locator("[data-control]")
         assert controls.count() >= 1
+        # the player ran: it enabled the controls and removed the line saying they need it
+        assert explorer.locator(".td-explorer-inert").count() == 0
+        assert explorer.locator("[data-control]:disabled").count() == 0
         for c in range(controls.count()):
             control = controls.nth(c)
             before = img.get_attribute("src")

@@ -47,9 +47,21 @@ _PLAYER_JS = """(function () {
     });
     root.querySelector("img").src = frames[k];
   }
-  controls.forEach(function (c) { c.addEventListener("input", show); });
+  controls.forEach(function (c) {
+    c.disabled = false;
+    c.addEventListener("input", show);
+  });
+  root.querySelectorAll(".td-explorer-inert").forEach(function (p) { p.remove(); });
   show();
 })();"""
+
+#: What a viewer that does not run the static view's script shows instead of working controls
+#: (an untrusted notebook in JupyterLab, which strips scripts): the controls are disabled
+#: until the script enables them, and this line, which the script removes, says why.
+INERT_NOTE = (
+    "Precomputed frames: the controls below need this view's script, which has not run here "
+    "(in a notebook: trust it, or run the cell for the live explorer)."
+)
 
 
 def _png_uri(fig: Figure) -> tuple[str, int]:
@@ -102,12 +114,13 @@ def _static_view(
     parts = [f'<div class="td-explorer" id="{uid}">']
     if note:
         parts.append(f'<p class="td-explorer-note">{html_lib.escape(note)}</p>')
+    parts.append(f'<p class="td-explorer-inert">{html_lib.escape(INERT_NOTE)}</p>')
     for i, (name, _, lab, start, kind) in enumerate(controls):
         label = html_lib.escape(name)
         if kind == "range":
             parts.append(
                 f'<label>{label} <input type="range" data-control="{i}" min="0" '
-                f'max="{len(lab) - 1}" step="1" value="{start}" aria-label="{label}"> '
+                f'max="{len(lab) - 1}" step="1" value="{start}" aria-label="{label}" disabled> '
                 f'<output data-value="{i}">{html_lib.escape(lab[start])}</output></label>'
             )
         else:
@@ -117,7 +130,7 @@ def _static_view(
                 for j, text in enumerate(lab)
             )
             parts.append(
-                f'<label>{label} <select data-control="{i}" aria-label="{label}">'
+                f'<label>{label} <select data-control="{i}" aria-label="{label}" disabled>'
                 f"{options}</select></label>"
             )
     first = sum(s * c[3] for s, c in zip(strides, controls, strict=True))
