@@ -187,11 +187,10 @@ coursework: env
 	$(BIN)/python coursework/build.py _build/coursework
 
 ## grade: grade SUBMISSIONS (notebooks, or folders of them; default _build/submissions)
-## with the autograder bundles, built first when missing: the points per question and the
-## message of every failed test (coursework/README.md)
+## with the autograder bundles, each built first when missing or older than its problem set:
+## the points per question and the message of every failed test (coursework/README.md)
 SUBMISSIONS ?= _build/submissions
 grade: env
-	test -d _build/coursework/autograder || $(MAKE) coursework
 	$(BIN)/python coursework/build.py --grade $(SUBMISSIONS)
 
 ## bench: the speed and memory benchmarks (ratios against references measured in the same run);

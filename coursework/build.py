@@ -21,6 +21,8 @@ finishes has checked that the instructor solutions pass.
 
 ``--grade`` grades each notebook given, and each in the folders given (the problem set read
 from the notebook's metadata): the points per question, and the message of every failed test.
+It first builds the bundle of a set that is missing or older than the set's notebook, and
+grades the other submissions when one cannot be graded (then exits with an error naming it).
 
 ``--time-notebooks`` executes the book's notebooks one at a time in fresh kernels (those whose
 path contains one of the substrings, or all) and records their wall times in
@@ -346,6 +348,41 @@ def grade(name: str, submission: Path, out: Path = DEFAULT_OUT) -> Score:
     )
 
 
+def stale(name: str, out: Path = DEFAULT_OUT) -> bool:
+    """Whether the autograder bundle of problem set `name` in `out` is missing or older than
+    what it is built from (the set's notebook ``coursework/<set>.md``, this script): grading
+    with it would leave out a problem added since, or grade one as it was."""
+    bundle = Path(out) / "autograder" / f"{name}.zip"
+    sources = (SOURCES / f"{name}.md", Path(__file__))
+    return not bundle.is_file() or bundle.stat().st_mtime < max(p.stat().st_mtime for p in sources)
+
+
+def grade_all(found: list[Path], out: Path = DEFAULT_OUT) -> None:
+    """Grade every submission of `found` and print its :func:`report`, building first the
+    bundles that are :func:`stale`. A submission that cannot be graded (no problem set named,
+    not a notebook, otter failed) is reported and the others are graded; the command then
+    exits with an error that lists it."""
+    names, failed = {}, []
+    for submission in found:
+        try:
+            names[submission] = assignment_of(submission)
+        except Exception as err:  # a student's file can be anything: say so, grade the others
+            failed.append(str(err) if str(submission) in str(err) else f"{submission}: {err}")
+    for name in sorted(set(names.values())):
+        if stale(name, out):
+            print(f"building {name} into {out}: its bundle is missing or older than its source")
+            build(out, [name])
+    for submission, name in names.items():
+        print(f"== {submission} ({name})")
+        try:
+            print(report(grade(name, submission, out)), flush=True)
+        except RuntimeError as err:  # otter could not run the notebook at all
+            print(f"not graded: {err}", flush=True)
+            failed.append(f"{submission}: otter could not grade it (its output is above)")
+    if failed:
+        raise SystemExit(f"{len(failed)} submission(s) not graded:\n" + "\n".join(failed))
+
+
 def report(score: Score) -> str:
     """The points per question and in total, and under each question the message of every
     test it failed."""
@@ -439,7 +476,8 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
         "--out",
         type=Path,
         default=DEFAULT_OUT,
-        help="with --grade: the built coursework whose bundles grade (built when missing)",
+        help="with --grade: the built coursework whose bundles grade (a bundle missing or "
+        "older than its set's notebook is built first)",
     )
     args = parser.parse_args(argv)
     if args.build_out is not None and (args.grade or args.time_notebooks is not None):
@@ -459,10 +497,7 @@ def main(argv: list[str]) -> None:
             raise SystemExit(str(err)) from None
         if not found:
             raise SystemExit(f"no submission (.ipynb) in {[str(a) for a in args.grade]}")
-        for submission in found:
-            name = assignment_of(submission)
-            print(f"== {submission} ({name})")
-            print(report(grade(name, submission, args.out)), flush=True)
+        grade_all(found, args.out)
         return
     out = build(args.build_out or DEFAULT_OUT)
     print(f"coursework built in {out}: student/, answers/, autograder/")

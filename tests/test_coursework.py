@@ -15,6 +15,7 @@ the problems of a set share one graded submission per round (the k-th wrong answ
 import ast
 import importlib.util
 import json
+import os
 import re
 import shutil
 import sys
@@ -261,6 +262,44 @@ def test_grading_a_missing_folder_says_so_without_a_traceback(tmp_path):
     (tmp_path / "notes.txt").write_text("not a notebook", encoding="utf-8")
     with pytest.raises(SystemExit, match=r"notes\.txt` is neither a notebook"):
         coursework.main(["--grade", str(tmp_path / "notes.txt")])
+
+
+def test_grading_goes_on_past_a_submission_it_cannot_grade(built, tmp_path, monkeypatch, capsys):
+    """A class's folder with a notebook that names no problem set and a file that is no
+    notebook: the others are graded, and the command ends with an error that lists the two (it
+    once stopped at the first with a traceback, the rest of the class ungraded). A bundle older
+    than its set's notebook (a problem added since ``make coursework``) is rebuilt first."""
+    name = "ps4_interpolation"  # the quickest set to run
+    out = tmp_path / "coursework"
+    shutil.copytree(built(name), out)
+    student = out / "student" / f"{name}.ipynb"
+    folder = tmp_path / "submissions"
+    for who in ("ann", "ben", "cat"):
+        (folder / who).mkdir(parents=True)
+    shutil.copy(student, folder / "ann" / f"{name}-Copy1.ipynb")  # renamed: graded
+    anonymous = nbformat.read(student, as_version=4)
+    del anonymous.metadata["otter"]
+    nbformat.write(anonymous, folder / "ben" / "homework.ipynb")  # names no set
+    (folder / "cat" / f"{name}.ipynb").write_text('{"cells": [', encoding="utf-8")  # not JSON
+    bundle = out / "autograder" / f"{name}.zip"
+    assert not coursework.stale(name, out)
+    os.utime(bundle, (0, 0))  # built before the set's notebook last changed
+    assert coursework.stale(name, out)
+    rebuilt = []
+
+    def build(where, names):  # what `make coursework` would remake: the bundle, newer
+        rebuilt.append((where, names))
+        os.utime(bundle)
+
+    monkeypatch.setattr(coursework, "build", build)
+    with pytest.raises(SystemExit, match=r"2 submission\(s\) not graded") as exit_:
+        coursework.main(["--grade", str(folder), "--out", str(out)])
+    assert rebuilt == [(out, [name])]
+    assert "homework.ipynb` answers no problem set" in str(exit_.value)
+    assert f"cat/{name}.ipynb: " in str(exit_.value)
+    printed = capsys.readouterr().out
+    assert f"ann/{name}-Copy1.ipynb ({name})" in printed
+    assert re.search(r"^total: 0 / [1-9]", printed, re.MULTILINE), printed
 
 
 def test_help_prints_the_usage_and_builds_nothing(tmp_path, monkeypatch, capsys):
