@@ -302,6 +302,20 @@ def test_grading_goes_on_past_a_submission_it_cannot_grade(built, tmp_path, monk
     assert re.search(r"^total: 0 / [1-9]", printed, re.MULTILINE), printed
 
 
+def test_readme_grading_example_shows_the_tests_messages():
+    """The grading output that coursework/README.md shows quotes messages the tests print."""
+    messages = {"visible": set(), "hidden": set()}
+    config_block = re.compile(r'""" # BEGIN TEST CONFIG\n(.*?)""" # END TEST CONFIG', re.S)
+    for name in SETS:
+        for config in config_block.findall(_source(name)):
+            case = yaml.safe_load(config)
+            messages["hidden" if case.get("hidden") else "visible"].add(case["failure_message"])
+    readme = (ROOT / "coursework" / "README.md").read_text(encoding="utf-8")
+    shown = re.findall(r"^  failed \((visible|hidden) test\): (.*)$", readme, re.MULTILINE)
+    assert {kind for kind, _ in shown} == {"visible", "hidden"}, shown
+    assert all(message in messages[kind] for kind, message in shown), shown
+
+
 def test_help_prints_the_usage_and_builds_nothing(tmp_path, monkeypatch, capsys):
     """``python coursework/build.py --help`` prints the usage; it once took ``--help`` for the
     output folder and built every set into ``./--help``."""
