@@ -316,6 +316,16 @@ def test_readme_grading_example_shows_the_tests_messages():
     assert all(message in messages[kind] for kind, message in shown), shown
 
 
+def test_readme_command_to_check_a_problem_selects_its_tests():
+    """The ``pytest -k`` line that coursework/README.md gives for checking a new problem names
+    a problem set and tests of this module that exist (a renamed test would select nothing)."""
+    readme = (ROOT / "coursework" / "README.md").read_text(encoding="utf-8")
+    (words,) = re.findall(r'pytest tests/test_coursework\.py -k "(.*)"', readme)
+    tests = [name for name in globals() if name.startswith("test_")]
+    for word in words.split(" or "):
+        assert word in SETS or any(word in name for name in tests), word
+
+
 def test_help_prints_the_usage_and_builds_nothing(tmp_path, monkeypatch, capsys):
     """``python coursework/build.py --help`` prints the usage; it once took ``--help`` for the
     output folder and built every set into ``./--help``."""
