@@ -653,6 +653,14 @@ def test_autograder_bundle_installs_the_library(built, name):
     assert any(req.startswith("otter-grader") for req in pip), pip
 
 
+def test_readme_names_the_requirement_the_bundles_install():
+    """coursework/README.md writes the library's requirement as the bundles and the install
+    cell have it (it once left out the extra, `[widgets]`)."""
+    readme = (ROOT / "coursework" / "README.md").read_text(encoding="utf-8")
+    shown = coursework.library_requirement().replace(coursework._repository(), "<repository>")
+    assert f"`{shown}`" in readme, shown
+
+
 @pytest.mark.parametrize("name", SETS)
 def test_student_notebook_starts_with_the_install_cell(built, name):
     notebook = nbformat.read(built(name) / "student" / f"{name}.ipynb", as_version=4)
