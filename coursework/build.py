@@ -499,7 +499,13 @@ def main(argv: list[str]) -> None:
             raise SystemExit(f"no submission (.ipynb) in {[str(a) for a in args.grade]}")
         grade_all(found, args.out)
         return
-    out = build(args.build_out or DEFAULT_OUT)
+    out = args.build_out or DEFAULT_OUT
+    for name in problem_sets():  # a minute or more each: say how far the build is
+        try:
+            build(out, [name])
+        except RuntimeError as err:  # otter's output, which names the test that failed
+            raise SystemExit(str(err)) from None
+        print(f"{name}: built", flush=True)
     print(f"coursework built in {out}: student/, answers/, autograder/")
 
 

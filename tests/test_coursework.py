@@ -342,6 +342,25 @@ def test_help_prints_the_usage_and_builds_nothing(tmp_path, monkeypatch, capsys)
     )
 
 
+def test_build_says_how_far_it_is_and_why_it_stopped(tmp_path, monkeypatch, capsys):
+    """``make coursework`` builds the sets one at a time (minutes in all) and prints a line
+    for each; a set whose solution fails its own tests (``otter assign`` fails) ends the
+    build with otter's output, not a traceback."""
+    built_sets = []
+
+    def build(out, names):
+        if names == [SETS[1]]:
+            raise RuntimeError(f"otter assign failed on {SETS[1]}:\nAssertionError")
+        built_sets.extend(names)
+        return out
+
+    monkeypatch.setattr(coursework, "build", build)
+    with pytest.raises(SystemExit, match=rf"otter assign failed on {SETS[1]}:\nAssertionError"):
+        coursework.main([str(tmp_path)])
+    assert built_sets == SETS[:1]
+    assert capsys.readouterr().out == f"{SETS[0]}: built\n"
+
+
 def test_bad_problem_set_name_is_refused(tmp_path):
     with pytest.raises(ValueError, match="`names` holds unknown problem sets"):
         coursework.build(tmp_path, ["ps9_missing"])
