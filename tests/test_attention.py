@@ -1093,6 +1093,25 @@ def test_sinkhorn_plan_reports_the_larger_marginal_error_and_converges_by_it(max
     assert res.converged == (max_iter == SINKHORN_MAX_ITER)
 
 
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_sinkhorn_below_the_rounding_of_the_plan_does_not_report_convergence(symmetric):
+    """A `tol` of 1e-16 is below the rounding of the plan's sums (n sums of n terms of size
+    1/n^2: a few 1e-16 in l1): the iterations' own error, on the scaled kernel, reached it (in
+    26 and 70 iterations), but the returned plan's marginal error (2.8e-16 and 3.9e-16) does
+    not. `converged` is `marginal_error <= tol`, as
+    documented, so the plan is not converged, and a strict Sinkhorn attention raises instead of
+    returning its velocity as if the tolerance had been met."""
+    rng = np.random.default_rng(41)
+    X = rng.standard_normal((100, 3))
+    A = np.eye(3) if symmetric else rng.standard_normal((3, 3))
+    res = sinkhorn_plan(dense_scores(X, A), 1.0, tol=1e-16)
+    assert res.marginal_error > 1e-16
+    assert not res.converged
+    field = Sinkhorn(A, np.eye(3), tol=1e-16, strict=True)
+    with pytest.raises(SinkhornConvergenceError, match="tol = 1e-16"):
+        field.velocity(X)
+
+
 def test_multihead_output_matrices_act_on_each_head():
     """Gamma(x) = sum_h W_h Gamma_h(x), and a head's output is linear in its value matrix:
     W_h (V_h sum_j P_ij x_j) = (W_h V_h) sum_j P_ij x_j, so the heads with output matrices
