@@ -63,11 +63,18 @@ def test_distances_scale_with_the_clouds(scale):
     # W(sX, sY) = s W(X, Y): each scaled coordinate is rounded relatively by eps, so each
     # distance and the optimal cost move by a few eps relatively. The network simplex works
     # with absolute tolerances: costs of 1e-16 gave a plan 1 % off before the cost was brought
-    # to order one; below 1e-163 the squares underflowed to 0.
+    # to order one; below 1e-163 the squares underflowed to 0 (in d = 3, and in d = 1, whose
+    # sorting path gave W2 = 0 at 1e-200 and an overflow error at 1e200). The conditional
+    # distance of one-token positions and a block of two likewise (0 at 1e-200).
     rng = np.random.default_rng(1)
     X, Y = rng.standard_normal((6, 3)), rng.standard_normal((8, 3)) + 0.5
     for dist in (wasserstein2, wasserstein1):
-        assert dist(scale * X, scale * Y) / scale == pytest.approx(dist(X, Y), rel=EXACT)
+        for Xd, Yd in ((X, Y), (X[:, :1], Y[:, :1])):
+            assert dist(scale * Xd, scale * Yd) / scale == pytest.approx(dist(Xd, Yd), rel=EXACT)
+    pos = np.array([0.0, 0.0, 0.5, 1.0])
+    Xc, Yc = np.column_stack([pos, X[:4, :2]]), np.column_stack([pos, Y[:4, :2]])
+    scaled = conditional_w2(Xc * [1.0, scale, scale], Yc * [1.0, scale, scale]) / scale
+    assert scaled == pytest.approx(conditional_w2(Xc, Yc), rel=EXACT)
     if 1e-150 < scale < 1e150:  # reg, in units of squared distance, scales by scale^2
         got = wasserstein2(scale * X, scale * Y, method="entropic", reg=0.5 * scale**2)
         ref = wasserstein2(X, Y, method="entropic", reg=0.5)

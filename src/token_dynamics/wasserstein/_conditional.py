@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._guards import float_guard
+from .._linalg import power_of_two_scale
 from .._typing import ArrayLike, FloatArray, IntArray
 from .._validation import WEIGHTS_TOL
 from ._discrete import _pair, wasserstein2
@@ -99,13 +100,18 @@ def conditional_w2(
             "`Y` must have the same position marginal as `X` (same positions in column 0 with the "
             "same total weight at each); W_{2,lambda} is only defined for a shared marginal."
         )
-    total = 0.0
+    # each block's distance, then their mean square over a power of two near the largest
+    # (exact): squares of distances of 1e-200 underflowed to a total of 0
+    dist = np.empty(mass_x.shape[0])
     for k, lam in enumerate(mass_x):
         xa, xb = X[idx_x == k, 1:], Y[idx_y == k, 1:]
         wa, wb = a[idx_x == k] / lam, b[idx_y == k] / lam
         if xa.shape[0] == 1 and xb.shape[0] == 1:
-            total += lam * float(np.sum((xa[0] - xb[0]) ** 2))
+            diff = xa[0] - xb[0]
+            c = float(power_of_two_scale(diff))
+            dist[k] = c * float(np.linalg.norm(diff / c))
         else:
             wa, wb = wa / wa.sum(), wb / wb.sum()
-            total += lam * wasserstein2(xa, xb, weights_x=wa, weights_y=wb) ** 2
-    return float(np.sqrt(total))
+            dist[k] = wasserstein2(xa, xb, weights_x=wa, weights_y=wb)
+    c = float(power_of_two_scale(dist))
+    return c * float(np.sqrt(np.sum(mass_x * (dist / c) ** 2)))

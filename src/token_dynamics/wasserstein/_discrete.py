@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._guards import float_guard
+from .._linalg import power_of_two_scale
 from .._typing import ArrayLike, FloatArray
 from .._validation import as_symmetric, as_tokens, as_weights, check_positive
 from ._solvers import (
@@ -152,7 +153,11 @@ def wasserstein2(
     if method == "exact":
         if X.shape[1] == 1:  # sorting: L^T (x - y) = l x - l y, one positive factor l
             l = 1.0 if L is None else float(L[0, 0])
-            return l * float(np.sqrt(max(_sorted_cost_1d(X[:, 0], Y[:, 0], a, b, p=2), 0.0)))
+            # the points over a power of two near the largest (exact), as in ground_cost: the
+            # squared differences of clouds of size 1e-200 underflowed to a distance of 0
+            c = float(power_of_two_scale(np.concatenate([X[:, 0], Y[:, 0]])))
+            cost = _sorted_cost_1d(X[:, 0] / c, Y[:, 0] / c, a, b, p=2)
+            return l * c * float(np.sqrt(max(cost, 0.0)))
         C, c = ground_cost(X, Y, 2, L)
         return c * float(np.sqrt(max(_emd2(a, b, C), 0.0)))
     if reg is None:
