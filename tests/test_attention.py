@@ -698,6 +698,27 @@ def test_hardmax_limit_errors_lie_below_both_bounds():
     np.testing.assert_allclose(half.sharp_bound, 0.5 * limit.sharp_bound, rtol=1e-14)
 
 
+@pytest.mark.statement("tok-prop-hardmax-limit")
+def test_hardmax_limit_keeps_the_ties_that_rounding_splits():
+    """Tokens at the vertices of a regular hexagon and A the rotation by pi/6: each query lies
+    halfway between two keys, whose scores tie at cos(pi/6), and the next ones score
+    cos(pi/2), so every gap is cos(pi/6) - cos(pi/2). Rounding splits some ties by an ulp;
+    the hardmax still averages the two keys (its relative tol, 1e-9), and so must the bounds:
+    the old exact test gave those rows one maximiser and a gap of 1e-16, hence a crude bound of
+    2 n |V| R, the trivial one, at every beta. The gap is a difference of cosines rounded to a
+    few ulps (1e-15); the error stays under the sharp bound up to rounding (1e-13)."""
+    n = 6
+    theta = 2 * np.pi * np.arange(n) / n
+    X = np.column_stack([np.cos(theta), np.sin(theta)])
+    c, s = np.cos(np.pi / n), np.sin(np.pi / n)
+    A = np.array([[c, -s], [s, c]])
+    limit = att.hardmax_limit(A, np.eye(2), X, [1.0, 10.0, 100.0])
+    np.testing.assert_allclose(limit.gap, np.cos(np.pi / n) - np.cos(3 * np.pi / n), atol=1e-15)
+    assert np.all(limit.error <= limit.sharp_bound + 1e-13)
+    assert np.all(limit.sharp_bound <= limit.crude_bound)
+    assert limit.crude_bound[-1].max() < 1e-30  # 2 n R e^(-100 gap), gap = 0.87
+
+
 def test_hardmax_limit_with_all_scores_tied_and_bad_betas():
     # A = 0: every score ties, the error and both bounds vanish, the gap is infinite
     X = np.array([[0.0, 1.0], [1.0, 2.0], [-2.0, 0.5]])

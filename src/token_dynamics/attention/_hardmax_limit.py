@@ -9,6 +9,7 @@ import numpy as np
 from .._guards import float_guard
 from .._typing import ArrayLike, FloatArray
 from .._validation import as_square, as_tokens, as_vector
+from ._hardmax import tie_threshold
 from ._variants import Hardmax, Softmax
 
 __all__ = ["HardmaxLimit", "hardmax_limit"]
@@ -31,7 +32,8 @@ class HardmaxLimit:
         :math:`2n\lVert V\rVert R\,e^{-\beta\,\mathrm{gap}_i}`.
     gap : (n,) array
         Margin between the best and the second-best distinct score of each query (``inf``
-        when every score of the row ties).
+        when every score of the row ties). Scores tie as in :class:`Hardmax`, within its
+        ``tol`` of the best, so that a tie that rounding splits stays a tie.
     radius : float
         :math:`R = \max_i |x_i|`.
     trivial_bound : float
@@ -56,7 +58,8 @@ def hardmax_limit(A: ArrayLike, V: ArrayLike, X: ArrayLike, betas: ArrayLike) ->
     r"""Error of softmax attention against hardmax at each ``beta``, with the two bounds.
 
     With scores :math:`s_{ij} = \langle Ax_i, x_j\rangle`, :math:`s_i^* = \max_j s_{ij}`,
-    :math:`M_i` the :math:`c_i` maximisers and :math:`\bar x_{M_i}` their mean,
+    :math:`M_i` the :math:`c_i` maximisers (the keys that :class:`Hardmax` averages: scores
+    within its relative ``tol`` of :math:`s_i^*`) and :math:`\bar x_{M_i}` their mean,
 
     .. math::
 
@@ -118,9 +121,12 @@ def hardmax_limit(A: ArrayLike, V: ArrayLike, X: ArrayLike, betas: ArrayLike) ->
     if np.any(b <= 0):
         raise ValueError(f"`betas` must be positive; got {betas!r}. Pass values such as [1, 10].")
     n = Xa.shape[0]
+    hardmax = Hardmax(A, Va)
     S = Xa @ A.T @ Xa.T
     top = S.max(axis=1, keepdims=True)
-    tied = S == top
+    # the maximisers by the hardmax's own tie rule: rounding splits scores that tie exactly
+    # (a query halfway between two keys), which would leave a gap of 1e-16 and one maximiser
+    tied = S >= tie_threshold(top, hardmax.tol)
     c = tied.sum(axis=1)
     centre = (tied @ Xa) / c[:, None]
     dist = np.linalg.norm(Xa[None, :, :] - centre[:, None, :], axis=2)  # |x_j - mean(x_M)|
@@ -129,7 +135,7 @@ def hardmax_limit(A: ArrayLike, V: ArrayLike, X: ArrayLike, betas: ArrayLike) ->
     drop = np.where(tied, 0.0, top - S)  # s_i* - s_ij >= gap_i off the maximisers
     norm_V = float(np.linalg.norm(Va, 2))
     radius = float(np.linalg.norm(Xa, axis=1).max())
-    hard = Hardmax(A, Va).velocity(Xa)
+    hard = hardmax.velocity(Xa)
     error = np.empty((b.size, n))
     sharp = np.empty((b.size, n))
     for k, beta in enumerate(b):
