@@ -265,6 +265,18 @@ def test_gaussian_1d_limits_and_weights():
     assert w2_gaussian_1d(x[:, None], 0.0, 1.0) == w2_gaussian_1d(x, 0.0, 1.0)
 
 
+@pytest.mark.parametrize(("k", "var"), [(-700, 0.0), (510, 0.5)])
+def test_gaussian_1d_scales_with_the_sample(k, var):
+    """W2(s x, N(s m, s^2 v)) = s W2(x, N(m, v)), for s a power of two (every scaled input
+    exact, the same arithmetic: EXACT). At s = 2^-700 (points near 1e-211; v = 0, since
+    s^2 v would underflow) the squared points underflowed to a distance of 0; at s = 2^510
+    (points near 1e154, variance near 1e307) the square of the point at 8 s overflowed."""
+    x, m = np.array([1.0, -2.0, 8.0]), 0.5
+    s = 2.0**k
+    scaled = w2_gaussian_1d(s * x, s * m, s**2 * var) / s
+    assert scaled == pytest.approx(w2_gaussian_1d(x, m, var), rel=EXACT)
+
+
 def test_gaussian_1d_validation():
     with pytest.raises(ValueError, match="`var` must be nonnegative"):
         w2_gaussian_1d([0.0], 0.0, -1.0)

@@ -84,13 +84,18 @@ def w2_gaussian_1d(
     s = check_positive(var, "var", allow_zero=True)
     order = np.argsort(x, kind="stable")
     xs, ws = x[order] - m, w[order]
+    # the points and the standard deviation over a power of two near the largest (exact): the
+    # squares of points of 1e-200 underflowed to a distance of 0, of 1e160 overflowed
+    sd = np.sqrt(s)
+    scale = float(power_of_two_scale(np.append(xs, sd)))
+    xs, sd = xs / scale, sd / scale
     c = np.clip(np.concatenate(([0.0], np.cumsum(ws))), 0.0, 1.0)
     c[-1] = 1.0
     q = ndtri(c)  # -inf at 0, +inf at 1
     phi = np.exp(-0.5 * q**2) / np.sqrt(2.0 * np.pi)  # 0 at +-inf
     cross = np.sum(xs * (phi[:-1] - phi[1:]))
-    w2sq = np.sum(ws * xs**2) - 2.0 * np.sqrt(s) * cross + s
-    return float(np.sqrt(max(w2sq, 0.0)))
+    w2sq = np.sum(ws * xs**2) - 2.0 * sd * cross + sd**2
+    return scale * float(np.sqrt(max(w2sq, 0.0)))
 
 
 @float_guard("the Bures-Wasserstein distance", "rescale `m1`, `S1`, `m2` or `S2`")
