@@ -29,6 +29,16 @@ def _as_samples_1d(x: ArrayLike, name: str) -> FloatArray:
     return as_vector(arr, name)
 
 
+def _cumulative_sums(w: FloatArray) -> FloatArray:
+    """``[0, w_0, w_0 + w_1, ...]`` (length n + 1), each to about one rounding: ``np.cumsum``
+    plus the running sum of its rounding errors, each exact by Knuth's two-sum."""
+    s = np.cumsum(w)
+    a, b, total = s[:-1], w[1:], s[1:]
+    b_virtual = total - a
+    err = (a - (total - b_virtual)) + (b - b_virtual)  # a + b - total, exactly
+    return np.concatenate(([0.0], s + np.concatenate(([0.0], np.cumsum(err)))))
+
+
 @float_guard("the Wasserstein distance to the Gaussian", "rescale `x`, `mean` or `var`")
 def w2_gaussian_1d(
     x: ArrayLike, mean: float, var: float, *, weights: ArrayLike | None = None
@@ -89,9 +99,13 @@ def w2_gaussian_1d(
     sd = np.sqrt(s)
     scale = float(power_of_two_scale(np.append(xs, sd)))
     xs, sd = xs / scale, sd / scale
-    c = np.clip(np.concatenate(([0.0], np.cumsum(ws))), 0.0, 1.0)
-    c[-1] = 1.0
-    q = ndtri(c)  # -inf at 0, +inf at 1
+    # q_i from the smaller of c_i and 1 - c_i, each a compensated sum of the weights below or
+    # above: a plain cumulative sum rounds by up to n eps, which moves q_i by dc / phi(q_i)
+    # and W2^2, a small difference of O(s) terms, with it (quantile points: W2 1e-3 off at
+    # n = 1e6, 2e-5 at 1e5)
+    below = _cumulative_sums(ws)
+    above = _cumulative_sums(ws[::-1])[::-1]
+    q = np.where(below <= above, ndtri(below), -ndtri(above))  # -inf at 0, +inf at 1
     phi = np.exp(-0.5 * q**2) / np.sqrt(2.0 * np.pi)  # 0 at +-inf
     cross = np.sum(xs * (phi[:-1] - phi[1:]))
     w2sq = np.sum(ws * xs**2) - 2.0 * sd * cross + sd**2
