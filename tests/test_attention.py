@@ -803,6 +803,15 @@ def test_softmax_weights_masks_with_minus_inf_and_leaves_its_input_alone():
     np.testing.assert_allclose(out, P, rtol=1e-15)
 
 
+def test_softmax_weights_of_scores_spread_beyond_the_float_range_warn_of_nothing():
+    """Finite scores of +-1e308 lie further apart than the largest float: the shifted score
+    -1e308 - 1e308 is -inf, whose weight e^-inf = 0 is exact (the true one, e^-2e308, is 0 in
+    float64 too). No overflow is left in the result, so none is reported (it warned
+    'overflow encountered in subtract', an error under this suite's filterwarnings)."""
+    S = np.array([[1e308, 1e308, -1e308], [0.0, -1.7e308, 1.7e308]])
+    np.testing.assert_array_equal(att.softmax_weights(S), [[0.5, 0.5, 0.0], [0.0, 0.0, 1.0]])
+
+
 # --- overflow-safe velocities at token norms ~1e155 (issue 15, defect 5) ----------------------
 
 # Scores of tokens of norm c = 2**520 (1e156) are about c**2, beyond float64; the kernels

@@ -223,7 +223,8 @@ def softmax_weights(
                 f"{getattr(out, 'dtype', type(out).__name__)} of shape "
                 f"{getattr(out, 'shape', None)}. Pass out=None for a new array."
             )
-    return fast_softmax(logits, axis=ax, normalise=normalise, out=out)
+    with np.errstate(over="ignore"):  # a logit below the maximum by more than the range: -inf
+        return fast_softmax(logits, axis=ax, normalise=normalise, out=out)
 
 
 def softmax_transform(S: np.ndarray, rows: slice, e: int = 0) -> tuple[np.ndarray, None]:
