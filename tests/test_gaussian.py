@@ -371,6 +371,28 @@ def test_low_rank_limit():
     assert np.linalg.eigvalsh(sol.covariances[-1])[0] > 0
 
 
+@pytest.mark.statement("gauss-prop-lowrank")
+def test_dissipative_attention_with_a_kernel_has_no_blowup_time():
+    # A = -Q^T Q of rank k < d: A + A^T <= 0, so no eigenvalue of Sigma0^(1/2)(A + A^T)
+    # Sigma0^(1/2) is positive and t* = inf; rounding gave the kernel's zeros a sign (positive in
+    # most of these draws), read before as a blow-up near t = 1e14.
+    rng = np.random.default_rng(11)
+    for _ in range(40):
+        d = int(rng.integers(2, 9))
+        k = int(rng.integers(1, d))
+        Q = rng.normal(size=(k, d))
+        A = -Q.T @ Q / np.sqrt(k)
+        S0 = random_spd(rng, d, shift=0.1)
+        assert g.isotropic_blowup_time(A, 1.0, S0) == np.inf
+        assert g.isotropic_blowup_time(-A, -1.0, S0) == np.inf
+    # a genuine positive eigenvalue, far below the others, is kept: t* = 1 / (2 delta s0),
+    # also where Sigma0 is large across it (rounding is judged entry by entry, not on norms)
+    A = np.diag([-1e3, 0.5e-6])
+    np.testing.assert_allclose(g.isotropic_blowup_time(A, 1.0, np.eye(2)), 1e6, rtol=1e-9)
+    A, S0 = np.diag([0.0, 0.5]), np.diag([1e8, 1e-8])
+    np.testing.assert_allclose(g.isotropic_blowup_time(A, 1.0, S0), 1e8, rtol=1e-12)
+
+
 @pytest.mark.statement("gauss-prop-identities")
 def test_log_det_and_trace_identities():
     rng = np.random.default_rng(7)

@@ -21,6 +21,14 @@ __all__ = [
 #: Eigenvalues of A + A^T below this fraction of its norm count as zero when the kernel is
 #: computed: well above rounding (1e-16) and well below any eigenvalue set on purpose.
 KERNEL_RTOL = 1e-10
+#: A largest eigenvalue of sign(v) R (A + A^T) R, R = Sigma0^(1/2), at most this many times
+#: d eps || |R| |A + A^T| |R| || (entrywise absolute values, spectral norm; the bound on the
+#: rounding of the product) is rounding, not growth: for A + A^T <= 0 with a kernel
+#: (A = -Q^T Q of rank below d, the clustering regime) the computed one was positive in 95 % of
+#: 4000 random draws (d from 2 to 60, Sigma0 singular or of condition up to 1e8), at most 0.45
+#: of that scale, and read as a finite blow-up time near 1e14 where there is none. 10 leaves a
+#: margin of 20.
+ROUNDING_EIGS = 10.0
 
 
 @float_guard("the centred softmax Gaussian", "rescale `A`, `v`, `cov0`, `times` or `beta`")
@@ -78,9 +86,14 @@ def softmax_gaussian_centred(
 
 
 def _isotropic_rate(v: float, A: FloatArray, cov0: FloatArray) -> float:
-    R = psd_sqrt(cov0)
-    lam = np.linalg.eigvalsh(R @ (A + A.T) @ R)
-    return float(np.max(v * lam))
+    """The largest ``v lambda`` (see :func:`isotropic_blowup_time`), 0 where it is rounding."""
+    R, S = psd_sqrt(cov0), A + A.T
+    top = float(np.max(np.sign(v) * np.linalg.eigvalsh(R @ S @ R)))
+    # the rounding of the product R S R is bounded entrywise by d eps |R| |S| |R|
+    noise = ROUNDING_EIGS * cov0.shape[0] * np.finfo(np.float64).eps
+    if top <= noise * np.linalg.norm(np.abs(R) @ np.abs(S) @ np.abs(R), 2):
+        return 0.0
+    return abs(v) * top
 
 
 @float_guard("the isotropic blow-up time", "rescale `A`, `v` or `cov0`")
@@ -89,7 +102,9 @@ def isotropic_blowup_time(A: ArrayLike, v: float, cov0: ArrayLike) -> float:
 
     :math:`t^\star = 1/\max_i v\lambda_i` over the eigenvalues :math:`\lambda_i` of
     :math:`\Sigma_0^{1/2}(A+A^\top)\Sigma_0^{1/2}` (``inf`` if none is positive after
-    multiplication by ``v``).
+    multiplication by ``v``). An eigenvalue within the rounding of that product (a few ``d``
+    machine epsilons of its entries' scale) counts as zero: the kernel of a dissipative
+    :math:`A + A^\top \preceq 0` gives no blow-up, however rounding signs its eigenvalues.
 
     Parameters
     ----------
