@@ -369,6 +369,13 @@ def test_low_rank_limit():
     np.testing.assert_allclose(times[2] * err[1], times[3] * err[2], rtol=0.1)
     # rank is kept at finite t (all eigenvalues positive), lost only in the limit
     assert np.linalg.eigvalsh(sol.covariances[-1])[0] > 0
+    # only the sign of v and the kernel of A + A^T enter: the same limit for any scale of
+    # either, and none of the kernel when A + A^T < 0, however small (the old floor of 1 on the
+    # eigenvalues' scale counted every eigenvalue below 1e-10 as kernel)
+    for c in (1e-12, 1.0, 1e12):
+        np.testing.assert_allclose(g.low_rank_limit(c * A, S0, v=1 / c), limit, atol=1e-12)
+        np.testing.assert_allclose(g.low_rank_limit(-c * A, S0, v=-c), limit, atol=1e-12)
+    np.testing.assert_array_equal(g.low_rank_limit(-1e-12 * np.eye(d), S0), np.zeros((d, d)))
 
 
 @pytest.mark.statement("gauss-prop-lowrank")

@@ -239,11 +239,13 @@ def low_rank_limit(A: ArrayLike, cov0: ArrayLike, *, v: float = 1.0) -> FloatArr
     lam0 = np.linalg.eigvalsh(S0)
     if lam0[0] <= KERNEL_RTOL * max(lam0[-1], 1e-300):
         raise ValueError("`cov0` must be positive definite for the low-rank limit formula.")
-    lam, U = np.linalg.eigh(v * (A + A.T))
-    scale = max(1.0, float(np.max(np.abs(lam))))
+    # only the sign of v enters, and the kernel is read relative to the norm of A + A^T
+    lam, U = np.linalg.eigh(np.sign(v) * (A + A.T))
+    scale = float(np.max(np.abs(lam)))
     if lam[-1] > KERNEL_RTOL * scale:
         raise ValueError(
-            f"`v (A + A^T)` must be negative semidefinite; its largest eigenvalue is {lam[-1]:.3g}."
+            "`v (A + A^T)` must be negative semidefinite; its largest eigenvalue is "
+            f"{abs(v) * lam[-1]:.3g}."
         )
     K = U[:, np.abs(lam) <= KERNEL_RTOL * scale]
     d = S0.shape[0]
