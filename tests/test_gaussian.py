@@ -585,6 +585,17 @@ def test_sinkhorn_scalar_implicit_solution():
             g.sinkhorn_scalar_variance(a, v, s0, times, eps=eps),
             rtol=CLOSED_FORM_RTOL,
         )
+    # far out on the growing branch s' = 2 v s - v / a + O(1 / s), so s = s0 e^(2 v t) to
+    # rounding for s0 / eps = 1e160 (1 + u^2 overflowed there, and s0 came back unchanged); the
+    # root is found in F ~ log(2 u) / (2 |a|) ~ 370 / (2 |a|), whose rounding (~400 eps) is the
+    # variance's relative accuracy, hence 1e-12. For a = 1e-200, s' = 2 v a s^2 leaves s0 = 1
+    # unchanged in float64 (F(s0) overflowed, an error)
+    times = np.array([1.0, 2.0])
+    for s0, eps in [(1e160, 1.0), (1.0, 1e-160)]:
+        np.testing.assert_allclose(
+            g.sinkhorn_scalar_variance(1.0, 0.5, s0, times, eps=eps), s0 * np.exp(times), rtol=1e-12
+        )
+    np.testing.assert_array_equal(g.sinkhorn_scalar_variance(1e-200, 1.0, 1.0, times), 1.0)
 
 
 @pytest.mark.statement("gauss-thm-sinkhorn")

@@ -123,9 +123,10 @@ def softmax_gaussian_1d(
     )
 
 
-def _sinkhorn_F(s: float, a_abs: float) -> float:
-    u = 2.0 * a_abs * s
-    return (np.arcsinh(u) - (np.sqrt(1.0 + u * u) + 1.0) / u) / (2.0 * a_abs)
+def _sinkhorn_G(u: float) -> float:
+    """:math:`2|a|F` as a function of :math:`u = 2|a|s`; hypot keeps it finite for any float u
+    (``1 + u * u`` overflowed from u = 1.3e154 on)."""
+    return float(np.arcsinh(u) - (np.hypot(1.0, u) + 1.0) / u)
 
 
 @float_guard("the Sinkhorn variance", "rescale `a`, `v`, `var0`, `times` or `eps`")
@@ -174,24 +175,26 @@ def sinkhorn_scalar_variance(
     e = check_positive(eps, "eps")
     if a == 0.0:  # s' = 0 in the limit a -> 0 (the plan is the independent coupling)
         return np.full(t.size, s0)
-    sig0, a_abs = s0 / e, abs(a)
-    F0 = _sinkhorn_F(sig0, a_abs)
+    # solved for u = 2 |a| s / eps, free of the scale of a: G(u(t)) - G(u0) = 2 sign(a) v t
+    a2 = 2.0 * np.abs(a)  # (numpy scalars: an overflow raises)
+    u0 = a2 * np.float64(s0) / e
+    G0 = _sinkhorn_G(u0)
     out = np.empty(t.size)
     for k, tk in enumerate(t):
-        target = F0 + v / a * tk
-        lo, hi = sig0, sig0
-        while _sinkhorn_F(lo, a_abs) > target and lo > 0:
+        target = G0 + 2.0 * np.sign(a) * v * tk
+        lo, hi = u0, u0
+        while _sinkhorn_G(lo) > target and lo > 0:
             lo /= 2.0
-        while _sinkhorn_F(hi, a_abs) < target and np.isfinite(hi):
+        while _sinkhorn_G(hi) < target and np.isfinite(hi):
             hi *= 2.0
         if lo == hi:
-            out[k] = sig0
+            out[k] = u0 / a2
             continue
         try:
             if lo == 0 or not np.isfinite(hi):
                 raise RuntimeError("the variance leaves the float64 range")
-            out[k] = brentq(
-                lambda x, c=target: _sinkhorn_F(x, a_abs) - c, lo, hi, xtol=1e-300, rtol=1e-15
+            out[k] = (
+                brentq(lambda x, c=target: _sinkhorn_G(x) - c, lo, hi, xtol=1e-300, rtol=1e-15) / a2
             )
         except RuntimeError as exc:
             raise FloatingPointError(
