@@ -72,6 +72,25 @@ def test_jacobian_formula_and_bound(seed):
     assert np.linalg.norm(J, 2) <= mf.lipschitz_x(A, V, R, beta=beta) + 1e-12
 
 
+@pytest.mark.statement("mf-lem-lipschitz-x")
+def test_jacobian_of_a_cloud_far_from_the_origin():
+    # two tokens y1, y2 a distance 2 apart, 1e6 (then 1e7) from the origin: pi_x gives them p
+    # and 1 - p, so Cov = p (1 - p) (y1 - y2)(y1 - y2)^T exactly. E[y y^T] - m m^T cancelled
+    # entries of 1e12 (1e14): 4e-5 (2e-2) off; centred, the mean's rounding (an ulp of 1e7,
+    # 2e-9) enters only squared.
+    rng = np.random.default_rng(3)
+    A, V = rng.normal(size=(2, 2)), rng.normal(size=(2, 2))
+    for offset in (1e6, 1e7):
+        c = offset * np.array([1.0, -2.0])
+        X = np.stack([c + np.array([0.6, 0.8]), c - np.array([0.6, 0.8])])
+        x = c + np.array([0.3, -0.1])
+        beta = 1e-2 / offset**2
+        J = mf.softmax_jacobian(A, V, X, x[None], beta=beta)[0]
+        D = X[0] - X[1]
+        p = 1 / (1 + np.exp(-beta * (A @ x) @ D))
+        np.testing.assert_allclose(J, beta * V @ (p * (1 - p) * np.outer(D, D)) @ A, rtol=1e-12)
+
+
 @pytest.mark.statement("mf-lem-lipschitz-mu")
 @given(st.integers(0, 10_000))
 def test_velocity_is_lipschitz_in_the_measure(seed):

@@ -20,6 +20,7 @@ from .._validation import (
     check_positive,
 )
 from ..attention import softmax_weights
+from ..diagnostics import empirical_covariance
 
 __all__ = [
     "lipschitz_measure",
@@ -250,7 +251,6 @@ def softmax_jacobian(
     keep = w > 0
     X, w = X[keep], w[keep]
     P = softmax_weights(beta * (Y @ A.T @ X.T), log_weights=np.log(w), axis=1)  # (m, n)
-    mean = P @ X
-    second = np.einsum("mn,ni,nj->mij", P, X, X)
-    cov = second - np.einsum("mi,mj->mij", mean, mean)
+    # centred (E[y y^T] - m m^T lost the covariance of a cloud far from the origin: 15 % at 1e7)
+    cov = np.stack([empirical_covariance(X, weights=p) for p in P])
     return beta * np.einsum("ij,mjk,kl->mil", V, cov, A)
