@@ -346,6 +346,15 @@ def test_rank_one_rays():
     np.testing.assert_allclose(sol.covariances, g.ray_covariance(A, V, u, eps, times), atol=1e-10)
     run = g.solve_moments(g.SoftmaxMoments(A, V), np.zeros(d), eps * np.outer(u, u), [0, 2])
     np.testing.assert_allclose(run.blowup_time, t_star, rtol=1e-6)
+    # the eigenvector test is relative to |V|: V / c over times c t is the same problem (the
+    # same covariances), and a direction that is not an eigenvector is refused at every scale
+    # (the old absolute floor of 1 accepted any u once |V| < 1e-10)
+    for c in (1e-12, 1e12):
+        np.testing.assert_allclose(
+            g.ray_covariance(A, V / c, u, eps, c * times), sol.covariances, atol=1e-10
+        )
+        with pytest.raises(ValueError, match="eigenvector"):
+            g.ray_covariance(A, V / c, Qv[:, 0] + Qv[:, 1], eps, c * times)
 
 
 @pytest.mark.statement("gauss-prop-lowrank")

@@ -11,7 +11,8 @@ from ._path import _check_before
 
 __all__ = ["ray_blowup_time", "ray_covariance"]
 
-#: Tolerance on |V u - lambda u| for an eigenvector given by the user (rounding of V @ u).
+#: Tolerance on |V u - lambda u|, relative to |V| (Frobenius), for an eigenvector given by the
+#: user: far above the rounding of V @ u (d eps |V|), far below a direction that is not one.
 EIGVEC_TOL = 1e-10
 
 
@@ -24,7 +25,7 @@ def _ray_rate(A: ArrayLike, V: ArrayLike, u: ArrayLike, eps: float) -> tuple[Flo
         raise ValueError("`u` must be a nonzero eigenvector of V.")
     w = w / norm
     lam = float(w @ Vm @ w)
-    if np.linalg.norm(Vm @ w - lam * w) > EIGVEC_TOL * max(1.0, float(np.linalg.norm(Vm))):
+    if np.linalg.norm(Vm @ w - lam * w) > EIGVEC_TOL * np.linalg.norm(Vm):  # scale-free
         raise ValueError(
             "`u` must be an eigenvector of `V` (V u = lambda u) with a real eigenvalue."
         )
