@@ -1068,6 +1068,23 @@ def test_dirac_initial_covariance_stays_a_dirac(variant):
     assert np.all(np.isfinite(run.means))
 
 
+def test_linear_attention_mean_blows_up_on_its_own():
+    # Linear attention moves the mean by alpha' = V (Sigma + alpha alpha^T) A alpha, cubic in
+    # alpha. With V = A = I and Sigma alpha = 0 (a Dirac, or Sigma0 = diag(0.1, 0) with alpha0 =
+    # (0, 1) outside its range) the mean stays on e2 with alpha2' = alpha2^3: alpha2 =
+    # (1 - 2 t)^(-1/2), a pole at t* = 1/2, while Sigma = s e1 e1^T follows s' = 2 s^2 towards its
+    # own pole at 5. The run used to end as "failed" (DOP853's step fell below the spacing of
+    # floats) without a blow-up time; 1e-6 is the accuracy asked of blow-up times.
+    eq = g.LinearMoments(np.eye(2), np.eye(2))
+    for cov0 in (np.zeros((2, 2)), np.diag([0.1, 0.0])):
+        run = g.solve_moments(eq, [0.0, 1.0], cov0, [0.0, 0.25, 1.0])
+        assert run.status == "blowup", run.message
+        assert "|alpha|^2" in run.message
+        np.testing.assert_allclose(run.blowup_time, 0.5, rtol=1e-6)
+        np.testing.assert_allclose(run.means[1], [0.0, np.sqrt(2.0)], rtol=CLOSED_FORM_RTOL)
+        np.testing.assert_allclose(run.covariances[1], cov0 / (1 - 2 * cov0 * 0.25), atol=1e-12)
+
+
 def test_solver_vocabulary():
     # the same names as integrate: method (solve_ivp or a SciPy name), dt, rtol/atol, progress
     eq = g.SoftmaxMoments([[-0.9]], [[0.7]])

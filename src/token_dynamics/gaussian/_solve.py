@@ -48,7 +48,8 @@ from ._registry import _moment_equations
 
 __all__ = ["cone_coordinates", "solve_moments"]
 
-#: Blow-up test. With s = tr(Sigma), a finite-time blow-up is a pole, s ~ c / (t* - t)^p, so the
+#: Blow-up test. With s = tr(Sigma) (or |alpha|^2, tested alike: the mean of linear attention
+#: blows up on its own), a finite-time blow-up is a pole, s ~ c / (t* - t)^p, so the
 #: time-to-pole s / s' = (t* - t) / p -> 0; exponential growth at rate r keeps s / s' = 1 / r.
 #: The run stops when s / s' falls below BLOWUP_TAU times max(1, t - t0), t0 = times[0]: 1e-9
 #: resolves t* far beyond the 1e-6 asked of blow-up times, and only growth rates above 1e9 per
@@ -135,7 +136,8 @@ def solve_moments(
     The covariance is carried as a factor :math:`\Sigma = FF^\top` with :math:`F' = MF`, so
     every returned covariance is symmetric positive semidefinite and keeps the rank of
     ``cov0`` (a Dirac, ``cov0 = 0``, stays a Dirac). With :math:`s = \operatorname{tr}\Sigma`,
-    a terminal event stops the run when the time-to-pole estimate :math:`s/s'` falls below
+    or :math:`s = |\alpha|^2` (the mean of linear attention, cubic in it, blows up on its own), a
+    terminal event stops the run when the time-to-pole estimate :math:`s/s'` falls below
     ``blowup_tau`` times :math:`\max(1, t - t_0)`; the blow-up time is then the event time plus
     :math:`s/s'`, exact for a simple pole up to :math:`O((t^*-t)^2)`. No test depends on the
     requested horizon ``times[-1]``.
@@ -232,21 +234,30 @@ def solve_moments(
             raise FloatingPointError(f"non-finite right-hand side at t = {s:.6g}")
         return out
 
-    def size(y):
-        # tr(Sigma) = ||F||_F^2. The mean is left out: it moves linearly given Sigma for softmax,
-        # l2 and Sinkhorn, so it can grow fast but cannot blow up unless Sigma does.
-        return float(np.dot(y[d:], y[d:]))
+    # the two sizes watched for a pole: tr(Sigma) = ||F||_F^2 and |alpha|^2. The mean moves
+    # linearly given Sigma for softmax, l2 and Sinkhorn, so it blows up only with Sigma; the mean
+    # of linear attention, cubic in it, blows up on its own (a Dirac's, or one outside the range
+    # of Sigma). The other tests watch tr(Sigma).
+    cov_part, mean_part = slice(d, None), slice(None, d)
 
-    def rate(s, y):
-        return 2.0 * float(np.dot(y[d:], fun(s, y)[d:]))  # d/dt of size(y)
+    def size(y, part=cov_part):
+        return float(np.dot(y[part], y[part]))
+
+    def rate(s, y, part=cov_part, dy=None):
+        dy = fun(s, y) if dy is None else dy
+        return 2.0 * float(np.dot(y[part], dy[part]))  # d/dt of size(y, part)
 
     def elapsed(s):
         return max(0.0, s - t0)
 
     def pole(s, y):
-        # crosses 0 upwards when size / rate = tau max(1, s - t0); a Dirac (size 0) stays below
-        sz = size(y)
-        return tau * max(1.0, elapsed(s)) * rate(s, y) - sz if sz > 0 else -1.0
+        # crosses 0 upwards when size / rate = tau max(1, s - t0) for either size; a size 0
+        # (a Dirac, a centred mean) stays below
+        dy, window = fun(s, y), tau * max(1.0, elapsed(s))
+        return max(
+            window * rate(s, y, part, dy) - size(y, part) if size(y, part) > 0 else -1.0
+            for part in (cov_part, mean_part)
+        )
 
     big = BLOWUP_SIZE * max(1.0, float(np.trace(Sigma0)))
 
@@ -378,14 +389,24 @@ def solve_moments(
                 "earlier (shorter `times`) or rescale the parameters."
             )
         else:
-            blowup = te + se / re
             status = "blowup"
             if which == 0:
+                # the size that met the test: the one closer to its pole (the smaller size / rate)
+                name, se, re = min(
+                    (
+                        (name, size(ye, part), rate(te, ye, part))
+                        for name, part in (("tr(Sigma)", cov_part), ("|alpha|^2", mean_part))
+                        if size(ye, part) > 0
+                    ),
+                    key=lambda c: c[1] / c[2] if c[2] > 0 else np.inf,
+                )
+                blowup = te + se / re
                 message = (
-                    f"finite-time blow-up: tr(Sigma) = {se:.3g} grows like a pole "
+                    f"finite-time blow-up: {name} = {se:.3g} grows like a pole "
                     f"at t = {te:.10g}; estimated blow-up time {blowup:.10g}{after}."
                 )
             else:
+                blowup = te + se / re
                 message = (
                     f"finite-time blow-up: tr(Sigma) = {se:.3g} at t = {te:.10g} "
                     f"and doubling within {se / re:.2g}; the run became too stiff "
