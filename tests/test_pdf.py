@@ -3,17 +3,19 @@ page numbers, an outline of parts, chapters and sections in the order of `_toc.y
 metadata, running page numbers, every page of the table of contents but the API reference in
 its order, the chapter titles, the numbered statements with their titles, typeset maths, the
 figures and the bibliography, links that stay inside the PDF, no display formula too wide for the
-printed line and no page that ends with a heading; the API reference printed apart
-(`--api only`); the student edition's PDF carries no solution; and the print layout of
+printed line, no page that ends with a heading and no page left blank; the API reference printed
+apart (`--api only`); the student edition's PDF carries no solution; and the print layout of
 `tools/book_pdf.py` (PRINT_LAYOUT) on a fixture book: wide formulas scaled down or wrapped, one
 that cannot fit reported, an animation printed as its first and last frames, an explorer's frame
-captioned with its parameter values, headings kept with what follows them.
+captioned with its parameter values, headings kept with what follows them, a code cell almost a
+page tall printed from the page of its heading.
 
 The whole-book tests print the site that `make build` left in `_build/html` once (the module's
 fixture `book`; it fails with that instruction when there is none, rather than skip); `make test`
 runs this module after the build. The others build a small fixture book of their own.
 """
 
+import functools
 import re
 import shutil
 import subprocess
@@ -518,19 +520,34 @@ HEADINGS_NOTEBOOK = (
         for space in SPACES
     )
 )
+# a heading and a code cell of n lines, from the top of a page, for n from a cell that fits on the
+# heading's page to one that does not, though it fits on a page of its own
+TALL_LINES = range(48, 58)
+TALL_NOTEBOOK = (
+    NOTEBOOK_HEADER
+    + "# Tall cells\n\nEach heading below comes with a code cell almost a page tall.\n"
+    + "".join(
+        f'\n<h2 style="break-before: page">A cell of {n} lines</h2>\n\n```{{code-cell}} ipython3\n'
+        + "".join(f"x{k} = {n}\n" for k in range(n - 1))
+        + f"print({n})\n```\n"
+        for n in TALL_LINES
+    )
+)
 LAYOUT_TOC = """format: jb-book
 root: book/intro
 chapters:
   - file: book/nb
   - file: book/unfit
   - file: book/headings
+  - file: book/tall
 """
 
 
 @pytest.fixture(scope="module")
 def layout(tmp_path_factory):
     """A fixture book of a page with wide formulas, an animation and an explorer, a page with a
-    formula too wide to fit, and a page of headings near the pages' ends, printed."""
+    formula too wide to fit, a page of headings near the pages' ends and a page of tall code
+    cells, printed."""
     require_tools()
     tmp_path = tmp_path_factory.mktemp("layout")
     (tmp_path / "book").mkdir()
@@ -542,6 +559,7 @@ def layout(tmp_path_factory):
             "book/nb.md": LAYOUT_NOTEBOOK,
             "book/unfit.md": UNFIT_PAGE,
             "book/headings.md": HEADINGS_NOTEBOOK,
+            "book/tall.md": TALL_NOTEBOOK,
         },
     )
     (book_dir / "book" / "api.rst").unlink()
@@ -561,15 +579,21 @@ def page_range(printed: Printed, path: str) -> range:
 def words(out: Path, index: int) -> list[tuple[float, float, float, float, str]]:
     """The words of the PDF page `index` (from 0) with their boxes ``(x0, y0, x1, y1, text)``
     in points from the top left (poppler's ``pdftotext -bbox``)."""
-    page = str(index + 1)
+    return words_by_page(out, out.stat().st_mtime_ns)[index]
+
+
+@functools.cache
+def words_by_page(out: Path, modified: int) -> list[list[tuple[float, float, float, float, str]]]:
+    """`words` of every page of the PDF at `out` as modified at `modified` (ns), read in one run
+    of ``pdftotext -bbox``."""
     xml = subprocess.run(
-        ["pdftotext", "-bbox", "-f", page, "-l", page, str(out), "-"],
-        capture_output=True,
-        text=True,
-        check=True,
+        ["pdftotext", "-bbox", str(out), "-"], capture_output=True, text=True, check=True
     ).stdout
     box = r'<word xMin="([\d.]+)" yMin="([\d.]+)" xMax="([\d.]+)" yMax="([\d.]+)">([^<]*)</word>'
-    return [(*map(float, found[:4]), found[4]) for found in re.findall(box, xml)]
+    return [
+        [(*map(float, found[:4]), found[4]) for found in re.findall(box, page)]
+        for page in xml.split("<page ")[1:]
+    ]
 
 
 # the text of a page lies between its running head and its page number (16 mm and 18 mm of the
@@ -578,20 +602,40 @@ def words(out: Path, index: int) -> list[tuple[float, float, float, float, str]]
 TEXT_TOP, TEXT_BOTTOM, HEADING_PT = 46.0, 790.0, 18.0
 
 
+def body(out: Path, index: int) -> list[tuple[float, float, float, float, str]]:
+    """The words of the PDF page `index` (from 0) between its running head and its number."""
+    return [w for w in words(out, index) if w[1] > TEXT_TOP and w[3] < TEXT_BOTTOM]
+
+
 def ends_in_a_heading(out: Path, pages) -> list[tuple[int, str]]:
     """The pages among `pages` (indexes from 0) whose text ends with a line in a heading's type
     (every word of the last line taller than ``HEADING_PT``): a heading left alone at the foot
     of its page, or a heading broken over two pages. With the line's text."""
     found = []
     for index in pages:
-        body = [w for w in words(out, index) if w[1] > TEXT_TOP and w[3] < TEXT_BOTTOM]
-        if not body:
+        body_words = body(out, index)
+        if not body_words:
             continue
-        bottom = max(w[3] for w in body)
-        last = [w for w in body if w[3] > bottom - 4]
+        bottom = max(w[3] for w in body_words)
+        last = [w for w in body_words if w[3] > bottom - 4]
         if all(w[3] - w[1] > HEADING_PT for w in last):
             found.append((index, " ".join(w[4] for w in last)))
     return found
+
+
+def blank_pages(out: Path, pages) -> list[int]:
+    """The pages among `pages` (indexes from 0) that show no image and no text but headings and
+    the running head and number: a page left blank, or showing only a heading and the empty
+    frame of a block (a code cell, an admonition) whose content went on to the next page."""
+    listed = subprocess.run(
+        ["pdfimages", "-list", str(out)], capture_output=True, text=True, check=True
+    ).stdout.splitlines()[2:]  # two header lines
+    with_image = {int(line.split()[0]) - 1 for line in listed}
+    return [
+        index
+        for index in pages
+        if index not in with_image and all(w[3] - w[1] > HEADING_PT for w in body(out, index))
+    ]
 
 
 @pytest.mark.slow
@@ -654,11 +698,28 @@ def test_no_heading_alone_at_the_foot_of_a_page(layout):
 
 
 @pytest.mark.slow
-def test_book_formulas_fit_and_no_heading_ends_a_page(book):
+def test_code_cell_printed_from_the_page_of_its_heading(layout):
+    """A code cell almost a page tall after a heading: where the two do not fit on one page, the
+    code starts under the heading and goes on to the next page; no page shows the heading over
+    an empty frame, the code on the page after. Every line is printed, in order."""
+    pages = page_range(layout, "book/tall.html")
+    assert not blank_pages(layout.out, pages)
+    # the pages' text without the running head and the page number
+    text = squeeze(" ".join(re.sub(r"^\s*Tall cells|\d+\s*$", "", layout.pages[k]) for k in pages))
+    for n in TALL_LINES:
+        code = "".join(f"x{k}={n}" for k in range(n - 1)) + f"print({n}){n}"
+        assert squeeze(f"A cell of {n} lines") + code in text, n
+
+
+@pytest.mark.slow
+def test_book_formulas_fit_no_heading_ends_a_page_and_none_is_blank(book):
     """The whole book: no display formula overflows the printed line, no page ends with a
-    heading."""
+    heading, no page is left blank or shows only a heading over an empty frame."""
     assert not book.book.unfit, "formulas too wide for the printed page: " + "; ".join(
         f"{f.path}: {f.tex[:80]}" for f in book.book.unfit
     )
-    stranded = ends_in_a_heading(book.out, range(book.book.front, len(book.reader.pages)))
+    pages = range(book.book.front, len(book.reader.pages))
+    stranded = ends_in_a_heading(book.out, pages)
     assert not stranded, f"pages (from 0) that end with a heading: {stranded}"
+    blank = blank_pages(book.out, pages)
+    assert not blank, f"pages (from 0) with nothing but headings on them: {blank}"

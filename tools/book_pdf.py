@@ -14,9 +14,10 @@ display formula wider than the printed line is scaled down, to 60% at most, and 
 (one that overflows even so is reported: `Book.unfit`, and the tool's last lines); an animation
 is shown by its first and last frames, captioned; an explorer (token_dynamics.widgets) by its
 frame, captioned with the parameter values it shows; a heading is kept with a short block after
-it. It is printed on A4 with its navigation hidden and its folded solutions unfolded (the
-student edition has none to unfold), its pages numbered on from the previous page's, its title
-in the running head.
+it, and a tall block kept whole inside another (a code cell's code in its frame, a table in a
+folded admonition) breaks where the block around it must. It is printed on A4 with its
+navigation hidden and its folded solutions unfolded (the student edition has none to unfold),
+its pages numbered on from the previous page's, its title in the running head.
 
 The book's structure is the site's own: the parts, chapters and sections of its navigation, which
 Sphinx derives from ``_toc.yml``, checked against the chain of "next" links as the pages are
@@ -86,7 +87,8 @@ KEYWORDS = (
 PAGE_LINK = "https://page.invalid/"
 # The screen's chrome (header, sidebars, buttons, previous/next links, the theme's printed
 # "Contents" list of the page) has no place on paper; folded content (solutions, hidden cells'
-# outputs, <details>) is printed unfolded; long code lines wrap instead of being cut.
+# outputs, <details>) is printed unfolded; long code lines wrap instead of being cut; a table's
+# row is not split between two pages.
 PRINT_CSS = """
 @page {
   size: A4;
@@ -104,7 +106,7 @@ html { width: WIDTHpx !important; }
 .toggle-hidden { display: block !important; visibility: visible !important;
   height: auto !important; opacity: 1 !important; }
 pre { white-space: pre-wrap !important; overflow-wrap: anywhere; }
-.cell_input, .cell_output, img, figure, mjx-container[display="true"], div.math {
+.cell_input, .cell_output, img, figure, mjx-container[display="true"], div.math, tr {
   break-inside: avoid; }
 h1, h2, h3, h4, h5, h6, .print-label { break-after: avoid; }
 h1, h2, h3, h4, h5, h6 { break-inside: avoid; }
@@ -176,14 +178,20 @@ PRINT_WIDTH = 680
 MIN_MATH_SCALE = 0.6
 # A heading is kept on the page of the block after it when that block is at most this tall
 # (CSS pixels, about a third of the page's 994); a taller one may break after its first lines.
+# A block kept whole (break-inside: avoid) inside another kept whole is kept so only up to this
+# height too: when the outer one must break (taller than the room below its heading, or than a
+# page), Chromium moves a tall inner one whole to the next page and leaves the outer one's first
+# part an empty box (a code cell's frame, a folded admonition's title), a page or most of one.
 KEEP_WITH_NEXT = 330
 # What the screen shows as moving or switching becomes, on paper: an animation (matplotlib's
 # jshtml player) its first and last frames, captioned; an explorer (token_dynamics.widgets'
 # static view) the frame it shows, captioned with its parameters' values, without its controls.
 # Display formulas are fitted to the printed line (see MIN_MATH_SCALE); a heading is kept with a
-# short block after it (KEEP_WITH_NEXT). Returns what was done and the formulas that overflow.
+# short block after it, and a block inside another kept whole is kept whole itself only when
+# short (KEEP_WITH_NEXT). Returns what was done and the formulas that overflow.
 PRINT_LAYOUT = r"""({width, minScale, keepWithNext}) => {
-  const done = {unfit: [], scaled: 0, wrapped: 0, animations: 0, explorers: 0, kept: 0};
+  const done = {unfit: [], scaled: 0, wrapped: 0, animations: 0, explorers: 0, kept: 0,
+                released: 0};
   const article = document.querySelector('article.bd-article') || document.body;
   // laid out as printed: the media queries of the page's width, the width between its margins
   // (PRINT_CSS); were the page wider, each block would be `excess` wider than on paper
@@ -282,6 +290,15 @@ PRINT_LAYOUT = r"""({width, minScale, keepWithNext}) => {
     (img || explorer.lastElementChild).after(line);
     done.explorers += 1;
   }
+  const whole = el => getComputedStyle(el).breakInside === 'avoid';
+  for (const el of article.querySelectorAll('*')) {
+    if (el.getBoundingClientRect().height <= keepWithNext || !whole(el)) continue;
+    let outer = el.parentElement;
+    while (outer && outer !== article && !whole(outer)) outer = outer.parentElement;
+    if (!outer || outer === article) continue;
+    el.style.breakInside = 'auto';
+    done.released += 1;
+  }
   const headings = article.querySelectorAll('h2, h3, h4, h5, h6');
   for (const h of headings) {
     const next = h.nextElementSibling;
@@ -348,7 +365,7 @@ class Book(NamedTuple):
     (title and contents) before them, the metadata written into the PDF, the display formulas
     that overflow the printed line (`Unfit`), and the counts of what the print layout changed
     (``scaled`` and ``wrapped`` formulas, ``animations``, ``explorers``, headings ``kept`` with
-    the block after them)."""
+    the block after them, tall blocks inside blocks kept whole ``released`` to break)."""
 
     printed: list[Printed]
     front: int
