@@ -1,10 +1,11 @@
-"""The book's PDF (`make pdf`, `tools/book_pdf.py`): a title page and a contents page with the
-page numbers, an outline of parts, chapters and sections in the order of `_toc.yml`, the
-metadata, running page numbers, every page of the table of contents but the API reference in
-its order, the chapter titles, the numbered statements with their titles, typeset maths, the
-figures and the bibliography, links that stay inside the PDF, no display formula too wide for the
-printed line, no page that ends with a heading and no page left blank; the API reference printed
-apart (`--api only`); the student edition's PDF carries no solution; and the print layout of
+"""The book's PDF (`make pdf`, `tools/book_pdf.py`): a title page with the published site's
+address and a contents page with the page numbers, an outline of parts, chapters and sections
+in the order of `_toc.yml`, the metadata, running page numbers, every page of the table of
+contents but the API reference in its order, the chapter titles, the numbered statements with
+their titles, typeset maths, the figures and the bibliography, links that stay inside the PDF,
+no display formula too wide for the printed line, no page that ends with a heading and no page
+left blank; the API reference printed apart (`--api only`); the student edition's PDF carries
+no solution and no address; and the print layout of
 `tools/book_pdf.py` (PRINT_LAYOUT) on a fixture book: wide formulas scaled down or wrapped, one
 that cannot fit reported, an animation printed as its first and last frames, an explorer's frame
 captioned with its parameter values, headings kept with what follows them, a code cell almost a
@@ -241,6 +242,11 @@ def test_title_page_contents_and_running_page_numbers(book):
     title, _, subtitle = config["title"].partition(": ")
     cover = " ".join(book.pages[0].split())
     assert title in cover and subtitle.lower() in cover.lower() and config["author"] in cover
+    # the published site's address, linked: the pages speak of its buttons and notebooks
+    site = config["html"]["baseurl"]
+    assert site in cover
+    links = [ref.get_object()["/A"]["/URI"] for ref in book.reader.pages[0].get("/Annots") or []]
+    assert links == [site]
     # the contents: every page of the book on a line of its own with the number of its first
     # page, in order (the text as laid out on the page, a line of the contents a line of text)
     front = book.book.front
@@ -430,6 +436,10 @@ def test_student_edition_pdf_carries_no_solution(tmp_path, edition):
     text = pdf_text(out)
     assert "Compute two plus two" in text
     assert ("SOLUTION-TEXT-4" in text) == (edition == "full")
+    # the title page gives the published site's address; the student edition has none
+    # (tools/student_config.py), its PDF no address of the full edition
+    config = yaml.safe_load((book_dir / "_config.yml").read_text(encoding="utf-8"))
+    assert (config["html"]["baseurl"] in text) == (edition == "full")
 
 
 @pytest.mark.slow

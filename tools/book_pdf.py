@@ -137,7 +137,8 @@ a { color: inherit; text-decoration: none; }
 .title-page h1 { font-size: 30pt; margin: 0 0 6mm; }
 .title-page .subtitle { font-size: 16pt; margin: 0 0 30mm; }
 .title-page .authors { font-size: 13pt; margin: 0 0 4mm; }
-.title-page .edition, .title-page .copyright { font-size: 10pt; color: #555; margin: 0 0 2mm; }
+.title-page .edition, .title-page .copyright, .title-page .online { font-size: 10pt; color: #555;
+  margin: 0 0 2mm; }
 .contents h2 { font-size: 20pt; margin: 0 0 8mm; }
 .contents .part { font-weight: bold; font-size: 12pt; margin: 6mm 0 2mm; break-after: avoid; }
 .contents a { display: flex; align-items: baseline; font-size: 10.5pt; margin: 1.2mm 0; }
@@ -160,13 +161,16 @@ READ_NAVIGATION = """() => {
   }
   return found;
 }"""
-# The site's title and authors, as its sidebar and footer show them.
+# The site's title and authors, as its sidebar and footer show them, and the page's address on
+# the published site (its canonical link, from `html.baseurl`; none in the student edition).
 READ_BOOK = """() => {
   const text = s => { const el = document.querySelector(s);
     return el ? el.textContent.replace(/\\s+/g, ' ').trim() : ''; };
+  const canonical = document.querySelector('link[rel="canonical"]');
   return {title: text('.logo__title') || document.title,
           authors: text('.component-author').replace(/^By /, ''),
-          copyright: text('.copyright')};
+          copyright: text('.copyright'),
+          canonical: canonical ? canonical.href : ''};
 }"""
 
 # The layout of the print: the A4 page (210 mm) in CSS pixels (96 per inch) is the viewport,
@@ -430,7 +434,9 @@ def select(entries: Sequence[Entry], api: str) -> list[tuple[Entry, str | None]]
 
 def front_matter(book: dict[str, str], printed: Sequence[Printed], *, api_only: bool) -> str:
     """The title page and the contents as one HTML document; each line of the contents links
-    to its page (``PAGE_LINK`` followed by the page number) and shows the number."""
+    to its page (``PAGE_LINK`` followed by the page number) and shows the number. The title page
+    gives the address of the published site (``book["online"]``) when there is one: the book's
+    pages speak of its buttons, notebooks and animations."""
     esc = markup.escape
     title, _, subtitle = book["title"].partition(": ")
     subtitle = subtitle[:1].upper() + subtitle[1:]
@@ -453,7 +459,14 @@ def front_matter(book: dict[str, str], printed: Sequence[Printed], *, api_only: 
         f'<p class="subtitle">{esc(subtitle)}</p>'
         f'<p class="authors">{esc(book["authors"])}</p>'
         + (f'<p class="edition">{esc(edition)}</p>' if edition else "")
-        + f'<p class="copyright">{esc(book["copyright"])}</p></section>'
+        + f'<p class="copyright">{esc(book["copyright"])}</p>'
+        + (
+            f'<p class="online">Online, with its notebooks: <a href="{esc(online)}">'
+            f"{esc(online)}</a></p>"
+            if (online := book.get("online"))
+            else ""
+        )
+        + "</section>"
         '<section class="contents"><h2>Contents</h2>' + "".join(lines) + "</section>"
         "</body></html>"
     )
@@ -496,6 +509,9 @@ def print_book(
 
         page.goto(urljoin(base, first_page(html)), wait_until="networkidle", timeout=TIMEOUT_MS)
         book = page.evaluate(READ_BOOK)
+        # the published site: the first page's canonical address without the page's path
+        start, canonical = first_page(html), book.pop("canonical")
+        book["online"] = canonical.removesuffix(start) if canonical.endswith(start) else ""
         found = page.evaluate(READ_NAVIGATION)
         if not found:
             raise ValueError(f"the first page of {html} has no navigation to read the book from")
