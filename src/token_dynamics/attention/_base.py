@@ -171,7 +171,9 @@ class AttentionField:
             Precision of the computation and of the result. ``None``: float32 when ``X`` is a
             float32 array, float64 otherwise. In float32 the velocity agrees with the float64
             one to a relative error of a few hundred float32 round-offs (checked by the library's
-            test suite) and takes about half the time.
+            test suite) and takes about half the time. Not so for a field that jumps with the
+            tokens: :class:`Hardmax` at a tie of scores, which rounding to float32 can make or
+            break, so that its velocity moves by up to the distance between the tied keys.
 
         Returns
         -------
