@@ -289,6 +289,26 @@ def test_noise_energy_drift_is_bounded_by_the_rate_on_clouds():
             assert drift <= rate * float(sto.synchronization_energy(X, beta=1.0)) + 1e-9
 
 
+def test_noise_energy_drift_of_nearly_merged_tokens():
+    # Two tokens at angle theta, weights 1/2: drift / S_beta = -F(u), and for ReLU without bias
+    # (kappa'(1 - s) = (1/4 + arcsin(1 - s) / 2 pi) / d) Lemma 4.1's F is, with r = 1 - u,
+    # F = -lambda_bar + c sqrt(r) + O(r), c = sqrt(2) (d - 1) / (3 pi d): the ratio is
+    # lambda_bar - c sqrt(r) to O(r) = 1e-8 here (r <= 5e-9), 1e-7 relative. G(u) is O(r):
+    # taken as kappa(u) (...) - kappa(1) (...) it loses its digits as r -> 0 (the ratio was
+    # 2e-4 off at theta = 1.4e-6, 18 % at 4.5e-8).
+    d, beta = 5, 1.0
+    row = sto.relu_noise_exponents(d)
+    c = np.sqrt(2.0) * (d - 1) / (3 * np.pi * d)
+    for theta in (1e-4, 1.4e-6, 1e-7, 4.5e-8):
+        X = np.zeros((2, d))
+        X[0, 0], X[1, 0], X[1, 1] = 1.0, np.cos(theta), np.sin(theta)
+        r = 0.5 * np.sum((X[0] - X[1]) ** 2)  # the gap of the tokens as given
+        ratio = sto.noise_energy_drift(X, "relu", beta=beta) / sto.synchronization_energy(
+            X, beta=beta
+        )
+        assert ratio == pytest.approx(row.lambda_bar - c * np.sqrt(r), rel=1e-7)
+
+
 # -- the two-point motion and the Itô drift ------------------------------------------------------
 
 

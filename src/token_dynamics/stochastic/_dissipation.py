@@ -20,7 +20,7 @@ from .._typing import ArrayLike
 from .._validation import as_real_array, as_sphere_tokens, as_weights
 from ._energy import _beta, _half_gaps
 from ._exponents import NoiseExponents, check_assumption_1, noise_exponents
-from ._kernels import _interpolant
+from ._kernels import _gap_function
 
 __all__ = [
     "Lemma41Terms",
@@ -82,19 +82,27 @@ def _inner_products(u: ArrayLike) -> np.ndarray:
 
 
 def _noise(activation: str, d: int, sigma_U: float, sigma_W: float):
-    """The exponents of one noise and a fast callable ``u -> kappa(u)`` (accurate to ~1e-12)."""
+    """The exponents of one noise and its gap ``s -> kappa(1) - kappa(1 - s)``, accurate to
+    relative rounding as ``s -> 0`` (``_kernels._gap_function``)."""
     row = noise_exponents(activation, d=d, sigma_U=sigma_U, sigma_W=sigma_W)
-    return row, _interpolant(activation, row.d, row.sigma_U, row.sigma_W)
+    return row, _gap_function(activation, row.d, row.sigma_U, row.sigma_W)[0]
 
 
-def _terms(u: np.ndarray, row: NoiseExponents, k, beta: float) -> Lemma41Terms:
-    ku = np.asarray(k(u), dtype=np.float64)
-    G0 = ku * (row.d - 2 + u**2) - row.kappa_1 * (row.d - 1) * u
-    G1 = (1 - u**2) * (row.kappa_1 - u * ku)
+def _terms(u: np.ndarray, row: NoiseExponents, phi, beta: float, r=None) -> Lemma41Terms:
+    r"""``G0``, ``G1`` and ``G`` at ``u``, from ``r = 1 - u`` (computed if not given) and the gap
+    :math:`\delta = \kappa(1) - \kappa(u)`, without cancellation near the diagonal:
+
+    .. math:: G_0 = \kappa(1)\,r\,(d-2-u) - \delta\,(d-2+u^2),\qquad
+              G_1 = r(2-r)\big(\kappa(1)\,r + u\,\delta\big).
+    """
+    r = 1.0 - u if r is None else r
+    delta = phi(r)
+    G0 = row.kappa_1 * r * (row.d - 2 - u) - delta * (row.d - 2 + u**2)
+    G1 = r * (2 - r) * (row.kappa_1 * r + u * delta)
     return Lemma41Terms(u, G0, G1, G0 + beta * G1)
 
 
-def _quotient(u: np.ndarray, row: NoiseExponents, k, beta: float) -> np.ndarray:
+def _quotient(u: np.ndarray, row: NoiseExponents, phi, beta: float) -> np.ndarray:
     r"""``beta G(u) / expm1(beta (1 - u))`` for ``u < 1``, finite for every ``beta``.
 
     Directly while :math:`\beta(1-u)` and :math:`\beta` are moderate; otherwise in the log
@@ -106,10 +114,10 @@ def _quotient(u: np.ndarray, row: NoiseExponents, k, beta: float) -> np.ndarray:
     out = np.empty_like(u)
     direct = (x <= LOG_FLOAT_MAX) & (beta <= LARGE_BETA)
     if np.any(direct):
-        t = _terms(u[direct], row, k, beta)
+        t = _terms(u[direct], row, phi, beta)
         out[direct] = beta * t.G / np.expm1(x[direct])
     if not np.all(direct):
-        t = _terms(u[~direct], row, k, 0.0)  # G0 and G1 without the product beta G1
+        t = _terms(u[~direct], row, phi, 0.0)  # G0 and G1 without the product beta G1
         h = t.G0 / beta + t.G1
         xs = x[~direct]
         with np.errstate(divide="ignore"):  # h = 0 gives log 0 = -inf and F = 0, exactly
@@ -118,13 +126,13 @@ def _quotient(u: np.ndarray, row: NoiseExponents, k, beta: float) -> np.ndarray:
     return out
 
 
-def _F(u: np.ndarray, row: NoiseExponents, k, beta: float) -> np.ndarray:
+def _F(u: np.ndarray, row: NoiseExponents, phi, beta: float) -> np.ndarray:
     """Lemma 4.1's F, with its secant to the limit at 1 within TAYLOR_GAP of the diagonal."""
     far = u < 1 - TAYLOR_GAP
     out = np.empty_like(u)
-    out[far] = _quotient(u[far], row, k, beta)
+    out[far] = _quotient(u[far], row, phi, beta)
     if not np.all(far):
-        F0 = float(_quotient(np.array([1 - TAYLOR_GAP]), row, k, beta)[0])
+        F0 = float(_quotient(np.array([1 - TAYLOR_GAP]), row, phi, beta)[0])
         slope = (-row.lambda_bar - F0) / TAYLOR_GAP
         out[~far] = -row.lambda_bar + slope * (u[~far] - 1)
     return out
@@ -181,8 +189,8 @@ def lemma_4_1_terms(
     """
     u = _inner_products(u)
     beta = _beta(beta)
-    row, k = _noise(activation, d, sigma_U, sigma_W)
-    return _terms(u, row, k, beta)
+    row, phi = _noise(activation, d, sigma_U, sigma_W)
+    return _terms(u, row, phi, beta)
 
 
 def dissipation_function(
@@ -242,8 +250,8 @@ def dissipation_function(
     """
     u = _inner_products(u)
     beta = _beta(beta)
-    row, k = _noise(activation, d, sigma_U, sigma_W)
-    return _F(u, row, k, beta)
+    row, phi = _noise(activation, d, sigma_U, sigma_W)
+    return _F(u, row, phi, beta)
 
 
 def dissipation_rate(
@@ -306,13 +314,13 @@ def dissipation_rate(
     if strict:
         check_assumption_1(activation, d=d, sigma_U=sigma_U, sigma_W=sigma_W)
     beta = _beta(beta)
-    row, k = _noise(activation, d, sigma_U, sigma_W)
+    row, phi = _noise(activation, d, sigma_U, sigma_W)
     grid = np.linspace(-1.0, 1.0, DISSIPATION_GRID)
-    F = _F(grid, row, k, beta)
+    F = _F(grid, row, phi, beta)
     i = int(np.argmin(F))
     lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, grid.size - 1)]
     res = optimize.minimize_scalar(
-        lambda s: float(_F(np.array([s]), row, k, beta)[0]),
+        lambda s: float(_F(np.array([s]), row, phi, beta)[0]),
         bounds=(lo, hi),
         method="bounded",
         options={"xatol": 1e-10},
@@ -428,12 +436,12 @@ def noise_energy_drift(
     X = as_sphere_tokens(X)
     w = as_weights(weights, X.shape[0])
     beta = _beta(beta)
-    gaps = _half_gaps(X)  # 1 - u, exact near the diagonal
-    u = np.clip(1 - gaps, -1.0, 1.0)
-    row, k = _noise(activation, X.shape[1], sigma_U, sigma_W)
+    gaps = np.clip(_half_gaps(X), 0.0, 2.0)  # 1 - u, exact near the diagonal
+    u = 1 - gaps
+    row, phi = _noise(activation, X.shape[1], sigma_U, sigma_W)
     fix = "lower `beta` (the drift is of the order of e^beta times the energy's scale)"
     with float_guard("the noise drift of the energy", fix):
-        G = _terms(u.ravel(), row, k, beta).G.reshape(u.shape)
+        G = _terms(u.ravel(), row, phi, beta, gaps.ravel()).G.reshape(u.shape)
         G[gaps == 0] = 0.0  # G(1) = 0 (Lemma 4.1): coincident pairs do not drift, exactly
         live = G != 0
         if not np.any(live):
