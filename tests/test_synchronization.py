@@ -459,6 +459,26 @@ def test_attention_epsilon_zero():
 
 
 @pytest.mark.statement("sync-prop-attention")
+def test_attention_forcing_of_nearly_merged_tokens():
+    # Two tokens at angle theta on the circle, symmetric about e_1 (Q = K = V = I, weights 1/2):
+    # each turns towards the other at speed p sin(theta), p = e^cos(theta) / (e + e^cos(theta)),
+    # and S_beta = (e^beta - e^(beta cos theta)) / 4, so the ratio is
+    # -2 beta p sin(theta)^2 / expm1(2 beta sin(theta / 2)^2), -> -2 as theta -> 0. The
+    # velocity P_x Attn = a - <a, x> x carries a rounding of eps against its size theta:
+    # rtol 10 eps / theta. Before, <v_i, x_j> took the eps of v_i's radial part against the
+    # theta^2 of the ratio's terms: 2 % off at theta = 1e-7, 0 at 1e-9.
+    for beta in (1.0, 3.0):
+        for theta in (1e-3, 1e-5, 1e-7, 1e-9):
+            X = np.array(
+                [[np.cos(theta / 2), np.sin(theta / 2)], [np.cos(theta / 2), -np.sin(theta / 2)]]
+            )
+            p = np.exp(np.cos(theta)) / (np.e + np.exp(np.cos(theta)))
+            ratio = -2 * beta * p * np.sin(theta) ** 2 / np.expm1(2 * beta * np.sin(theta / 2) ** 2)
+            tol = 10 * np.finfo(float).eps / theta
+            assert sto.attention_forcing(X, beta=beta) == pytest.approx(ratio, rel=tol)
+
+
+@pytest.mark.statement("sync-prop-attention")
 def test_attention_energy_derivative_matches_a_finite_difference():
     # along the noiseless flow (RK4 on the sphere, step 1e-4), the central difference of
     # S_beta over 2h = 2e-3 matches its derivative to O(h^2) ~ 1e-6 relative

@@ -123,7 +123,12 @@ def energy_derivative(
     .. math::
 
         \frac{d}{dt}\mathcal S_\beta = -\beta \sum_{i,j} w_i w_j\, e^{\beta\langle x_i, x_j\rangle}
-        \langle v_i, x_j\rangle .
+        \langle v_i, x_j\rangle
+        = -\beta \sum_{i,j} w_i w_j\, e^{\beta\langle x_i, x_j\rangle}
+        \langle v_i, x_j - x_i\rangle,
+
+    computed in the second form (equal for tangent :math:`v_i`), which keeps its digits when the
+    tokens nearly merge.
 
     With ``velocity = P_x Attn(mu, x)`` this is the term (I) of the proof of Agazzi et al.
     (2026), Theorem 1.4, and its sign for :math:`Q^\top K = \beta I`, :math:`V = I` is their
@@ -134,9 +139,9 @@ def energy_derivative(
     X : array_like, shape (n, d)
         Tokens on the unit sphere.
     velocity : array_like, shape (n, d)
-        Velocity of each token, tangent to the sphere (a radial part would change the norms,
-        and the formula would then differentiate the first expression of the energy off the
-        sphere).
+        Velocity of each token, tangent to the sphere (a radial part would change the norms;
+        the formula is then the derivative of the energy written with the distances
+        :math:`|x_i - x_j|^2`, as :func:`synchronization_energy` computes it).
     beta : float
     weights : array_like, shape (n,), optional
 
@@ -176,8 +181,11 @@ def energy_derivative(
     w = as_weights(weights, X.shape[0])
     if beta > LOG_FLOAT_MAX:
         raise FloatingPointError(f"e^beta overflows float64 at `beta` = {beta:g}; lower `beta`.")
-    kernel = np.exp(-beta * _half_gaps(X))  # e^{beta (u - 1)}
-    return float(-beta * np.exp(beta) * np.einsum("ij,ij,i,j->", kernel, v @ X.T, w, w))
+    # <v_i, x_j> as <v_i, x_j - x_i> (v_i is tangent): the rounding of v_i's radial part, about
+    # eps, would otherwise swamp the O(|x_i - x_j|^2) terms of nearly merged tokens
+    diff = X[None, :, :] - X[:, None, :]  # x_j - x_i
+    kernel = np.exp(-0.5 * beta * np.einsum("ijk,ijk->ij", diff, diff))  # e^{beta (u - 1)}
+    return float(-beta * np.exp(beta) * np.einsum("ij,ijk,ik,i,j->", kernel, diff, v, w, w))
 
 
 def attention_forcing(
