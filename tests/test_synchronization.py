@@ -194,11 +194,34 @@ def test_lemma_4_1_inequality_and_limit(activation, d, s):
         F = sto.dissipation_function(u, activation, beta=beta, **kw)
         assert np.all(F > 0)
         assert F[np.argmax(u)] == pytest.approx(-row.lambda_bar, abs=1e-14)
-        # continuity at 1, from the quotient side (delta >= TAYLOR_GAP): the gap to the limit
+        # continuity at 1, from the quotient side (delta = 1e-3): the gap to the limit
         # -lambda_bar is O(delta) for smooth activations and O(delta^(1/2)) for ReLU (kappa'' is
         # unbounded at 1), with constants of order one here: at 1e-3 it is below 2 % of the limit
         near = sto.dissipation_function([1 - 1e-3 * (1 + 1e-9)], activation, beta=beta, **kw)
         assert abs(near[0] + row.lambda_bar) < 0.02 * abs(row.lambda_bar)
+
+
+@pytest.mark.statement("sync-lem-rate")
+def test_dissipation_function_near_the_diagonal_is_the_relu_closed_form():
+    # ReLU without bias: kappa(cos theta) = (sin theta + (pi - theta) cos theta) / (2 pi d), so
+    # delta = kappa(1) - kappa(u) = (pi r - (sin theta - theta u)) / (2 pi d), r = 1 - u, and
+    # G0 = kappa(1) r (d - 2 - u) - delta (d - 2 + u^2), G1 = r (2 - r) (kappa(1) r + u delta),
+    # F = beta G / expm1(beta r). sin theta - theta u = theta^3 / 3 + ... loses eps theta / theta^3
+    # <= 1e-9 of itself for r >= 1e-9, a far smaller part of delta ~ r / 2d: rtol 1e-12.
+    # F = -lambda_bar + O(sqrt(r)) here (kappa'' is unbounded at 1): a secant to the limit over
+    # 1 - u < 1e-3 was 0.5 % off.
+    d = 5
+    r = np.array([5e-4, 2.5e-4, 1e-4, 1e-6, 1e-9])
+    u = 1 - r
+    r = 1 - u  # exact
+    theta = np.arccos(u)
+    k1 = 1 / (2 * d)
+    delta = (np.pi * r - (np.sqrt(r * (2 - r)) - theta * u)) / (2 * np.pi * d)
+    G0 = k1 * r * (d - 2 - u) - delta * (d - 2 + u**2)
+    G1 = r * (2 - r) * (k1 * r + u * delta)
+    for beta in (1.0, 30.0):
+        F = sto.dissipation_function(u, "relu", d=d, beta=beta)
+        np.testing.assert_allclose(F, beta * (G0 + beta * G1) / np.expm1(beta * r), rtol=1e-12)
 
 
 @pytest.mark.statement("sync-lem-rate")

@@ -34,11 +34,6 @@ __all__ = [
 #: Grid points on [-1, 1] for the infimum of Lemma 4.1's F; the grid minimum is refined by a
 #: bounded scalar search, so the grid only has to land in the right basin.
 DISSIPATION_GRID = 801
-#: Below this distance to u = 1, F is replaced by the secant between F(1 - TAYLOR_GAP) and its
-#: limit F(1) = -lambda_bar: G(u) vanishes at 1 and a kernel accurate to 1e-10 leaves an error
-#: 1e-10 d / (1 - u) in G(u) / (1 - u). Over the gap F moves by O(TAYLOR_GAP) for smooth
-#: activations and O(TAYLOR_GAP^(1/2)) for ReLU (kappa'' is unbounded at 1).
-TAYLOR_GAP = 1e-3
 #: Above this ``beta`` Lemma 4.1's quotient is computed in the log domain (``beta^2`` would
 #: overflow beyond 1e154; any value far below that and far above the paper's beta works).
 LARGE_BETA = 1e100
@@ -127,14 +122,11 @@ def _quotient(u: np.ndarray, row: NoiseExponents, phi, beta: float) -> np.ndarra
 
 
 def _F(u: np.ndarray, row: NoiseExponents, phi, beta: float) -> np.ndarray:
-    """Lemma 4.1's F, with its secant to the limit at 1 within TAYLOR_GAP of the diagonal."""
-    far = u < 1 - TAYLOR_GAP
-    out = np.empty_like(u)
-    out[far] = _quotient(u[far], row, phi, beta)
-    if not np.all(far):
-        F0 = float(_quotient(np.array([1 - TAYLOR_GAP]), row, phi, beta)[0])
-        slope = (-row.lambda_bar - F0) / TAYLOR_GAP
-        out[~far] = -row.lambda_bar + slope * (u[~far] - 1)
+    """Lemma 4.1's F: the quotient off the diagonal (``G`` from the gap keeps its digits as
+    ``u -> 1``), its limit ``-lambda_bar`` at ``u = 1``."""
+    off = u < 1
+    out = np.full_like(u, -row.lambda_bar)
+    out[off] = _quotient(u[off], row, phi, beta)
     return out
 
 
@@ -211,10 +203,10 @@ def dissipation_function(
         F(1) = \lim_{u\to1} F(u) = -\bar\lambda .
 
     The limit follows from :math:`G(1) = 0` and :math:`G'(1) = G_0'(1) = \bar\lambda`
-    (:math:`G_1` vanishes to second order at 1). Within ``TAYLOR_GAP`` of 1, where the quotient
-    loses digits, :math:`F` is replaced by its secant between :math:`1 - \text{TAYLOR\_GAP}`
-    and :math:`1`. For large ``beta`` the quotient is computed in the log domain: it is finite
-    (and tends to 0 away from the diagonal) for every ``beta``.
+    (:math:`G_1` vanishes to second order at 1). :math:`G` is computed from
+    :math:`\kappa(1) - \kappa(u)` and :math:`1 - u`, without cancellation, so the quotient
+    keeps its digits up to the diagonal. For large ``beta`` the quotient is computed in the log
+    domain: it is finite (and tends to 0 away from the diagonal) for every ``beta``.
 
     Parameters
     ----------
