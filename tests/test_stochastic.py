@@ -553,6 +553,12 @@ def test_layer_remainder_bad_arguments():
         sto.layer_remainder(model, np.eye(3), [1e-2])
     with pytest.raises(TypeError, match="`model`"):
         sto.layer_remainder(sto.MLPNoise(), np.eye(3), [1e-2, 1e-3])
+    # |R| ~ dt^(3/2) = 3e-17 at dt = 1e-11, below the rounding of the tokens: the slope through
+    # such values was 1.6 or -0.1 (for 3); refused
+    model = sto.StochasticTransformer(sto.MLPNoise("tanh", width=16, sigma_U=0.1, sigma_W=0.1))
+    for steps in ([1e-10, 1e-11], [1e-11, 1e-12]):
+        with pytest.raises(ValueError, match="vanished to rounding"):
+            sto.layer_remainder(model, np.eye(3), steps, n_draws=4, rng=0)
 
 
 @pytest.mark.statement("sto-thm-deep-wide")
@@ -761,6 +767,11 @@ def test_layer_norm_remainder_names_its_arguments():
             sto.layer_norm_remainder(v, w, bad)
     with pytest.raises(ValueError, match="vanished to rounding"):
         sto.layer_norm_remainder(v, [3e-200, 4e-200], [1e-2, 1e-3])
+    # remainders of the size of the rounding (|R_2| ~ |eps w|^3 = 1e-18 at eps = 1e-6), not
+    # zero, gave slopes -1.4 and 0 (for 3): refused below 1e3 roundings
+    for scales in ([1e-5, 1e-6], [1e-6, 1e-7]):
+        with pytest.raises(ValueError, match="vanished to rounding"):
+            sto.layer_norm_remainder(v, [0.3, 0.4], scales, order=2)
     # the second-order remainder ~ |eps w|^3 / 2 is not representable at |eps w| = 1e198
     with pytest.raises(FloatingPointError, match="layer-norm expansion"):
         sto.layer_norm_remainder(v, [3e200, 4e200], [1e-2, 1e-3])
