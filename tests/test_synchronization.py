@@ -716,6 +716,13 @@ def test_experiment_and_exponent_arguments_are_named():
         sto.two_point_lyapunov_exponent(model, 5, T=1e-200, L=4, n_paths=2, rng=0)
     with pytest.raises(ValueError, match="`separation`"):
         sto.two_point_lyapunov_exponent(model, 5, T=1.0, L=4, separation=1e-200, rng=0)
+    # lambda_1 = -0.48 (ReLU, d = 64, sigma = 0.1): by T = 70 the pair 1e-3 apart contracts to
+    # about 1e-3 e^(-0.48 T) = 3e-18, below the rounding of unit vectors; the exponent of such
+    # pairs was the rounding's (-0.41, 370 standard errors from lambda_1), now refused
+    noise = sto.MLPNoise("relu", width=None, sigma_U=0.1, sigma_W=0.1)
+    contracting = sto.StochasticTransformer(noise, V=np.zeros((64, 64)))
+    with pytest.raises(FloatingPointError, match=r"pair contracted.*shorten `T`"):
+        sto.two_point_lyapunov_exponent(contracting, 64, T=70.0, L=700, n_paths=20, rng=3)
     for bad in ("1.0", 1j, None):
         with pytest.raises(ValueError, match="`scale`"):
             sto.synchronization_experiment("relu", 3, scale=bad, n_tokens=3, L=2, width=4)

@@ -22,6 +22,11 @@ from ._sde import simulate_sde
 #: How far above the rounding of the log-separation (eps / separation) the diffusive change
 #: sqrt(kappa(1) T) of two_point_lyapunov_exponent must be for the exponent to mean anything.
 MIN_RESOLUTION = 1e3
+#: Smallest final separation of two_point_lyapunov_exponent's pairs, in roundings eps of the
+#: unit tokens: below it the separation is the rounding (pairs of ReLU tokens, d = 64,
+#: contracted to about 1e-18 by T = 70 gave -0.41 for lambda_1 = -0.48); at 10 eps one path's
+#: log-separation is still known to about 0.1, a negligible part of the mean over the paths.
+MIN_FINAL_ROUNDINGS = 10
 #: Smallest separation of two_point_lyapunov_exponent. The field's increment between the two
 #: tokens is drawn from its exact law at any separation (the tree sampler of ``_mlp``); what
 #: remains is the rounding of the tokens themselves, about eps per step on each, a relative
@@ -228,7 +233,9 @@ def two_point_lyapunov_exponent(
         If `separation` is outside ``[1e-8, 1]``, `T` is too short for the separation
         to change above its rounding, or an integer argument is out of range.
     FloatingPointError
-        If a token becomes non-finite or zero (raise `L`), or the pair coincides.
+        If a token becomes non-finite or zero (raise `L`), or the pair ends closer than
+        ``MIN_FINAL_ROUNDINGS * eps`` (about 2e-15) on some path: its separation would then be
+        the tokens' rounding (shorten `T` or raise `separation`).
 
     References
     ----------
@@ -274,4 +281,15 @@ def two_point_lyapunov_exponent(
     res = simulate_sde(
         model, np.stack([x, y], axis=1), T=T, L=L, n_paths=n_paths, rng=rng, save_every=L
     )
+    # the tokens are unit vectors rounded to eps: a pair contracted to a few eps apart keeps
+    # only the rounding as its separation, and the exponent would measure that instead
+    final = float(np.min(np.linalg.norm(res.X[:, -1, 0] - res.X[:, -1, 1], axis=-1)))
+    top = MIN_FINAL_ROUNDINGS * np.finfo(np.float64).eps
+    if final < top:
+        raise FloatingPointError(
+            f"the pair contracted to {final:.2g} apart on some path by `T` = {T:g}, within "
+            f"{MIN_FINAL_ROUNDINGS:g} roundings of the unit tokens ({top:.2g}), where the "
+            "rounding would set the exponent; shorten `T` (the separation shrinks like "
+            "e^(lambda_1 T)) or raise `separation`."
+        )
     return separation_exponent(res.times, res.X)
