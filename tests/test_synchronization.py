@@ -572,6 +572,19 @@ def test_experiment_without_mlp_is_the_attention_flow_and_dissipates():
     assert run.cosines().shape == (151, 120)
 
 
+def test_experiment_saves_the_last_layer_with_or_without_mlp():
+    # L = 10, save_every = 4: layers 0, 4, 8 and the last, 10, in both branches; without MLP
+    # the run stopped at layer 8 (depth 0.8 T), and a T <= 0 was reported as bad `times`
+    kw = {"n_tokens": 4, "L": 10, "T": 5.0, "rng": 0}
+    for activation in (None, "relu"):
+        run = sto.synchronization_experiment(activation, 3, save_every=4, width=4, **kw)
+        np.testing.assert_array_equal(run.times, [0.0, 2.0, 4.0, 5.0])
+        every = sto.synchronization_experiment(activation, 3, width=4, **kw)
+        np.testing.assert_array_equal(run.X[-1], every.X[-1])
+    with pytest.raises(ValueError, match="`T`"):
+        sto.synchronization_experiment(None, 3, n_tokens=4, L=10, T=-1.0)
+
+
 # -- the paper's experiments at full size (make test-fullsize) ---------------------------------
 
 # Agazzi et al. (2026), Figure 1: N = 64, d = 4, L = 2000, T = 20, m = 2048, no bias, no attention.

@@ -10,7 +10,7 @@ from .._typing import SeedLike
 from .._validation import as_rng, check_int, check_positive, check_real
 from ._energy import synchronization_energy
 from ._mlp import MLPNoise
-from ._model import StochasticTransformer, simulate
+from ._model import StochasticTransformer, _kept_layers, simulate
 
 __all__ = ["SynchronizationRun", "synchronization_experiment"]
 
@@ -94,6 +94,7 @@ def synchronization_experiment(
     beta : float
         Inverse temperature of the energy :math:`\mathcal S_\beta` recorded along the run.
     save_every : int
+        Keep every ``save_every``-th layer (the last one always).
     rng : Generator, int or None
 
     Returns
@@ -104,8 +105,8 @@ def synchronization_experiment(
     ------
 
     ValueError
-        If `activation` is unknown, `scale` is not a finite real number, `sigma` is negative, or
-        an integer argument is out of range.
+        If `activation` is unknown, `scale` is not a finite real number, `sigma` is negative,
+        `T` is not positive, or an integer argument is out of range.
     FloatingPointError
         If a token becomes non-finite or zero (raise `L`).
 
@@ -125,13 +126,14 @@ def synchronization_experiment(
     d = check_int(d, "d", minimum=2)
     sigma = check_positive(sigma, "sigma", allow_zero=True)
     scale = check_real(scale, "scale")
+    T = check_positive(T, "T")
     rng = as_rng(rng)
     X0 = sampling.uniform_sphere(check_int(n_tokens, "n_tokens", minimum=2), d, rng=rng)
     V = float(scale) * np.eye(d)
     if activation is None:
         field = attention.Softmax(np.eye(d), V)
         L, save_every = check_int(L, "L"), check_int(save_every, "save_every")
-        times = np.linspace(0.0, T, L + 1)[::save_every]
+        times = np.linspace(0.0, T, L + 1)[_kept_layers(L, save_every)]  # the last one always
         traj = integrators.integrate(
             lambda t, X: field.velocity(X),
             X0,

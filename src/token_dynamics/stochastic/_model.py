@@ -232,8 +232,12 @@ def _common_args(
     n_paths = check_int(n_paths, "n_paths", minimum=1)
     save_every = check_int(save_every, "save_every", minimum=1)
     X = _as_initial(X0, n_paths)
-    keep = sorted(set(range(0, L + 1, save_every)) | {L})
-    return T, L, X, keep, as_rng(rng)
+    return T, L, X, _kept_layers(L, save_every), as_rng(rng)
+
+
+def _kept_layers(L: int, save_every: int) -> list[int]:
+    """The saved layers: every ``save_every``-th of ``0..L``, and ``L`` always."""
+    return sorted(set(range(0, L + 1, save_every)) | {L})
 
 
 def _run(step, X: np.ndarray, T: float, L: int, keep: list, progress: bool, desc: str):
