@@ -1098,6 +1098,23 @@ def test_chaos_rate_is_the_rate_of_proposition_1_2(d, exponent):
     assert sto.chaos_rate(1, 4) == pytest.approx(np.log(2.0), rel=1e-15)
 
 
+def test_deep_limit_studies_name_their_arguments():
+    # depth 1 is a valid depth of the errors, but log L / L vanishes there (the sup study
+    # failed inside fit_power_law, naming `x` and `y`); a width or depth not in the grid
+    # failed with tuple.index's ValueError or an IndexError
+    model = sto.StochasticTransformer(sto.MLPNoise("relu", width=None))
+    err = sto.deep_limit_error(
+        model, np.eye(3), T=0.5, depths=[1, 2], L_ref=2, widths=[2, None], n_paths=2, rng=0
+    )
+    with pytest.raises(ValueError, match=r"depth 1.*grid_times=True"):
+        err.depth_study(None)
+    assert err.depth_study(None, grid_times=True).values.tolist() == [1.0, 0.5]
+    with pytest.raises(ValueError, match="`width` must be one of"):
+        err.depth_study(7)
+    with pytest.raises(ValueError, match="`depth` must be one of"):
+        err.width_study(3)
+
+
 def test_depth_study_uses_the_rate_of_theorem_1_1_and_remark_2_4():
     """The sup study's resolution is Theorem 1.1's ``log L / L``, the grid study's ``1 / L``.
 

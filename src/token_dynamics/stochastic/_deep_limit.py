@@ -124,8 +124,15 @@ class DeepLimitError:
         """Errors at one width against the depth rate: ``log L / L`` (the sup over all times,
         Theorem 1.1) or ``1 / L`` (layer times, Remark 2.4); slope 1 means the rate is attained.
         """
+        if width not in self.widths:
+            raise ValueError(f"`width` must be one of the widths {self.widths}; got {width!r}.")
         j = self.widths.index(width)
         L = self.depths
+        if not grid_times and np.any(L == 1):
+            raise ValueError(
+                "the rate log L / L vanishes at depth 1, which `depths` holds: fit it without "
+                "(deep_limit_error with depths >= 2) or pass grid_times=True (rate 1 / L)."
+            )
         x = 1.0 / L if grid_times else np.log(L) / L
         return _study(x, (self.grid if grid_times else self.sup)[:, :, j])
 
@@ -134,6 +141,8 @@ class DeepLimitError:
         means the ``1/m`` of Theorem 1.1 is attained."""
         if None not in self.widths:
             raise ValueError("`widths` must include None (the infinite-width reference).")
+        if depth not in self.depths:
+            raise ValueError(f"`depth` must be one of the depths {self.depths}; got {depth!r}.")
         i = int(np.flatnonzero(self.depths == depth)[0])
         js = [j for j, m in enumerate(self.widths) if m is not None]
         x = 1.0 / np.array([self.widths[j] for j in js], dtype=np.float64)
