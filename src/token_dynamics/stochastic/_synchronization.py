@@ -63,6 +63,14 @@ def energy_decay_rate(times: ArrayLike, energies: ArrayLike) -> MCEstimate:
     Times and energies are divided by powers of two before the squares (exactly): the rate and
     its error are finite wherever they are representable.
 
+    The delta method takes the mean energies as nearly Gaussian. For energies whose logarithm
+    spreads over the paths by about 1 it holds (log-normal energies, 20 paths: standard error
+    0.12 against a spread of 0.14 over 3000 repetitions, 2-SE intervals cover the rate 89 % of
+    the time); by about 2 it does not: the rate is biased and the standard error too small
+    (20 paths: 0.26 against 0.42, 67 % coverage; 100 paths: 0.18 against 0.26). Check the spread
+    of ``log energies`` across the paths, and take more paths or an earlier final time where it
+    is large.
+
     Raises
     ------
     ValueError
