@@ -434,12 +434,14 @@ def _gap_function(activation: str, d: int, sigma_U: float, sigma_W: float):
     x, w = np.polynomial.legendre.leggauss(GAP_NODES)
     x, w = 0.5 * (x + 1.0), 0.5 * w  # on [0, 1]
     if activation in ("relu", "erf"):
-        dk = functools.partial(_kappa_prime, activation, d, sigma_U)
+        # kappa'(1 - u^2) from u^2 itself: forming 1 - u^2 would round it to eps, and ReLU's
+        # kappa' (arcsin(1 - q)) turns that into a relative 1e-9 of the gap at s = 1e-16
+        dphi = _gap_derivatives(activation, d, sigma_U, sigma_W)[0]
 
         def small(s: np.ndarray) -> np.ndarray:
             r = np.sqrt(s)[:, None]
             u = r * x
-            return (2.0 * u * dk(1.0 - u * u)) @ w * r[:, 0]
+            return (2.0 * u * dphi(u * u)) @ w * r[:, 0]
 
     else:
         fit = _chebyshev_fit(activation, d, sigma_U, sigma_W)
@@ -488,8 +490,11 @@ def _gap_derivatives(activation: str, d: int, sigma_U: float, sigma_W: float):
         R2 = 1.0 + d * sigma_U * sigma_U
 
         def dphi(s: np.ndarray) -> np.ndarray:
+            # arcsin(1 - q) as pi/2 - 2 arcsin(sqrt(q / 2)) for q <= 1: forming 1 - q would round
+            # a small q to eps, which arcsin turns into sqrt(eps); 1 - q is exact for q > 1/2
             q2 = np.minimum(s / R2, 2.0)
-            return (0.25 + np.arcsin(1.0 - q2) / (2.0 * np.pi)) / d
+            near = 0.5 - np.arcsin(np.sqrt(0.5 * q2)) / np.pi
+            return np.where(q2 <= 1.0, near, 0.25 + np.arcsin(1.0 - q2) / (2.0 * np.pi)) / d
 
         def d2phi(s: np.ndarray) -> np.ndarray:
             q2 = np.minimum(s / R2, 2.0)
