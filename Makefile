@@ -188,10 +188,11 @@ coursework: env
 
 ## grade: grade SUBMISSIONS (notebooks, or folders of them; default _build/submissions)
 ## with the autograder bundles, each built first when missing or older than its problem set:
-## the points per question and the message of every failed test (coursework/README.md)
+## the points per question and the message of every failed test (coursework/README.md);
+## with CSV=file, the class's grades written there too, a row per submission
 SUBMISSIONS ?= _build/submissions
 grade: env
-	$(BIN)/python coursework/build.py --grade $(SUBMISSIONS)
+	$(BIN)/python coursework/build.py --grade $(SUBMISSIONS) $(if $(CSV),--csv $(CSV))
 
 ## bench: the speed and memory benchmarks (ratios against references measured in the same run);
 ## against torch and JAX too when they are installed (`$(BIN)/pip install -e '.[bench]'`)

@@ -20,7 +20,8 @@ turns it into
 finishes has checked that the instructor solutions pass.
 
 ``--grade`` grades each notebook given, and each in the folders given (the problem set read
-from the notebook's metadata): the points per question, and the message of every failed test.
+from the notebook's metadata): the points per question, and the message of every failed test;
+with ``--csv FILE``, the class's grades too, a row per submission.
 It first builds the bundle of a set that is missing or older than the set's notebook, and
 grades the other submissions when one cannot be graded (then exits with an error naming it).
 
@@ -357,17 +358,18 @@ def stale(name: str, out: Path = DEFAULT_OUT) -> bool:
     return not bundle.is_file() or bundle.stat().st_mtime < max(p.stat().st_mtime for p in sources)
 
 
-def grade_all(found: list[Path], out: Path = DEFAULT_OUT) -> None:
+def grade_all(found: list[Path], out: Path = DEFAULT_OUT, table: Path | None = None) -> None:
     """Grade every submission of `found` and print its :func:`report`, building first the
-    bundles that are :func:`stale`. A submission that cannot be graded (no problem set named,
-    not a notebook, otter failed) is reported and the others are graded; the command then
-    exits with an error that lists it."""
-    names, failed = {}, []
+    bundles that are :func:`stale`; with `table`, also write the class's grades there
+    (:func:`write_grades`). A submission that cannot be graded (no problem set named, not a
+    notebook, otter failed) is reported and the others are graded; the command then exits
+    with an error that lists it."""
+    names, failed, scores = {}, {}, {}
     for submission in found:
         try:
             names[submission] = assignment_of(submission)
         except Exception as err:  # a student's file can be anything: say so, grade the others
-            failed.append(str(err) if str(submission) in str(err) else f"{submission}: {err}")
+            failed[submission] = str(err) if str(submission) in str(err) else f"{submission}: {err}"
     for name in sorted(set(names.values())):
         if stale(name, out):
             print(f"building {name} into {out}: its bundle is missing or older than its source")
@@ -375,12 +377,47 @@ def grade_all(found: list[Path], out: Path = DEFAULT_OUT) -> None:
     for submission, name in names.items():
         print(f"== {submission} ({name})")
         try:
-            print(report(grade(name, submission, out)), flush=True)
+            scores[submission] = grade(name, submission, out)
+            print(report(scores[submission]), flush=True)
         except RuntimeError as err:  # otter could not run the notebook at all
             print(f"not graded: {err}", flush=True)
-            failed.append(f"{submission}: otter could not grade it (its output is above)")
+            failed[submission] = f"{submission}: otter could not grade it (its output is above)"
+    if table is not None:
+        write_grades(table, found, names, scores, failed)
+        print(f"grades of {len(scores)} submission(s) written to {table}")
     if failed:
-        raise SystemExit(f"{len(failed)} submission(s) not graded:\n" + "\n".join(failed))
+        message = "\n".join(failed.values())
+        raise SystemExit(f"{len(failed)} submission(s) not graded:\n{message}")
+
+
+def write_grades(
+    table: Path,
+    found: list[Path],
+    names: dict[Path, str],
+    scores: dict[Path, Score],
+    failed: dict[Path, str],
+) -> None:
+    """The class's grades as CSV, a row per submission in the order graded: its path, its
+    problem set, the points of each problem (the problems of every set met, in order; empty
+    where the set has no such problem), the total and the most possible, and why a submission
+    was not graded (its points then empty)."""
+    questions = list(dict.fromkeys(q for score in scores.values() for q in score.questions))
+    table = Path(table)
+    table.parent.mkdir(parents=True, exist_ok=True)
+    with table.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["submission", "problem set", *questions, "total", "possible", "note"])
+        for submission in found:
+            score = scores.get(submission)
+            if score is None:
+                points = [""] * (len(questions) + 2)
+            else:
+                points = [
+                    f"{score.questions[q]:g}" if q in score.questions else "" for q in questions
+                ]
+                points += [f"{score.total:g}", f"{score.max_total:g}"]
+            note = "" if score is not None else f"not graded: {failed[submission]}"
+            writer.writerow([submission, names.get(submission, ""), *points, note])
 
 
 def report(score: Score) -> str:
@@ -479,9 +516,18 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
         help="with --grade: the built coursework whose bundles grade (a bundle missing or "
         "older than its set's notebook is built first)",
     )
+    parser.add_argument(
+        "--csv",
+        type=Path,
+        metavar="FILE",
+        help="with --grade: also write the grades to FILE, a row per submission (the points of "
+        "each problem, the total, why a submission was not graded)",
+    )
     args = parser.parse_args(argv)
     if args.build_out is not None and (args.grade or args.time_notebooks is not None):
         parser.error("OUT is for a build; with --grade, name the built coursework with --out")
+    if args.csv is not None and not args.grade:
+        parser.error("--csv writes the grades of --grade: give the submissions with --grade")
     return args
 
 
@@ -497,7 +543,7 @@ def main(argv: list[str]) -> None:
             raise SystemExit(str(err)) from None
         if not found:
             raise SystemExit(f"no submission (.ipynb) in {[str(a) for a in args.grade]}")
-        grade_all(found, args.out)
+        grade_all(found, args.out, args.csv)
         return
     out = args.build_out or DEFAULT_OUT
     for name in problem_sets():  # a minute or more each: say how far the build is

@@ -13,6 +13,7 @@ the problems of a set share one graded submission per round (the k-th wrong answ
 """
 
 import ast
+import csv
 import importlib.util
 import json
 import os
@@ -292,14 +293,37 @@ def test_grading_goes_on_past_a_submission_it_cannot_grade(built, tmp_path, monk
         os.utime(bundle)
 
     monkeypatch.setattr(coursework, "build", build)
+    table = tmp_path / "grades" / "class.csv"
     with pytest.raises(SystemExit, match=r"2 submission\(s\) not graded") as exit_:
-        coursework.main(["--grade", str(folder), "--out", str(out)])
+        coursework.main(["--grade", str(folder), "--out", str(out), "--csv", str(table)])
     assert rebuilt == [(out, [name])]
     assert "homework.ipynb` answers no problem set" in str(exit_.value)
     assert f"cat/{name}.ipynb: " in str(exit_.value)
     printed = capsys.readouterr().out
     assert f"ann/{name}-Copy1.ipynb ({name})" in printed
-    assert re.search(r"^total: 0 / [1-9]", printed, re.MULTILINE), printed
+    total = re.search(r"^total: 0 / ([1-9]\d*)$", printed, re.MULTILINE)
+    assert total, printed
+    # the gradebook's table: a row per file, the unanswered notebook's zeros, why two failed
+    with table.open(newline="", encoding="utf-8") as f:
+        rows = {Path(row["submission"]).parent.name: row for row in csv.DictReader(f)}
+    assert set(rows) == {"ann", "ben", "cat"}
+    questions = [q for q in rows["ann"] if q.startswith("q")]
+    assert questions and all(rows["ann"][q] == "0" for q in questions)
+    assert (rows["ann"]["total"], rows["ann"]["possible"], rows["ann"]["note"]) == (
+        "0",
+        total.group(1),
+        "",
+    )
+    assert rows["ann"]["problem set"] == name
+    for who in ("ben", "cat"):
+        assert rows[who]["total"] == "" and rows[who]["note"].startswith("not graded: ")
+    assert "answers no problem set" in rows["ben"]["note"]
+
+
+def test_csv_only_with_grade(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        coursework.main(["--csv", "grades.csv"])
+    assert exit_.value.code == 2 and "--csv writes the grades of --grade" in capsys.readouterr().err
 
 
 def test_readme_grading_example_shows_the_tests_messages():
