@@ -312,6 +312,28 @@ def test_isotropic_value_closed_form_and_blowup(seed):
 
 
 @pytest.mark.statement("gauss-prop-isotropic")
+def test_isotropic_covariance_refuses_what_float64_cannot_give():
+    """A + A^T = -2 Q^T Q of rank 1 in d = 3 (a kernel: the clustering regime): the kernel's
+    rounding, times t, makes the result's relative error grow like t eps |Sigma0 (A + A^T)|.
+    At t = 1e16 the old code returned a covariance whose eigenvalues were 0.042 and 0.42
+    where the limit's are 0.072 and 0.575, and at 1e17 numpy's bare LinAlgError. Up to
+    1e8 the result is accurate; beyond the stated accuracy the error says so."""
+    rng = np.random.default_rng(0)
+    Q = rng.standard_normal((1, 3))
+    B = rng.standard_normal((3, 3))
+    A, S0 = -Q.T @ Q, B @ B.T
+    # the limit (low_rank_limit) is reached to O(1/t): at t = 1e8 it is accurate to 1e-7
+    early = g.isotropic_covariance(A, 1.0, S0, [1e8])[0]
+    np.testing.assert_allclose(early, g.low_rank_limit(A, S0), rtol=0, atol=1e-6)
+    for t in (1e16, 1e17):
+        with pytest.raises(FloatingPointError, match=r"relative error of about"):
+            g.isotropic_covariance(A, 1.0, S0, [1.0, t])
+    # near a blow-up (A = I, t* = 1/2 for Sigma0 = I, v = 1): refused within rounding of t*
+    g.isotropic_covariance(np.eye(2), 1.0, np.eye(2), [0.5 * (1 - 1e-6)])
+    with pytest.raises(FloatingPointError, match=r"within rounding of the blow-up time"):
+        g.isotropic_covariance(np.eye(2), 1.0, np.eye(2), [0.5 * (1 - 1e-12)])
+
+
 def test_isotropic_closed_form_with_singular_start():
     A = np.array([[0.4, 1.0], [-0.2, 0.3]])
     u = np.array([0.6, 0.8])

@@ -29,6 +29,12 @@ KERNEL_RTOL = 1e-10
 #: of that scale, and read as a finite blow-up time near 1e14 where there is none. 10 leaves a
 #: margin of 20.
 ROUNDING_EIGS = 10.0
+EPS = float(np.finfo(np.float64).eps)
+#: Largest relative error isotropic_covariance returns: the rounding of the matrix it solves
+#: with, M = I - t v Sigma0 (A + A^T), eps (1 + t |v Sigma0 (A + A^T)|), over M's smallest
+#: singular value; it grows like 1 / (1 - t / t*) near a blow-up and like t |v Sigma0 (A + A^T)|
+#: where A + A^T has a kernel (1e-6 there at t of order 1e9).
+ISOTROPIC_RTOL = 1e-6
 
 
 @float_guard("the centred softmax Gaussian", "rescale `A`, `v`, `cov0`, `times` or `beta`")
@@ -168,6 +174,14 @@ def isotropic_covariance(A: ArrayLike, v: float, cov0: ArrayLike, times: ArrayLi
     ------
     ValueError
         If `times` reach the blow-up time, or an argument has the wrong shape.
+    FloatingPointError
+        If the result at some time would carry a relative error above ``ISOTROPIC_RTOL``
+        (``1e-6``), estimated as the rounding of :math:`M = I - vt\Sigma_0(A + A^\top)`,
+        :math:`\varepsilon(1 + t\lVert v\Sigma_0(A + A^\top)\rVert)`, over the smallest
+        singular value of :math:`M`: within about ``1e-10`` of the blow-up time
+        (relative), or, where :math:`A + A^\top` has a kernel, at times
+        :math:`t \gtrsim 10^{-6}/(\varepsilon\lVert v\Sigma_0(A + A^\top)\rVert)`, where the
+        rounding of its zero eigenvalues, times :math:`t`, matters.
 
     Examples
     --------
@@ -184,10 +198,25 @@ def _isotropic_covariance(t: FloatArray, v: float, A: FloatArray, S0: FloatArray
     rate = _isotropic_rate(v, A, S0)
     _check_before(t, 1.0 / rate if rate > 0 else np.inf, "the covariance")
     d = S0.shape[0]
+    scale = abs(v) * float(np.linalg.norm(S0 @ (A + A.T), 2))
     out = np.empty((t.size, d, d))
     for k, tk in enumerate(t):
         # Sigma0 (I - t v S Sigma0)^-1 = ((I - t v Sigma0 S)^-1 Sigma0), solved not inverted.
-        M = np.linalg.solve(np.eye(d) - tk * v * S0 @ (A + A.T), S0)
+        M = np.eye(d) - tk * v * S0 @ (A + A.T)
+        # M's rounding, eps (1 + t |v Sigma0 S|), against its smallest singular value
+        smallest = float(np.linalg.svd(M, compute_uv=False)[-1])
+        rounding = EPS * (1.0 + tk * scale)
+        error = rounding / smallest if smallest > 0 else np.inf
+        if not error <= ISOTROPIC_RTOL:
+            raise FloatingPointError(
+                f"the isotropic covariance at t = {tk:.3g} would carry a relative error of about "
+                f"{error:.2g} (the rounding of I - t v Sigma0 (A + A^T) over its smallest "
+                "singular value), "
+                f"above {ISOTROPIC_RTOL:g}: t is within rounding of the blow-up time, or, where "
+                "A + A^T has a kernel, so large that the rounding of its zero eigenvalues, times "
+                "t, matters; ask for earlier times."
+            )
+        M = np.linalg.solve(M, S0)
         out[k] = 0.5 * (M + M.T)
     return out
 
