@@ -279,7 +279,7 @@ def build(
                 raise RuntimeError(message) from None
             shutil.copy(dist / "student" / f"{name}.ipynb", out / "student" / f"{name}.ipynb")
             (bundle,) = (dist / "autograder").glob(f"{name}-autograder_*.zip")
-            shutil.copy(bundle, out / "autograder" / f"{name}.zip")
+            shutil.copy(bundle, bundle_path(name, out))
             key = out / "answers" / f"{name}.ipynb"
             shutil.copy(dist / "autograder" / f"{name}.ipynb", key)
         for notebook_path in (out / "student" / f"{name}.ipynb", key):
@@ -316,7 +316,7 @@ def assignment_of(submission: Path) -> str:
 
 def grade(name: str, submission: Path, out: Path = DEFAULT_OUT) -> Score:
     """Grade `submission` (an ``.ipynb``) with the autograder bundle of problem set `name`."""
-    bundle = Path(out) / "autograder" / f"{name}.zip"
+    bundle = bundle_path(name, out)
     if not bundle.is_file():
         raise FileNotFoundError(f"no autograder bundle {bundle}: run `make coursework` first")
     with tempfile.TemporaryDirectory() as tmp:
@@ -349,11 +349,16 @@ def grade(name: str, submission: Path, out: Path = DEFAULT_OUT) -> Score:
     )
 
 
+def bundle_path(name: str, out: Path = DEFAULT_OUT) -> Path:
+    """The autograder bundle of problem set `name` in the built coursework `out`."""
+    return Path(out) / "autograder" / f"{name}.zip"
+
+
 def stale(name: str, out: Path = DEFAULT_OUT) -> bool:
     """Whether the autograder bundle of problem set `name` in `out` is missing or older than
     what it is built from (the set's notebook ``coursework/<set>.md``, this script): grading
     with it would leave out a problem added since, or grade one as it was."""
-    bundle = Path(out) / "autograder" / f"{name}.zip"
+    bundle = bundle_path(name, out)
     sources = (SOURCES / f"{name}.md", Path(__file__))
     return not bundle.is_file() or bundle.stat().st_mtime < max(p.stat().st_mtime for p in sources)
 
@@ -402,7 +407,6 @@ def write_grades(
     where the set has no such problem), the total and the most possible, and why a submission
     was not graded (its points then empty)."""
     questions = list(dict.fromkeys(q for score in scores.values() for q in score.questions))
-    table = Path(table)
     table.parent.mkdir(parents=True, exist_ok=True)
     with table.open("w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
@@ -410,13 +414,12 @@ def write_grades(
         for submission in found:
             score = scores.get(submission)
             if score is None:
-                points = [""] * (len(questions) + 2)
+                points, note = [""] * (len(questions) + 2), f"not graded: {failed[submission]}"
             else:
                 points = [
                     f"{score.questions[q]:g}" if q in score.questions else "" for q in questions
                 ]
-                points += [f"{score.total:g}", f"{score.max_total:g}"]
-            note = "" if score is not None else f"not graded: {failed[submission]}"
+                points, note = [*points, f"{score.total:g}", f"{score.max_total:g}"], ""
             writer.writerow([submission, names.get(submission, ""), *points, note])
 
 

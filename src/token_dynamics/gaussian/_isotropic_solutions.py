@@ -96,7 +96,7 @@ def _isotropic_rate(v: float, A: FloatArray, cov0: FloatArray) -> float:
     R, S = psd_sqrt(cov0), A + A.T
     top = float(np.max(np.sign(v) * np.linalg.eigvalsh(R @ S @ R)))
     # the rounding of the product R S R is bounded entrywise by d eps |R| |S| |R|
-    noise = ROUNDING_EIGS * cov0.shape[0] * np.finfo(np.float64).eps
+    noise = ROUNDING_EIGS * cov0.shape[0] * EPS
     if top <= noise * np.linalg.norm(np.abs(R) @ np.abs(S) @ np.abs(R), 2):
         return 0.0
     return abs(v) * top
@@ -198,26 +198,25 @@ def _isotropic_covariance(t: FloatArray, v: float, A: FloatArray, S0: FloatArray
     rate = _isotropic_rate(v, A, S0)
     _check_before(t, 1.0 / rate if rate > 0 else np.inf, "the covariance")
     d = S0.shape[0]
-    scale = abs(v) * float(np.linalg.norm(S0 @ (A + A.T), 2))
+    P = v * S0 @ (A + A.T)
+    scale = float(np.linalg.norm(P, 2))
     out = np.empty((t.size, d, d))
     for k, tk in enumerate(t):
-        # Sigma0 (I - t v S Sigma0)^-1 = ((I - t v Sigma0 S)^-1 Sigma0), solved not inverted.
-        M = np.eye(d) - tk * v * S0 @ (A + A.T)
+        # Sigma0 (I - t v S Sigma0)^-1 = ((I - t v Sigma0 S)^-1 Sigma0), solved not inverted;
         # M's rounding, eps (1 + t |v Sigma0 S|), against its smallest singular value
+        M = np.eye(d) - tk * P
         smallest = float(np.linalg.svd(M, compute_uv=False)[-1])
-        rounding = EPS * (1.0 + tk * scale)
-        error = rounding / smallest if smallest > 0 else np.inf
+        error = EPS * (1.0 + tk * scale) / smallest if smallest > 0 else np.inf
         if not error <= ISOTROPIC_RTOL:
             raise FloatingPointError(
                 f"the isotropic covariance at t = {tk:.3g} would carry a relative error of about "
                 f"{error:.2g} (the rounding of I - t v Sigma0 (A + A^T) over its smallest "
-                "singular value), "
-                f"above {ISOTROPIC_RTOL:g}: t is within rounding of the blow-up time, or, where "
-                "A + A^T has a kernel, so large that the rounding of its zero eigenvalues, times "
-                "t, matters; ask for earlier times."
+                f"singular value), above {ISOTROPIC_RTOL:g}: t is within rounding of the blow-up "
+                "time, or, where A + A^T has a kernel, so large that the rounding of its zero "
+                "eigenvalues, times t, matters; ask for earlier times."
             )
-        M = np.linalg.solve(M, S0)
-        out[k] = 0.5 * (M + M.T)
+        cov = np.linalg.solve(M, S0)
+        out[k] = 0.5 * (cov + cov.T)
     return out
 
 

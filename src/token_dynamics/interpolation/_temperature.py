@@ -11,6 +11,7 @@ import numpy as np
 from .._guards import float_guard
 from .._typing import ArrayLike, FloatArray
 from .._validation import as_real_array, check_instance, check_positive
+from ..attention._hardmax import tie_threshold
 from ._blocks import Transformer, _magnitude, as_sequences
 from ._hausdorff import relative_hausdorff_errors
 from ._layers import HARDMAX_TOL, FeedForward, SelfAttention
@@ -70,7 +71,7 @@ def _sa_terms(sa: SelfAttention, sequences: list[np.ndarray]) -> _SATerms:
     for X in sequences:
         S = X @ A.T @ X.T
         top = S.max(axis=1, keepdims=True)
-        tied = S >= top - HARDMAX_TOL * np.maximum(1.0, np.abs(top))
+        tied = S >= tie_threshold(top, HARDMAX_TOL)  # the keys Hardmax averages
         # a tie between distinct points: some coordinate differs among a query's tied keys
         hi = np.where(tied[:, :, None], X[None, :, :], -np.inf).max(axis=1)
         lo = np.where(tied[:, :, None], X[None, :, :], np.inf).min(axis=1)
