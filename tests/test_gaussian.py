@@ -706,6 +706,25 @@ def test_conversion_from_attention_fields():
     assert isinstance(g.moment_equations(at.L2(A, A, V, s=2.0)), g.L2Moments)
 
 
+def test_softmax_of_negative_beta_has_its_moment_ode():
+    """Softmax takes any finite real beta; Softmax(A, V, beta) is Softmax(beta A, V), so its
+    moment ODE is that of beta A (the tilted key law N(alpha + beta Sigma A x, Sigma))."""
+    from token_dynamics import attention as at
+
+    A, V = np.array([[0.3, 0.1], [0.0, -0.2]]), np.array([[1.0, 0.4], [0.2, 0.7]])
+    m, S = np.array([0.5, -1.0]), np.array([[1.0, 0.3], [0.3, 0.5]])
+    X = np.array([[0.2, 0.1], [-1.0, 0.4], [0.3, 0.8]])
+    field = at.Softmax(A, V, beta=-1.5)
+    np.testing.assert_allclose(field.velocity(X), at.Softmax(-1.5 * A, V).velocity(X), rtol=1e-14)
+    eq = g.moment_equations(field)
+    c, M = eq.affine(m, S)
+    np.testing.assert_allclose(c, V @ m, rtol=1e-15)
+    np.testing.assert_allclose(M, -1.5 * V @ S @ A, rtol=1e-14)  # products of three: rounding
+    want = g.SoftmaxMoments(-1.5 * A, V).rhs(0.0, m, S)
+    for got, ref in zip(eq.rhs(0.0, m, S), want, strict=True):
+        np.testing.assert_allclose(got, ref, rtol=1e-14, atol=1e-15)
+
+
 @pytest.mark.parametrize("name", ["Sigmoid", "Hardmax", "Unnormalised"])
 def test_non_gaussian_variants_have_no_moment_ode(name):
     from token_dynamics import attention as at

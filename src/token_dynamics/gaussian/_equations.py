@@ -24,6 +24,7 @@ from .._validation import (
     as_square,
     as_vector,
     check_positive,
+    check_real,
 )
 
 __all__ = [
@@ -158,7 +159,8 @@ class SoftmaxMoments(_BilinearMoments):
     Parameters
     ----------
     A, V : (d, d) arrays or callables ``t -> (d, d)``
-    beta : float, inverse temperature multiplying the scores.
+    beta : float, inverse temperature multiplying the scores (any finite real, as for
+        :class:`~token_dynamics.attention.Softmax`; a negative one repels).
 
     References
     ----------
@@ -178,7 +180,7 @@ class SoftmaxMoments(_BilinearMoments):
 
     def __post_init__(self):
         super().__post_init__()
-        check_positive(self.beta, "beta", allow_zero=True)
+        check_real(self.beta, "beta")
 
     def _affine(self, t, alpha, Sigma):
         A, V = self.beta * self._A(t), self._V(t)
