@@ -681,7 +681,7 @@ def test_stability_check_refuses_any_sink_mass_above_the_data():
 
 
 def test_field_constants_validation():
-    from token_dynamics.attention import Hardmax
+    from token_dynamics.attention import Hardmax, MultiHead
 
     with pytest.raises(ValueError, match="`sink_mass` is required"):
         mf.field_constants(Causal(_A2, _V2), 1.0)
@@ -689,6 +689,16 @@ def test_field_constants_validation():
         mf.field_constants(Causal(_A2, _V2), 1.0, sink_mass=2.0)
     with pytest.raises(TypeError, match="`field` must be Softmax"):
         mf.field_constants(Hardmax(_A2, _V2), 1.0)
+    # masked heads of a multi-head field read the `sink_mass` given to it (it was dropped, and
+    # the call refused as if it were missing): the constants add, each weighted by ||W_h||
+    masked = Causal(_A2, _V2)
+    one = mf.field_constants(masked, 1.0, sink_mass=0.5)
+    two = mf.field_constants(
+        MultiHead((masked, masked), W=(np.eye(3), 3 * np.eye(3))), 1.0, sink_mass=0.5
+    )
+    np.testing.assert_allclose(two.lipschitz_measure, 4 * one.lipschitz_measure, rtol=1e-14)
+    with pytest.raises(ValueError, match="`sink_mass` is required"):
+        mf.field_constants(MultiHead((masked, masked)), 1.0)
     with pytest.raises(ValueError, match="`p` must be 1 or 2"):
         mf.stability_ratios(Softmax(_A2, _V2), np.eye(2), 2 * np.eye(2), [0.0, 1.0], p=3)
     with pytest.raises(ValueError, match=r"`p` must be 1 or 2 \(2 with `conditional`\)"):

@@ -157,7 +157,8 @@ def gronwall_bound(
     times : array_like, shape (T,)
         Nonnegative, nondecreasing times.
     sink_mass : float, optional
-        For ``Causal`` only (see :func:`field_constants`).
+        For masked heads only (``Causal``, alone or in a ``MultiHead``; see
+        :func:`field_constants`).
     hardy_p : float, optional
         For ``Causal`` only, instead of `sink_mass`: the order :math:`p \in (1, \infty)` of
         the Hardy bound.

@@ -169,8 +169,9 @@ def field_constants(
         Time at which time-dependent parameters are evaluated.
     sink_mass : float, optional
         Mass :math:`w_0 \in (0, 1]` of the position marginal at 0; required for ``Causal``
-        (without an atom at 0 no pointwise constant uniform in the position exists; for a
-        sink-free bound in :math:`W_{p,\lambda}`, see `hardy_p` of :func:`gronwall_bound`).
+        and for a ``MultiHead`` with ``Causal`` heads (without an atom at 0 no pointwise
+        constant uniform in the position exists; for a sink-free bound in
+        :math:`W_{p,\lambda}`, see `hardy_p` of :func:`gronwall_bound`).
 
     Returns
     -------
@@ -182,6 +183,9 @@ def field_constants(
     TypeError
         For a variant without such estimates (hardmax is discontinuous; USA and linear
         attention are not covered here).
+    ValueError
+        If `R` is negative, `t` is not a finite real, or `sink_mass` is missing for masked
+        heads or outside :math:`(0, 1]`.
 
     References
     ----------
@@ -214,7 +218,7 @@ def _constants(
     if isinstance(field, Sinkhorn):
         return _sinkhorn(field, R, t)
     if isinstance(field, MultiHead):
-        parts = [_constants(h, R, t, None) for h in field.heads]
+        parts = [_constants(h, R, t, sink_mass) for h in field.heads]  # masked heads need it
         scales = [1.0] * len(parts) if field.W is None else [_norm(_at(W, "W", t)) for W in field.W]
         return FieldConstants(
             *(
