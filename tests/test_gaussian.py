@@ -1243,6 +1243,8 @@ def test_moment_gap_study_refuses_bad_sizes_and_a_blowup():
         g.moment_gap_study(SOFTMAX, [0.0, 0.0], np.eye(2), 0.2, [100])
     with pytest.raises(ValueError, match="`ns`"):
         g.moment_gap_study(SOFTMAX, [0.0, 0.0], np.eye(2), 0.2, [1.5, 3.0])
+    with pytest.raises(ValueError, match="`ns` must hold at least two distinct values"):
+        g.moment_gap_study(SOFTMAX, [0.0, 0.0], np.eye(2), 0.2, [50, 50])
     # A = V = I blows up at t* = 1 / (2 * 0.4) = 1.25
     blowup = td.Softmax(np.eye(2), np.eye(2))
     with pytest.raises(ValueError, match="smaller `T`"):

@@ -409,9 +409,14 @@ def test_fit_power_law_and_validation():
     with pytest.raises(ValueError, match="must be positive"):
         fit_power_law([1, 2], [1.0, -1.0])
     with pytest.raises(ValueError, match="`mean0` must be zero"):
-        mf.mean_field_errors([10], cov0=np.eye(2), A=np.eye(2), v=1.0, T=0.1, mean0=[1.0, 0.0])
+        mf.mean_field_errors([10, 20], cov0=np.eye(2), A=np.eye(2), v=1.0, T=0.1, mean0=[1, 0])
     with pytest.raises(ValueError, match="`ns` must be at least 1"):
         mf.mean_field_errors([0], cov0=[[1.0]], A=[[0.0]], v=1.0, T=0.1)
+    # the rate is fitted over `ns`: one size, repeated or alone, is refused by name before any
+    # run (it failed after all of them, naming the `x` of fit_power_law)
+    for ns in ([20, 20], [20], 20):
+        with pytest.raises(ValueError, match="`ns` must hold at least two distinct values"):
+            mf.mean_field_errors(ns, cov0=[[1.0]], A=[[0.0]], v=1.0, T=0.1)
     with pytest.raises(ValueError, match="different measures"):
         mf.stability_ratios(Softmax([[0.0]], [[1.0]]), [[0.0]], [[0.0]], [0.0, 1.0])
 

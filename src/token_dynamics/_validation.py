@@ -32,6 +32,7 @@ _T = TypeVar("_T")
 
 __all__ = [
     "MATRIX_RTOL",
+    "as_counts",
     "as_covariance",
     "as_dtype",
     "as_matrix",
@@ -426,6 +427,21 @@ def check_int(value: object, name: str, *, minimum: int = 1) -> int:
     if value < minimum:
         raise ValueError(f"`{name}` must be at least {minimum}; got {value!r}.")
     return int(value)
+
+
+def as_counts(values: object, name: str, *, minimum: int = 1) -> np.ndarray:
+    """Return `values`, the abscissae of a power-law fit in a count (numbers of tokens), as a 1-D
+    int array after checking each is an integer >= `minimum` and that two at least differ."""
+    arr = np.atleast_1d(np.asarray(values, dtype=object))  # object: floats stay floats
+    if arr.ndim != 1:
+        raise ValueError(f"`{name}` must be a 1-D sequence of integers; got shape {arr.shape}.")
+    counts = np.array([check_int(v, name, minimum=minimum) for v in arr], dtype=int)
+    if np.unique(counts).size < 2:
+        raise ValueError(
+            f"`{name}` must hold at least two distinct values, the points of the power-law fit "
+            f"of the rate; got {counts.tolist()}. Pass e.g. [100, 200, 400]."
+        )
+    return counts
 
 
 def as_rng(rng: SeedLike) -> np.random.Generator:

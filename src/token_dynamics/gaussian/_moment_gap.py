@@ -11,6 +11,7 @@ from .. import diagnostics, integrators
 from .._linalg import power_of_two_scale
 from .._typing import ArrayLike, FloatArray, SeedLike
 from .._validation import (
+    as_counts,
     as_covariance,
     as_rng,
     as_tokens,
@@ -200,13 +201,7 @@ def moment_gap_study(
     m0 = as_vector(mean, "mean")
     S0 = as_covariance(cov, "cov", d=m0.shape[0])
     T = check_positive(T, "T")
-    sizes = np.asarray(ns)
-    if sizes.ndim != 1 or sizes.size < 2 or not np.issubdtype(sizes.dtype, np.integer):
-        raise ValueError(
-            f"`ns` must be a 1-d sequence of at least two integers; got {ns!r}. "
-            "Pass token counts such as [100, 200, 400]."
-        )
-    sizes = np.array([check_int(int(k), "ns", minimum=2) for k in sizes])
+    sizes = as_counts(ns, "ns", minimum=2)
     repeats = check_int(repeats, "repeats")
     dt = None if dt is None else check_positive(dt, "dt")
     gen = as_rng(rng)

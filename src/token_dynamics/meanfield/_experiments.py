@@ -9,6 +9,7 @@ import numpy as np
 from .._guards import float_guard
 from .._typing import ArrayLike, SeedLike
 from .._validation import (
+    as_counts,
     as_covariance,
     as_matrix,
     as_rng,
@@ -132,6 +133,7 @@ def mean_field_errors(
     Parameters
     ----------
     ns : array_like of int, shape (k,)
+        Numbers of tokens, at least two distinct values (the points of the fit).
     cov0 : array_like, shape (d, d)
     A : array_like, shape (d, d)
     v : float
@@ -156,7 +158,8 @@ def mean_field_errors(
     Raises
     ------
     ValueError
-        If an integer argument is not positive, `cov0` is not a covariance, `A` does not match it,
+        If an integer argument is not positive, `ns` does not hold two distinct values, `cov0`
+        is not a covariance, `A` does not match it,
         `T` or `dt` is not positive, or `mean0` is nonzero with ``d >= 2``.
     TypeError
         If an array argument is not real, or `rng` is not a Generator, a seed or None.
@@ -171,7 +174,7 @@ def mean_field_errors(
     >>> err.final.shape
     (2, 2)
     """
-    ns = np.array([check_int(n, "ns") for n in np.atleast_1d(ns)])
+    ns = as_counts(ns, "ns")
     S0 = as_covariance(cov0, "cov0")
     if not np.any(S0):
         raise ValueError(
