@@ -280,6 +280,14 @@ def integrate(
 
     Raises
     ------
+    ValueError
+        If `field` is not callable or returns another shape, `method`, `ivp_method`,
+        `geometry` or `dtype` is not one of its values, `times` are not strictly increasing,
+        `X0` is not an ``(n, d)`` array of finite reals (or has a zero row on the sphere),
+        `dt`, `rtol` or `atol` is out of range, or `dt` asks for more than ``MAX_STEPS`` steps.
+    TypeError
+        If an array argument or the field's value is not real, or `X0` of another array
+        library comes without an explicit `dt` or with a ``solve_ivp`` method.
     FloatingPointError
         If the tokens or the field become non-finite (finite-time blow-up or a too large step),
         for every method alike, naming the time, the method and the quantity.

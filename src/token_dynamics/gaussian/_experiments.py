@@ -104,7 +104,7 @@ def cone_regime(name: str, *, rng: SeedLike = None) -> dict[str, MomentEquations
     ``A = K^T Q / sqrt(k)`` throughout; l2 uses ``Qbar = Q``, ``Kbar = K``, ``s = 2 sqrt(k)``
     (so that ``B = A``) and Sinkhorn ``eps = 1``.
 
-    Regimes: ``"zero"`` (K = -Q random, V = W W^T: collapse to 0), ``"line"`` (Q = q, K = -q,
+    Regimes: ``"zero"`` (K = -Q random, V = W W^T + I/10: collapse to 0), ``"line"`` (Q = q, K = -q,
     V = I: collapse onto the line of u u^T with u orthogonal to q), ``"plane"`` (two heads,
     each moving one coordinate and attending along the other: the diagonal plane c = 0 is
     stationary), ``"two-lines"`` and ``"mixed"`` (the two counterexamples
@@ -218,7 +218,7 @@ def limiting_ranks(
 
     As in the paper's histograms: :math:`Q \in \mathbb R^{\lfloor d/2\rfloor\times d}` standard
     normal, :math:`K = -Q`, :math:`A = K^\top Q/\sqrt k` (rank :math:`\lfloor d/2\rfloor`),
-    ``V = I`` or ``V = W^T W`` (``value="random"``), :math:`\Sigma_0 = LL^\top/d` with ``L``
+    ``V = I`` or ``V = W^T W / d`` (``value="random"``), :math:`\Sigma_0 = LL^\top/d` with ``L``
     standard normal, zero mean; eigenvalues of :math:`\Sigma(T)` above ``threshold`` are counted.
 
     The counts are the ranks at the time ``T``, not yet the limit's in every run: an eigenvalue

@@ -178,6 +178,12 @@ def solve_moments(
 
     Raises
     ------
+    ValueError
+        If `equations` has no moment ODE (see :func:`moment_equations`), `cov0` is not a
+        covariance in the dimension of `mean0` and of the parameters, `times` are not strictly
+        increasing, `method` is unknown, or `dt`, `rtol`, `atol` or `blowup_tau` is out of range.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
     FloatingPointError
         If the right-hand side overflows or turns non-finite all the same, naming the time and
         the method.

@@ -234,7 +234,8 @@ class StabilityRun:
     ----------
     times : ndarray, shape (T,)
     distance : ndarray, shape (T,)
-        :math:`W_2(\\mu_t, \\nu_t)` (or :math:`W_{2,\\lambda}` for masked tokens).
+        :math:`W_p(\\mu_t, \\nu_t)`, ``p`` = 1 or 2 (or :math:`W_{2,\\lambda}` for masked
+        tokens).
     ratio : ndarray, shape (T,)
         ``distance / distance[0]``: the measured stability constant.
     step_error : float or None

@@ -100,8 +100,8 @@ def stability_constant(
     Raises
     ------
     ValueError
-        If `times` are negative or decreasing, `A`, `V` are not square matrices of one size
-        or `beta` is not positive.
+        If `times` are negative or decreasing, `R0` is negative, `A`, `V` are not square
+        matrices of one size or `beta` is not positive.
     TypeError
         If an array argument is not real (complex, boolean, string or object).
 
