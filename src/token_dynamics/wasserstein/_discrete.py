@@ -99,6 +99,12 @@ def wasserstein2(
 
     Raises
     ------
+    ValueError
+        If `X` and `Y` are not tokens in one dimension, the weights are not probability
+        weights, `method` is unknown, `reg` is missing with ``"entropic"``, given with
+        ``"exact"`` or not positive, or `metric` is not symmetric positive definite ``(d, d)``.
+    TypeError
+        If an array argument is not real (complex, boolean, string or object).
     OptimalTransportError
         When POT stops before optimality (iteration cap) or Sinkhorn does not reach the
         marginal tolerance within ``SINKHORN_MAX_ITER`` iterations (the message names `reg`
@@ -223,6 +229,8 @@ def wasserstein1(
         If `X` and `Y` are not tokens in one dimension or the weights are not probability weights.
     TypeError
         If an array argument is not real (complex, boolean, string or object).
+    OptimalTransportError
+        When POT stops before optimality (iteration cap).
 
     References
     ----------
