@@ -172,7 +172,8 @@ def softmax_weights(
         If `scores` or `log_weights` is not a real array, or `axis` not an integer.
     ValueError
         If an argument holds NaN or ``+inf``, the shapes do not match, `axis` is out of range,
-        or a row along `axis` has no finite logit (every key masked).
+        `normalise` is not a bool, `out` is not a float64 array of the shape of `scores`, or a
+        row along `axis` has no finite logit (every key masked).
     FloatingPointError
         If a logit :math:`s_{ij} + \log w_j` leaves the float64 range.
 

@@ -39,8 +39,8 @@ class ParticleMoments(GaussianPath):
     means : (T, d) empirical means.
     covariances : (T, d, d) empirical covariances (normalised by ``n``: the covariance of the
         empirical measure).
-    status, message : as for :class:`GaussianPath` (``"completed"``: the particle run raises
-        ``FloatingPointError`` instead of returning a failed path).
+    status, message, blowup_time : as for :class:`GaussianPath` (``"completed"`` and ``None``:
+        the particle run raises ``FloatingPointError`` instead of returning a failed path).
     mean_stderr : (T, d) standard errors of the means against the mean-field moments: the
         grouped jackknife over the initial tokens (:data:`JACKKNIFE_GROUPS` runs, each
         without one group), which counts the initial tokens as the independent units.
