@@ -723,6 +723,34 @@ def test_newton_converges_quadratically_and_reports_failure():
         cl.find_critical_point(np.ones((3, 1)), beta=1.0)
 
 
+def test_far_apart_tokens_at_large_beta_are_not_taken_for_a_critical_point():
+    """Tokens on the circle at angles 0, 2 and 4 are no critical point (the equilateral
+    triangle, 2 pi / 3 apart, is): their weights e^{beta c} are far below e^beta, and the
+    gradient in units of e^beta passed tol = 1e-11 from beta ~ 18 on, the start returned as
+    critical after 0 steps. Newton's method must reach the triangle at every beta, and the
+    gradient at beta = 700 (e^{700 c} ~ 1e-127, whose quotient by e^700 underflowed to an
+    exact 0) must be the direct sum's, to the rounding of exp at 700 |c| (beta eps ~ 2e-13)
+    of its largest term (token 1's two pulls cancel: its gradient is that rounding)."""
+    angles = np.array([0.0, 2.0, 4.0])
+    X0 = np.column_stack([np.cos(angles), np.sin(angles)])
+    for beta in (20.0, 50.0, 700.0):
+        cp = cl.find_critical_point(X0, beta=beta)
+        assert cp.status == "completed" and cp.iterations > 0, cp.message
+        # the triangle: every pair at inner product cos(2 pi / 3), to the tolerance's 1e-11
+        C = cp.X @ cp.X.T
+        np.testing.assert_allclose(C[~np.eye(3, dtype=bool)], -0.5, atol=1e-10)
+    C = X0 @ X0.T
+    direct = [
+        sum(math.exp(700.0 * C[i, j]) * (X0[j] - C[i, j] * X0[i]) for j in range(3) if j != i) / 9
+        for i in range(3)
+    ]
+    scale = float(np.abs(direct).max())
+    assert scale > 1e-130  # the largest pull, e^{700 cos 2} / 9, far from an underflow
+    np.testing.assert_allclose(
+        cl.sphere_energy_gradient(X0, beta=700.0), direct, rtol=0, atol=1e-12 * scale
+    )
+
+
 def test_newton_step_is_shortened_uniformly_to_max_step():
     """A step longer than max_step is scaled as a whole so that the longest geodesic move is
     max_step: with max_step = 3/4 of the free Newton step's longest move, every token moves 3/4
