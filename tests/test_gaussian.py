@@ -269,6 +269,24 @@ def test_blowup_test_reads_the_time_elapsed_since_the_first_time():
     np.testing.assert_allclose(runs[1].covariances, runs[0].covariances, rtol=1e-8, atol=1e-12)
 
 
+@pytest.mark.parametrize("t0", [1e6, 1e9])
+def test_blowup_far_from_time_zero_is_reported_with_its_time(t0):
+    # The scalar softmax Gaussian blows up at t0 + t*, t* = 1 / (2 v a s0) = 1.98. Far from 0
+    # the float64 spacing of t (1.2e-10 at 1e6, 1.2e-7 at 1e9) stops DOP853 ("step size less
+    # than spacing between numbers") before s / s' reaches the pole test's 1e-9 max(1, t - t0):
+    # the run ended "failed" with no blow-up time. At the last step s / s' is 8e-9 (1e6) and
+    # 8e-6 (1e9), below STALL_TAU (t - t0) = 2e-3, which a growth at a constant rate meets only
+    # after e^1000; the pole is simple (s = s0 / (1 - t / t*)), so t + s / s' is t* up to the
+    # solver's rtol and the spacing of t: within the 1e-6 asked of blow-up times
+    a, v, s0 = 0.9, 0.7, 0.4
+    t_star = g.scalar_blowup_time(a, v, s0)
+    run = g.solve_moments(g.SoftmaxMoments([[a]], [[v]]), [0.0], [[s0]], t0 + np.array([0, 1, 3]))
+    assert run.status == "blowup", run.message
+    assert "known only to within" in run.message
+    assert abs(run.blowup_time - (t0 + t_star)) < 1e-6
+    np.testing.assert_array_equal(run.times, t0 + np.array([0.0, 1.0]))
+
+
 @pytest.mark.parametrize(
     ("a", "v", "s0", "t_star"),
     [(1e-200, 1e-200, 1e300, 5e99), (1e200, 1e200, 1e-300, 5e-101), (0.9, 0.7, 0.4, 1 / 0.504)],

@@ -174,7 +174,11 @@ def solve_moments(
         the trace and its rate of change, the eigenvalues, the rank the covariance collapses
         to -- and the path is returned up to there) or its moments grew past
         ``OVERFLOW_SIZE`` (``MEAN_OVERFLOW`` for the mean) without a pole (explained
-        in ``message``).
+        in ``message``). A run far from time 0 (``t0 = 1e6``, a pole at ``t0 + 2``) can meet
+        a pole closer than its steps can follow, the float64 spacing of :math:`t`: when the
+        integrator stops there with :math:`s/s'` below ``STALL_TAU`` :math:`(t - t_0)` (a
+        growth at a constant rate would have passed :math:`e^{1000}`), the result is a
+        ``"blowup"`` whose time is known to within :math:`s/s'`, said in ``message``.
 
     Raises
     ------
@@ -256,9 +260,12 @@ def solve_moments(
     def elapsed(s):
         return max(0.0, s - t0)
 
+    accepted: list[Any] = [t0, None]  # the end of the last accepted step (events see each)
+
     def pole(s, y):
         # crosses 0 upwards when size / rate = tau max(1, s - t0) for either size; a size 0
         # (a Dirac, a centred mean) stays below
+        accepted[:] = [s, y.copy()]
         dy, window = fun(s, y), tau * max(1.0, elapsed(s))
         return max(
             window * rate(s, y, part, dy) - size(y, part) if size(y, part) > 0 else -1.0
@@ -422,9 +429,30 @@ def solve_moments(
     else:
         status = "failed"
         message = (
-            f"the integrator ({phase}) stopped at t = {reached[0]:.6g} with method={method!r}"
+            f"the integrator ({phase}) stopped at t = {reached[0]:.10g} with method={method!r}"
             f"{after}: {sol.message}"
         )
+        ta, ya = accepted
+        # a step below the float64 spacing of t: far from t0 (t0 = 1e6, a pole at t0 + 2) the
+        # pole test's s / s' < tau max(1, t - t0) asks for steps finer than t can resolve. The
+        # stall test's elapsed-time rule then tells a pole: s / s' < STALL_TAU (t - t0) would
+        # mean a growth by e^1000 at a constant rate
+        near = [
+            (name, size(ya, part), rate(ta, ya, part))
+            for name, part in (("tr(Sigma)", cov_part), ("|alpha|^2", mean_part))
+            if ya is not None and size(ya, part) > 0
+        ]
+        near = [c for c in near if 0 < c[1] < STALL_TAU * elapsed(ta) * c[2]]
+        if near:
+            name, se, re = min(near, key=lambda c: c[1] / c[2])
+            status, blowup = "blowup", ta + se / re
+            message = (
+                f"finite-time blow-up: {name} = {se:.3g} at t = {ta:.17g} and doubling within "
+                f"{se / re:.2g}, where {phase} could go no further ({sol.message} The float64 "
+                f"spacing of t is {float(np.spacing(ta)):.2g} there); the blow-up time "
+                f"{blowup:.17g} is known only to within {se / re:.2g}{after}. Times nearer 0 "
+                "resolve it further."
+            )
     return GaussianPath(times_out, means, covs, status, message, blowup)
 
 
