@@ -22,6 +22,18 @@ def test_gaussian_cloud_moments():
     )
 
 
+def test_covariance_near_the_largest_float_has_finite_tokens():
+    # 1e308 [[1, 0.9], [0.9, 1]] is a valid covariance whose largest eigenvalue, 1.9e308, passes
+    # the largest float: its factor held inf and every token was +-inf. The factor's entries are
+    # of order 1e154; the sample covariance, read at 1e154 per unit, is the matrix within
+    # Monte Carlo error, |cov| sqrt(2/n) per entry (5 sigma)
+    n = 20_000
+    unit = np.array([[1.0, 0.9], [0.9, 1.0]])
+    X = gaussian_cloud(n, [0.0, 0.0], 1e308 * unit, rng=3)
+    assert np.all(np.isfinite(X))
+    np.testing.assert_allclose(np.cov((X / 1e154).T), unit, rtol=0, atol=5 * np.sqrt(2 / n))
+
+
 def test_degenerate_covariance_is_accepted():
     X = gaussian_cloud(100, [0.0, 0.0], [[1.0, 1.0], [1.0, 1.0]], rng=2)
     np.testing.assert_allclose(X[:, 0], X[:, 1], rtol=0, atol=1e-12)  # rank one: on the diagonal

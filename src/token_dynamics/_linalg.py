@@ -68,10 +68,15 @@ def divide_by_power_of_two(X: Any, c: float) -> Any:
 
 
 def _eig_psd(S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Eigenvalues (rounding below zero clipped to zero) and eigenvectors of ``(S + S^T) / 2``."""
+    """Square roots of the eigenvalues (rounding below zero clipped to zero) and eigenvectors of
+    ``(S + S^T) / 2``, from ``S`` divided by a power of two near its largest entry: an
+    eigenvalue of ``S`` may pass the largest float (1.9e308 for ``1e308 [[1, 0.9], [0.9, 1]]``,
+    whose factor then held inf) while its square root is of order 1e154."""
     S = np.asarray(S, dtype=np.float64)
-    lam, U = np.linalg.eigh(0.5 * S + 0.5 * S.T)  # halves first: no overflow at 1e308
-    return np.clip(lam, 0.0, None), U
+    c = power_of_two_scale(S)
+    A = S / c  # exact, entries in (-2, 2)
+    lam, U = np.linalg.eigh(0.5 * (A + A.T))
+    return np.sqrt(np.clip(lam, 0.0, None)) * np.sqrt(c), U
 
 
 def psd_factor(S: np.ndarray) -> np.ndarray:
@@ -95,8 +100,8 @@ def psd_factor(S: np.ndarray) -> np.ndarray:
     array([[4., 0.],
            [0., 0.]])
     """
-    lam, U = _eig_psd(S)
-    return U * np.sqrt(lam)
+    root, U = _eig_psd(S)
+    return U * root
 
 
 def psd_sqrt(S: np.ndarray) -> np.ndarray:
@@ -108,8 +113,8 @@ def psd_sqrt(S: np.ndarray) -> np.ndarray:
     array([[2., 0.],
            [0., 3.]])
     """
-    lam, U = _eig_psd(S)
-    return (U * np.sqrt(lam)) @ U.T
+    root, U = _eig_psd(S)
+    return (U * root) @ U.T
 
 
 def row_blocks(n_rows: int, n_cols: int) -> Iterator[slice]:
