@@ -9,7 +9,8 @@ no solution and no address; and the print layout of
 `tools/book_pdf.py` (PRINT_LAYOUT) on a fixture book: wide formulas scaled down or wrapped, one
 that cannot fit reported, an animation printed as its first and last frames, an explorer's frame
 captioned with its parameter values, headings kept with what follows them, a code cell almost a
-page tall printed from the page of its heading.
+page tall printed from the page of its heading, a long line of code that goes on at its
+indentation after a mark.
 
 The whole-book tests print the site that `make build` left in `_build/html` once (the module's
 fixture `book`; it fails with that instruction when there is none, rather than skip); `make test`
@@ -21,6 +22,7 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass
+from html import unescape
 from pathlib import Path
 
 import pytest
@@ -543,6 +545,24 @@ TALL_NOTEBOOK = (
         for n in TALL_LINES
     )
 )
+# lines of code too long for the printed line, one indented in a cell's code and one in its
+# output, each between two words that mark its ends
+WRAPPED_CODE = 'return "WRAPA " + "' + "w " * 40 + '" + "WRAPZ"'
+WRAPPED_OUTPUT = "OUTA " + "v " * 40 + "OUTZ"
+CODE_NOTEBOOK = (
+    NOTEBOOK_HEADER
+    + f"""# Code
+
+```{{code-cell}} ipython3
+def wrapped():
+    {WRAPPED_CODE}
+
+
+print("OUT0")
+print(" " * 8 + "{WRAPPED_OUTPUT}")
+```
+"""
+)
 LAYOUT_TOC = """format: jb-book
 root: book/intro
 chapters:
@@ -550,14 +570,15 @@ chapters:
   - file: book/unfit
   - file: book/headings
   - file: book/tall
+  - file: book/code
 """
 
 
 @pytest.fixture(scope="module")
 def layout(tmp_path_factory):
     """A fixture book of a page with wide formulas, an animation and an explorer, a page with a
-    formula too wide to fit, a page of headings near the pages' ends and a page of tall code
-    cells, printed."""
+    formula too wide to fit, a page of headings near the pages' ends, a page of tall code
+    cells and a page of long lines of code, printed."""
     require_tools()
     tmp_path = tmp_path_factory.mktemp("layout")
     (tmp_path / "book").mkdir()
@@ -570,6 +591,7 @@ def layout(tmp_path_factory):
             "book/unfit.md": UNFIT_PAGE,
             "book/headings.md": HEADINGS_NOTEBOOK,
             "book/tall.md": TALL_NOTEBOOK,
+            "book/code.md": CODE_NOTEBOOK,
         },
     )
     (book_dir / "book" / "api.rst").unlink()
@@ -601,7 +623,7 @@ def words_by_page(out: Path, modified: int) -> list[list[tuple[float, float, flo
     ).stdout
     box = r'<word xMin="([\d.]+)" yMin="([\d.]+)" xMax="([\d.]+)" yMax="([\d.]+)">([^<]*)</word>'
     return [
-        [(*map(float, found[:4]), found[4]) for found in re.findall(box, page)]
+        [(*map(float, found[:4]), unescape(found[4])) for found in re.findall(box, page)]
         for page in xml.split("<page ")[1:]
     ]
 
@@ -733,3 +755,55 @@ def test_book_formulas_fit_no_heading_ends_a_page_and_none_is_blank(book):
     assert not stranded, f"pages (from 0) that end with a heading: {stranded}"
     blank = blank_pages(book.out, pages)
     assert not blank, f"pages (from 0) with nothing but headings on them: {blank}"
+
+
+def line_of(out: Path, index: int, y: float) -> list[tuple[float, float, float, float, str]]:
+    """The words of the line of text at height `y` (points from the top) of the PDF page
+    `index`, from left to right."""
+    return sorted(w for w in words(out, index) if abs(w[1] - y) < 2)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("start", "end", "indent"),
+    [('"WRAPA', '"WRAPZ"', 4), ("OUTA", "OUTZ", 8)],  # the words at its ends, as printed
+    ids=["code", "output"],
+)
+def test_long_code_line_goes_on_at_its_indentation_after_a_mark(layout, start, end, indent):
+    """A line of code too long for the printed line (a cell's, indented in a function, and its
+    output's) goes on under its first character, two columns further in, as LaTeX's listings
+    with breaklines, and a mark is drawn in those two columns; the mark is a picture, not text:
+    the PDF's text of the line is the line's, and copied code has no mark in it."""
+    pages = page_range(layout, "book/code.html")
+    index, at = next((k, w[1]) for k in pages for w in words(layout.out, k) if w[4] == start)
+    first = line_of(layout.out, index, at)
+    # column 0: the line above it (`def wrapped():` and the output's `OUT0`) starts there
+    above = max(w[1] for w in words(layout.out, index) if w[1] < at - 2)
+    column = line_of(layout.out, index, above)[0][0]
+    width = (first[0][2] - first[0][0]) / len(first[0][4])  # of a character (monospace)
+    assert first[0][0] - column == pytest.approx(indent * width, abs=width / 4)
+    below = min(w[1] for w in words(layout.out, index) if w[1] > at + 2)
+    continued = line_of(layout.out, index, below)
+    assert continued[-1][4] == end, continued  # one line of the code, wrapped once
+    # the continuation starts two columns to the right of the line's first character
+    assert continued[0][0] - first[0][0] == pytest.approx(2 * width, abs=width / 4)
+    # the mark: drawn (darker than the code's background) in the two columns before it
+    scale = 4  # pixels per point
+    left, top = first[0][0], below
+    crop = (left, top, continued[0][0] - left, continued[0][3] - top)  # in points
+    x, y, w, h = (str(round(v * scale)) for v in crop)
+    page = str(index + 1)
+    pgm = subprocess.run(
+        [
+            *("pdftoppm", "-gray", "-r", str(72 * scale), "-f", page, "-l", page),
+            *("-x", x, "-y", y, "-W", w, "-H", h, str(layout.out)),
+        ],
+        capture_output=True,
+        check=True,
+    ).stdout
+    pixels = pgm.split(b"\n", 3)[3]  # after the header: P5, width height, 255
+    assert min(pixels) < 200, "no continuation mark before the wrapped line's continuation"
+    # the PDF's text is the code's: no mark, and the line whole in order
+    code = WRAPPED_CODE if indent == 4 else WRAPPED_OUTPUT
+    text = " ".join(layout.pages[k] for k in pages)
+    assert squeeze(code) in squeeze(text)

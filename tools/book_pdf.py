@@ -15,7 +15,8 @@ display formula wider than the printed line is scaled down, to 60% at most, and 
 is shown by its first and last frames, captioned; an explorer (token_dynamics.widgets) by its
 frame, captioned with the parameter values it shows; a heading is kept with a short block after
 it, and a tall block kept whole inside another (a code cell's code in its frame, a table in a
-folded admonition) breaks where the block around it must. It is printed on A4 with its
+folded admonition) breaks where the block around it must; a line of code too long for the page
+wraps and goes on at its indentation after a hook. It is printed on A4 with its
 navigation hidden and its folded solutions unfolded (the student edition has none to unfold),
 its pages numbered on from the previous page's, its title in the running head.
 
@@ -87,8 +88,12 @@ KEYWORDS = (
 PAGE_LINK = "https://page.invalid/"
 # The screen's chrome (header, sidebars, buttons, previous/next links, the theme's printed
 # "Contents" list of the page) has no place on paper; folded content (solutions, hidden cells'
-# outputs, <details>) is printed unfolded; long code lines wrap instead of being cut; a table's
-# row is not split between two pages.
+# outputs, <details>) is printed unfolded; a table's row is not split between two pages. A long
+# line of code wraps instead of being cut, and goes on at its indentation after a hook (as
+# LaTeX's listings with breaklines and postbreak): PRINT_LAYOUT makes each line of a <pre> a
+# `.print-line` block with its indentation as `--indent`, the hanging indent leaves two columns
+# more, and a hook (an SVG) is drawn in them, a picture, not text, so that code copied from
+# the PDF has no mark in it.
 PRINT_CSS = """
 @page {
   size: A4;
@@ -106,6 +111,12 @@ html { width: WIDTHpx !important; }
 .toggle-hidden { display: block !important; visibility: visible !important;
   height: auto !important; opacity: 1 !important; }
 pre { white-space: pre-wrap !important; overflow-wrap: anywhere; }
+.print-line { display: block; position: relative;
+  padding-left: calc(var(--indent) + 2ch); text-indent: calc(-1 * (var(--indent) + 2ch)); }
+.print-line::before { content: ""; position: absolute; left: var(--indent); width: 2ch;
+  top: 1lh; bottom: 0; background: left top / 2ch 1lh repeat-y url("data:image/svg+xml,\
+%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 16 20'%3E%3Cpath d='M5 3v9h8M10 9l3 3-3 3' \
+fill='none' stroke='%23888' stroke-width='1.5'/%3E%3C/svg%3E"); }
 .cell_input, .cell_output, img, figure, mjx-container[display="true"], div.math, tr {
   break-inside: avoid; }
 h1, h2, h3, h4, h5, h6, .print-label { break-after: avoid; }
@@ -190,12 +201,13 @@ KEEP_WITH_NEXT = 330
 # What the screen shows as moving or switching becomes, on paper: an animation (matplotlib's
 # jshtml player) its first and last frames, captioned; an explorer (token_dynamics.widgets'
 # static view) the frame it shows, captioned with its parameters' values, without its controls.
-# Display formulas are fitted to the printed line (see MIN_MATH_SCALE); a heading is kept with a
-# short block after it, and a block inside another kept whole is kept whole itself only when
-# short (KEEP_WITH_NEXT). Returns what was done and the formulas that overflow.
+# Display formulas are fitted to the printed line (see MIN_MATH_SCALE); each line of code is made
+# a block (PRINT_CSS); a heading is kept with a short block after it, and a block inside another
+# kept whole is kept whole itself only when short (KEEP_WITH_NEXT). Returns what was done and the
+# formulas that overflow.
 PRINT_LAYOUT = r"""({width, minScale, keepWithNext}) => {
-  const done = {unfit: [], scaled: 0, wrapped: 0, animations: 0, explorers: 0, kept: 0,
-                released: 0};
+  const done = {unfit: [], scaled: 0, wrapped: 0, animations: 0, explorers: 0, continued: 0,
+                kept: 0, released: 0};
   const article = document.querySelector('article.bd-article') || document.body;
   // laid out as printed: the media queries of the page's width, the width between its margins
   // (PRINT_CSS); were the page wider, each block would be `excess` wider than on paper
@@ -294,6 +306,45 @@ PRINT_LAYOUT = r"""({width, minScale, keepWithNext}) => {
     (img || explorer.lastElementChild).after(line);
     done.explorers += 1;
   }
+  // each line of code a block of its own (PRINT_CSS: a wrapped line goes on at its indentation
+  // after a hook), its text and the elements around it (the highlighter's) unchanged
+  for (const pre of article.querySelectorAll('pre')) {
+    const open = [];  // the elements around the text being copied, outermost first
+    const lines = [];
+    let at;  // where the text goes: the innermost copy of `open` in the last line
+    const newLine = () => {
+      const line = document.createElement('span');
+      line.className = 'print-line';
+      lines.push(line);
+      at = line;
+      for (const el of open) at = at.appendChild(el.cloneNode(false));
+    };
+    const copy = node => {
+      for (const child of node.childNodes) {
+        if (child.nodeType === Node.ELEMENT_NODE) {
+          at = at.appendChild(child.cloneNode(false));
+          open.push(child);
+          copy(child);
+          open.pop();
+          at = at.parentNode;
+        } else if (child.nodeType === Node.TEXT_NODE) {
+          child.data.split('\n').forEach((part, k) => {
+            if (k) { at.append('\n'); newLine(); }
+            if (part) at.append(part);
+          });
+        }
+      }
+    };
+    newLine();
+    copy(pre);
+    if (!lines[lines.length - 1].textContent) lines.pop();  // after the last newline
+    for (const line of lines) {
+      line.style.setProperty('--indent', `min(${line.textContent.search(/\S|$/)}ch, 50%)`);
+    }
+    pre.replaceChildren(...lines);
+    const height = parseFloat(getComputedStyle(pre).lineHeight);
+    done.continued += lines.filter(line => line.offsetHeight > 1.5 * height).length;
+  }
   const whole = el => getComputedStyle(el).breakInside === 'avoid';
   for (const el of article.querySelectorAll('*')) {
     if (el.getBoundingClientRect().height <= keepWithNext || !whole(el)) continue;
@@ -368,8 +419,9 @@ class Book(NamedTuple):
     """What `print_book` made: the book's pages as printed, the number of front-matter pages
     (title and contents) before them, the metadata written into the PDF, the display formulas
     that overflow the printed line (`Unfit`), and the counts of what the print layout changed
-    (``scaled`` and ``wrapped`` formulas, ``animations``, ``explorers``, headings ``kept`` with
-    the block after them, tall blocks inside blocks kept whole ``released`` to break)."""
+    (``scaled`` and ``wrapped`` formulas, ``animations``, ``explorers``, lines of code
+    ``continued`` on the next line, headings ``kept`` with the block after them, tall blocks
+    inside blocks kept whole ``released`` to break)."""
 
     printed: list[Printed]
     front: int
