@@ -10,7 +10,8 @@ no solution and no address; and the print layout of
 that cannot fit reported, an animation printed as its first and last frames, an explorer's frame
 captioned with its parameter values, headings kept with what follows them, a code cell almost a
 page tall printed from the page of its heading, a long line of code that goes on at its
-indentation after a mark.
+indentation after a mark, a tall code cell that breaks between its lines where a short one is
+kept whole.
 
 The whole-book tests print the site that `make build` left in `_build/html` once (the module's
 fixture `book`; it fails with that instruction when there is none, rather than skip); `make test`
@@ -549,6 +550,10 @@ TALL_NOTEBOOK = (
 # output, each between two words that mark its ends
 WRAPPED_CODE = 'return "WRAPA " + "' + "w " * 40 + '" + "WRAPZ"'
 WRAPPED_OUTPUT = "OUTA " + "v " * 40 + "OUTZ"
+# a cell of TALL_CELL_LINES lines, each too long for the printed line (two lines on paper), taller
+# than a third of a page but less than a page, after blank space from the top of a page that
+# leaves room for part of it; then a cell of a few lines after blank space that leaves too little
+TALL_CELL_LINES = 26
 CODE_NOTEBOOK = (
     NOTEBOOK_HEADER
     + f"""# Code
@@ -561,7 +566,30 @@ def wrapped():
 print("OUT0")
 print(" " * 8 + "{WRAPPED_OUTPUT}")
 ```
+
+<div style="break-before: page"></div>
+
+Tallfiller
+
+<div style="height: 300px"></div>
+
+```{{code-cell}} ipython3
 """
+    + "".join(
+        f't{k:02} = "T{k:02}A " + "{"t " * 40}" + "T{k:02}Z"\n' for k in range(TALL_CELL_LINES)
+    )
+    + """```
+
+<div style="break-before: page"></div>
+
+Shortfiller
+
+<div style="height: 800px"></div>
+
+```{code-cell} ipython3
+"""
+    + "".join(f"s{k:02} = {k}\n" for k in range(12))
+    + "```\n"
 )
 LAYOUT_TOC = """format: jb-book
 root: book/intro
@@ -578,7 +606,7 @@ chapters:
 def layout(tmp_path_factory):
     """A fixture book of a page with wide formulas, an animation and an explorer, a page with a
     formula too wide to fit, a page of headings near the pages' ends, a page of tall code
-    cells and a page of long lines of code, printed."""
+    cells and a page of long lines of code and of cells near the pages' ends, printed."""
     require_tools()
     tmp_path = tmp_path_factory.mktemp("layout")
     (tmp_path / "book").mkdir()
@@ -807,3 +835,28 @@ def test_long_code_line_goes_on_at_its_indentation_after_a_mark(layout, start, e
     code = WRAPPED_CODE if indent == 4 else WRAPPED_OUTPUT
     text = " ".join(layout.pages[k] for k in pages)
     assert squeeze(code) in squeeze(text)
+
+
+@pytest.mark.slow
+def test_tall_code_cell_breaks_between_its_lines_a_short_one_is_kept_whole(layout):
+    """A code cell taller than a third of a page (`TALL_CELL`), which does not fit below what
+    precedes it, starts there and goes on on the next page, rather than moving whole to the next
+    page and leaving most of this one blank; it breaks between two of its lines, never inside
+    one (each line of it takes two printed lines). A cell of a few lines that does not fit is
+    printed whole on the next page."""
+    pages = [layout.pages[k] for k in page_range(layout, "book/code.html")]
+
+    def page_of(word: str) -> int:
+        found = [k for k, text in enumerate(pages) if word in text]
+        assert len(found) == 1, (word, found)
+        return found[0]
+
+    tall = page_of("Tallfiller")
+    starts = [page_of(f"T{k:02}A") for k in range(TALL_CELL_LINES)]
+    ends = [page_of(f"T{k:02}Z") for k in range(TALL_CELL_LINES)]
+    assert starts[0] == tall, "the tall cell moved to the page after the one it starts on"
+    assert ends[-1] == tall + 1
+    assert starts == ends, "a line of code split between two pages"
+    assert starts == sorted(starts)
+    short = page_of("Shortfiller")
+    assert {page_of(f"s{k:02} = {k}") for k in range(12)} == {short + 1}

@@ -16,7 +16,8 @@ is shown by its first and last frames, captioned; an explorer (token_dynamics.wi
 frame, captioned with the parameter values it shows; a heading is kept with a short block after
 it, and a tall block kept whole inside another (a code cell's code in its frame, a table in a
 folded admonition) breaks where the block around it must; a line of code too long for the page
-wraps and goes on at its indentation after a hook. It is printed on A4 with its
+wraps and goes on at its indentation after a hook, and a block of code taller than a third of
+the page (`TALL_CELL`) may break between two of its lines. It is printed on A4 with its
 navigation hidden and its folded solutions unfolded (the student edition has none to unfold),
 its pages numbered on from the previous page's, its title in the running head.
 
@@ -93,7 +94,8 @@ PAGE_LINK = "https://page.invalid/"
 # LaTeX's listings with breaklines and postbreak): PRINT_LAYOUT makes each line of a <pre> a
 # `.print-line` block with its indentation as `--indent`, the hanging indent leaves two columns
 # more, and a hook (an SVG) is drawn in them, a picture, not text, so that code copied from
-# the PDF has no mark in it.
+# the PDF has no mark in it. A line is not split between two pages, nor is a block of code
+# after its first line or before its last.
 PRINT_CSS = """
 @page {
   size: A4;
@@ -110,13 +112,15 @@ html { width: WIDTHpx !important; }
 .bd-main, .bd-content, .bd-article-container, .bd-article { max-width: none !important; }
 .toggle-hidden { display: block !important; visibility: visible !important;
   height: auto !important; opacity: 1 !important; }
-pre { white-space: pre-wrap !important; overflow-wrap: anywhere; }
-.print-line { display: block; position: relative;
+pre { white-space: pre-wrap !important; overflow-wrap: anywhere; overflow: visible !important; }
+.print-line { display: block; position: relative; break-inside: avoid;
   padding-left: calc(var(--indent) + 2ch); text-indent: calc(-1 * (var(--indent) + 2ch)); }
 .print-line::before { content: ""; position: absolute; left: var(--indent); width: 2ch;
   top: 1lh; bottom: 0; background: left top / 2ch 1lh repeat-y url("data:image/svg+xml,\
 %3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 16 20'%3E%3Cpath d='M5 3v9h8M10 9l3 3-3 3' \
 fill='none' stroke='%23888' stroke-width='1.5'/%3E%3C/svg%3E"); }
+.print-line:first-child { break-after: avoid; }
+.print-line:last-child { break-before: avoid; }
 .cell_input, .cell_output, img, figure, mjx-container[display="true"], div.math, tr {
   break-inside: avoid; }
 h1, h2, h3, h4, h5, h6, .print-label { break-after: avoid; }
@@ -198,16 +202,24 @@ MIN_MATH_SCALE = 0.6
 # page), Chromium moves a tall inner one whole to the next page and leaves the outer one's first
 # part an empty box (a code cell's frame, a folded admonition's title), a page or most of one.
 KEEP_WITH_NEXT = 330
+# The height of the printed page's text: the A4 page's 297 mm less the margins of PRINT_CSS
+# (16 mm and 18 mm), in CSS pixels.
+PAGE_HEIGHT = 994
+# A code cell's code, or its output, taller than this fraction of the page may break across
+# pages, between two of its lines (PRINT_CSS); a shorter one is kept whole. Kept whole, a cell
+# that does not fit below what precedes it moves to the next page and leaves the rest of this one
+# blank: up to this fraction of a page, where a cell almost a page tall left most of one.
+TALL_CELL = 1 / 3
 # What the screen shows as moving or switching becomes, on paper: an animation (matplotlib's
 # jshtml player) its first and last frames, captioned; an explorer (token_dynamics.widgets'
 # static view) the frame it shows, captioned with its parameters' values, without its controls.
 # Display formulas are fitted to the printed line (see MIN_MATH_SCALE); each line of code is made
-# a block (PRINT_CSS); a heading is kept with a short block after it, and a block inside another
-# kept whole is kept whole itself only when short (KEEP_WITH_NEXT). Returns what was done and the
-# formulas that overflow.
-PRINT_LAYOUT = r"""({width, minScale, keepWithNext}) => {
+# a block (PRINT_CSS); a block of code taller than `tallCell` (TALL_CELL) may break; a heading is
+# kept with a short block after it, and a block inside another kept whole is kept whole itself
+# only when short (KEEP_WITH_NEXT). Returns what was done and the formulas that overflow.
+PRINT_LAYOUT = r"""({width, minScale, keepWithNext, tallCell}) => {
   const done = {unfit: [], scaled: 0, wrapped: 0, animations: 0, explorers: 0, continued: 0,
-                kept: 0, released: 0};
+                divided: 0, kept: 0, released: 0};
   const article = document.querySelector('article.bd-article') || document.body;
   // laid out as printed: the media queries of the page's width, the width between its margins
   // (PRINT_CSS); were the page wider, each block would be `excess` wider than on paper
@@ -345,6 +357,19 @@ PRINT_LAYOUT = r"""({width, minScale, keepWithNext}) => {
     const height = parseFloat(getComputedStyle(pre).lineHeight);
     done.continued += lines.filter(line => line.offsetHeight > 1.5 * height).length;
   }
+  // a block of code (a cell's code or its output, else a literal block) taller than `tallCell`
+  // may break across pages, between two of its lines; a shorter one is kept whole
+  const divided = new Set();
+  for (const pre of article.querySelectorAll('pre')) {
+    const block = pre.closest('.cell_input, .cell_output') ||
+      pre.closest('div[class*="highlight-"]') || pre;
+    if (block.getBoundingClientRect().height <= tallCell) continue;
+    for (let el = pre; el !== block.parentElement; el = el.parentElement) {
+      el.style.breakInside = 'auto';
+    }
+    divided.add(block);
+  }
+  done.divided = divided.size;
   const whole = el => getComputedStyle(el).breakInside === 'avoid';
   for (const el of article.querySelectorAll('*')) {
     if (el.getBoundingClientRect().height <= keepWithNext || !whole(el)) continue;
@@ -420,8 +445,9 @@ class Book(NamedTuple):
     (title and contents) before them, the metadata written into the PDF, the display formulas
     that overflow the printed line (`Unfit`), and the counts of what the print layout changed
     (``scaled`` and ``wrapped`` formulas, ``animations``, ``explorers``, lines of code
-    ``continued`` on the next line, headings ``kept`` with the block after them, tall blocks
-    inside blocks kept whole ``released`` to break)."""
+    ``continued`` on the next line, tall blocks of code ``divided`` between pages, headings
+    ``kept`` with the block after them, tall blocks inside blocks kept whole ``released`` to
+    break)."""
 
     printed: list[Printed]
     front: int
@@ -618,6 +644,7 @@ def print_book(
                     "width": PRINT_WIDTH,
                     "minScale": MIN_MATH_SCALE,
                     "keepWithNext": KEEP_WITH_NEXT,
+                    "tallCell": TALL_CELL * PAGE_HEIGHT,
                 },
             )
             unfit.extend(Unfit(entry.path, **found) for found in done.pop("unfit"))
