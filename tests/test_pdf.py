@@ -2,7 +2,8 @@
 address and a contents page with the page numbers, an outline of parts, chapters and sections
 in the order of `_toc.yml`, the metadata, running page numbers, every page of the table of
 contents but the API reference in its order, the chapter titles, the numbered statements with
-their titles, typeset maths, the figures and the bibliography, links that stay inside the PDF,
+their titles, typeset maths, the figures and the bibliography, links that stay inside the PDF
+(those to the API reference lead to the published site),
 no display formula too wide for the printed line, no page that ends with a heading and no page
 left blank; the API reference printed apart (`--api only`); the student edition's PDF carries
 no solution and no address; and the print layout of
@@ -25,6 +26,7 @@ import subprocess
 from dataclasses import dataclass
 from html import unescape
 from pathlib import Path
+from urllib.parse import urljoin
 
 import pytest
 import yaml
@@ -385,9 +387,9 @@ PARTS_BOOK = {
 
 @pytest.mark.slow
 def test_api_reference_left_out_or_printed_apart(tmp_path):
-    """`make pdf` leaves the API reference out (and the links to it, whose pages are not in
-    the PDF); `--api only` prints it alone, its index over its modules; `--api append` keeps
-    it as the book's last part."""
+    """`make pdf` leaves the API reference out (the links to it lead to the published site);
+    `--api only` prints it alone, its index over its modules; `--api append` keeps it as the
+    book's last part (the links to it stay inside the PDF)."""
     require_tools()
     (tmp_path / "book" / "api").mkdir(parents=True)
     book_dir = make_book(tmp_path, PARTS_BOOK)
@@ -413,6 +415,10 @@ def test_api_reference_left_out_or_printed_apart(tmp_path):
             for ref in page.get("/Annots") or []
         ]
         assert not [u for u in uris if u.startswith("http://127.0.0.1")], (api, uris)
+        # the intro's link to `token_dynamics.normalize`, where its page is not printed
+        site = yaml.safe_load((book_dir / "_config.yml").read_text(encoding="utf-8"))["html"]
+        published = [u for u in uris if u.startswith(site["baseurl"] + book_pdf.API)]
+        assert bool(published) == (api == "omit"), (api, uris)
     book_part = [
         ("Contents", []),
         ("Intro", []),
@@ -860,3 +866,31 @@ def test_tall_code_cell_breaks_between_its_lines_a_short_one_is_kept_whole(layou
     assert starts == sorted(starts)
     short = page_of("Shortfiller")
     assert {page_of(f"s{k:02} = {k}") for k in range(12)} == {short + 1}
+
+
+@pytest.mark.slow
+def test_links_to_the_api_reference_lead_to_the_published_site(book):
+    """The API reference is not in the PDF: each link of the printed pages to it leads to its
+    place on the published site (``html.baseurl``), which the built site has."""
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    site = config["html"]["baseurl"]
+    linked = set()  # the links of the printed pages' text into the API reference, on the site
+    for page in book.book.printed:
+        text = (HTML / page.path).read_text(encoding="utf-8")
+        article = text[text.index("<article") : text.index("</article>")]
+        for href in re.findall(r'<a [^>]*href="([^"]+)"', article):
+            target = urljoin(page.path, href)
+            if target.startswith(book_pdf.API):
+                linked.add(site + target)
+    assert linked, "the book links to its API reference (the checks page does)"
+    uris = {
+        str(ref.get_object()["/A"]["/URI"])
+        for page in book.reader.pages
+        for ref in page.get("/Annots") or []
+        if "/URI" in ref.get_object().get("/A", {})
+    }
+    assert {uri for uri in uris if uri.startswith(site + book_pdf.API)} == linked
+    for uri in linked:  # each leads to a page of the site, and to a place there
+        path, _, place = uri.removeprefix(site).partition("#")
+        page = (HTML / path).read_text(encoding="utf-8")
+        assert not place or f'id="{place}"' in page, uri

@@ -27,7 +27,8 @@ printed. Once every page is printed, and so its first page number known, the tit
 contents (front matter, numbered i, ii, ...) are written as HTML, printed by the same Chromium
 and put in front; pypdf joins the pages, adds the outline (part > chapter > section), the page
 labels (the viewer's page numbers are the printed ones), the metadata, and turns the links
-between pages of the site into links inside the PDF.
+between pages of the site into links inside the PDF, and those to a page left out (the API
+reference) into links to it on the published site.
 
 The API reference (``book/api/``: one page per module of the library) is left out by default;
 ``--api only`` prints it as a PDF of its own, ``--api append`` keeps it at the end of the book.
@@ -666,7 +667,7 @@ def print_book(
         "/Keywords": KEYWORDS,
         "/Creator": "tools/book_pdf.py: the site printed by Chromium, joined by pypdf",
     }
-    assemble(out, front, bodies, printed, metadata, base=base)
+    assemble(out, front, bodies, printed, metadata, base=base, online=book["online"])
     return Book(printed, count_pages(front), metadata, unfit, layout)
 
 
@@ -685,9 +686,11 @@ def assemble(
     metadata: dict[str, str],
     *,
     base: str,
+    online: str,
 ) -> None:
     """Join the front matter and the printed pages into `out`, with the outline, the page
-    labels, the metadata, and links inside the PDF where the pages link to each other."""
+    labels, the metadata, and links inside the PDF where the pages link to each other (to the
+    published site `online`, where there is one, for a page left out: see `relink`)."""
     from pypdf import PdfReader, PdfWriter
 
     writer = PdfWriter()
@@ -720,7 +723,8 @@ def assemble(
             title=page.entry.title, page_number=offset + page.first - 1, parent=parent
         )
         chain.extend([item] * (level - len(chain)))
-    relink(writer, readers, firsts, [None, *(page.path for page in printed)], base=base)
+    paths = [None, *(page.path for page in printed)]
+    relink(writer, readers, firsts, paths, base=base, online=online)
     writer.add_metadata(metadata)
     writer.page_mode = "/UseOutlines"  # the viewer opens with the bookmarks shown
     writer.compress_identical_objects()
@@ -735,18 +739,21 @@ def relink(
     paths: Sequence[str | None],
     *,
     base: str,
+    online: str,
 ) -> None:
     """Point the links of the joined PDF in `writer` inside it: `readers` are the PDFs joined,
     the k-th from page index ``firsts[k]``, printed from the page ``paths[k]`` of the site
-    served at `base` (None: the front matter).
+    served at `base` (None: the front matter), published at `online` (empty: not published).
 
     A link to a place on its own page names a destination of that page's PDF, where Chromium
     names them after the HTML ids, which recur from page to page: it is made explicit. A link
     to another page of the site leads to that page's place (or its start); a line of the
     contents (``PAGE_LINK``) to its page. A link to a page left out of the PDF (the API
-    reference, the indexes) would lead to a server that is gone: it is dropped.
+    reference, the indexes) leads to that place on the published site; without one (the student
+    edition), and for a link to a file that is not a page (a figure's image), it would lead to a
+    server that is gone: it is dropped.
     """
-    from pypdf.generic import ArrayObject, NameObject, NullObject
+    from pypdf.generic import ArrayObject, NameObject, NullObject, TextStringObject
 
     printed = {path: k for k, path in enumerate(paths) if path is not None}
     local = urlsplit(base).path
@@ -787,11 +794,16 @@ def relink(
                 annotation[NameObject("/Dest")] = ArrayObject([target, NameObject("/Fit")])
             elif uri.startswith(base):
                 parts = urlsplit(uri)
-                k = printed.get(parts.path.removeprefix(local))
-                if k is None:
+                path = parts.path.removeprefix(local)
+                k = printed.get(path)
+                if k is not None:
+                    del annotation["/A"]
+                    annotation[NameObject("/Dest")] = place(k, unquote(parts.fragment))
+                elif online and path.endswith(".html"):
+                    published = urljoin(online, uri.removeprefix(base))
+                    action.get_object()[NameObject("/URI")] = TextStringObject(published)
+                else:
                     continue
-                del annotation["/A"]
-                annotation[NameObject("/Dest")] = place(k, unquote(parts.fragment))
             kept.append(ref)
         pdf_page[NameObject("/Annots")] = kept
 
