@@ -181,10 +181,11 @@ poppler:
 		{ apt-get update -q && apt-get install -y -q poppler-utils; }
 
 ## coursework: from the instructor notebooks coursework/ps*.md, the student notebooks, the answer
-## key and the otter-grader autograder bundles in _build/coursework/ (coursework/README.md)
+## key and the otter-grader autograder bundles in _build/coursework/ (coursework/README.md);
+## SET=ps3 (or SET="ps1 ps3") rebuilds those sets alone, keeping the others' outputs
 coursework: env
-	rm -rf _build/coursework
-	$(BIN)/python coursework/build.py _build/coursework
+	$(if $(SET),,rm -rf _build/coursework)
+	$(BIN)/python coursework/build.py _build/coursework $(if $(SET),--set $(SET))
 
 ## grade: grade SUBMISSIONS (notebooks, or folders of them; default _build/submissions)
 ## with the autograder bundles, each built first when missing or older than its problem set:

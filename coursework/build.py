@@ -3,6 +3,7 @@
 Usage::
 
     python coursework/build.py [OUT]        # default OUT: _build/coursework
+    python coursework/build.py [OUT] --set ps3 [...]   # those problem sets alone
     python coursework/build.py --grade SUBMISSION.ipynb|FOLDER ... [--out OUT]
     python coursework/build.py --time-notebooks [SUBSTRING ...]
 
@@ -483,6 +484,14 @@ def time_notebooks(selection: list[str] | None = None, path: Path = TIMES_FILE) 
     return times
 
 
+def _problem_set(name: str) -> str:
+    """The problem set that `name` names, whole (``ps3_noise``) or by its number (``ps3``)."""
+    found = [s for s in problem_sets() if name in (s, s.split("_")[0])]
+    if not found:
+        raise argparse.ArgumentTypeError(f"{name!r} names no problem set; known: {problem_sets()}")
+    return found[0]
+
+
 def _arguments(argv: list[str]) -> argparse.Namespace:
     """The command line of the module's usage (its docstring, which ``--help`` prints)."""
     parser = argparse.ArgumentParser(
@@ -513,6 +522,14 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
         f"{TIMES_FILE.relative_to(ROOT)}",
     )
     parser.add_argument(
+        "--set",
+        nargs="+",
+        type=_problem_set,
+        metavar="SET",
+        help="build only these problem sets into OUT, by name or number (ps3_noise or ps3); "
+        "the others already there are kept",
+    )
+    parser.add_argument(
         "--out",
         type=Path,
         default=DEFAULT_OUT,
@@ -529,6 +546,11 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.build_out is not None and (args.grade or args.time_notebooks is not None):
         parser.error("OUT is for a build; with --grade, name the built coursework with --out")
+    if args.set and (args.grade or args.time_notebooks is not None):
+        parser.error(
+            "--set picks the problem sets of a build (with --grade, a submission's "
+            "set is read from the notebook)"
+        )
     if args.csv is not None and not args.grade:
         parser.error("--csv writes the grades of --grade: give the submissions with --grade")
     return args
@@ -549,7 +571,7 @@ def main(argv: list[str]) -> None:
         grade_all(found, args.out, args.csv)
         return
     out = args.build_out or DEFAULT_OUT
-    for name in problem_sets():  # a minute or more each: say how far the build is
+    for name in args.set or problem_sets():  # a minute or more each: say how far it is
         try:
             build(out, [name])
         except RuntimeError as err:  # otter's output, which names the test that failed

@@ -709,3 +709,20 @@ def test_student_notebook_starts_with_the_install_cell(built, name):
     notebook = nbformat.read(built(name) / "student" / f"{name}.ipynb", as_version=4)
     assert notebook.cells[0].source == coursework.install_cell().source
     assert notebook.cells[1].source.startswith("# Initialize Otter\nimport otter")
+
+
+def test_build_one_problem_set(tmp_path, monkeypatch, capsys):
+    """``make coursework SET=ps3`` (``build.py --set ps3``) rebuilds that set alone, named whole
+    or by its number; an unknown set is refused with the known ones."""
+    built_sets = []
+    monkeypatch.setattr(coursework, "build", lambda out, names: built_sets.extend(names))
+    coursework.main([str(tmp_path), "--set", "ps3", "ps5_clustering"])
+    assert built_sets == ["ps3_noise", "ps5_clustering"]
+    assert capsys.readouterr().out.startswith("ps3_noise: built\nps5_clustering: built\n")
+    with pytest.raises(SystemExit) as exit_:
+        coursework.main(["--set", "ps9"])
+    assert exit_.value.code == 2 and "'ps9' names no problem set; known: [" in (
+        capsys.readouterr().err
+    )
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert "$(if $(SET),--set $(SET))" in makefile
