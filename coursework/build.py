@@ -123,10 +123,22 @@ except ImportError:
 
 #: Run in a child process by :func:`grade` (otter changes the working directory, the PATH and
 #: the logging of the process it runs in): grade one submission, print the verdict of every
-#: test case as JSON.
+#: test case as JSON. Every notebook runs in this
+#: environment's kernel, whatever kernel its metadata names (a student's Anaconda saves
+#: ``conda-env-<name>-py``, which ``otter run`` failed to find).
 _OTTER_RUN = """
 import json, sys
+import nbconvert.preprocessors
 from otter.run import main
+
+
+class Limited(nbconvert.preprocessors.ExecutePreprocessor):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.kernel_name = "python3"
+
+
+nbconvert.preprocessors.ExecutePreprocessor = Limited  # as otter's grade_notebook imports it
 results = main(sys.argv[2], autograder=sys.argv[1], output_dir=None, no_logo=True)
 print("\\n@@results@@" + json.dumps({
     name: {

@@ -711,6 +711,29 @@ def test_student_notebook_starts_with_the_install_cell(built, name):
     assert notebook.cells[1].source.startswith("# Initialize Otter\nimport otter")
 
 
+def _graded(out, name, tmp_path, answers_edit, **limits):
+    """The student notebook of set `name` answered with the key, its answer cells (by question)
+    edited by `answers_edit`, graded."""
+    notebook = _answered(out, name)
+    answers_edit(notebook, dict(zip(_questions(name), _answer_cells(notebook), strict=True)))
+    submission = tmp_path / f"{name}.ipynb"
+    nbformat.write(notebook, submission)
+    return submission, coursework.grade(name, submission, out, **limits)
+
+
+def test_grading_runs_the_notebook_whatever_kernel_it_names(built, tmp_path):
+    """A notebook saved by Anaconda's Jupyter names its kernel ``conda-env-<name>-py``: it is
+    graded in this environment's kernel (otter could not find that kernel, and the notebook
+    was not graded)."""
+    name = "ps4_interpolation"
+
+    def conda(notebook, answers):
+        notebook.metadata.kernelspec = {"name": "conda-env-course-py", "display_name": "Python"}
+
+    _, score = _graded(built(name), name, tmp_path, conda)
+    assert score.total == score.max_total > 0, coursework.report(score)
+
+
 def test_build_one_problem_set(tmp_path, monkeypatch, capsys):
     """``make coursework SET=ps3`` (``build.py --set ps3``) rebuilds that set alone, named whole
     or by its number; an unknown set is refused with the known ones."""
