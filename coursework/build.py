@@ -21,7 +21,8 @@ turns it into
 finishes has checked that the instructor solutions pass.
 
 ``--grade`` grades each notebook given, and each in the folders given (the problem set read
-from the notebook's metadata): the points per question, and the message of every failed test;
+from the notebook's metadata): the points per question, the message of every failed test and
+what each cell raised;
 with ``--csv FILE``, the class's grades too, a row per submission.
 It first builds the bundle of a set that is missing or older than the set's notebook, and
 grades the other submissions when one cannot be graded (then exits with an error naming it).
@@ -53,6 +54,11 @@ SOURCES = ROOT / "coursework"
 DEFAULT_OUT = ROOT / "_build" / "coursework"
 #: Seconds a cell of the answer key may run (the book's cell timeout, _config.yml).
 CELL_TIMEOUT_S = 90
+#: A problem's check cell, ``grader.check("q1_euler_order")``; a frame of a notebook cell in
+#: IPython's traceback (``Cell In[7], line 2``); the colour codes of that traceback.
+CHECK_CELL = re.compile(r'^grader\.check\("(\w+)"\)', re.MULTILINE)
+CELL_FRAME = re.compile(r"Cell In\[(\d+)\], line (\d+)")
+ANSI_CODE = re.compile(r"\x1b\[[0-9;]*m")
 TIMES_FILE = SOURCES / "notebook_times.csv"
 #: The first line of an instructor notebook's first cell, otter's assignment config.
 ASSIGNMENT_CONFIG = "# ASSIGNMENT CONFIG"
@@ -123,7 +129,7 @@ except ImportError:
 
 #: Run in a child process by :func:`grade` (otter changes the working directory, the PATH and
 #: the logging of the process it runs in): grade one submission, print the verdict of every
-#: test case as JSON. Every notebook runs in this
+#: test case and the errors of every code cell as JSON. Every notebook runs in this
 #: environment's kernel, whatever kernel its metadata names (a student's Anaconda saves
 #: ``conda-env-<name>-py``, which ``otter run`` failed to find).
 _OTTER_RUN = """
@@ -152,18 +158,24 @@ print("\\n@@results@@" + json.dumps({
     }
     for name, test_file in results.results.items()
 }))
+print("\\n@@cells@@" + json.dumps([
+    {"source": cell.source, "count": cell.get("execution_count"),
+     "errors": [o for o in cell.get("outputs", []) if o["output_type"] == "error"]}
+    for cell in (results.notebook.cells if results.notebook else []) if cell.cell_type == "code"
+]))
 """
 
 
 @dataclass(frozen=True)
 class Score:
-    """The autograder's verdict on one submission: points per question and in total, and the
+    """The autograder's verdict on one submission: points per question and in total, the
     failure message of every failed test case (``hidden`` tells the tests students do not run
-    themselves)."""
+    themselves), and what the notebook's cells raised, by question (:func:`cell_errors`)."""
 
     questions: dict[str, float]
     possible: dict[str, float]
     failures: dict[str, list[dict]] = field(default_factory=dict)
+    errors: dict[str | None, list[str]] = field(default_factory=dict)
 
     @property
     def total(self) -> float:
@@ -341,9 +353,9 @@ def grade(name: str, submission: Path, out: Path = DEFAULT_OUT) -> Score:
             capture_output=True,
             text=True,
         )
-    if run.returncode != 0 or "@@results@@" not in run.stdout:
+    if run.returncode != 0 or "@@cells@@" not in run.stdout:
         raise RuntimeError(f"otter could not grade {submission}:\n{run.stdout}{run.stderr}")
-    results = json.loads(run.stdout.rsplit("@@results@@", 1)[1])
+    results, cells = map(json.loads, run.stdout.rsplit("@@results@@", 1)[1].split("@@cells@@"))
     for result in results.values():
         for case in result["cases"]:
             case["output"] = case["output"].strip()
@@ -359,7 +371,32 @@ def grade(name: str, submission: Path, out: Path = DEFAULT_OUT) -> Score:
             ]
             for q, r in results.items()
         },
+        errors=cell_errors(cells),
     )
+
+
+def cell_errors(cells: list[dict]) -> dict[str | None, list[str]]:
+    """What the code `cells` of an executed submission raised (``[{"source", "count",
+    "errors"}]``, the errors as Jupyter's error outputs), by problem: ``"NameError: name 'x'
+    is not defined, at line 2: `y = x + 1`"``, the line of the deepest frame in a cell of the
+    notebook (the student's line, from which an error raised in the library was called).
+    A cell counts to the problem of the first ``grader.check`` cell at or after it; errors
+    after the last check cell (in otter's own) are listed under ``None``."""
+    sources = {cell["count"]: cell["source"].splitlines() for cell in cells}
+    found: dict[str | None, list[str]] = {}
+    question = None
+    for cell in reversed(cells):
+        question = next(iter(CHECK_CELL.findall(cell["source"])), question)
+        for error in reversed(cell["errors"]):
+            what = f"{error['ename']}: {error['evalue']}"
+            frames = CELL_FRAME.findall(ANSI_CODE.sub("", "\n".join(error["traceback"])))
+            if frames:
+                count, line = map(int, frames[-1])
+                lines = sources.get(count, [])
+                if 0 < line <= len(lines):
+                    what += f", at line {line}: `{lines[line - 1].strip()}`"
+            found.setdefault(question, []).insert(0, what)
+    return dict(reversed(found.items()))  # in the notebook's order
 
 
 def bundle_path(name: str, out: Path = DEFAULT_OUT) -> Path:
@@ -418,7 +455,7 @@ def write_grades(
     """The class's grades as CSV, a row per submission in the order graded: its path, its
     problem set, the points of each problem (the problems of every set met, in order; empty
     where the set has no such problem), the total and the most possible, and why a submission
-    was not graded (its points then empty)."""
+    was not graded (its points then empty) or what its cells raised."""
     questions = list(dict.fromkeys(q for score in scores.values() for q in score.questions))
     table.parent.mkdir(parents=True, exist_ok=True)
     with table.open("w", newline="", encoding="utf-8") as f:
@@ -432,19 +469,29 @@ def write_grades(
                 points = [
                     f"{score.questions[q]:g}" if q in score.questions else "" for q in questions
                 ]
-                points, note = [*points, f"{score.total:g}", f"{score.max_total:g}"], ""
+                points = [*points, f"{score.total:g}", f"{score.max_total:g}"]
+                note = _error_note(score.errors)
             writer.writerow([submission, names.get(submission, ""), *points, note])
 
 
+def _error_note(errors: dict[str | None, list[str]]) -> str:
+    """The errors of :func:`cell_errors` on one line, each after its problem."""
+    return "; ".join(
+        f"{q or 'after the problems'}: {e}" for q, raised in errors.items() for e in raised
+    )
+
+
 def report(score: Score) -> str:
-    """The points per question and in total, and under each question the message of every
-    test it failed."""
+    """The points per question and in total, and under each question what its cells raised
+    and the message of every test it failed."""
     lines = []
     for question, points in score.questions.items():
         lines.append(f"{question}: {points:g} / {score.possible[question]:g}")
+        lines += [f"  raised: {error}" for error in score.errors.get(question, [])]
         for failure in score.failures.get(question, []):
             kind = "hidden test" if failure["hidden"] else "visible test"
             lines.append(f"  failed ({kind}): {failure['message']}")
+    lines += [f"raised after the problems: {error}" for error in score.errors.get(None, [])]
     lines.append(f"total: {score.total:g} / {score.max_total:g}")
     return "\n".join(lines)
 

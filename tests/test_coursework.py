@@ -734,6 +734,30 @@ def test_grading_runs_the_notebook_whatever_kernel_it_names(built, tmp_path):
     assert score.total == score.max_total > 0, coursework.report(score)
 
 
+def test_grading_says_what_a_cell_raised(built, tmp_path):
+    """Under each problem, the teaching assistant reads what its cells raised: the exception,
+    its message and the student's line; the CSV's note has it too. Grading gave the tests'
+    messages only."""
+    name = "ps4_interpolation"
+
+    def divide_by_zero(notebook, answers):
+        answers["q2_temperature"].source = "slope = 1 / 0\n" + answers["q2_temperature"].source
+
+    submission, score = _graded(built(name), name, tmp_path, divide_by_zero)
+    raised = "ZeroDivisionError: division by zero, at line 1: `slope = 1 / 0`"
+    assert score.errors == {"q2_temperature": [raised]}
+    assert score.questions["q2_temperature"] == 0
+    assert score.total == score.max_total - score.possible["q2_temperature"]
+    assert f"q2_temperature: 0 / {score.possible['q2_temperature']:g}\n  raised: {raised}\n" in (
+        coursework.report(score)
+    )
+    table = tmp_path / "grades.csv"
+    coursework.write_grades(table, [submission], {submission: name}, {submission: score}, {})
+    with table.open(newline="", encoding="utf-8") as f:
+        (row,) = csv.DictReader(f)
+    assert row["note"] == f"q2_temperature: {raised}"
+
+
 def test_build_one_problem_set(tmp_path, monkeypatch, capsys):
     """``make coursework SET=ps3`` (``build.py --set ps3``) rebuilds that set alone, named whole
     or by its number; an unknown set is refused with the known ones."""
