@@ -22,7 +22,7 @@ finishes has checked that the instructor solutions pass.
 
 ``--grade`` grades each notebook given, and each in the folders given (the problem set read
 from the notebook's metadata): the points per question, the message of every failed test and
-what each cell raised;
+what each cell raised; a cell that runs past ``CELL_TIMEOUT_S`` is stopped and the next runs;
 with ``--csv FILE``, the class's grades too, a row per submission.
 It first builds the bundle of a set that is missing or older than the set's notebook, and
 grades the other submissions when one cannot be graded (then exits with an error naming it).
@@ -35,6 +35,7 @@ path contains one of the substrings, or all) and records their wall times in
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import importlib.util
 import json
@@ -46,14 +47,21 @@ import tempfile
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from subprocess import PIPE
 
 import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ROOT / "coursework"
 DEFAULT_OUT = ROOT / "_build" / "coursework"
-#: Seconds a cell of the answer key may run (the book's cell timeout, _config.yml).
+#: Seconds a cell of the answer key, or of a submission being graded, may run (the book's
+#: cell timeout, _config.yml): a problem's cells run in seconds.
 CELL_TIMEOUT_S = 90
+#: Seconds the grading of one submission may take in all: a set grades in under a minute
+#: (ps1_tokens: 40 s on a busy two-core machine), with room for a few cells stopped at
+#: CELL_TIMEOUT_S; past it, a cell that outlived its stop (a loop that catches the
+#: interrupt) ends the grading of that submission.
+SUBMISSION_TIMEOUT_S = 600
 #: A problem's check cell, ``grader.check("q1_euler_order")``; a frame of a notebook cell in
 #: IPython's traceback (``Cell In[7], line 2``); the colour codes of that traceback.
 CHECK_CELL = re.compile(r'^grader\.check\("(\w+)"\)', re.MULTILINE)
@@ -131,20 +139,45 @@ except ImportError:
 #: the logging of the process it runs in): grade one submission, print the verdict of every
 #: test case and the errors of every code cell as JSON. Every notebook runs in this
 #: environment's kernel, whatever kernel its metadata names (a student's Anaconda saves
-#: ``conda-env-<name>-py``, which ``otter run`` failed to find).
+#: ``conda-env-<name>-py``, which ``otter run`` failed to find), and a cell that runs past the
+#: limit (``sys.argv[3]`` seconds) is interrupted, as Jupyter's stop button does, and the next
+#: cell runs: a student's ``while True:`` hung the grading of the class.
 _OTTER_RUN = """
 import json, sys
 import nbconvert.preprocessors
+import otter.execute.preprocessor
 from otter.run import main
 
 
 class Limited(nbconvert.preprocessors.ExecutePreprocessor):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        self.kernel_name = "python3"
+        self.kernel_name, self.interrupt_on_timeout = "python3", True
+        self.timeout = int(sys.argv[3])
 
 
 nbconvert.preprocessors.ExecutePreprocessor = Limited  # as otter's grade_notebook imports it
+# in the kernel: a test stopped by the interrupt is recorded as failed, so that otter's last cell
+# does not run it again (and wait for it again)
+otter.execute.preprocessor.INIT_CELL_SOURCE += '''
+from otter.execute import Checker as _Checker
+from otter.test_files import create_test_file as _create_test_file
+from otter.test_files.abstract_test import TestCaseResult as _TestCaseResult
+
+
+def _check_or_stop(path, nbmeta_config, test_name=None, global_env=None, _check=_Checker.check):
+    try:
+        return _check(path, nbmeta_config, test_name, global_env)
+    except KeyboardInterrupt:
+        stopped = _create_test_file(path, nbmeta_config, test_name=test_name)
+        cases = stopped.test_cases
+        stopped.test_case_results = [_TestCaseResult(case, "stopped", False) for case in cases]
+        _Checker._test_files.append(stopped)
+        raise
+
+
+_Checker.check = _check_or_stop
+'''
 results = main(sys.argv[2], autograder=sys.argv[1], output_dir=None, no_logo=True)
 print("\\n@@results@@" + json.dumps({
     name: {
@@ -339,23 +372,43 @@ def assignment_of(submission: Path) -> str:
     return name
 
 
-def grade(name: str, submission: Path, out: Path = DEFAULT_OUT) -> Score:
-    """Grade `submission` (an ``.ipynb``) with the autograder bundle of problem set `name`."""
+def grade(
+    name: str,
+    submission: Path,
+    out: Path = DEFAULT_OUT,
+    *,
+    cell_timeout_s: int = CELL_TIMEOUT_S,
+    timeout_s: float = SUBMISSION_TIMEOUT_S,
+) -> Score:
+    """Grade `submission` (an ``.ipynb``) with the autograder bundle of problem set `name`.
+
+    A cell that runs longer than `cell_timeout_s` seconds is stopped, and its problem graded
+    as the notebook then stands; a submission whose grading runs longer than `timeout_s`
+    seconds in all (a loop that outlives the stop) is not graded (``RuntimeError``).
+    """
     bundle = bundle_path(name, out)
     if not bundle.is_file():
         raise FileNotFoundError(f"no autograder bundle {bundle}: run `make coursework` first")
+    command = [sys.executable, "-c", _OTTER_RUN, str(bundle.resolve()), f"{name}.ipynb"]
+    command += [str(cell_timeout_s)]
     with tempfile.TemporaryDirectory() as tmp:
         # otter grades a copy named like the assignment's notebook, in a folder of its own
         shutil.copy(submission, Path(tmp) / f"{name}.ipynb")
-        run = subprocess.run(
-            [sys.executable, "-c", _OTTER_RUN, str(bundle.resolve()), f"{name}.ipynb"],
-            cwd=tmp,
-            capture_output=True,
-            text=True,
-        )
-    if run.returncode != 0 or "@@cells@@" not in run.stdout:
-        raise RuntimeError(f"otter could not grade {submission}:\n{run.stdout}{run.stderr}")
-    results, cells = map(json.loads, run.stdout.rsplit("@@results@@", 1)[1].split("@@cells@@"))
+        with subprocess.Popen(command, cwd=tmp, stdout=PIPE, stderr=PIPE, text=True) as run:
+            try:
+                stdout, stderr = run.communicate(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                _kill_with_children(run.pid)
+                raise RuntimeError(
+                    f"otter could not grade {submission}: timed out after {timeout_s:g} s (a "
+                    "cell went on after it was stopped)"
+                ) from None
+    if run.returncode != 0 or "@@cells@@" not in stdout:
+        raise RuntimeError(f"otter could not grade {submission}:\n{stdout}{stderr}")
+    results, cells = map(json.loads, stdout.rsplit("@@results@@", 1)[1].split("@@cells@@"))
+    errors = cell_errors(cells, cell_timeout_s)
+    if not results:  # otter's last cell, which runs the tests left, did not finish
+        raise RuntimeError(f"otter could not grade {submission}: " + _error_note(errors))
     for result in results.values():
         for case in result["cases"]:
             case["output"] = case["output"].strip()
@@ -371,15 +424,29 @@ def grade(name: str, submission: Path, out: Path = DEFAULT_OUT) -> Score:
             ]
             for q, r in results.items()
         },
-        errors=cell_errors(cells),
+        errors=errors,
     )
 
 
-def cell_errors(cells: list[dict]) -> dict[str | None, list[str]]:
+def _kill_with_children(pid: int) -> None:
+    """End process `pid` and every process it started (the kernel is in a session of its own:
+    ending the process alone leaves the kernel running the student's loop)."""
+    import psutil
+
+    process = psutil.Process(pid)
+    processes = [*process.children(recursive=True), process]
+    for each in processes:
+        with contextlib.suppress(psutil.NoSuchProcess):  # it ended meanwhile
+            each.kill()
+    psutil.wait_procs(processes, timeout=10)
+
+
+def cell_errors(cells: list[dict], cell_timeout_s: float) -> dict[str | None, list[str]]:
     """What the code `cells` of an executed submission raised (``[{"source", "count",
     "errors"}]``, the errors as Jupyter's error outputs), by problem: ``"NameError: name 'x'
     is not defined, at line 2: `y = x + 1`"``, the line of the deepest frame in a cell of the
-    notebook (the student's line, from which an error raised in the library was called).
+    notebook (the student's line, from which an error raised in the library was called), and
+    ``"timed out after 90 s, at line 1: `while True:`"`` for a cell stopped by the grading.
     A cell counts to the problem of the first ``grader.check`` cell at or after it; errors
     after the last check cell (in otter's own) are listed under ``None``."""
     sources = {cell["count"]: cell["source"].splitlines() for cell in cells}
@@ -388,7 +455,10 @@ def cell_errors(cells: list[dict]) -> dict[str | None, list[str]]:
     for cell in reversed(cells):
         question = next(iter(CHECK_CELL.findall(cell["source"])), question)
         for error in reversed(cell["errors"]):
-            what = f"{error['ename']}: {error['evalue']}"
+            if error["ename"] == "KeyboardInterrupt":  # only the grading interrupts a cell
+                what = f"timed out after {cell_timeout_s:g} s"
+            else:
+                what = f"{error['ename']}: {error['evalue']}"
             frames = CELL_FRAME.findall(ANSI_CODE.sub("", "\n".join(error["traceback"])))
             if frames:
                 count, line = map(int, frames[-1])
@@ -434,9 +504,12 @@ def grade_all(found: list[Path], out: Path = DEFAULT_OUT, table: Path | None = N
         try:
             scores[submission] = grade(name, submission, out)
             print(report(scores[submission]), flush=True)
-        except RuntimeError as err:  # otter could not run the notebook at all
+        except RuntimeError as err:  # otter could not run the notebook at all, or in time
             print(f"not graded: {err}", flush=True)
-            failed[submission] = f"{submission}: otter could not grade it (its output is above)"
+            reason = str(err).split("\n")[0].removeprefix(f"otter could not grade {submission}:")
+            failed[submission] = f"{submission}: otter could not grade it" + (
+                reason or " (its output is above)"
+            )
     if table is not None:
         write_grades(table, found, names, scores, failed)
         print(f"grades of {len(scores)} submission(s) written to {table}")

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import jupytext
 import nbformat
+import psutil
 import pytest
 import yaml
 from IPython.core.inputtransformer2 import TransformerManager
@@ -756,6 +757,56 @@ def test_grading_says_what_a_cell_raised(built, tmp_path):
     with table.open(newline="", encoding="utf-8") as f:
         (row,) = csv.DictReader(f)
     assert row["note"] == f"q2_temperature: {raised}"
+
+
+def test_grading_stops_a_cell_that_does_not_end(built, tmp_path):
+    """A cell that does not end (a ``while True:``, or a check that calls a function that
+    loops) is stopped after the cell limit, with the reason under its problem, which is
+    graded as the notebook then stands; the others are graded as usual. Grading waited for
+    the loop for ever, the rest of the class ungraded."""
+    name, limit = "ps4_interpolation", 30  # its cells run in seconds
+
+    def loops(notebook, answers):
+        head, body = answers["q3_snap_weights"].source.split("\n", 1)
+        assert head == "def snap_weights(w, y, b1, b2):", head
+        answers["q3_snap_weights"].source = f"{head}\n    while True:\n        pass\n{body}"
+        answers["q4_separation"].source = (
+            "while True:\n    pass\n" + answers["q4_separation"].source
+        )
+
+    _, score = _graded(built(name), name, tmp_path, loops, cell_timeout_s=limit)
+    assert list(score.errors) == ["q3_snap_weights", "q4_separation"], score.errors
+    for question in score.errors:
+        (stopped,) = score.errors[question]
+        assert re.fullmatch(
+            rf"timed out after {limit} s, at line [1-3]: `(while True:|pass)`", stopped
+        )
+        assert score.questions[question] == 0
+        assert f"{question}: 0 / {score.possible[question]:g}\n  raised: {stopped}\n" in (
+            coursework.report(score)
+        )
+    others = score.max_total - sum(score.possible[q] for q in score.errors)
+    assert score.total == others, coursework.report(score)
+
+
+def test_grading_ends_a_cell_that_outlives_its_stop(built, tmp_path):
+    """A cell that ignores the interrupt (here it turns SIGINT off) ends the grading of its
+    notebook at the submission's limit, as not graded with the reason, and leaves no kernel
+    running the loop."""
+    name = "ps4_interpolation"
+    out = built(name)
+    notebook = nbformat.read(out / "student" / f"{name}.ipynb", as_version=4)
+    pid_file = tmp_path / "kernel.pid"
+    _answer_cells(notebook)[0].source = (
+        f"import os, signal\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+        "signal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass"
+    )
+    submission = tmp_path / f"{name}.ipynb"
+    nbformat.write(notebook, submission)
+    with pytest.raises(RuntimeError, match=r"could not grade .*: timed out after 60 s"):
+        coursework.grade(name, submission, out, cell_timeout_s=10, timeout_s=60)
+    kernel = int(pid_file.read_text())
+    assert not psutil.pid_exists(kernel) or psutil.Process(kernel).status() == "zombie"
 
 
 def test_build_one_problem_set(tmp_path, monkeypatch, capsys):
