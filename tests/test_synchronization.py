@@ -537,6 +537,17 @@ def test_odd_field_keeps_antipodal_pairs():
         sums[s] = np.abs(res.X[:, -1, 0] + res.X[:, -1, 1]).max()
     assert sums[0.0] < 1e-12  # rounding over 200 layers
     assert sums[0.1] > 1e-3  # a bias breaks the symmetry
+    # the limit SDE: kappa(-1) = -kappa(1), so the field at -x is minus the field at x and the
+    # flow is odd, phi_t(-x) = -phi_t(x), to rounding over 200 steps (a bias: kappa(-1) >
+    # -kappa(1), the field at -x has a part independent of the one at x)
+    for s in (0.0, 0.1):
+        model = sto.StochasticTransformer(
+            sto.MLPNoise("tanh", width=None, sigma_U=s, sigma_W=s), V=np.zeros((d, d))
+        )
+        res = sto.simulate_sde(model, X0, T=5.0, L=200, n_paths=3, rng=rng, save_every=200)
+        sums[s] = np.abs(res.X[:, -1, 0] + res.X[:, -1, 1]).max()
+    assert sums[0.0] < 1e-12
+    assert sums[0.1] > 1e-3
 
 
 # -- estimators and experiments: input checks --------------------------------------------------
