@@ -88,6 +88,10 @@ def test_counts_follow_the_formulas(seed):
     assert block_count_bound(m) == 2 * m.sum() + N - 1
     assert interp.transformer.max_width <= 4
     assert interp.n_params <= (8 * d + 5) * L + (4 * d + 1) * S + L
+    # the bounds hold layer by layer, not only in sum: the S separation blocks come first
+    for i, block in enumerate(interp.transformer.blocks):
+        assert block.ff.n_params <= 8 * d + 5
+        assert block.sa.n_params <= (4 * d + 1 if i < S else 1)
     for block in interp.transformer.blocks:
         for M in (block.sa.A, block.sa.V):
             assert M is None or isinstance(M, Identity) or M.left.shape[1] == 1  # rank one
