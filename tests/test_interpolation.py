@@ -208,6 +208,14 @@ def test_hat_move_moves_one_point(seed, d, M):
     # up to rounding (a few ulps of |s| times |D| / delta)
     np.testing.assert_array_equal(out[left], pts[left])
     np.testing.assert_allclose(out[1:], pts[1:], rtol=0, atol=1e-9)
+    # the fourth unit (U = 0, b = 1) adds a common translation t: p still lands on q, every
+    # other point moves by t, to the same rounding plus that of adding t (|t| <= ~10)
+    t = rng.normal(size=d)
+    shifted = hat_move(pts, pts[0], q, translation=t, rng=seed)
+    assert shifted.width == 4
+    out = shifted(pts)
+    np.testing.assert_allclose(out[0], q, atol=1e-9)
+    np.testing.assert_allclose(out[1:], pts[1:] + t, rtol=0, atol=1e-9)
 
 
 @pytest.mark.parametrize("size", [1e-10, 1e-200])
