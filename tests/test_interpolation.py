@@ -446,6 +446,15 @@ def test_softmax_interpolator_snaps_exactly(seed):
     plan = build_hardmax_interpolator(X, Y, rng=seed)
     sub = substitution_errors(plan.transformer, X, Y, [interp.tau])[0]
     assert sub > 1e3 * interp.max_error or sub < 1e-10
+    # "for every temperature below tau*": the construction at tau* / 10 and tau* / 1000 is exact
+    # too, with the same blocks (the temperature changes no count)
+    for tau in interp.tau_star * np.array([1e-1, 1e-3]):
+        with np.errstate(under="ignore"):
+            cold = build_softmax_interpolator(X, Y, tau=tau, rng=seed)
+        assert cold.tau == tau and cold.tau_star == interp.tau_star
+        assert cold.exact_collapse and cold.max_error <= EXACT_RTOL
+        assert cold.n_blocks == interp.n_blocks
+        assert {b.sa.tau for b in cold.transformer.blocks if b.sa.attention == "softmax"} == {tau}
 
 
 @pytest.mark.statement("interp-lem-snap")
