@@ -96,6 +96,7 @@ def _reference(activation, d, sigma_U, t, derivative=False):
 
 
 @pytest.mark.statement("sto-prop-kernel")
+@pytest.mark.statement("sto-lem-kappa-prime")
 @pytest.mark.parametrize("activation", sto.ACTIVATIONS)
 @pytest.mark.parametrize(("d", "sigma_U"), [(2, 0.0), (5, 0.1), (4, 1.0)])
 def test_kernel_matches_adaptive_quadrature(activation, d, sigma_U):
@@ -159,6 +160,7 @@ def test_growing_kernels_beyond_float64_raise(activation):
 
 
 @pytest.mark.statement("sto-prop-kernel")
+@pytest.mark.statement("sto-lem-kappa-prime")
 @pytest.mark.parametrize("activation", sto.ACTIVATIONS)
 def test_kernel_derivative_is_the_derivative(activation):
     """Price's formula against a central difference of kappa itself."""
