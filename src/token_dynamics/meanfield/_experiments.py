@@ -159,8 +159,8 @@ def mean_field_errors(
     ------
     ValueError
         If an integer argument is not positive, `ns` does not hold two distinct values, `cov0`
-        is not a covariance, `A` does not match it,
-        `T` or `dt` is not positive, or `mean0` is nonzero with ``d >= 2``.
+        is not a covariance, `A` does not match it, `T` or `dt` is not positive, or `mean0` is
+        nonzero with ``d >= 2``.
     TypeError
         If an array argument is not real, or `rng` is not a Generator, a seed or None.
     FloatingPointError
