@@ -178,6 +178,40 @@ def test_stability_constant_shape():
 
 
 @pytest.mark.statement("mf-thm-stability")
+@pytest.mark.statement("mf-thm-masked")
+@pytest.mark.statement("mf-prop-masked-hardy")
+@pytest.mark.parametrize(
+    ("kind", "factor"), [("softmax", 1.0), ("sink", 1 / 0.25), ("hardy", 3.0 / 2.0)]
+)
+def test_log_constant_is_the_integral_of_the_rates_at_the_growing_radius(kind, factor):
+    """log C(t, R0) = int_0^t L_x(R(s)) + c L_mu(R(s)) ds with R(s) = R0 e^{v s}, in closed form:
+    v = ||V||, kappa = ||A||, u(s) = 2 kappa R(s)^2 (so du = 2 v u ds), L_x = v kappa R^2 and
+    L_mu = v (1 + u) e^u give kappa R0^2 (e^{2vt} - 1) / 2 + c (Ei(u_t) - Ei(u_0) + e^{u_t} -
+    e^{u_0}) / 2, with c = 1 unmasked, 1/w0 with a sink of mass w0, p' = p/(p - 1) through
+    Hardy (p = 3). Only the A = 0 or R0 = 0 cases, where L_x vanishes and R is not integrated,
+    were pinned before: a rate without L_x, or at R0 instead of R(s), passed. Quadrature to
+    QUAD_RTOL = 1e-10: rtol 1e-8."""
+    from scipy.special import expi
+
+    A, V, R0 = _A2, _V2, 0.9
+    v, kappa = np.linalg.norm(V, 2), np.linalg.norm(A, 2)
+    times = np.array([0.0, 0.5, 1.0, 2.0])
+    if kind == "softmax":
+        bound = mf.stability_constant(A, V, R0, times)
+    else:
+        field = Causal(A, V)
+        extra = {"sink_mass": 0.25} if kind == "sink" else {"hardy_p": 3.0}
+        bound = mf.gronwall_bound(field, R0, times, **extra)
+    u = 2 * kappa * R0**2 * np.exp(2 * v * times)
+    exact = (
+        kappa * R0**2 * (np.exp(2 * v * times) - 1) / 2
+        + factor * (expi(u) - expi(u[0]) + np.exp(u) - np.exp(u[0])) / 2
+    )
+    np.testing.assert_allclose(bound.radius, R0 * np.exp(v * times), rtol=1e-12)
+    np.testing.assert_allclose(bound.log_constant, exact, rtol=1e-8, atol=0)
+
+
+@pytest.mark.statement("mf-thm-stability")
 def test_stability_ratio_uniform_in_n():
     # Jitter every token by ~1e-3 and measure C_n(T) = W2(T)/W2(0) for the measures.
     rng = np.random.default_rng(11)
