@@ -666,6 +666,8 @@ def test_field_constants_closed_forms():
     )
 
 
+@pytest.mark.statement("mf-lem-lipschitz-x")
+@pytest.mark.statement("mf-lem-lipschitz-mu")
 def test_softmax_field_constants_closed_form_and_the_estimates_module():
     """Softmax, with u = beta ||A|| R^2: growth ||V||, L_x = ||V|| u and
     L_mu = ||V|| (1 + 2u) e^(2u) (the constant of `lipschitz_measure`, the same lemma). With
