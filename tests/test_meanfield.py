@@ -149,6 +149,7 @@ def test_gronwall_bound_holds(seed):
     assert np.all(np.log(w1 / w1[0]) <= bound.log_constant + 1e-9)
 
 
+@pytest.mark.statement("mf-lem-support")
 def test_support_radius_bound_uses_the_operator_norm_and_is_attained_by_a_dirac():
     """R(t) = R0 exp(||V||_2 t) is attained: the softmax velocity of a Dirac mass at x is
     V x (every key is x), so for V = v I the token moves as x0 e^(v t) and |x(t)| is the bound.
