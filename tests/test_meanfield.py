@@ -655,6 +655,13 @@ def test_field_constants_closed_forms():
     # l2 with Qbar = Kbar = I, s = 1, R = 1: L_x = 2 ||V||, L_mu = ||V|| (1 + 8) e^4.
     c = mf.field_constants(L2(np.eye(2), np.eye(2), V), 1.0)
     np.testing.assert_allclose([c.lipschitz_x, c.lipschitz_measure], [4, 18 * np.exp(4)])
+    # and where the three norms differ, Qbar = diag(3, 1), Kbar = diag(1, 2), s = 2, R = 1,
+    # V = I: ||Kbar^T Qbar|| = 3 < q k = 6, q = 3, k = 2, so L_x = 2 * 3 / 2 = 3 and
+    # L_mu = (1 + 4 * 2 * 5 / 2) e^(25 / 2) = 21 e^12.5 (q and k exchanged: 31 e^12.5)
+    c = mf.field_constants(L2(np.diag([3.0, 1.0]), np.diag([1.0, 2.0]), np.eye(2), s=2.0), 1.0)
+    np.testing.assert_allclose(
+        [c.lipschitz_x, c.lipschitz_measure], [3.0, 21 * np.exp(12.5)], rtol=1e-14
+    )
     # Multi-head: the constants add, each weighted by ||W_h||.
     head = Softmax(A, V)
     one = mf.field_constants(head, 1.0)
