@@ -652,6 +652,13 @@ def test_field_constants_closed_forms():
     c = mf.field_constants(Sinkhorn(A, V, eps=2.0), 2.0)
     np.testing.assert_allclose(c.lipschitz_measure, 2 * np.exp(4) * (6 + np.exp(2)), rtol=1e-14)
     np.testing.assert_allclose(c.lipschitz_x, 2.0, rtol=1e-14)
+    # u = 1 cannot tell u from u^2: at eps = 1, u = 2, L_x = 4 and L_mu = 2 e^8 (11 + 2 e^4)
+    c = mf.field_constants(Sinkhorn(A, V, eps=1.0), 2.0)
+    np.testing.assert_allclose(
+        [c.lipschitz_x, c.lipschitz_measure],
+        [4.0, 2 * np.exp(8) * (11 + 2 * np.exp(4))],
+        rtol=1e-14,
+    )
     # l2 with Qbar = Kbar = I, s = 1, R = 1: L_x = 2 ||V||, L_mu = ||V|| (1 + 8) e^4.
     c = mf.field_constants(L2(np.eye(2), np.eye(2), V), 1.0)
     np.testing.assert_allclose([c.lipschitz_x, c.lipschitz_measure], [4, 18 * np.exp(4)])
