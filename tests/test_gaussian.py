@@ -428,6 +428,36 @@ def test_low_rank_limit():
 
 
 @pytest.mark.statement("gauss-prop-lowrank")
+def test_strictly_dissipative_attention_collapses_like_one_over_t():
+    """v (A + A^T) < 0: Sigma(t) <= S^-1 / t with S = -v (A + A^T). With E = Sigma0^-1 / t,
+    t Sigma(t) = (S + E)^-1, so the gap S^-1 - t Sigma(t) = S^-1 E (S + E)^-1 is positive
+    semidefinite, and it differs from its leading term L = S^-1 E S^-1 by
+    S^-1 E (S + E)^-1 E S^-1 <= L E S^-1, of norm at most |L| |E S^-1|. The moment solver
+    (rtol 1e-10, 1e-8 after accumulation, times t on t Sigma) is held to both; a collapse at
+    another rate (S / 2 in place of S, or 1/t^2) misses by O(1)."""
+    rng = np.random.default_rng(12)
+    d, v = 3, 0.7
+    B = rng.normal(size=(d, d))
+    A = -(B @ B.T / d + 0.2 * np.eye(d)) + (B - B.T)  # symmetric part negative definite
+    S = -v * (A + A.T)
+    S0 = random_spd(rng, d, shift=0.1)
+    times = np.array([0.0, 10.0, 100.0, 1000.0])
+    sol = g.solve_moments(g.SoftmaxMoments(A, v * np.eye(d)), np.zeros(d), S0, times)
+    assert sol.status == "completed"
+    S_inv = np.linalg.inv(S)
+    solver = 1e-8 * np.linalg.norm(S_inv, 2)
+    for t, cov in zip(times[1:], sol.covariances[1:], strict=True):
+        gap = S_inv - t * cov
+        assert np.linalg.eigvalsh(gap)[0] >= -solver
+        E = np.linalg.inv(S0) / t
+        lead = S_inv @ E @ S_inv
+        second = np.linalg.norm(lead, 2) * np.linalg.norm(E @ S_inv, 2)
+        assert np.linalg.norm(gap - lead, 2) <= second + solver
+    # at t = 1e3 the leading term leads (|E S^-1| = 0.02): a wrong rate would not fit in it
+    assert second < 0.05 * np.linalg.norm(lead, 2)
+
+
+@pytest.mark.statement("gauss-prop-lowrank")
 def test_dissipative_attention_with_a_kernel_has_no_blowup_time():
     # A = -Q^T Q of rank k < d: A + A^T <= 0, so no eigenvalue of Sigma0^(1/2)(A + A^T)
     # Sigma0^(1/2) is positive and t* = inf; rounding gave the kernel's zeros a sign (positive in
