@@ -48,6 +48,9 @@ def test_tilting_lemma_by_gauss_hermite_quadrature():
     cov = (Y - mean).T @ ((Y - mean) * tilt[:, None]) / tilt.sum()
     np.testing.assert_allclose(mean, alpha + Sigma @ b, atol=1e-11)
     np.testing.assert_allclose(cov, Sigma, atol=1e-11)
+    # the moment generating function, the lemma's first identity (W sums to 2 pi, not 1)
+    mgf = np.exp(b @ alpha + 0.5 * b @ Sigma @ b)
+    np.testing.assert_allclose(tilt.sum() / W.sum(), mgf, rtol=1e-12)
 
 
 @pytest.mark.statement("gauss-prop-affine")
