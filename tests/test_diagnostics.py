@@ -59,6 +59,7 @@ def test_diameter_in_blocks(monkeypatch):
     assert diameter(Y) == Y[1, 0] - Y[0, 0]  # the exact difference (Sterbenz), ~1e-9
 
 
+@pytest.mark.statement("tok-prop-sphere-energy")
 def test_interaction_energy_closed_forms():
     beta = 3.0
     one = np.tile([[0.0, 1.0]], (4, 1))
