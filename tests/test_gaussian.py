@@ -355,6 +355,7 @@ def test_isotropic_covariance_refuses_what_float64_cannot_give():
         g.isotropic_covariance(np.eye(2), 1.0, np.eye(2), [0.5 * (1 - 1e-12)])
 
 
+@pytest.mark.statement("gauss-prop-isotropic")
 def test_isotropic_closed_form_with_singular_start():
     A = np.array([[0.4, 1.0], [-0.2, 0.3]])
     u = np.array([0.6, 0.8])
@@ -367,6 +368,13 @@ def test_isotropic_closed_form_with_singular_start():
         rtol=CLOSED_FORM_RTOL,
         atol=1e-12,
     )
+    # the one eigenvalue of Sigma0^(1/2) (A + A^T) Sigma0^(1/2) is 0.5 u^T (A + A^T) u = 0.72,
+    # so t* = 1 / 0.72 (the other, 0, does not count); the solver's blow-up time agrees
+    t_star = 1 / (0.5 * u @ (A + A.T) @ u)
+    np.testing.assert_allclose(g.isotropic_blowup_time(A, 1.0, S0), t_star, rtol=1e-12)
+    run = g.solve_moments(g.SoftmaxMoments(A, np.eye(2)), np.zeros(2), S0, [0.0, 2 * t_star])
+    assert run.status == "blowup"
+    np.testing.assert_allclose(run.blowup_time, t_star, rtol=1e-6)
 
 
 @pytest.mark.statement("gauss-prop-rays")
