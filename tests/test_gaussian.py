@@ -642,6 +642,31 @@ def test_l2_grows_where_softmax_blows_up():
     assert np.trace(l2.covariances[-1]) > 1e10
 
 
+@pytest.mark.statement("gauss-thm-l2")
+def test_l2_affine_part_is_bounded_uniformly_in_the_covariance():
+    """With Kbar^T Kbar > 0, |(I + Sigma G)^-1 Sigma| <= |G^-1| for every Sigma >= 0, so
+    |M| <= |V| |G^-1| |B| whatever the covariance (the no-blow-up argument). For Sigma > 0,
+    (I + Sigma G)^-1 Sigma = (Sigma^-1 + G)^-1, which differs from G^-1 by
+    (Sigma^-1 + G)^-1 Sigma^-1 G^-1, of norm at most |G^-1|^2 |Sigma^-1| (both are positive
+    definite, so (Sigma^-1 + G)^-1 <= G^-1): at Sigma = 1e6 R, M is V G^-1 B within
+    |V| |G^-1|^2 |Sigma^-1| |B|, 5e-3 of |V G^-1 B|. A field with (I + G Sigma)^-1 Sigma B, or
+    without the factor 2/s in G, misses that limit by O(1)."""
+    rng = np.random.default_rng(14)
+    d, s = 3, 0.7
+    Q, K, V = rng.normal(size=(d, d)), rng.normal(size=(d, d)), rng.normal(size=(d, d))
+    G, B = (2 / s) * K.T @ K, (2 / s) * K.T @ Q
+    eq = g.L2Moments(Q, K, V, s=s)
+    nV, nGi, nB = (np.linalg.norm(X, 2) for X in (V, np.linalg.inv(G), B))
+    R = random_spd(rng, d, shift=0.1)
+    for c in (1e-2, 1.0, 1e2, 1e6):
+        _, M = eq.affine(np.zeros(d), c * R)
+        assert np.linalg.norm(M, 2) <= nV * nGi * nB * (1 + 1e-12)
+    limit = V @ np.linalg.solve(G, B)
+    gap = nV * nGi**2 * np.linalg.norm(np.linalg.inv(c * R), 2) * nB
+    assert gap < 1e-2 * np.linalg.norm(limit, 2)
+    assert np.linalg.norm(M - limit, 2) <= gap
+
+
 @pytest.mark.statement("gauss-thm-sinkhorn")
 def test_sinkhorn_mean_and_decoupling():
     rng = np.random.default_rng(10)
