@@ -223,17 +223,22 @@ def test_arguments_are_validated():
 
 
 @pytest.mark.statement("mf-prop-w2-quantile")
-def test_gaussian_1d_matches_quantile_integral():
+@pytest.mark.parametrize("weighted", [False, True])
+def test_gaussian_1d_matches_quantile_integral(weighted):
     rng = np.random.default_rng(6)
     x = np.sort(rng.normal(0.3, 1.2, size=7))
     m, s = -0.2, 0.7
-    # W2^2 = int_0^1 (F^{-1}(u) - G^{-1}(u))^2 du, integrated piecewise by adaptive quadrature.
-    edges = np.linspace(0, 1, 8)
+    w = rng.dirichlet(np.ones(7)) if weighted else np.full(7, 1 / 7)
+    # W2^2 = int_0^1 (F^{-1}(u) - G^{-1}(u))^2 du, integrated piecewise by adaptive quadrature
+    # between the cumulative weights c_{i-1}, c_i (the statement's weighted measure).
+    edges = np.concatenate([[0.0], np.cumsum(w)])
+    edges[-1] = 1.0
     val = sum(
         quad(lambda u, xi=xi: (xi - m - np.sqrt(s) * norm.ppf(u)) ** 2, a, b)[0]
         for xi, a, b in zip(x, edges[:-1], edges[1:], strict=True)
     )
-    np.testing.assert_allclose(w2_gaussian_1d(x, m, s), np.sqrt(val), rtol=1e-8)  # quad accuracy
+    got = w2_gaussian_1d(x, m, s, weights=w if weighted else None)
+    np.testing.assert_allclose(got, np.sqrt(val), rtol=1e-8)  # quad accuracy
 
 
 @pytest.mark.statement("mf-prop-w2-quantile")
