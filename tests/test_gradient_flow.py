@@ -412,6 +412,30 @@ def test_gaussian_energy_isotropic_and_dirac(s, d):
 
 
 @pytest.mark.statement("gf-prop-gaussian-energy")
+def test_gaussian_energy_of_a_nilpotent_a_is_finite_exactly_below_norm_one():
+    """A = [[0, a], [0, 0]], Sigma = I: <A y, x> = a y_2 x_1 with x, y independent, so
+    integrating y_2 ~ N(alpha_2, 1), then x_1 ~ N(alpha_1, 1), gives
+    E = (1/2) (1 - a^2)^(-1/2) exp((b^2 / 2 + b alpha_1 + a^2 alpha_1^2 / 2) / (1 - a^2)),
+    b = a alpha_2, finite exactly when |B|_2 = a < 1. The criterion reads A itself, not its
+    symmetric part (of norm a / 2, which would call a = 1.5 finite); the other tests of the
+    criterion use symmetric A. A few roundings, amplified near a = 1 by 1 / (1 - a^2): 1e-10."""
+    alpha = np.array([0.3, 0.2])
+    for a in (0.5, 0.9, 0.99):
+        b = a * alpha[1]
+        expected = (
+            0.5
+            / np.sqrt(1 - a**2)
+            * np.exp((b**2 / 2 + b * alpha[0] + a**2 * alpha[0] ** 2 / 2) / (1 - a**2))
+        )
+        res = gf.gaussian_energy(np.array([[0.0, a], [0.0, 0.0]]), alpha, np.eye(2))
+        assert res.finite
+        np.testing.assert_allclose(res.value, expected, rtol=1e-10)
+    for a in (1.0, 1.5):
+        res = gf.gaussian_energy(np.array([[0.0, a], [0.0, 0.0]]), alpha, np.eye(2))
+        assert not res.finite and res.value == np.inf and "spectral norm" in res.reason
+
+
+@pytest.mark.statement("gf-prop-gaussian-energy")
 def test_gaussian_energy_infinite_is_reported_with_reason():
     # Sigma^-1 - A Sigma A = (1/s - s) I fails for s >= 1 when A = -I
     for s in (1.0, 1.5, 1e6):
