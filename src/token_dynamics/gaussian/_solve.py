@@ -260,6 +260,14 @@ def solve_moments(
     def elapsed(s):
         return max(0.0, s - t0)
 
+    def positive_sizes(s, y):
+        # (name, size, rate) of each size of y that is positive: a blow-up is read off these
+        return [
+            (name, size(y, part), rate(s, y, part))
+            for name, part in (("tr(Sigma)", cov_part), ("|alpha|^2", mean_part))
+            if size(y, part) > 0
+        ]
+
     accepted: list[Any] = [t0, None]  # the end of the last accepted step (events see each)
 
     def pole(s, y):
@@ -406,12 +414,7 @@ def solve_moments(
             if which == 0:
                 # the size that met the test: the one closer to its pole (the smaller size / rate)
                 name, se, re = min(
-                    (
-                        (name, size(ye, part), rate(te, ye, part))
-                        for name, part in (("tr(Sigma)", cov_part), ("|alpha|^2", mean_part))
-                        if size(ye, part) > 0
-                    ),
-                    key=lambda c: c[1] / c[2] if c[2] > 0 else np.inf,
+                    positive_sizes(te, ye), key=lambda c: c[1] / c[2] if c[2] > 0 else np.inf
                 )
                 blowup = te + se / re
                 message = (
@@ -438,11 +441,10 @@ def solve_moments(
         # stall test's elapsed-time rule then tells a pole: s / s' < STALL_TAU (t - t0) would
         # mean a growth by e^1000 at a constant rate
         near = [
-            (name, size(ya, part), rate(ta, ya, part))
-            for name, part in (("tr(Sigma)", cov_part), ("|alpha|^2", mean_part))
-            if ya is not None and size(ya, part) > 0
+            c
+            for c in (positive_sizes(ta, ya) if ya is not None else [])
+            if c[1] < STALL_TAU * elapsed(ta) * c[2]
         ]
-        near = [c for c in near if 0 < c[1] < STALL_TAU * elapsed(ta) * c[2]]
         if near:
             name, se, re = min(near, key=lambda c: c[1] / c[2])
             status, blowup = "blowup", ta + se / re
