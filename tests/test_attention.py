@@ -1263,3 +1263,28 @@ def test_with_positions_default_is_the_documented_equal_spacing(n_sink):
     else:
         gaps = np.diff(np.concatenate([[0.0], s[n_sink:], [1.0]]))
         np.testing.assert_allclose(gaps, 1.0 / (m + 1), rtol=4 * np.finfo(float).eps * (m + 1))
+
+
+def test_multihead_of_masked_heads_keeps_the_positions_fixed():
+    """A masked head moves the content only (its velocity is 0 in column 0): a multi-head of
+    masked heads is masked attention again when every head is masked and each output matrix
+    leaves the position column alone (first row zero after column 0); the content then moves by
+    the block W_h[1:, 1:], and the position entry W_h[0, 0] changes nothing. An unmasked head
+    beside masked ones would read the position as content and move it: refused."""
+    rng = np.random.default_rng(40)
+    A, V, B = rng.standard_normal((3, 2, 2))
+    X = with_positions(rng.standard_normal((6, 2)), n_sink=1)
+    heads = (Causal(A, V), Causal(A.T, V.T, beta=0.5))
+    W = [np.zeros((3, 3)), np.zeros((3, 3))]
+    W[0][0, 0], W[0][1:, 1:], W[0][1:, 0] = 7.0, B, [1.0, -2.0]  # column 0 meets v[:, 0] = 0
+    W[1][1:, 1:] = np.eye(2)
+    v = MultiHead(heads, W=W).velocity(X)
+    expected = Causal(A, B @ V).velocity(X) + heads[1].velocity(X)
+    np.testing.assert_allclose(v, expected, rtol=RTOL_ROUNDOFF, atol=1e-15)
+    assert np.all(v[:, 0] == 0)
+    moving = W[0].copy()
+    moving[0, 2] = 0.1
+    with pytest.raises(ValueError, match=r"`W\[0\]` moves the positions of a masked head"):
+        MultiHead(heads, W=(moving, W[1]))
+    with pytest.raises(ValueError, match="mixes masked heads"):
+        MultiHead((heads[0], Softmax(np.eye(3), np.eye(3))))

@@ -873,7 +873,7 @@ def test_stability_check_reads_the_sink_mass_from_the_data():
         mf.stability_check(Causal(_A2, _V2), sunk.tokens, sunk.tokens, [0.0], hardy=True)
     with pytest.raises(ValueError, match="either `sink_mass` or `hardy=True`"):
         mf.stability_check(*args, sink_mass=0.1, hardy=True)
-    with pytest.raises(ValueError, match="`hardy` applies to masked attention"):
+    with pytest.raises(ValueError, match="`hardy` applies to one masked head"):
         mf.stability_check(Softmax(_A2, _V2), np.eye(2), 2 * np.eye(2), [0.0], hardy=True)
     with pytest.raises(ValueError, match=r"`hardy_p` must lie in \(1, inf\)"):
         mf.gronwall_bound(Causal(_A2, _V2), 1.0, [0.0, 1.0], hardy_p=1)
@@ -989,3 +989,51 @@ def test_conditional_sensitivity_mean_ratio_weighs_each_token_by_its_mass():
     np.testing.assert_allclose(sens.distance, dist, rtol=1e-12)
     np.testing.assert_allclose(sens.mean_ratio, np.sqrt(np.sum(w * norms2)) / dist, rtol=1e-12)
     np.testing.assert_allclose(sens.sup_ratio, np.sqrt(norms2.max()) / dist, rtol=1e-12)
+
+
+def test_stability_check_of_masked_heads_is_conditional():
+    """A multi-head of masked heads is masked attention: its stability is measured in the
+    conditional W_{2,lambda} with the radius of the contents and the sink mass of the data, as
+    for one Causal head (it was measured in W_2 over whole tokens, the positions counted in the
+    radius). A multi-head of one head without output matrix is that head: the two checks agree
+    to rounding. With two heads and output matrices, the bound is gronwall_bound's with the
+    norms of the content blocks (the position entry W_h[0, 0] = 5 enters no constant)."""
+    from token_dynamics.attention import MultiHead
+
+    rng = np.random.default_rng(41)
+    cloud = mf.causal_cloud(
+        rng.uniform(-0.5, 0.5, size=(9, 2)), sink=np.zeros((1, 2)), sink_mass=0.3
+    )
+    moved = cloud.tokens.copy()
+    moved[[4, 5], 1:] = moved[[5, 4], 1:]  # two neighbours swap contents: W_2 pairs across them
+    args = (cloud.tokens, moved, [0.0, 0.5, 1.0])
+    one = mf.stability_check(Causal(_A2, _V2), *args, weights=cloud.weights, dt=0.05)
+    alone = mf.stability_check(
+        MultiHead((Causal(_A2, _V2),)), *args, weights=cloud.weights, dt=0.05
+    )
+    assert alone.R0 == one.R0 < np.linalg.norm(cloud.tokens, axis=1).max()
+    np.testing.assert_allclose(alone.run.distance, one.run.distance, rtol=1e-13)
+    np.testing.assert_allclose(alone.bound.log_constant, one.bound.log_constant, rtol=1e-13)
+    plain = wasserstein2(cloud.tokens, moved, weights_x=cloud.weights, weights_y=cloud.weights)
+    cond = conditional_w2(cloud.tokens, moved, weights_x=cloud.weights, weights_y=cloud.weights)
+    np.testing.assert_allclose(alone.run.distance[0], cond, rtol=1e-14)
+    assert plain < 0.7 * cond  # moving positions 1/9 apart costs W_2 less than the swap
+
+    W = np.diag([5.0, 1.0, 1.0]), np.diag([0.0, 0.5, 2.0])
+    field = MultiHead((Causal(_A2, _V2), Causal(_A2.T, _V2)), W=W)
+    check = mf.stability_check(field, *args, weights=cloud.weights, dt=0.05)
+    assert check.holds and check.R0 == one.R0
+    np.testing.assert_allclose(check.run.distance[0], one.run.distance[0], rtol=1e-14)
+    ref = mf.gronwall_bound(field, one.R0, check.run.times, sink_mass=0.3)
+    np.testing.assert_allclose(check.bound.log_constant, ref.log_constant, rtol=1e-14)
+    lone = mf.field_constants(Causal(_A2, _V2), one.R0, sink_mass=0.3)
+    both = mf.field_constants(field, one.R0, sink_mass=0.3)
+    np.testing.assert_allclose(both.lipschitz_measure, 3 * lone.lipschitz_measure, rtol=1e-14)
+    with pytest.raises(ValueError, match=r"`hardy` applies to one masked head .* sink bound"):
+        mf.stability_check(field, *args, weights=cloud.weights, hardy=True)
+    # a time-dependent W_h is checked where the bound evaluates it
+    moving = MultiHead(
+        (Causal(_A2, _V2),), W=(lambda t: np.array([[1, t, 0], [0, 1, 0], [0, 0, 1]]),)
+    )
+    with pytest.raises(ValueError, match=r"`W\[0\]` moves the positions"):
+        mf.field_constants(moving, 1.0, t=0.5, sink_mass=0.3)

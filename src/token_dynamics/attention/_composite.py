@@ -74,11 +74,21 @@ class MultiHead(AttentionField):
         if not heads or not all(isinstance(h, AttentionField) for h in heads):
             raise ValueError("`heads` must be a non-empty sequence of AttentionField objects.")
         object.__setattr__(self, "heads", heads)
+        masked = [is_masked(h) for h in heads]
+        if any(masked) and not all(masked):
+            raise ValueError(
+                "`heads` mixes masked heads (`Causal`) with unmasked ones: an unmasked head would "
+                "read the position column as content and move it. Make every head `Causal`."
+            )
         if self.W is not None:
             W = tuple(init_parameter(Wh, f"W[{h}]") for h, Wh in enumerate(self.W))
             if len(W) != len(heads):
                 raise ValueError(f"`W` must hold one matrix per head ({len(heads)}); got {len(W)}.")
             object.__setattr__(self, "W", W)
+            if all(masked):
+                for h, Wh in enumerate(W):
+                    if not callable(Wh):
+                        check_fixed_positions(Wh, h)
 
     def _dim(self) -> int | None:
         dims = {dim for h in self.heads if (dim := h._dim()) is not None}
@@ -341,6 +351,28 @@ class Causal(AttentionField):
         A, _, Xk, wk = self._prepare(X, X, t, w)
         F = self.beta * (X[:, 1:] @ A.T)
         return scatter_columns(causal_matrix(F, Xk[:, 1:], wk, X[:, 0], Xk[:, 0]), w)
+
+
+def is_masked(field: AttentionField) -> bool:
+    """Whether `field` is masked attention on tokens with positions: a ``Causal`` head, or a
+    ``MultiHead`` of such heads (positions in column 0, never moving)."""
+    if isinstance(field, MultiHead):
+        return all(is_masked(h) for h in field.heads)
+    return isinstance(field, Causal)
+
+
+def check_fixed_positions(Wh: np.ndarray, h: int) -> None:
+    """Refuse an output matrix of a masked head that would move the positions.
+
+    A masked head's velocity is 0 in column 0, so ``v @ Wh.T`` keeps the positions fixed iff
+    the first row of ``Wh`` vanishes off the diagonal; the content then moves by
+    ``Wh[1:, 1:]``."""
+    if np.any(Wh[0, 1:] != 0):
+        raise ValueError(
+            f"`W[{h}]` moves the positions of a masked head: its first row must be zero after "
+            f"column 0 (got {Wh[0, 1:]!r}). Act on the content only, e.g. "
+            "`scipy.linalg.block_diag(1, W_content)`."
+        )
 
 
 def with_positions(

@@ -23,6 +23,7 @@ from .._guards import float_guard
 from .._typing import ArrayLike, ParameterLike
 from .._validation import as_matrix, as_tokens, check_instance, check_positive, check_real
 from ..attention import L2, AttentionField, Causal, MultiHead, Sigmoid, Sinkhorn, Softmax
+from ..attention._composite import check_fixed_positions, is_masked
 from ..wasserstein import wasserstein1
 from ._estimates import support_radius
 
@@ -75,6 +76,17 @@ def _at(P: ParameterLike, name: str, t: float) -> np.ndarray:
 
 def _norm(M: np.ndarray) -> float:
     return float(np.linalg.norm(M, 2))
+
+
+def _head_scale(field: MultiHead, h: int, t: float) -> float:
+    r""":math:`\lVert W_h\rVert` at time ``t``; for masked heads the norm of the block
+    ``W_h[1:, 1:]`` that moves the content (the positions stay fixed, checked here for a
+    time-dependent ``W_h``)."""
+    Wh = _at(field.W[h], f"W[{h}]", t)  # type: ignore[index]
+    if not is_masked(field):
+        return _norm(Wh)
+    check_fixed_positions(Wh, h)
+    return _norm(Wh[1:, 1:])
 
 
 def _times(c: float, x: float) -> float:
@@ -157,7 +169,9 @@ def field_constants(
 
     with :math:`q = \lVert\bar Q\rVert`, :math:`k = \lVert\bar K\rVert` for l2, the inverse
     temperature folded into :math:`A` for softmax and masked attention, and :math:`w_0` the
-    mass of the attention sink (the atom of the position marginal at 0).
+    mass of the attention sink (the atom of the position marginal at 0). For a multi-head of
+    masked heads, :math:`\lVert W_h\rVert` is the norm of the block ``W_h[1:, 1:]`` that acts
+    on the content (a ``W_h`` that would move the positions is refused).
 
     Parameters
     ----------
@@ -219,7 +233,11 @@ def _constants(
         return _sinkhorn(field, R, t)
     if isinstance(field, MultiHead):
         parts = [_constants(h, R, t, sink_mass) for h in field.heads]  # masked heads need it
-        scales = [1.0] * len(parts) if field.W is None else [_norm(_at(W, "W", t)) for W in field.W]
+        scales = (
+            [1.0] * len(parts)
+            if field.W is None
+            else [_head_scale(field, h, t) for h in range(len(parts))]
+        )
         return FieldConstants(
             *(
                 float(sum(_times(c, getattr(p, name)) for c, p in zip(scales, parts, strict=True)))

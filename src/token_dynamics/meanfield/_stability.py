@@ -10,6 +10,7 @@ from .._guards import float_guard
 from .._typing import ArrayLike
 from .._validation import as_tokens, as_weights
 from ..attention import AttentionField, Causal
+from ..attention._composite import is_masked
 from ._estimates import support_radius
 from ._experiments import StabilityRun, stability_ratios
 from ._gronwall import StabilityBound, gronwall_bound
@@ -89,28 +90,30 @@ def stability_check(
 
     The Gronwall bound :math:`e^{\int_0^t (L_x + L_\mu)(R(s))\,ds}` is computed from the
     variant's own estimates (:func:`field_constants`) with :math:`R_0` the larger of the two
-    initial support radii. For masked attention (``Causal``: positions in column 0) the
-    distance is the conditional :math:`W_{2,\lambda}`, and the bound is either the sink bound
+    initial support radii. For masked attention (``Causal``, or a ``MultiHead`` of ``Causal``
+    heads: positions in column 0) the distance is the conditional :math:`W_{2,\lambda}`,
+    :math:`R_0` the radius of the contents, and the bound is either the sink bound
     (:math:`L_\mu/w_0` with :math:`w_0` the mass of the tokens at position 0, computed from
-    the data) or, with `hardy`, the Hardy bound :math:`L_x + \frac{p}{p-1}L_\mu`, which needs
-    no sink but one token per position, all of the same weight.
+    the data) or, for one ``Causal`` head with `hardy`, the Hardy bound
+    :math:`L_x + \frac{p}{p-1}L_\mu`, which needs no sink but one token per position, all of
+    the same weight.
 
     Parameters
     ----------
     field : Softmax, L2, Sigmoid, Sinkhorn, MultiHead or Causal
     X0, Y0 : array_like, shape (n, d)
-        The two initial clouds (same weights; for ``Causal``, same positions).
+        The two initial clouds (same weights; for masked attention, same positions).
     times : array_like, shape (T,)
         Output times, from 0.
     p : {1, 2}
-        Order of the Wasserstein distance (2 for ``Causal``).
+        Order of the Wasserstein distance (2 for masked attention).
     weights : array_like, shape (n,), optional
     sink_mass : float, optional
-        For ``Causal``: the sink mass :math:`w_0` used in the bound. Default: the mass of the
+        For masked attention: the sink mass :math:`w_0` used in the bound. Default: the mass of the
         tokens at position 0; a larger value would give a bound below the proved one and is
         refused.
     hardy : bool
-        For ``Causal``: use the Hardy bound instead of the sink bound.
+        For one ``Causal`` head: use the Hardy bound instead of the sink bound.
     dt : float, optional
         RK4 step; by default chosen to meet RK4's default tolerance, the error reached in
         ``run.step_error`` (:func:`stability_ratios`).
@@ -152,12 +155,15 @@ def stability_check(
     X0 = as_tokens(X0, "X0")
     Y0 = as_tokens(Y0, "Y0", d=X0.shape[1])
     w = as_weights(weights, X0.shape[0])
-    masked = isinstance(field, Causal)
+    masked = is_masked(field)
     contents = slice(1, None) if masked else slice(None)
     R0 = max(support_radius(X0[:, contents], weights=w), support_radius(Y0[:, contents], weights=w))
     hardy_p = None
-    if hardy and not masked:
-        raise ValueError("`hardy` applies to masked attention (`Causal`) only; omit it.")
+    if hardy and not isinstance(field, Causal):
+        raise ValueError(
+            "`hardy` applies to one masked head (`Causal`) only; omit it"
+            + (" and use the sink bound." if masked else ".")
+        )
     if hardy:
         if sink_mass is not None:
             raise ValueError("Pass either `sink_mass` or `hardy=True`, not both.")
