@@ -47,9 +47,11 @@ class MultiHead(AttentionField):
     Parameters
     ----------
     heads : sequence of AttentionField
-        The heads, acting on tokens of the same dimension ``d``.
+        The heads, acting on tokens of the same dimension ``d``: all masked (``Causal``, on
+        tokens with a position in column 0) or none.
     W : sequence of array_like (d, d) or callables, optional
-        Output matrix of each head; identity if ``None`` (heads simply add).
+        Output matrix of each head; identity if ``None`` (heads simply add). For masked heads,
+        its first row is zero after column 0, so that positions never move.
 
     References
     ----------
