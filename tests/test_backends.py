@@ -41,6 +41,7 @@ from token_dynamics.attention import (
     SinkhornConvergenceWarning,
     Softmax,
     Unnormalised,
+    sinkhorn_plan,
     with_positions,
 )
 from token_dynamics.attention._array_api import (
@@ -65,6 +66,8 @@ from token_dynamics.diagnostics import (
 )
 from token_dynamics.stochastic import MLPNoise, StochasticTransformer, _mlp, simulate, simulate_sde
 from token_dynamics.stochastic import _array_api as stochastic_xp
+
+from .helpers import dense_scores
 
 jax.config.update("jax_enable_x64", True)
 
@@ -773,6 +776,36 @@ def test_sinkhorn_reports_convergence_as_on_numpy(lib):
     strict = Sinkhorn(A, V, eps=0.05, tol=1e-14, max_iter=2, strict=True)
     with pytest.raises(SinkhornConvergenceError, match="after 2 iterations"):
         strict.velocity(asarray(case.X))
+
+
+@pytest.mark.parametrize("symmetric", [True, False])
+@pytest.mark.parametrize("tol", [1e-16, 1e-8])
+@pytest.mark.parametrize("path", ["stored", "streamed", "fallback"])
+def test_sinkhorn_converged_agrees_with_numpy(lib, symmetric, tol, path, monkeypatch):
+    """Both paths judge convergence by ``plan_convergence``, on the sums of the plan at their
+    final potentials. 1e-16 lies below the rounding of those sums (100 sums of 100 entries of
+    size 1e-4: a few 1e-16 in l1), which the iterations' own error reaches: on the array path
+    it decided, and a strict field returned the velocity where numpy raised. 1e-8 lies far
+    above the rounding: both converge."""
+    asarray, _, _ = lib
+    rng = np.random.default_rng(41)
+    X = rng.standard_normal((100, 3))
+    A = np.eye(3) if symmetric else rng.standard_normal((3, 3))
+    module = "token_dynamics.attention._sinkhorn_array_api"
+    if path == "streamed":
+        monkeypatch.setattr(f"{module}.KERNEL_MEMORY_BUDGET", 0)
+    elif path == "fallback":
+        monkeypatch.setattr(f"{module}._symmetric_scaling", lambda *args: None)
+        monkeypatch.setattr(f"{module}._alternating_scaling", lambda *args: None)
+    converged = sinkhorn_plan(dense_scores(X, A), 1.0, tol=tol).converged
+    assert converged == (tol == 1e-8)
+    field = Sinkhorn(A, np.eye(3), tol=tol, strict=True)
+    for tokens in (X, asarray(X)):
+        if converged:
+            field.velocity(tokens)
+        else:
+            with pytest.raises(SinkhornConvergenceError, match=f"tol = {tol:g}"):
+                field.velocity(tokens)
 
 
 def test_sinkhorn_relaxation_never_lets_the_error_run_away(lib):

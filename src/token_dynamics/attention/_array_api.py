@@ -280,6 +280,19 @@ def log_sum_exp_rows(xp: ModuleType, F: Any, K: Any, bias: Any) -> Any:
     return _rows(xp, blocks)
 
 
+def plan_sums(xp: ModuleType, F: Any, K: Any, row_bias: Any, col_bias: Any) -> tuple[Any, Any]:
+    r"""Row and column sums of :math:`e^{\langle F_i, K_j\rangle + r_i + c_j}` with the biases
+    ``r`` (shape ``(m,)``) and ``c`` (shape ``(n,)``), in query blocks (a Sinkhorn plan's
+    marginals)."""
+    KT = xp.matrix_transpose(K)
+    rows, cols = [], xp.zeros_like(col_bias)
+    for b in query_blocks(xp, F, K):
+        P = xp.exp(xp.matmul(F[b, ...], KT) + row_bias[b, None] + col_bias)
+        rows.append(xp.sum(P, axis=1))
+        cols = cols + xp.sum(P, axis=0)
+    return _rows(xp, rows), cols
+
+
 def scores_in_range(xp: ModuleType, F: Any, K: Any, bias: Any | None = None) -> Any:
     r"""Whether no score :math:`\langle F_i, K_j\rangle + c_j` nor any partial sum of it can
     overflow (a 0-d boolean array): by Cauchy-Schwarz each lies within

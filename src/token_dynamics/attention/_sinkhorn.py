@@ -81,9 +81,10 @@ class Sinkhorn(AttentionField):
     Arrays: numpy; in ``velocity`` and ``velocity_at`` (so as the right-hand side of
     ``integrate``) also torch, JAX, CuPy or any array-API library, the result in the caller's
     array type, device and float dtype, its plan solved in float64 on the caller's device (a
-    library without float64 there is refused by name), by the same iterates as on numpy (its
-    kernel stored while it fits 1 GiB, else recomputed in blocks at each update); ``plan`` and
-    ``attention_matrix`` take numpy arrays.
+    library without float64 there is refused by name), by the same iterates and the same test
+    of convergence (the marginal error of the plan itself) as on numpy (its kernel stored while
+    it fits 1 GiB, else recomputed in blocks at each update); ``plan`` and ``attention_matrix``
+    take numpy arrays.
 
     Parameters
     ----------

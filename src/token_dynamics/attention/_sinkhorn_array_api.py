@@ -9,7 +9,9 @@ into the potentials before they leave ``[e^-ABSORB_LOG, e^ABSORB_LOG]``; a scali
 non-finite hands over to the log-sum-exp updates, started afresh as on numpy. Beyond the budget,
 the log-sum-exp updates with the scores recomputed in query blocks at every update
 (``_array_api.log_sum_exp_rows``: at most ``BLOCK_ENTRIES`` of them at once). A few numbers per
-iteration (the marginal error, the range of the scalings) go to the host.
+iteration (the marginal error, the range of the scalings) go to the host. Each solver returns
+``(u, v, n_iter, error)``, its potentials and its own error; convergence is then judged as on
+numpy, on the marginals of the plan at ``(u, v)``.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from types import ModuleType
 from typing import Any
 
 from .._backend import scalar
-from ._array_api import log_sum_exp_rows, max_rows, run, scores_in_range
+from ._array_api import log_sum_exp_rows, max_rows, plan_sums, run, scores_in_range
+from ._sinkhorn_plan import plan_convergence
 from ._sinkhorn_scaling import ABSORB_LOG, KERNEL_MEMORY_BUDGET, _Relaxation
 from ._softmax import EXP_FLOOR
 
@@ -58,27 +61,37 @@ def sinkhorn_potential(
     -------
     (v, n_iter, converged, error)
         The column potential, the iterations, whether the :math:`\ell^1` marginal error
-        ``error`` reached ``tol``; scores beyond the float range
-        (``_array_api.scores_in_range``), or an error that is not finite, stop the iterations
-        at once with an infinite error.
+        ``error`` of the plan at the final potentials reached ``tol`` (judged as on numpy:
+        ``_sinkhorn_plan.plan_convergence``); scores beyond the float range
+        (``_array_api.scores_in_range``), or an iteration error that is not finite, stop the
+        iterations at once with an infinite error.
     """
     rows = xp.matmul(X, xp.matrix_transpose(A)) / eps  # K = rows X^T
     if not bool(run(xp, scores_in_range, rows, X)):
         return xp.zeros_like(log_w), 0, False, math.inf
     n = X.shape[0]
+    found = None
     if n * n * 8 <= KERNEL_MEMORY_BUDGET:
         K = xp.matmul(rows, xp.matrix_transpose(X))
         found = (_symmetric_scaling if symmetric else _alternating_scaling)(
             xp, K, log_w, tol, max_iter
         )
-        if found is not None:
-            return found
-        u0 = xp.zeros_like(log_w)  # the numpy solver's fallback starts afresh
+        u0 = xp.zeros_like(log_w)  # on a fallback, the numpy solver starts afresh
     else:
         u0 = -run(xp, max_rows, rows, X) / 2
-    if symmetric:
-        return _symmetric_iterations(xp, rows, X, log_w, u0, tol, max_iter)
-    return _alternating_iterations(xp, rows, X @ A / eps, X, log_w, tol, max_iter)
+    if found is None and symmetric:
+        found = _symmetric_iterations(xp, rows, X, log_w, u0, tol, max_iter)
+    elif found is None:
+        found = _alternating_iterations(xp, rows, X @ A / eps, X, log_w, tol, max_iter)
+    u, v, n_iter, err = found
+    if not math.isfinite(err):
+        return v, n_iter, False, math.inf
+    r, c = run(xp, plan_sums, rows, X, u + log_w, v + log_w)
+    a = xp.exp(log_w)
+    if symmetric:  # the row sums of the numpy solver's plan, symmetrised
+        r, c = (r + c) / 2, None
+    error, converged = plan_convergence(xp, r, c, a, a, tol)
+    return v, n_iter, converged, error
 
 
 def _symmetric_iterations(xp, rows, X, log_w, u, tol, max_iter):
@@ -90,7 +103,7 @@ def _symmetric_iterations(xp, rows, X, log_w, u, tol, max_iter):
         T = -run(xp, log_sum_exp_rows, rows, X, u + log_w)
         err = scalar(xp.sum(xp.abs(a * xp.expm1(u - T))))  # row (= column) error
         if err <= tol or not math.isfinite(err) or updates >= 2 * max_iter:
-            return u, (updates + 1) // 2, err <= tol, err
+            return u, u, (updates + 1) // 2, err
         u = u + relax.update(err) * (T - u)
         updates += 1
 
@@ -106,7 +119,7 @@ def _alternating_iterations(xp, rows, cols, X, log_w, tol, max_iter):
         L = run(xp, log_sum_exp_rows, cols, X, u + log_w)  # column log-sums of the plan
         err = scalar(xp.sum(xp.abs(a * xp.expm1(v + L))))
         if err <= tol or not math.isfinite(err) or n_iter >= max_iter:
-            return v, n_iter, err <= tol, err
+            return u, v, n_iter, err
         v = -L
         u = -run(xp, log_sum_exp_rows, rows, X, v + log_w)
         n_iter += 1
@@ -138,7 +151,8 @@ def _symmetric_scaling(xp, K, log_w, tol, max_iter):
         if not (math.isfinite(err) and bool(xp.min(r) > 0)):
             return None
         if err <= tol or updates >= 2 * max_iter:
-            return u + xp.log(alpha), (updates + 1) // 2, err <= tol, err
+            u = u + xp.log(alpha)
+            return u, u, (updates + 1) // 2, err
         theta = relax.update(err)
         alpha = alpha * (xp.sqrt(a / r) if theta == 0.5 else (a / r) ** theta)
         updates += 1
@@ -164,7 +178,7 @@ def _alternating_scaling(xp, K, log_w, tol, max_iter):
         if not (math.isfinite(err) and bool(usable)):
             return None
         if err <= tol or n_iter >= max_iter:
-            return v + xp.log(beta), n_iter, err <= tol, err
+            return u + xp.log(alpha), v + xp.log(beta), n_iter, err
         beta = a / c
         n_iter += 1
         if not bool(_in_range(xp, alpha) & _in_range(xp, beta)):

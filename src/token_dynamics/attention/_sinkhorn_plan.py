@@ -8,9 +8,12 @@ failure classes; the iterations themselves are in :mod:`._sinkhorn_scaling`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
 
 import numpy as np
 
+from .._backend import scalar
 from .._guards import float_guard
 from .._typing import ArrayLike, FloatArray
 from .._validation import as_matrix, as_weights, check_int, check_positive
@@ -21,6 +24,7 @@ __all__ = [
     "SinkhornConvergenceError",
     "SinkhornConvergenceWarning",
     "SinkhornPlan",
+    "plan_convergence",
     "sinkhorn_plan",
 ]
 
@@ -80,6 +84,20 @@ class SinkhornPlan:
     marginal_error: float
     f: FloatArray
     g: FloatArray
+
+
+def plan_convergence(
+    xp: ModuleType, rows: Any, cols: Any | None, a: Any, b: Any, tol: float
+) -> tuple[float, bool]:
+    r"""The :math:`\ell^1` marginal error of a plan from its row and column sums (``cols``
+    ``None``: a symmetric plan, whose column sums are its row sums), and whether it is within
+    ``tol``: the one test of convergence of the numpy solver and of the array path. It reads the
+    sums of the plan itself, not the iterations' own error (of the scaled kernel), which can meet
+    a ``tol`` below the rounding of those sums (a few 1e-16), where this one does not."""
+    err = scalar(xp.sum(xp.abs(rows - a)))
+    if cols is not None:
+        err = max(err, scalar(xp.sum(xp.abs(cols - b))))
+    return err, err <= tol
 
 
 def _log(w: np.ndarray) -> np.ndarray:
@@ -228,11 +246,7 @@ def sinkhorn_plan(
             f"the Sinkhorn plan is not finite after {n_iter} iterations at eps = {eps:g}; "
             "rescale `S` or increase `eps`."
         )
-    err = float(np.sum(np.abs(rows - a)))
-    if not symmetric:  # a symmetric plan's column sums are its row sums
-        err = max(err, float(np.sum(np.abs(plan.sum(axis=0) - b))))
-    # converged by the returned plan's error: the iterations' own error, of the scaled kernel,
-    # can meet a `tol` below the rounding of the plan's sums (1e-16), which this one does not
-    converged = err <= tol
+    cols = None if symmetric else plan.sum(axis=0)
+    err, converged = plan_convergence(np, rows, cols, a, b, tol)
     f, g = eps * u, eps * v
     return SinkhornPlan(plan, converged, n_iter, err, f, g)
