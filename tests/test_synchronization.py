@@ -736,6 +736,29 @@ def test_estimators_are_scale_free():
         assert sto.separation_exponent(np.arange(4.0), k * S).mean == pytest.approx(base, rel=1e-12)
 
 
+def test_separation_exponent_reads_the_same_at_every_scale_of_the_states():
+    """The gap |x - y| is known to the rounding of the tokens' coordinates, eps |max(|x|, |y|)|:
+    a floor relative to the tokens' size, so states scaled by 1e-6, 1 or 1e6 report the same.
+    Tokens one or five units in the last place apart at the last time are rounding; the old
+    floor (an exact zero) reported the log of each scale's ulp grid: -29.73, -29.69, -29.64 at
+    one ulp, -27.94, -28.08, -28.03 at five. Tokens a relative 1e-6 apart give one exponent: the
+    scaling moves each coordinate by eps/2 of itself, the log-gap by at most
+    eps |x| / |x - y| = 2e-10 (asked with 1e-9, the time span being 1)."""
+    x = np.random.default_rng(0).standard_normal((4, 3))[3]
+    for ulps in (1, 5):
+        y = x.copy()
+        y[0] += ulps * np.spacing(x[0])
+        S = np.array([[[x, x + 1e-3], [x, y]]] * 2)  # 2 paths, the pair meets at the last time
+        for k in (1e-6, 1.0, 1e6):
+            with pytest.raises(FloatingPointError, match=r"within 10 roundings.*`times`"):
+                sto.separation_exponent([0.0, 1.0], k * S)
+    S = np.array([[[x, x * (1 + 1e-3)], [x, x * (1 + 1e-6)]]] * 2)
+    base = sto.separation_exponent([0.0, 1.0], S).mean
+    assert base == pytest.approx(np.log(1e-3), abs=1e-9)
+    for k in (1e-6, 1e6):
+        assert sto.separation_exponent([0.0, 1.0], k * S).mean == pytest.approx(base, abs=1e-9)
+
+
 def test_experiment_and_exponent_arguments_are_named():
     model = sto.StochasticTransformer(sto.MLPNoise("relu", width=None), V=np.zeros((5, 5)))
     with pytest.raises(ValueError, match=r"`T`.*too short"):

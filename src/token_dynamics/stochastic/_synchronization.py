@@ -22,10 +22,12 @@ from ._sde import simulate_sde
 #: How far above the rounding of the log-separation (eps / separation) the diffusive change
 #: sqrt(kappa(1) T) of two_point_lyapunov_exponent must be for the exponent to mean anything.
 MIN_RESOLUTION = 1e3
-#: Smallest final separation of two_point_lyapunov_exponent's pairs, in roundings eps of the
-#: unit tokens: below it the separation is the rounding (pairs of ReLU tokens, d = 64,
-#: contracted to about 1e-18 by T = 70 gave -0.41 for lambda_1 = -0.48); at 10 eps one path's
-#: log-separation is still known to about 0.1, a negligible part of the mean over the paths.
+#: Smallest separation of two tokens x, y whose log-separation is measured, in roundings of the
+#: tokens, eps |max(|x|, |y|)| (each coordinate carries a rounding relative to itself, so the
+#: floor scales with the tokens): below it the separation is the rounding (pairs of unit ReLU
+#: tokens, d = 64, contracted to about 1e-18 by T = 70 gave -0.41 for lambda_1 = -0.48); at 10
+#: roundings one path's log-separation is still known to about 0.1, a negligible part of the
+#: mean over the paths.
 MIN_FINAL_ROUNDINGS = 10
 #: Smallest separation of two_point_lyapunov_exponent. The field's increment between the two
 #: tokens is drawn from its exact law at any separation (the tree sampler of ``_mlp``); what
@@ -121,6 +123,17 @@ def energy_decay_rate(times: ArrayLike, energies: ArrayLike) -> MCEstimate:
     return MCEstimate(rate, stderr, E.shape[0])
 
 
+def _within_rounding(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """Whether ``|x - y| <= MIN_FINAL_ROUNDINGS eps |max(|x|, |y|)|`` for the tokens of shape
+    ``(..., d)``: the gap is then the tokens' rounding. Both sides are divided by one power of
+    two (exact), so the test reads the same at every scale of the tokens and never overflows."""
+    size = np.maximum(np.abs(X), np.abs(Y))
+    c = power_of_two_scale(size, axis=-1)
+    gap = np.linalg.norm((X - Y) / c, axis=-1)
+    eps = np.finfo(np.float64).eps
+    return gap <= MIN_FINAL_ROUNDINGS * eps * np.linalg.norm(size / c, axis=-1)
+
+
 def separation_exponent(times: ArrayLike, states: ArrayLike) -> MCEstimate:
     r"""Top Lyapunov exponent from two nearby tokens sharing the noise.
 
@@ -150,7 +163,9 @@ def separation_exponent(times: ArrayLike, states: ArrayLike) -> MCEstimate:
         If `times` is not 1-D increasing from first to last, or `states` is not finite of shape
         ``(paths, T, 2, d)`` with two paths.
     FloatingPointError
-        If the two tokens coincide at the first or the last time.
+        If the two tokens are within ``MIN_FINAL_ROUNDINGS = 10`` roundings of their size,
+        :math:`10\,\varepsilon\,|\max(|x|, |y|)|`, at the first or the last time on some path
+        (coincident tokens included): their separation would be the rounding.
 
     References
     ----------
@@ -175,13 +190,17 @@ def separation_exponent(times: ArrayLike, states: ArrayLike) -> MCEstimate:
         )
     if t.size < 2 or t[-1] <= t[0]:
         raise ValueError("`times` must increase from its first to its last entry.")
-    # log |x - y| from the difference divided by a power of two (exact): no overflow at any scale
-    diff = S[:, [0, -1], 0] - S[:, [0, -1], 1]
-    scale = power_of_two_scale(diff, axis=-1)[..., 0]
-    if np.any(np.all(diff == 0, axis=-1)):
+    X, Y = S[:, [0, -1], 0], S[:, [0, -1], 1]
+    if np.any(_within_rounding(X, Y)):
         raise FloatingPointError(
-            "the two tokens coincide at the first or last time; start them apart (e.g. 1e-6)."
+            f"the two tokens are within {MIN_FINAL_ROUNDINGS:g} roundings of their size "
+            "(eps |x|) at the first or last time on some path, where the rounding would set the "
+            "exponent; start them further apart (a relative 1e-6), or end `times` before they "
+            "meet."
         )
+    # log |x - y| from the difference divided by a power of two (exact): no overflow at any scale
+    diff = X - Y
+    scale = power_of_two_scale(diff, axis=-1)[..., 0]
     log_gap = np.log(scale) + np.log(np.linalg.norm(diff / scale[..., None], axis=-1))
     with float_guard("the separation exponent", "use a longer horizon (`times`)"):
         g = (log_gap[:, 1] - log_gap[:, 0]) / (t[-1] - t[0])
@@ -291,9 +310,9 @@ def two_point_lyapunov_exponent(
     )
     # the tokens are unit vectors rounded to eps: a pair contracted to a few eps apart keeps
     # only the rounding as its separation, and the exponent would measure that instead
-    final = float(np.min(np.linalg.norm(res.X[:, -1, 0] - res.X[:, -1, 1], axis=-1)))
-    top = MIN_FINAL_ROUNDINGS * np.finfo(np.float64).eps
-    if final < top:
+    if np.any(_within_rounding(res.X[:, -1, 0], res.X[:, -1, 1])):
+        final = float(np.min(np.linalg.norm(res.X[:, -1, 0] - res.X[:, -1, 1], axis=-1)))
+        top = MIN_FINAL_ROUNDINGS * np.finfo(np.float64).eps
         raise FloatingPointError(
             f"the pair contracted to {final:.2g} apart on some path by `T` = {T:g}, within "
             f"{MIN_FINAL_ROUNDINGS:g} roundings of the unit tokens ({top:.2g}), where the "
