@@ -1,5 +1,7 @@
 """Tests of token_dynamics.gaussian: moment ODEs against closed forms, identities and particles."""
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -288,6 +290,18 @@ def test_blowup_far_from_time_zero_is_reported_with_its_time(t0):
     assert "known only to within" in run.message
     assert abs(run.blowup_time - (t0 + t_star)) < 1e-6
     np.testing.assert_array_equal(run.times, t0 + np.array([0.0, 1.0]))
+
+
+def test_blowup_message_prints_its_times_apart():
+    """Started at t0 = 1000, the pole test meets the scalar softmax blow-up at t near
+    1001.98412698, 2e-9 before the estimated blow-up time: at ten significant digits both printed
+    as 1001.984127. Each time is now printed to read back as itself."""
+    a, v, s0 = 0.9, 0.7, 0.4
+    run = g.solve_moments(g.SoftmaxMoments([[a]], [[v]]), [0.0], [[s0]], 1e3 + np.array([0, 1, 3]))
+    assert run.status == "blowup", run.message
+    assert run.message.endswith(f"estimated blow-up time {run.blowup_time!r}.")
+    te = float(re.search(r"pole at t = (\S+);", run.message)[1])
+    assert 1e3 + 1 < te < run.blowup_time
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,7 @@ solve_ivp tolerance, as derived in each test; 1e-15 to 1e-12 is round-off of ide
 
 import itertools
 import math
+import re
 
 import numpy as np
 import pytest
@@ -239,7 +240,7 @@ def test_non_finite_field_is_reported_at_the_initial_state(method, value):
         return np.full_like(X, value)
 
     with pytest.raises(FloatingPointError, match=rf"velocity field's values became non-finite "
-                       rf"at t = 0 with method='{method}'"):  # fmt: skip
+                       rf"at t = 0.0 with method='{method}'"):  # fmt: skip
         integrate(field, [[1.0, 2.0], [0.5, 0.0]], [0.0, 1.0], method=method)
 
 
@@ -374,6 +375,22 @@ def test_missed_tolerance_returns_its_status_and_warns(monkeypatch):
     # past the pole no step is small enough: the finest run's failure is raised
     with pytest.raises(FloatingPointError, match=r"non-finite at t = .* method='rk4'"):
         integrate(lambda t, X: X**2, np.ones((1, 1)), [0.0, 2.0])
+
+
+@pytest.mark.parametrize("method", ["euler", "rk4", "solve_ivp"])
+def test_failure_time_is_printed_to_the_last_digit(method):
+    """The velocity turns NaN from t = 1e6 + 1 on: the message names that time (Euler and RK4
+    meet it on the grid, at 1000001.0; solve_ivp a little after), never the 1e+06 of six
+    significant digits, which is also the start."""
+    dt = None if method == "solve_ivp" else 0.5
+    times = 1e6 + np.array([0.0, 1.0, 2.0])
+    with pytest.raises(FloatingPointError, match=r"non-finite at t = (\S+) with") as caught:
+        integrate(lambda t, X: X * (np.nan if t >= 1e6 + 1 else 1.0), np.ones((2, 2)), times,
+                  method=method, dt=dt)  # fmt: skip
+    t_fail = float(re.search(r"at t = (\S+) with", str(caught.value))[1])
+    assert 1e6 + 1 <= t_fail < 1e6 + 2
+    if method != "solve_ivp":
+        assert t_fail == 1e6 + 1
 
 
 def test_explicit_dt_is_run_as_given():

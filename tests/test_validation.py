@@ -289,3 +289,15 @@ def test_float_guard_raises_on_an_invalid_value_and_checked_finite_on_any_overfl
     for bad in (np.array([1.0, np.inf]), np.array([np.nan, 2.0]), float("inf")):
         with pytest.raises(FloatingPointError, match=r"^the sum leaves the float64 range"):
             checked_finite(bad, "the sum", "rescale")
+
+
+def test_time_text_reads_back_and_tells_neighbours_apart():
+    """The times of the solvers' messages: the text reads back as the same float, so the next
+    float prints otherwise (6 significant digits printed 1e6 and 1000001 both as 1e+06)."""
+    from token_dynamics._guards import time_text
+
+    for t in (1e6, 1e6 + 1, 0.1 + 0.2, 1e9 + 1.9841188, -3.0, 5e-324, 1.7e308, np.float64(2.5)):
+        text = time_text(t)
+        assert float(text) == t
+        assert time_text(np.nextafter(t, np.inf)) != text
+    assert time_text(1e6 + 1) == "1000001.0"

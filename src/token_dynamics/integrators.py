@@ -46,7 +46,7 @@ from numpy.typing import DTypeLike
 from scipy.integrate import solve_ivp
 
 from ._backend import all_finite, is_numpy
-from ._guards import progress_bar
+from ._guards import progress_bar, time_text
 from ._richardson import MAX_DEFAULT_STEPS, refine
 from ._typing import ArrayLike, FloatArray
 from ._validation import (
@@ -197,8 +197,8 @@ def _blow_up(
         else "Stop before that time, or check the field for a finite-time blow-up."
     )
     return FloatingPointError(
-        f"The {what} became non-finite at t = {t:.6g} with method={method!r}: the dynamics may "
-        f"blow up in finite time, or the step is too large. {fix}"
+        f"The {what} became non-finite at t = {time_text(t)} with method={method!r}: the dynamics "
+        f"may blow up in finite time, or the step is too large. {fix}"
     )
 
 
@@ -362,11 +362,13 @@ def integrate(
             V = np.asarray(field(t, X))
         except (ValueError, TypeError) as exc:
             raise type(exc)(
-                f"`field` refused the state built from `X0` (shape {X.shape}) at t = {t:g}: {exc}"
+                f"`field` refused the state built from `X0` (shape {X.shape}) at "
+                f"t = {time_text(t)}: {exc}"
             ) from exc
         if V.dtype.kind not in "fiu":  # a cast would drop an imaginary part silently
             raise TypeError(
-                f"`field` must return real numbers; it returned dtype {V.dtype} at t = {t:g}."
+                f"`field` must return real numbers; it returned dtype {V.dtype} at "
+                f"t = {time_text(t)}."
             )
         V = V.astype(X.dtype, copy=False)
         if V.shape != X.shape:
@@ -593,8 +595,8 @@ def _solve_ivp(rhs, X0, times, dt, sphere, rtol, atol, progress, ivp_method, nam
         if sol.y.size and not np.all(np.isfinite(sol.y)):
             raise _blow_up(t_fail, name)
         raise FloatingPointError(
-            f"solve_ivp ({ivp_method}) stopped near t = {t_fail:.6g} with method={name!r}: "
-            f"{sol.message} The tokens blow up in finite time near t = {t_fail:.6g}, or the "
+            f"solve_ivp ({ivp_method}) stopped near t = {time_text(t_fail)} with method={name!r}: "
+            f"{sol.message} The tokens blow up in finite time near t = {time_text(t_fail)}, or the "
             "field is too stiff for the method (try method='Radau' or loosen `rtol`/`atol`)."
         )
     states = sol.y.T.reshape(times.size, *shape)

@@ -28,7 +28,7 @@ from typing import Any, cast
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from .._guards import float_guard, progress_bar
+from .._guards import float_guard, progress_bar, time_text
 from .._linalg import psd_sqrt
 from .._typing import ArrayLike, FloatArray, IVPMethod
 from .._validation import (
@@ -241,7 +241,7 @@ def solve_moments(
         g, N = eq._terms(s, alpha, F)
         out = np.concatenate([g, N.ravel()])
         if not np.all(np.isfinite(out)):
-            raise FloatingPointError(f"non-finite right-hand side at t = {s:.6g}")
+            raise FloatingPointError(f"non-finite right-hand side at t = {time_text(s)}")
         return out
 
     # the two sizes watched for a pole: tr(Sigma) = ||F||_F^2 and |alpha|^2. The mean moves
@@ -349,7 +349,7 @@ def solve_moments(
                 switched = t_start
     except FloatingPointError as exc:
         raise FloatingPointError(
-            f"the moment ODE overflowed near t = {reached[0]:.6g} with method={method!r} "
+            f"the moment ODE overflowed near t = {time_text(reached[0])} with method={method!r} "
             f"({phase}) without meeting a finite-time blow-up ({exc}); shorten `times` or raise "
             "`blowup_tau`."
         ) from exc
@@ -366,8 +366,8 @@ def solve_moments(
     after = (
         ""
         if switched is None
-        else f" (DOP853 spent its {MAX_RHS_EVALS} evaluations at t = {switched:.6g}, where the "
-        f"run turned stiff; {STIFF_METHOD} went on from there)"
+        else f" (DOP853 spent its {MAX_RHS_EVALS} evaluations at t = {time_text(switched)}, "
+        f"where the run turned stiff; {STIFF_METHOD} went on from there)"
     )
     # both lists are set since `events` was given
     t_events = cast(list[FloatArray], sol.t_events)
@@ -392,18 +392,18 @@ def solve_moments(
                 f"{MAX_RHS_EVALS} evaluations of the right-hand side"
                 if switched is None
                 else f"DOP853 spent its {MAX_RHS_EVALS} evaluations of the right-hand side by "
-                f"t = {switched:.6g}, and {STIFF_METHOD} its own by t = {te:.6g}"
+                f"t = {time_text(switched)}, and {STIFF_METHOD} its own by t = {time_text(te)}"
             )
             status = "failed"
             message = (
-                f"the run became too stiff at t = {te:.6g} with method={method!r} ({spending}): "
-                f"{_stiff_state(F @ F.T, re / se if se > 0 else 0.0, elapsed(te))}. "
-                f"The path is returned up to t = {times_out[-1]:.6g}; {remedy}."
+                f"the run became too stiff at t = {time_text(te)} with method={method!r} "
+                f"({spending}): {_stiff_state(F @ F.T, re / se if se > 0 else 0.0, elapsed(te))}. "
+                f"The path is returned up to t = {time_text(times_out[-1])}; {remedy}."
             )
         elif which == 2:
             status = "failed"
             message = (
-                f"the moments are about to leave the float64 range at t = {te:.6g} with "
+                f"the moments are about to leave the float64 range at t = {time_text(te)} with "
                 f"method={method!r}{after}: tr(Sigma) = {se:.3g} (growing at the rate s'/s = "
                 f"{re / max(se, 1e-300):.3g}, without a finite-time pole) and |alpha| = "
                 f"{float(np.linalg.norm(ye[:d])):.3g}. This is growth, not a blow-up; stop "
@@ -419,21 +419,21 @@ def solve_moments(
                 blowup = te + se / re
                 message = (
                     f"finite-time blow-up: {name} = {se:.3g} grows like a pole "
-                    f"at t = {te:.10g}; estimated blow-up time {blowup:.10g}{after}."
+                    f"at t = {time_text(te)}; estimated blow-up time {time_text(blowup)}{after}."
                 )
             else:
                 blowup = te + se / re
                 message = (
-                    f"finite-time blow-up: tr(Sigma) = {se:.3g} at t = {te:.10g} "
+                    f"finite-time blow-up: tr(Sigma) = {se:.3g} at t = {time_text(te)} "
                     f"and doubling within {se / re:.2g}; the run became too stiff "
-                    f"to follow into the pole, so the blow-up time {blowup:.6g} is known only to "
-                    f"within {se / re:.2g}{after}."
+                    f"to follow into the pole, so the blow-up time {time_text(blowup)} is known "
+                    f"only to within {se / re:.2g}{after}."
                 )
     else:
         status = "failed"
         message = (
-            f"the integrator ({phase}) stopped at t = {reached[0]:.10g} with method={method!r}"
-            f"{after}: {sol.message}"
+            f"the integrator ({phase}) stopped at t = {time_text(reached[0])} with "
+            f"method={method!r}{after}: {sol.message}"
         )
         ta, ya = accepted
         # a step below the float64 spacing of t: far from t0 (t0 = 1e6, a pole at t0 + 2) the
@@ -449,10 +449,10 @@ def solve_moments(
             name, se, re = min(near, key=lambda c: c[1] / c[2])
             status, blowup = "blowup", ta + se / re
             message = (
-                f"finite-time blow-up: {name} = {se:.3g} at t = {ta:.17g} and doubling within "
-                f"{se / re:.2g}, where {phase} could go no further ({sol.message} The float64 "
-                f"spacing of t is {float(np.spacing(ta)):.2g} there); the blow-up time "
-                f"{blowup:.17g} is known only to within {se / re:.2g}{after}. Times nearer 0 "
+                f"finite-time blow-up: {name} = {se:.3g} at t = {time_text(ta)} and doubling "
+                f"within {se / re:.2g}, where {phase} could go no further ({sol.message} The "
+                f"float64 spacing of t is {float(np.spacing(ta)):.2g} there); the blow-up time "
+                f"{time_text(blowup)} is known only to within {se / re:.2g}{after}. Times nearer 0 "
                 "resolve it further."
             )
     return GaussianPath(times_out, means, covs, status, message, blowup)
