@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._guards import float_guard
+from .._guards import checked_finite, float_guard
 from .._typing import ArrayLike
 from .._validation import (
     as_matrix,
@@ -108,6 +108,23 @@ def support_radius_bound(V: ArrayLike, R0: float, times: ArrayLike) -> np.ndarra
     return R0 * np.exp(_opnorm(as_square(V, "V")) * t)
 
 
+def softmax_lipschitz(
+    kappa: float, norm_V: float, R: np.ndarray | float
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""The softmax field's Lipschitz constants on :math:`B(0, R)`, elementwise in ``R``:
+    :math:`L_x = \lVert V\rVert u` (:func:`lipschitz_x`) and
+    :math:`L_\mu = \lVert V\rVert (1 + 2u) e^{2u}` (:func:`lipschitz_measure`), with
+    :math:`u = \kappa R^2`, :math:`\kappa = |\beta| \lVert A\rVert`; the one formula of both
+    and of ``field_constants``. ``inf`` where a constant leaves float64 or ``R`` is ``inf``; a zero
+    factor (:math:`\kappa` or :math:`\lVert V\rVert`) keeps its value at every radius, so at
+    ``R = inf`` too (the limit, where ``0 inf`` would be NaN)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        u = np.where(kappa == 0, 0.0, kappa * np.square(R))
+        lip_x = np.where(norm_V == 0, 0.0, norm_V * u)
+        lip_mu = np.where(norm_V == 0, 0.0, norm_V * (1.0 + 2.0 * u) * np.exp(2.0 * u))
+    return lip_x, lip_mu
+
+
 @float_guard("the Lipschitz constant in x", "lower `R`, `beta` or the norms of `A` and `V`")
 def lipschitz_x(A: ArrayLike, V: ArrayLike, R: ArrayLike, *, beta: float = 1.0) -> np.ndarray:
     r"""Lipschitz constant :math:`\beta\lVert V\rVert\lVert A\rVert R^2` of :math:`\Gamma_\mu` in x.
@@ -144,7 +161,11 @@ def lipschitz_x(A: ArrayLike, V: ArrayLike, R: ArrayLike, *, beta: float = 1.0) 
     """
     R = as_real_array(R, "R", nonnegative=True)
     beta = check_positive(beta, "beta")
-    return beta * _opnorm(as_square(V, "V")) * _opnorm(as_square(A, "A")) * R**2
+    kappa = beta * _opnorm(as_square(A, "A"))
+    lip_x = softmax_lipschitz(kappa, _opnorm(as_square(V, "V")), R)[0]
+    return checked_finite(
+        lip_x, "the Lipschitz constant in x", "lower `R`, `beta` or the norms of `A` and `V`"
+    )
 
 
 @float_guard(
@@ -192,9 +213,8 @@ def lipschitz_measure(A: ArrayLike, V: ArrayLike, R: ArrayLike, *, beta: float =
     """
     R = as_real_array(R, "R", nonnegative=True)
     beta = check_positive(beta, "beta")
-    k = beta * _opnorm(as_square(A, "A"))
-    with np.errstate(over="ignore"):
-        return _opnorm(as_square(V, "V")) * (1.0 + 2.0 * k * R**2) * np.exp(2.0 * k * R**2)
+    kappa = beta * _opnorm(as_square(A, "A"))
+    return softmax_lipschitz(kappa, _opnorm(as_square(V, "V")), R)[1]
 
 
 @float_guard("the softmax Jacobian", "scale `A`, `beta` or the tokens down")

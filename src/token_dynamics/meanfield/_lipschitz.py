@@ -25,7 +25,7 @@ from .._validation import as_matrix, as_tokens, check_instance, check_positive, 
 from ..attention import L2, AttentionField, Causal, MultiHead, Sigmoid, Sinkhorn, Softmax
 from ..attention._composite import check_fixed_positions, is_masked
 from ..wasserstein import wasserstein1
-from ._estimates import support_radius
+from ._estimates import softmax_lipschitz, support_radius
 
 __all__ = ["FieldConstants", "field_constants", "measured_constants"]
 
@@ -114,9 +114,10 @@ def _exp(u: float) -> float:
         return float(np.exp(u))
 
 
-def _softmax(A: np.ndarray, V: np.ndarray, R: float) -> FieldConstants:
-    nV, u = _norm(V), _squared(_norm(A), R)
-    return FieldConstants(nV, _times(nV, u), _times(nV, (1 + 2 * u) * _exp(2 * u)))
+def _softmax(field: Softmax | Causal, R: float, t: float) -> FieldConstants:
+    nV = _norm(_at(field.V, "V", t))
+    lip_x, lip_mu = softmax_lipschitz(abs(field.beta) * _norm(_at(field.A, "A", t)), nV, R)
+    return FieldConstants(nV, float(lip_x), float(lip_mu))
 
 
 def _l2(field: L2, R: float, t: float) -> FieldConstants:
@@ -224,7 +225,7 @@ def _constants(
 ) -> FieldConstants:
     """:func:`field_constants` for a checked `R` (``inf`` allowed: the limit as R grows)."""
     if isinstance(field, Softmax):
-        return _softmax(abs(field.beta) * _at(field.A, "A", t), _at(field.V, "V", t), R)
+        return _softmax(field, R, t)
     if isinstance(field, L2):
         return _l2(field, R, t)
     if isinstance(field, Sigmoid):
@@ -255,7 +256,7 @@ def _constants(
         w0 = check_positive(sink_mass, "sink_mass")
         if w0 > 1:
             raise ValueError(f"`sink_mass` must lie in (0, 1]; got {w0!r}.")
-        c = _softmax(abs(field.beta) * _at(field.A, "A", t), _at(field.V, "V", t), R)
+        c = _softmax(field, R, t)
         return FieldConstants(c.growth, c.lipschitz_x, c.lipschitz_measure / w0)
     raise TypeError(
         "`field` must be Softmax, L2, Sigmoid, Sinkhorn, MultiHead or Causal; got "
