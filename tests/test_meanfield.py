@@ -753,6 +753,28 @@ def test_stability_check_refuses_any_sink_mass_above_the_data():
         mf.stability_check(*args, weights=cloud.weights, sink_mass=0.11)
 
 
+def test_sink_mass_and_hardy_p_off_masked_attention_are_refused_alike():
+    """Neither applies to a field without a masked head: `hardy_p` was refused there, while a
+    `sink_mass` (even 7, outside (0, 1]) was dropped without a word. Both are now refused,
+    naming the argument and the fix, by every function that takes `sink_mass`."""
+    from token_dynamics.attention import MultiHead
+
+    softmax = Softmax(_A2, _V2)
+    for field in (softmax, MultiHead((softmax, softmax))):
+        with pytest.raises(ValueError, match=r"`sink_mass` applies to masked .* omit it"):
+            mf.gronwall_bound(field, 1.0, [0.0, 1.0], sink_mass=0.5)
+        with pytest.raises(ValueError, match=r"`sink_mass` applies to masked .* omit it"):
+            mf.field_constants(field, 1.0, sink_mass=7.0)
+        with pytest.raises(ValueError, match=r"`hardy_p` applies to masked .* omit it"):
+            mf.gronwall_bound(field, 1.0, [0.0, 1.0], hardy_p=3.0)
+    with pytest.raises(ValueError, match=r"`sink_mass` applies to masked .* omit it"):
+        mf.stability_check(softmax, np.eye(2), 2 * np.eye(2), [0.0, 1.0], sink_mass=0.5)
+    # a MultiHead of masked heads reads it: each head's constant, summed (a few flops)
+    one = mf.field_constants(Causal(_A2, _V2), 1.0, sink_mass=0.5)
+    two = mf.field_constants(MultiHead((Causal(_A2, _V2),) * 2), 1.0, sink_mass=0.5)
+    np.testing.assert_allclose(two.lipschitz_measure, 2 * one.lipschitz_measure, rtol=1e-14)
+
+
 def test_field_constants_validation():
     from token_dynamics.attention import Hardmax, MultiHead
 

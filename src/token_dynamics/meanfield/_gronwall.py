@@ -21,7 +21,7 @@ from .._guards import float_guard
 from .._typing import ArrayLike
 from .._validation import as_square, as_times, check_positive
 from ..attention import AttentionField, Causal, Softmax
-from ._lipschitz import FieldConstants, _check_field, _constants, _exp, _times
+from ._lipschitz import FieldConstants, _check_field, _check_sink_mass, _constants, _exp, _times
 
 __all__ = ["StabilityBound", "gronwall_bound", "stability_constant"]
 
@@ -177,7 +177,8 @@ def gronwall_bound(
     ------
     ValueError
         If `times` are negative or decreasing, `R0` is negative, `sink_mass` is missing for
-        ``Causal`` or `hardy_p` is given where it does not apply (see :func:`field_constants`).
+        ``Causal``, or `sink_mass` or `hardy_p` is given where it does not apply (see
+        :func:`field_constants`).
     TypeError
         If `field` is not a variant for which the book states the estimates.
 
@@ -191,6 +192,7 @@ def gronwall_bound(
     (array([1.    , 2.7183]), array([0., 1.]))
     """
     _check_field(field)
+    _check_sink_mass(field, sink_mass)
     t = as_times(times, strict=False, nonnegative=True, scalar=True)
     R0 = check_positive(R0, "R0", allow_zero=True)
     hardy = _hardy_factor(field, hardy_p, sink_mass)

@@ -89,6 +89,16 @@ def _head_scale(field: MultiHead, h: int, t: float) -> float:
     return _norm(Wh[1:, 1:])
 
 
+def _check_sink_mass(field: AttentionField, sink_mass: float | None) -> None:
+    """Refuse a `sink_mass` that no head of `field` reads (house style for an argument without
+    effect, as `hardy_p` off masked attention)."""
+    if sink_mass is not None and not is_masked(field):
+        raise ValueError(
+            "`sink_mass` applies to masked attention (`Causal`, alone or in a `MultiHead`) "
+            f"only; {type(field).__name__} has no masked head: omit it."
+        )
+
+
 def _times(c: float, x: float) -> float:
     """The product ``c x`` of nonnegative factors with ``0 inf = 0``.
 
@@ -200,7 +210,7 @@ def field_constants(
         attention are not covered here).
     ValueError
         If `R` is negative, `t` is not a finite real, or `sink_mass` is missing for masked
-        heads or outside :math:`(0, 1]`.
+        heads, outside :math:`(0, 1]`, or given for a field without a masked head.
 
     References
     ----------
@@ -217,6 +227,7 @@ def field_constants(
     (2.0, 0.5, 2.5)
     """
     _check_field(field)
+    _check_sink_mass(field, sink_mass)
     return _constants(field, check_positive(R, "R", allow_zero=True), check_real(t, "t"), sink_mass)
 
 

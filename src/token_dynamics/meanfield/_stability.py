@@ -14,7 +14,7 @@ from ..attention._composite import is_masked
 from ._estimates import support_radius
 from ._experiments import StabilityRun, stability_ratios
 from ._gronwall import StabilityBound, gronwall_bound
-from ._lipschitz import _check_field
+from ._lipschitz import _check_field, _check_sink_mass
 
 __all__ = ["StabilityCheck", "stability_check"]
 
@@ -127,9 +127,9 @@ def stability_check(
     Raises
     ------
     ValueError
-        If `sink_mass` exceeds the mass at position 0, if there is no token at position 0 (for
-        the sink bound), or if `hardy` is asked for without one token of equal weight per
-        position.
+        If `sink_mass` exceeds the mass at position 0 or is given for a field without a masked
+        head, if there is no token at position 0 (for the sink bound), or if `hardy` is asked
+        for without one token of equal weight per position.
 
     Examples
     --------
@@ -152,6 +152,7 @@ def stability_check(
     True
     """
     _check_field(field)
+    _check_sink_mass(field, sink_mass)  # before the run, which gronwall_bound would follow
     X0 = as_tokens(X0, "X0")
     Y0 = as_tokens(Y0, "Y0", d=X0.shape[1])
     w = as_weights(weights, X0.shape[0])
