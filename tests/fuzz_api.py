@@ -385,6 +385,7 @@ OVERRIDES: dict[str, dict[str, Callable[[], Any]]] = {
     },
     "mc_estimate": {"values": lambda: np.array([1.0, 1.2, 0.9, 1.1])},
     "energy_decay_rate": {"energies": lambda: np.exp(-np.linspace(0, 1, 5))[None].repeat(3, 0)},
+    "conditional_w1": {"X": _causal_tokens, "Y": lambda: _causal_tokens(1)},
     "conditional_w2": {"X": _causal_tokens, "Y": lambda: _causal_tokens(1)},
     "w2_gaussian_1d": {"mean": lambda: 0.1, "weights": lambda: np.full(4, 0.25)},
     "step_errors": {"reference": _tokens, "layers": lambda: [2, 4]},

@@ -12,6 +12,7 @@ import token_dynamics.wasserstein as wd
 from token_dynamics.wasserstein import (
     OptimalTransportError,
     bures_wasserstein,
+    conditional_w1,
     conditional_w2,
     w2_gaussian_1d,
     wasserstein1,
@@ -73,8 +74,9 @@ def test_distances_scale_with_the_clouds(scale):
             assert dist(scale * Xd, scale * Yd) / scale == pytest.approx(dist(Xd, Yd), rel=EXACT)
     pos = np.array([0.0, 0.0, 0.5, 1.0])
     Xc, Yc = np.column_stack([pos, X[:4, :2]]), np.column_stack([pos, Y[:4, :2]])
-    scaled = conditional_w2(Xc * [1.0, scale, scale], Yc * [1.0, scale, scale]) / scale
-    assert scaled == pytest.approx(conditional_w2(Xc, Yc), rel=EXACT)
+    for cond in (conditional_w2, conditional_w1):
+        scaled = cond(Xc * [1.0, scale, scale], Yc * [1.0, scale, scale]) / scale
+        assert scaled == pytest.approx(cond(Xc, Yc), rel=EXACT)
     if 1e-150 < scale < 1e150:  # reg, in units of squared distance, scales by scale^2
         got = wasserstein2(scale * X, scale * Y, method="entropic", reg=0.5 * scale**2)
         ref = wasserstein2(X, Y, method="entropic", reg=0.5)
@@ -401,13 +403,84 @@ def test_conditional_with_blocks_and_weights():
     np.testing.assert_allclose(conditional_w2(X, Y[[1, 0, 2, 3]]), conditional_w2(X, Y), rtol=EXACT)
 
 
-def test_conditional_requires_a_shared_position_marginal():
+# --- conditional W_{1, lambda} -----------------------------------------------------------------
+
+
+def test_conditional_w1_by_hand():
+    # A block of two tokens at position 0 (mass 1/2) and one token at 0.5 and at 1 (mass 1/4
+    # each). In the block X = {(0, 0), (3, 4)} and Y = {(0, 0), (0, 0)}: every coupling moves
+    # (3, 4) to the origin, so W1 = 5/2 and W2 = (25/2)^(1/2) there. The single tokens move by
+    # |(1, 0)| = 1 and |(0, -2)| = 2. Hence W_{1,lambda} = 5/4 + 1/4 + 2/4 = 2 and
+    # W_{2,lambda}^2 = 25/4 + 1/4 + 4/4 = 7.5.
+    pos = np.array([0.0, 0.0, 0.5, 1.0])
+    X = np.column_stack([pos, [[0.0, 0.0], [3.0, 4.0], [1.0, 1.0], [0.0, 2.0]]])
+    Y = np.column_stack([pos, [[0.0, 0.0], [0.0, 0.0], [2.0, 1.0], [0.0, 0.0]]])
+    np.testing.assert_allclose(conditional_w1(X, Y), 2.0, rtol=EXACT)
+    np.testing.assert_allclose(conditional_w2(X, Y) ** 2, 7.5, rtol=EXACT)
+    # On the line (the sorting path): a block X = {0, 3}, Y = {1, 2} at mass 2/3, where the
+    # monotone matching moves each token by 1 (W1 = 1; the crossed one would give 2), and one
+    # token at 0.5 moving by 4 at mass 1/3: W_{1,lambda} = 2/3 + 4/3 = 2.
+    Z = np.column_stack([[0.0, 0.0, 0.5], [0.0, 3.0, 0.0]])
+    W = np.column_stack([[0.0, 0.0, 0.5], [1.0, 2.0, 4.0]])
+    np.testing.assert_allclose(conditional_w1(Z, W), 2.0, rtol=EXACT)
+    # Weights: the same measures with the block's mass carried by its first token only
+    # (zero-weight tokens are dropped): block W1 = |0 - 1| = 1 at mass 1/2, then 4 at mass 1/2.
+    w = [0.5, 0.0, 0.5]
+    np.testing.assert_allclose(conditional_w1(Z, W, weights_x=w, weights_y=w), 2.5, rtol=EXACT)
+
+
+def test_conditional_w1_at_the_two_extremes_of_lambda():
+    rng = np.random.default_rng(11)
+    n, d = 9, 2
+    X, Y = rng.normal(size=(n, d)), rng.normal(size=(n, d)) + 0.3
+    w = rng.dirichlet(np.ones(n))
+    # lambda a single atom: every token at one position, W_{1,lambda} is the plain W1.
+    one = np.zeros((n, 1))
+    np.testing.assert_allclose(
+        conditional_w1(np.hstack([one, X]), np.hstack([one, Y]), weights_x=w, weights_y=w),
+        wasserstein1(X, Y, weights_x=w, weights_y=w),
+        rtol=EXACT,
+    )
+    # lambda with n atoms, one token each: the index-matched mean distance sum_i w_i |x_i - y_i|.
+    pos = _positions(n)[:, None]
+    np.testing.assert_allclose(
+        conditional_w1(np.hstack([pos, X]), np.hstack([pos, Y]), weights_x=w, weights_y=w),
+        w @ np.linalg.norm(X - Y, axis=1),
+        rtol=EXACT,
+    )
+
+
+@pytest.mark.statement("mf-prop-conditional")
+@given(st.integers(0, 10_000))
+def test_conditional_w1_between_plain_w1_and_conditional_w2(seed):
+    # The proposition for p = 1 and p = 2: W1 <= W_{1,lambda} (glue the conditional couplings),
+    # both for the contents and in [0, 1] x R^d, and W_{1,lambda} <= W_{2,lambda} (Jensen, then
+    # W1 <= W2 block by block). Blocks of random sizes, Dirichlet weights; the slack 1e-12 is
+    # the rounding of sums of n <= 12 terms of order one.
+    rng = np.random.default_rng(seed)
+    n, d = 12, 2
+    pos = np.sort(rng.integers(0, 4, size=n)) / 4.0
+    w = rng.dirichlet(np.ones(n))
+    X = np.column_stack([pos, rng.normal(size=(n, d))])
+    Y = np.column_stack([pos, rng.normal(size=(n, d))])
+    wy = w.copy()  # Y's weights: the same mass at each position, split otherwise inside it
+    for s in np.unique(pos):
+        wy[pos == s] = w[pos == s].sum() * rng.dirichlet(np.ones(np.sum(pos == s)))
+    cond1 = conditional_w1(X, Y, weights_x=w, weights_y=wy)
+    cond2 = conditional_w2(X, Y, weights_x=w, weights_y=wy)
+    assert wasserstein1(X[:, 1:], Y[:, 1:], weights_x=w, weights_y=wy) <= cond1 + 1e-12
+    assert wasserstein1(X, Y, weights_x=w, weights_y=wy) <= cond1 + 1e-12
+    assert cond1 <= cond2 + 1e-12
+
+
+@pytest.mark.parametrize("cond", [conditional_w2, conditional_w1])
+def test_conditional_requires_a_shared_position_marginal(cond):
     X = np.column_stack([_positions(4), np.zeros(4)])
     Y = X.copy()
     Y[1, 0] = 0.3
     with pytest.raises(ValueError, match="same position marginal"):
-        conditional_w2(X, Y)
+        cond(X, Y)
     with pytest.raises(ValueError, match="same position marginal"):
-        conditional_w2(X, X, weights_y=[0.4, 0.2, 0.2, 0.2])
+        cond(X, X, weights_y=[0.4, 0.2, 0.2, 0.2])
     with pytest.raises(ValueError, match=r"\(n, 1 \+ d\)"):
-        conditional_w2(np.zeros((3, 1)), np.zeros((3, 1)))
+        cond(np.zeros((3, 1)), np.zeros((3, 1)))

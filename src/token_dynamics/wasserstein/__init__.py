@@ -11,8 +11,9 @@ are:
 - :func:`w2_gaussian_1d` -- the exact :math:`W_2` from a 1-D discrete measure to a Gaussian,
   through quantile functions;
 - :func:`bures_wasserstein` -- the closed-form :math:`W_2` between two Gaussians;
-- :func:`conditional_w2` -- :math:`W_{2,\lambda}` between two measures on
-  :math:`[0, 1]\times\mathbb R^d` that share their position marginal :math:`\lambda`.
+- :func:`conditional_w2` and :func:`conditional_w1` -- :math:`W_{2,\lambda}` and
+  :math:`W_{1,\lambda}` between two measures on :math:`[0, 1]\times\mathbb R^d` that share their
+  position marginal :math:`\lambda`.
 
 Failures of the optimal-transport solver (iteration cap reached, Sinkhorn not converged) raise
 :class:`OptimalTransportError` with a remedy instead of a warning and a wrong number.
@@ -25,7 +26,7 @@ References
    Deep Transformers", arXiv:2501.18322, 2025 (the conditional distance for masked attention).
 """
 
-from ._conditional import conditional_w2
+from ._conditional import conditional_w1, conditional_w2
 from ._discrete import wasserstein1, wasserstein2
 from ._gaussian import bures_wasserstein, w2_gaussian_1d
 from ._solvers import OptimalTransportError
@@ -33,6 +34,7 @@ from ._solvers import OptimalTransportError
 __all__ = [
     "OptimalTransportError",
     "bures_wasserstein",
+    "conditional_w1",
     "conditional_w2",
     "w2_gaussian_1d",
     "wasserstein1",
