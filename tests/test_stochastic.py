@@ -554,6 +554,44 @@ def test_one_layer_is_an_euler_maruyama_step_up_to_dt_three_halves(activation, a
     assert scaled.max() < 2 * scaled.min()
 
 
+def _no_growth(study, label):
+    """The errors at the larger sizes exceed the error at the smallest by less than three
+    standard errors of the difference (independent runs, so the standard errors add in
+    quadrature): an error growing with the size fails it, an error bounded by a constant
+    independent of the size passes, up to a one-sided false alarm of ~0.1 % per comparison."""
+    for k in range(1, study.mean.shape[0]):
+        slack = 3 * np.hypot(study.stderr[k], study.stderr[0])
+        assert study.mean[k] - study.mean[0] < slack, (label, study.values, study.mean)
+
+
+@pytest.mark.statement("sto-lem-one-layer")
+def test_one_layer_remainder_constant_does_not_grow_with_tokens_or_width():
+    # The lemma's c in E|R^i|^2 <= c dt^3 is independent of the width m, and the remainder of a
+    # token sees the N others only through Delta t Attn, bounded by |V| whatever N: so
+    # E|R|^2 / dt^3 (mean over the tokens) must not grow with N = 4, 16, 64 (m = 64) nor with
+    # m = 8, 64, 512 (N = 16). Fresh uniform tokens for each of 2000 MLP draws, so the standard
+    # error (3-8 %, from 1/sqrt(draws)) covers both; measured 0.22, 0.18, 0.16 against N and
+    # 0.48, 0.18, 0.16 against m (a small width has heavier tails: G^m is Gaussian given its
+    # hidden units, a scale mixture). An error of order N^(1/4) (m^(1/4)) would grow 2 (2.8)
+    # fold; an attention summed over the keys instead of averaged grows it 10-fold in N.
+    d, draws, dt = 5, 2000, 1e-3
+
+    def scaled(N, m, seed):
+        X = uniform_sphere(draws * N, d, rng=seed).reshape(draws, N, d)
+        model = sto.StochasticTransformer(sto.MLPNoise("relu", width=m, sigma_U=0.2, sigma_W=0.1))
+        study = sto.layer_remainder(model, X, [1e-2, dt], n_draws=draws, rng=seed + 1)
+        return study.mean[1] / dt**3, study.stderr[1] / dt**3
+
+    for label, runs in (
+        ("N", [(N, 64) for N in (4, 16, 64)]),
+        ("m", [(16, m) for m in (8, 64, 512)]),
+    ):
+        values = [scaled(N, m, 100 + 10 * k) for k, (N, m) in enumerate(runs)]
+        mean, stderr = (np.array(v) for v in zip(*values, strict=True))
+        sizes = np.array([run[0] if label == "N" else run[1] for run in runs])
+        _no_growth(sto.ConvergenceStudy(sizes, mean, stderr, 0.0), label)
+
+
 def test_layer_remainder_bad_arguments():
     model = sto.StochasticTransformer(sto.MLPNoise("relu", width=None))
     with pytest.raises(ValueError, match="finite width"):
@@ -589,6 +627,51 @@ def test_depth_rate_of_theorem_1_1_and_remark_2_4():
     # and the reference's own error at L_ref = 8 L)
     assert 0.75 <= grid.slope <= 1.25
     assert np.all(err.sup >= err.grid)
+
+
+@pytest.mark.statement("sto-prop-grid")
+def test_grid_error_constant_does_not_grow_with_tokens_or_width():
+    # At infinite width the bound at the layer times is c_T / L with c_T independent of N: the
+    # error at L = 8 must not grow with N = 2, 8, 32. At finite width it is c_{N,T}(1/L + 1/m),
+    # a constant independent of m, so at fixed N and L the error must not grow with m = 4, 16,
+    # 64, oo either (it falls: the width part shrinks). 200 paths, fresh uniform tokens on
+    # each, standard errors 4-7 % (1/sqrt(paths)); measured 0.017, 0.016, 0.016 against N and
+    # 0.21, 0.068, 0.027, 0.014 against m. An error growing like N^(1/4) would double; an
+    # attention summed over the keys grows it 20-fold in N.
+    P, L, L_ref = 200, 8, 64
+    model = sto.StochasticTransformer(sto.MLPNoise("relu", width=None))
+    by_tokens = []
+    for N in (2, 8, 32):
+        X0 = uniform_sphere(P * N, 3, rng=N).reshape(P, N, 3)
+        err = sto.deep_limit_error(model, X0, T=1.0, depths=[L], L_ref=L_ref, n_paths=P, rng=N + 1)
+        by_tokens.append(err.grid[:, 0, 0])
+    by_tokens = np.array(by_tokens)
+    _no_growth(
+        sto.ConvergenceStudy(
+            np.array([2.0, 8.0, 32.0]),
+            by_tokens.mean(axis=1),
+            by_tokens.std(axis=1, ddof=1) / np.sqrt(P),
+            0.0,
+        ),
+        "N",
+    )
+    X0 = uniform_sphere(P * 8, 3, rng=40).reshape(P, 8, 3)
+    widths = [4, 16, 64, None]
+    err = sto.deep_limit_error(
+        model, X0, T=1.0, depths=[L], L_ref=L_ref, widths=widths, n_paths=P, rng=41
+    )
+    grid = err.grid[:, 0, :]
+    # the same noise drives every width: correlated errors, so hypot(SE) overstates the noise
+    # of a difference and the check is conservative
+    _no_growth(
+        sto.ConvergenceStudy(
+            np.array([4.0, 16.0, 64.0, np.inf]),
+            grid.mean(axis=0),
+            grid.std(axis=0, ddof=1) / np.sqrt(P),
+            0.0,
+        ),
+        "m",
+    )
 
 
 @pytest.mark.statement("sto-thm-deep-wide")
