@@ -846,11 +846,9 @@ def test_field_constants_validation():
         mf.field_constants(MultiHead((masked, masked)), 1.0)
     with pytest.raises(ValueError, match="`p` must be 1 or 2"):
         mf.stability_ratios(Softmax(_A2, _V2), np.eye(2), 2 * np.eye(2), [0.0, 1.0], p=3)
-    with pytest.raises(ValueError, match=r"`p` must be 1 or 2 \(2 with `conditional`\)"):
+    with pytest.raises(ValueError, match="`p` must be 1 or 2"):
         Z = mf.causal_cloud(np.eye(2), sink=np.zeros((1, 2)), sink_mass=0.5)
-        mf.stability_check(
-            Causal(_A2, _V2), Z.tokens, Z.tokens * [1, 2, 2], [0.0, 1.0], p=1, weights=Z.weights
-        )
+        mf.stability_ratios(Causal(_A2, _V2), Z.tokens, 2 * Z.tokens, [0.0], conditional=True, p=3)
     with pytest.raises(ValueError, match="`other_queries` must differ"):
         mf.measured_constants(Softmax(_A2, _V2), np.eye(2), 2 * np.eye(2), np.eye(2), np.eye(2))
     with pytest.raises(ValueError, match="`X` and `Y` must define different measures"):
@@ -917,7 +915,8 @@ def test_gronwall_bound_past_float64_keeps_what_does_not_depend_on_the_radius():
 
 
 @pytest.mark.statement("mf-thm-masked")
-def test_masked_stability_with_a_sink():
+@pytest.mark.parametrize("p", [1, 2])
+def test_masked_stability_with_a_sink(p):
     rng = np.random.default_rng(23)
     X = rng.uniform(-0.6, 0.6, size=(20, 2))
     cloud = mf.causal_cloud(X, sink=rng.uniform(-0.6, 0.6, size=(2, 2)), sink_mass=0.5)
@@ -928,11 +927,19 @@ def test_masked_stability_with_a_sink():
         cloud.tokens,
         moved,
         np.linspace(0.0, 1.0, 6),
+        p=p,
         weights=cloud.weights,
         sink_mass=0.5,
     )
-    # W_{2,lambda}(t) / W_{2,lambda}(0) <= exp(int L_x + L_mu / w0), positions fixed.
+    # W_{p,lambda}(t) / W_{p,lambda}(0) <= exp(int L_x + L_mu / w0) for every p >= 1, positions
+    # fixed; the distance measured is the conditional one of that order
     assert check.holds
+    distance = conditional_w1 if p == 1 else conditional_w2
+    np.testing.assert_allclose(
+        check.run.distance[0],
+        distance(cloud.tokens, moved, weights_x=cloud.weights, weights_y=cloud.weights),
+        rtol=1e-14,
+    )
     # The sink's mass enters as 1 / w0: halving it raises the bound.
     smaller = mf.gronwall_bound(Causal(_A2, _V2), check.R0, [0.0, 1.0], sink_mass=0.25)
     assert smaller.log_constant[-1] > check.bound.log_constant[-1]
@@ -962,6 +969,11 @@ def test_stability_check_reads_the_sink_mass_from_the_data():
         mf.stability_check(Causal(_A2, _V2), sunk.tokens, sunk.tokens, [0.0], hardy=True)
     with pytest.raises(ValueError, match="either `sink_mass` or `hardy=True`"):
         mf.stability_check(*args, sink_mass=0.1, hardy=True)
+    one_each = mf.causal_cloud(rng.uniform(-0.5, 0.5, size=(4, 2)))
+    with pytest.raises(ValueError, match=r"`hardy=True` needs `p` = 2"):
+        mf.stability_check(
+            Causal(_A2, _V2), one_each.tokens, one_each.tokens * [1, 2, 2], [0.0], p=1, hardy=True
+        )
     with pytest.raises(ValueError, match="`hardy` applies to one masked head"):
         mf.stability_check(Softmax(_A2, _V2), np.eye(2), 2 * np.eye(2), [0.0], hardy=True)
     with pytest.raises(ValueError, match=r"`hardy_p` must lie in \(1, inf\)"):

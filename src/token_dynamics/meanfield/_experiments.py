@@ -25,7 +25,13 @@ from ..attention import AttentionField, Softmax
 from ..diagnostics import PowerLawFit, fit_power_law
 from ..gaussian import softmax_gaussian_1d, softmax_gaussian_centred
 from ..integrators import integrate
-from ..wasserstein import conditional_w2, w2_gaussian_1d, wasserstein1, wasserstein2
+from ..wasserstein import (
+    conditional_w1,
+    conditional_w2,
+    w2_gaussian_1d,
+    wasserstein1,
+    wasserstein2,
+)
 from ._lipschitz import _check_field
 
 __all__ = ["MeanFieldErrors", "StabilityRun", "mean_field_errors", "stability_ratios"]
@@ -290,9 +296,10 @@ def stability_ratios(
         Output times, starting at the initial time.
     weights : array_like, shape (n,), optional
     conditional : bool
-        Measure :math:`W_{2,\lambda}` (positions in column 0) instead of :math:`W_2`.
+        Measure the conditional :math:`W_{p,\lambda}` (positions in column 0) instead of
+        :math:`W_p`.
     p : {1, 2}
-        Order of the Wasserstein distance (``conditional`` needs ``p = 2``).
+        Order of the Wasserstein distance.
     dt : float, optional
         RK4 step; by default the step is chosen to meet RK4's default tolerance
         (:data:`token_dynamics.integrators.DEFAULT_TOLERANCES`) and the error reached is
@@ -305,8 +312,8 @@ def stability_ratios(
     Raises
     ------
     ValueError
-        If `Y0` does not have the shape of `X0` or defines the same measure, `p` is not 1 or 2 (2
-        with `conditional`), `dt` is not positive or `weights` are not probability weights.
+        If `Y0` does not have the shape of `X0` or defines the same measure, `p` is not 1 or 2,
+        `dt` is not positive or `weights` are not probability weights.
     TypeError
         If an array argument is not real (complex, boolean, string or object).
 
@@ -329,11 +336,14 @@ def stability_ratios(
     w = as_weights(weights, X0.shape[0])
     dt = None if dt is None else check_positive(dt, "dt")
     conditional = check_bool(conditional, "conditional")
-    if p not in (1, 2) or (conditional and p != 2):
-        raise ValueError(f"`p` must be 1 or 2 (2 with `conditional`); got {p!r}.")
+    if p not in (1, 2):
+        raise ValueError(f"`p` must be 1 or 2; got {p!r}.")
     Xs, error_x = _flow(field, X0, t, dt, None if weights is None else w)
     Ys, error_y = _flow(field, Y0, t, dt, None if weights is None else w)
-    distance = conditional_w2 if conditional else (wasserstein1 if p == 1 else wasserstein2)
+    if conditional:
+        distance = conditional_w1 if p == 1 else conditional_w2
+    else:
+        distance = wasserstein1 if p == 1 else wasserstein2
     dist = np.array([distance(x, y, weights_x=w, weights_y=w) for x, y in zip(Xs, Ys, strict=True)])
     if dist[0] == 0:
         raise ValueError("`X0` and `Y0` must define different measures (their distance is 0).")

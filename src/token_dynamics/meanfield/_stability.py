@@ -91,7 +91,7 @@ def stability_check(
     The Gronwall bound :math:`e^{\int_0^t (L_x + L_\mu)(R(s))\,ds}` is computed from the
     variant's own estimates (:func:`field_constants`) with :math:`R_0` the larger of the two
     initial support radii. For masked attention (``Causal``, or a ``MultiHead`` of ``Causal``
-    heads: positions in column 0) the distance is the conditional :math:`W_{2,\lambda}`,
+    heads: positions in column 0) the distance is the conditional :math:`W_{p,\lambda}`,
     :math:`R_0` the radius of the contents, and the bound is either the sink bound
     (:math:`L_\mu/w_0` with :math:`w_0` the mass of the tokens at position 0, computed from
     the data) or, for one ``Causal`` head with `hardy`, the Hardy bound
@@ -106,7 +106,8 @@ def stability_check(
     times : array_like, shape (T,)
         Output times, from 0.
     p : {1, 2}
-        Order of the Wasserstein distance (2 for masked attention).
+        Order of the Wasserstein distance (with `hardy`, 2: Hardy's inequality fails for
+        ``p = 1``).
     weights : array_like, shape (n,), optional
     sink_mass : float, optional
         For masked attention: the sink mass :math:`w_0` used in the bound. Default: the mass of the
@@ -129,7 +130,7 @@ def stability_check(
     ValueError
         If `sink_mass` exceeds the mass at position 0 or is given for a field without a masked
         head, if there is no token at position 0 (for the sink bound), or if `hardy` is asked
-        for without one token of equal weight per position.
+        for without one token of equal weight per position or with ``p = 1``.
 
     Examples
     --------
@@ -168,6 +169,11 @@ def stability_check(
     if hardy:
         if sink_mass is not None:
             raise ValueError("Pass either `sink_mass` or `hardy=True`, not both.")
+        if p == 1:
+            raise ValueError(
+                "`hardy=True` needs `p` = 2: Hardy's inequality fails for p = 1; use the sink "
+                "bound (omit `hardy`)."
+            )
         if np.unique(X0[:, 0]).size < X0.shape[0] or not np.allclose(w, w[0], rtol=1e-12):
             raise ValueError(
                 "`hardy=True` needs one token per position, all of the same weight (Hardy's "
@@ -180,7 +186,12 @@ def stability_check(
         if w0 == 0:
             raise ValueError(
                 "No token of `X0` sits at position 0, so there is no sink: the sink bound does "
-                "not apply. Use `hardy=True` (one token per position, equal weights)."
+                "not apply. "
+                + (
+                    "Use `hardy=True` (one token per position, equal weights)."
+                    if isinstance(field, Causal)
+                    else "Give the tokens a sink (`causal_cloud(..., sink=...)`)."
+                )
             )
         if sink_mass is None:
             sink_mass = w0
