@@ -554,14 +554,14 @@ def test_one_layer_is_an_euler_maruyama_step_up_to_dt_three_halves(activation, a
     assert scaled.max() < 2 * scaled.min()
 
 
-def _no_growth(study, label):
+def _no_growth(sizes, mean, stderr, label):
     """The errors at the larger sizes exceed the error at the smallest by less than three
     standard errors of the difference (independent runs, so the standard errors add in
     quadrature): an error growing with the size fails it, an error bounded by a constant
     independent of the size passes, up to a one-sided false alarm of ~0.1 % per comparison."""
-    for k in range(1, study.mean.shape[0]):
-        slack = 3 * np.hypot(study.stderr[k], study.stderr[0])
-        assert study.mean[k] - study.mean[0] < slack, (label, study.values, study.mean)
+    for k in range(1, len(mean)):
+        slack = 3 * np.hypot(stderr[k], stderr[0])
+        assert mean[k] - mean[0] < slack, (label, sizes, mean)
 
 
 @pytest.mark.statement("sto-lem-one-layer")
@@ -589,7 +589,7 @@ def test_one_layer_remainder_constant_does_not_grow_with_tokens_or_width():
         values = [scaled(N, m, 100 + 10 * k) for k, (N, m) in enumerate(runs)]
         mean, stderr = (np.array(v) for v in zip(*values, strict=True))
         sizes = np.array([run[0] if label == "N" else run[1] for run in runs])
-        _no_growth(sto.ConvergenceStudy(sizes, mean, stderr, 0.0), label)
+        _no_growth(sizes, mean, stderr, label)
 
 
 def test_layer_remainder_bad_arguments():
@@ -646,15 +646,7 @@ def test_grid_error_constant_does_not_grow_with_tokens_or_width():
         err = sto.deep_limit_error(model, X0, T=1.0, depths=[L], L_ref=L_ref, n_paths=P, rng=N + 1)
         by_tokens.append(err.grid[:, 0, 0])
     by_tokens = np.array(by_tokens)
-    _no_growth(
-        sto.ConvergenceStudy(
-            np.array([2.0, 8.0, 32.0]),
-            by_tokens.mean(axis=1),
-            by_tokens.std(axis=1, ddof=1) / np.sqrt(P),
-            0.0,
-        ),
-        "N",
-    )
+    _no_growth([2, 8, 32], by_tokens.mean(axis=1), by_tokens.std(axis=1, ddof=1) / np.sqrt(P), "N")
     X0 = uniform_sphere(P * 8, 3, rng=40).reshape(P, 8, 3)
     widths = [4, 16, 64, None]
     err = sto.deep_limit_error(
@@ -663,15 +655,7 @@ def test_grid_error_constant_does_not_grow_with_tokens_or_width():
     grid = err.grid[:, 0, :]
     # the same noise drives every width: correlated errors, so hypot(SE) overstates the noise
     # of a difference and the check is conservative
-    _no_growth(
-        sto.ConvergenceStudy(
-            np.array([4.0, 16.0, 64.0, np.inf]),
-            grid.mean(axis=0),
-            grid.std(axis=0, ddof=1) / np.sqrt(P),
-            0.0,
-        ),
-        "m",
-    )
+    _no_growth(widths, grid.mean(axis=0), grid.std(axis=0, ddof=1) / np.sqrt(P), "m")
 
 
 @pytest.mark.statement("sto-thm-deep-wide")
