@@ -622,6 +622,17 @@ def _indefinite_rate(swap):
     return gf.energy_rate(I2, X, td.Softmax(I2, np.diag([1.0, -1.0])).velocity(X))
 
 
+#: tok-ex-two-tokens: the solution's two tokens, at angles +-1.2 on the circle
+TWO_TOKENS = np.array([[np.cos(1.2), np.sin(1.2)], [np.cos(1.2), -np.sin(1.2)]])
+
+
+def _two_tokens(beta, T, dt=0.05):
+    """tok-ex-two-tokens: the two tokens flowed (A = V = I) on the sphere to time T, with the
+    solution's RK4 step 0.05 or `dt`."""
+    field = td.Softmax(I2, I2, beta=beta)
+    return td.integrate(field, TWO_TOKENS, np.linspace(0.0, T, 201), dt=dt, geometry="sphere")
+
+
 def _blowup_ratio(seed, matched=True):
     """gauss-ex-particles-near-blowup: the ratio of the solution's code for the cloud of `seed`
     (moment matched, or i.i.d.)."""
@@ -635,6 +646,20 @@ def _blowup_ratio(seed, matched=True):
 # tolerance). The tolerance is half a unit of the solution's last digit (its rounding), and no
 # more unless a comment says why.
 SOLUTION_NUMBERS = [
+    (
+        "tok-ex-two-tokens",
+        "# about 1e-7: merged",
+        1e-7,
+        lambda: td.diameter(_two_tokens(1.0, 20.0).final),
+        5e-8,
+    ),
+    (
+        "tok-ex-two-tokens",
+        "the initial weight p is about 1e-3",
+        1e-3,
+        lambda: td.Softmax(I2, I2, beta=4.0).attention_matrix(TWO_TOKENS)[0, 1],
+        5e-4,
+    ),
     (
         "mf-ex-blowup",
         r"1/0.504 \approx 1.984",
@@ -726,6 +751,17 @@ def test_the_numbers_of_the_solutions_are_what_the_library_computes(
 ):
     assert written in _solution(label), (label, written)
     assert abs(compute() - stated) <= tolerance, (label, written, compute())
+
+
+def test_the_two_tokens_at_beta_4_merge_after_hundreds_of_time_units():
+    """tok-ex-two-tokens: "with beta = 4 ... the merge takes hundreds of time units": the two
+    tokens are still apart (diameter above 1e-3) at t = 100 and merged before t = 1000. The RK4
+    step 0.5 runs ten times faster than the solution's 0.05 and gives the same first output time
+    below 1e-3 on this grid of spacing 5 (measured: 205 with both)."""
+    run = _two_tokens(4.0, 1000.0, dt=0.5)
+    diameters = np.array([td.diameter(X) for X in run.states])
+    merged = run.times[np.argmax(diameters < 1e-3)]
+    assert diameters[-1] < 1e-3 and 100 <= merged < 1000, (merged, diameters[-1])
 
 
 def test_the_average_sensitivity_increases_to_its_limit():
