@@ -54,9 +54,21 @@ import nbformat
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ROOT / "coursework"
 DEFAULT_OUT = ROOT / "_build" / "coursework"
-#: Seconds a cell of the answer key, or of a submission being graded, may run (the book's
-#: cell timeout, _config.yml): a problem's cells run in seconds.
-CELL_TIMEOUT_S = 90
+
+
+def _tool(name: str):
+    """The module ``tools/<name>.py`` (``plain_notebook``, which writes the install cell of the
+    book's downloads; ``notebook_code``, which runs the book's notebooks)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+#: Seconds a cell of the answer key, or of a submission being graded, may run: the book's cell
+#: timeout, ``execute.timeout`` in _config.yml (which Jupyter Book reads, hence its one home),
+#: as tools/notebook_code.py reads it. A problem's cells run in seconds.
+CELL_TIMEOUT_S = _tool("notebook_code").CELL_TIMEOUT_S
 #: Seconds the grading of one submission may take in all: a set grades in under a minute
 #: (ps1_tokens: 40 s on a busy two-core machine), with room for a few cells stopped at
 #: CELL_TIMEOUT_S; past it, a cell that outlived its stop (a loop that catches the
@@ -232,20 +244,10 @@ def _otter_requirement() -> str:
     return pin
 
 
-def _plain_notebook():
-    """tools/plain_notebook.py, which writes the install cell of the book's downloads."""
-    spec = importlib.util.spec_from_file_location(
-        "plain_notebook", ROOT / "tools" / "plain_notebook.py"
-    )
-    plain = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(plain)
-    return plain
-
-
 def library_requirement() -> str:
     """The library as the install cell of the book's downloads installs it, a pip requirement
     (``token-dynamics[widgets] @ git+<repository>``)."""
-    return _plain_notebook().library_requirement(_repository())
+    return _tool("plain_notebook").library_requirement(_repository())
 
 
 def install_cell() -> dict:
@@ -255,7 +257,7 @@ def install_cell() -> dict:
     The library's part is the install cell of the book's downloads (tools/plain_notebook.py,
     which writes the requirement from the repository's URL); otter's follows it.
     """
-    plain = _plain_notebook()
+    plain = _tool("plain_notebook")
     empty = {"cells": [], "metadata": {}}
     (cell,) = plain.plain_notebook(empty, lambda *_: "", repository=_repository())["cells"]
     cell = nbformat.from_dict(cell)

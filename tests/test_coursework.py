@@ -809,6 +809,32 @@ def test_grading_ends_a_cell_that_outlives_its_stop(built, tmp_path):
     assert not psutil.pid_exists(kernel) or psutil.Process(kernel).status() == "zombie"
 
 
+def test_cell_limit_is_the_books_own(tmp_path, monkeypatch):
+    """A cell of a submission or of the answer key may run as long as a cell of the book,
+    ``execute.timeout`` in _config.yml (Jupyter Book reads it there), which build.py reads as
+    tools/notebook_code.py does: a copy of the repository whose _config.yml says otherwise
+    grades with its value (build.py once wrote its own 90 beside it, free to drift). The
+    guide states the value it has."""
+    config = (ROOT / "_config.yml").read_text(encoding="utf-8")
+    limit = yaml.safe_load(config)["execute"]["timeout"]
+    assert coursework.CELL_TIMEOUT_S == limit
+    changed, count = re.subn(rf"(?m)^(  timeout: ){limit}\b", rf"\g<1>{limit + 7}", config)
+    assert count == 1, "the book's timeout moved in _config.yml"
+    (tmp_path / "_config.yml").write_text(changed, encoding="utf-8")
+    for path in ("coursework/build.py", "tools/notebook_code.py"):
+        (tmp_path / path).parent.mkdir(exist_ok=True)
+        shutil.copy(ROOT / path, tmp_path / path)
+    spec = importlib.util.spec_from_file_location("build_copy", tmp_path / "coursework/build.py")
+    copy = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "build_copy", copy)
+    spec.loader.exec_module(copy)
+    assert copy.CELL_TIMEOUT_S == limit + 7
+    readme = (ROOT / "coursework" / "README.md").read_text(encoding="utf-8")
+    assert f"more than {limit} seconds" in readme
+    shown = re.findall(r"raised: timed out after (\d+) s", readme)
+    assert shown and all(int(seconds) == limit for seconds in shown), shown
+
+
 def test_build_one_problem_set(tmp_path, monkeypatch, capsys):
     """``make coursework SET=ps3`` (``build.py --set ps3``) rebuilds that set alone, named whole
     or by its number; an unknown set is refused with the known ones."""
