@@ -79,6 +79,9 @@ SUBMISSION_TIMEOUT_S = 600
 CHECK_CELL = re.compile(r'^grader\.check\("(\w+)"\)', re.MULTILINE)
 CELL_FRAME = re.compile(r"Cell In\[(\d+)\], line (\d+)")
 ANSI_CODE = re.compile(r"\x1b\[[0-9;]*m")
+#: A cell of the grading's own, after the notebook: the tests of one problem that no
+#: ``grader.check`` cell ran (``_OTTER_RUN``), ``..._checked('./tests/q3_two_tokens.py')``.
+GRADING_CHECK = re.compile(r"^_Checker\.check_if_not_already_checked\('(?:.*/)?(\w+)\.py'\)$")
 TIMES_FILE = SOURCES / "notebook_times.csv"
 #: The first line of an instructor notebook's first cell, otter's assignment config.
 ASSIGNMENT_CONFIG = "# ASSIGNMENT CONFIG"
@@ -153,11 +156,16 @@ except ImportError:
 #: environment's kernel, whatever kernel its metadata names (a student's Anaconda saves
 #: ``conda-env-<name>-py``, which ``otter run`` failed to find), and a cell that runs past the
 #: limit (``sys.argv[3]`` seconds) is interrupted, as Jupyter's stop button does, and the next
-#: cell runs: a student's ``while True:`` hung the grading of the class.
+#: cell runs: a student's ``while True:`` hung the grading of the class. The tests that no
+#: ``grader.check`` cell ran (its cell deleted) run after the notebook one test file per cell
+#: (:data:`GRADING_CHECK`), each under the limit: otter runs them all in its last cell, and a
+#: function that looped there was stopped with every test after it and the results of all.
 _OTTER_RUN = """
 import json, sys
 import nbconvert.preprocessors
+import nbformat
 import otter.execute.preprocessor
+from otter.execute.preprocessor import GradingPreprocessor
 from otter.run import main
 
 
@@ -190,6 +198,16 @@ def _check_or_stop(path, nbmeta_config, test_name=None, global_env=None, _check=
 
 _Checker.check = _check_or_stop
 '''
+_add_cells = GradingPreprocessor.add_init_and_export_cells
+
+
+def _one_check_per_cell(self, nb):
+    _add_cells(self, nb)  # its last cell, which stores the results, still runs last
+    checks = [f"_Checker.check_if_not_already_checked({path!r})" for path in self.tests_glob]
+    nb.cells[-1:-1] = [nbformat.v4.new_code_cell(check) for check in checks]
+
+
+GradingPreprocessor.add_init_and_export_cells = _one_check_per_cell
 results = main(sys.argv[2], autograder=sys.argv[1], output_dir=None, no_logo=True)
 print("\\n@@results@@" + json.dumps({
     name: {
@@ -201,7 +219,7 @@ print("\\n@@results@@" + json.dumps({
             for r in test_file.test_case_results
         ],
     }
-    for name, test_file in results.results.items()
+    for name, test_file in sorted(results.results.items())  # the problems in order
 }))
 print("\\n@@cells@@" + json.dumps([
     {"source": cell.source, "count": cell.get("execution_count"),
@@ -449,13 +467,15 @@ def cell_errors(cells: list[dict], cell_timeout_s: float) -> dict[str | None, li
     is not defined, at line 2: `y = x + 1`"``, the line of the deepest frame in a cell of the
     notebook (the student's line, from which an error raised in the library was called), and
     ``"timed out after 90 s, at line 1: `while True:`"`` for a cell stopped by the grading.
-    A cell counts to the problem of the first ``grader.check`` cell at or after it; errors
-    after the last check cell (in otter's own) are listed under ``None``."""
+    A cell counts to the problem of the first ``grader.check`` cell at or after it, and a
+    check of the grading's own (:data:`GRADING_CHECK`) to its problem; errors after the last
+    check cell (in otter's own) are listed under ``None``."""
     sources = {cell["count"]: cell["source"].splitlines() for cell in cells}
     found: dict[str | None, list[str]] = {}
     question = None
     for cell in reversed(cells):
         question = next(iter(CHECK_CELL.findall(cell["source"])), question)
+        where = next(iter(GRADING_CHECK.findall(cell["source"])), question)
         for error in reversed(cell["errors"]):
             if error["ename"] == "KeyboardInterrupt":  # only the grading interrupts a cell
                 what = f"timed out after {cell_timeout_s:g} s"
@@ -467,7 +487,7 @@ def cell_errors(cells: list[dict], cell_timeout_s: float) -> dict[str | None, li
                 lines = sources.get(count, [])
                 if 0 < line <= len(lines):
                     what += f", at line {line}: `{lines[line - 1].strip()}`"
-            found.setdefault(question, []).insert(0, what)
+            found.setdefault(where, []).insert(0, what)
     return dict(reversed(found.items()))  # in the notebook's order
 
 

@@ -789,6 +789,31 @@ def test_grading_stops_a_cell_that_does_not_end(built, tmp_path):
     assert score.total == others, coursework.report(score)
 
 
+def test_grading_stops_a_check_left_to_the_end(built, tmp_path):
+    """A function that loops, in a notebook whose ``grader.check`` cell of that problem was
+    deleted, is first tested after the notebook: that test is stopped after the cell limit,
+    with the reason under its problem, and every other problem keeps its points. Otter ran
+    every test left in one last cell, whose stop left no results: the notebook was not
+    graded."""
+    name, limit = "ps4_interpolation", 30  # its cells run in seconds
+
+    def loops_unchecked(notebook, answers):
+        head, body = answers["q3_snap_weights"].source.split("\n", 1)
+        answers["q3_snap_weights"].source = f"{head}\n    while True:\n        pass\n{body}"
+        (check,) = [c for c in notebook.cells if c.source == 'grader.check("q3_snap_weights")']
+        notebook.cells.remove(check)
+
+    _, score = _graded(built(name), name, tmp_path, loops_unchecked, cell_timeout_s=limit)
+    stopped = f"timed out after {limit} s, at line 2: `while True:`"
+    assert score.errors == {"q3_snap_weights": [stopped]}, score.errors
+    assert list(score.questions) == _questions(name)
+    assert score.questions["q3_snap_weights"] == 0
+    assert score.total == score.max_total - score.possible["q3_snap_weights"], score
+    assert f"q3_snap_weights: 0 / {score.possible['q3_snap_weights']:g}\n  raised: {stopped}\n" in (
+        coursework.report(score)
+    )
+
+
 def test_grading_ends_a_cell_that_outlives_its_stop(built, tmp_path):
     """A cell that ignores the interrupt (here it turns SIGINT off) ends the grading of its
     notebook at the submission's limit, as not graded with the reason, and leaves no kernel
