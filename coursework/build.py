@@ -175,6 +175,11 @@ class Limited(nbconvert.preprocessors.ExecutePreprocessor):
         self.kernel_name, self.interrupt_on_timeout = "python3", True
         self.timeout = int(sys.argv[3])
 
+    async def _async_handle_timeout(self, timeout, cell=None):
+        if cell is not None:  # the interrupt is the grading's, not a student's
+            cell.metadata["stopped_by_grading"] = True
+        return await super()._async_handle_timeout(timeout, cell)
+
 
 nbconvert.preprocessors.ExecutePreprocessor = Limited  # as otter's grade_notebook imports it
 # in the kernel: a test stopped by the interrupt is recorded as failed, so that otter's last cell
@@ -197,6 +202,27 @@ def _check_or_stop(path, nbmeta_config, test_name=None, global_env=None, _check=
 
 
 _Checker.check = _check_or_stop
+
+# exit(), quit() and os._exit() end the cell that calls them, as sys.exit() does, not the kernel
+# (its end ended the grading of the whole notebook); every SystemExit shows its line (IPython
+# shows its name alone)
+import os as _os
+
+
+def _ends_the_cell(call, kernel=_os.getpid(), getpid=_os.getpid, os_exit=_os._exit):
+    def end(*args, **kwargs):
+        if getpid() != kernel:  # a process forked from the kernel exits as it asks
+            os_exit(*args, **kwargs)
+        raise SystemExit(call + " ends the kernel: the grading ended this cell only")
+
+    end.__code__ = end.__code__.replace(co_filename="<grading>")  # not a frame of a cell
+    return end
+
+
+_os._exit = _ends_the_cell("os._exit()")
+get_ipython().ask_exit = _ends_the_cell("exit() or quit()")
+_show_traceback = get_ipython().showtraceback
+get_ipython().showtraceback = lambda *a, exception_only=False, **k: _show_traceback(*a, **k)
 '''
 _add_cells = GradingPreprocessor.add_init_and_export_cells
 
@@ -223,6 +249,7 @@ print("\\n@@results@@" + json.dumps({
 }))
 print("\\n@@cells@@" + json.dumps([
     {"source": cell.source, "count": cell.get("execution_count"),
+     "stopped": cell.metadata.get("stopped_by_grading", False),
      "errors": [o for o in cell.get("outputs", []) if o["output_type"] == "error"]}
     for cell in (results.notebook.cells if results.notebook else []) if cell.cell_type == "code"
 ]))
@@ -466,7 +493,8 @@ def cell_errors(cells: list[dict], cell_timeout_s: float) -> dict[str | None, li
     "errors"}]``, the errors as Jupyter's error outputs), by problem: ``"NameError: name 'x'
     is not defined, at line 2: `y = x + 1`"``, the line of the deepest frame in a cell of the
     notebook (the student's line, from which an error raised in the library was called), and
-    ``"timed out after 90 s, at line 1: `while True:`"`` for a cell stopped by the grading.
+    ``"timed out after 90 s, at line 1: `while True:`"`` for a cell stopped by the grading
+    (``"stopped"``; a student's own ``KeyboardInterrupt`` or ``SystemExit`` is named as such).
     A cell counts to the problem of the first ``grader.check`` cell at or after it, and a
     check of the grading's own (:data:`GRADING_CHECK`) to its problem; errors after the last
     check cell (in otter's own) are listed under ``None``."""
@@ -477,10 +505,10 @@ def cell_errors(cells: list[dict], cell_timeout_s: float) -> dict[str | None, li
         question = next(iter(CHECK_CELL.findall(cell["source"])), question)
         where = next(iter(GRADING_CHECK.findall(cell["source"])), question)
         for error in reversed(cell["errors"]):
-            if error["ename"] == "KeyboardInterrupt":  # only the grading interrupts a cell
+            if error["ename"] == "KeyboardInterrupt" and cell.get("stopped"):
                 what = f"timed out after {cell_timeout_s:g} s"
-            else:
-                what = f"{error['ename']}: {error['evalue']}"
+            else:  # a student's own KeyboardInterrupt or SystemExit says what it is
+                what = ": ".join(filter(None, [error["ename"], error["evalue"]]))
             frames = CELL_FRAME.findall(ANSI_CODE.sub("", "\n".join(error["traceback"])))
             if frames:
                 count, line = map(int, frames[-1])

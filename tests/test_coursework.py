@@ -814,6 +814,39 @@ def test_grading_stops_a_check_left_to_the_end(built, tmp_path):
     )
 
 
+def test_grading_tells_a_students_exit_from_its_own_stop(built, tmp_path):
+    """A cell that raises ``KeyboardInterrupt`` or exits (``raise SystemExit``,
+    ``sys.exit(3)``, ``exit()``, ``os._exit(0)``) ends there, says so with its line, and the
+    grading goes on: the timeout's message is for a cell that the grading stopped. Grading read
+    a student's ``KeyboardInterrupt`` as its own timeout, and ``exit()`` and ``os._exit`` ended
+    the kernel, and with it the grading of the notebook."""
+    name = "ps4_interpolation"
+    exits = {
+        "q1_hardmax_interpolator": ["raise KeyboardInterrupt"],
+        "q2_temperature": ["import sys\nsys.exit(3)"],
+        "q3_snap_weights": ["exit()"],
+        "q4_separation": ["import os\nos._exit(0)", "raise SystemExit"],
+    }
+
+    def exit_after_answering(notebook, answers):
+        for question, sources in exits.items():
+            at = notebook.cells.index(answers[question]) + 1
+            notebook.cells[at:at] = [nbformat.v4.new_code_cell(s) for s in sources]
+
+    _, score = _graded(built(name), name, tmp_path, exit_after_answering)
+    ended = "ends the kernel: the grading ended this cell only"
+    assert score.errors == {
+        "q1_hardmax_interpolator": ["KeyboardInterrupt, at line 1: `raise KeyboardInterrupt`"],
+        "q2_temperature": ["SystemExit: 3, at line 2: `sys.exit(3)`"],
+        "q3_snap_weights": [f"SystemExit: exit() or quit() {ended}, at line 1: `exit()`"],
+        "q4_separation": [
+            f"SystemExit: os._exit() {ended}, at line 2: `os._exit(0)`",
+            "SystemExit, at line 1: `raise SystemExit`",
+        ],
+    }, score.errors
+    assert score.total == score.max_total > 0, coursework.report(score)  # each after its answer
+
+
 def test_grading_ends_a_cell_that_outlives_its_stop(built, tmp_path):
     """A cell that ignores the interrupt (here it turns SIGINT off) ends the grading of its
     notebook at the submission's limit, as not graded with the reason, and leaves no kernel
