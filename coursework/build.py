@@ -74,14 +74,19 @@ CELL_TIMEOUT_S = _tool("notebook_code").CELL_TIMEOUT_S
 #: CELL_TIMEOUT_S; past it, a cell that outlived its stop (a loop that catches the
 #: interrupt) ends the grading of that submission.
 SUBMISSION_TIMEOUT_S = 600
-#: A problem's check cell, ``grader.check("q1_euler_order")``; a frame of a notebook cell in
-#: IPython's traceback (``Cell In[7], line 2``); the colour codes of that traceback.
+#: A problem's statement, ``**Problem 1 (computation: ...``, and its kind; its check cell,
+#: ``grader.check("q1_euler_order")``; a frame of a notebook cell in IPython's traceback
+#: (``Cell In[7], line 2``); the colour codes of that traceback.
+PROBLEM = re.compile(r"^\*\*Problem \d+ \((?P<kind>[a-z]+)", re.MULTILINE)
 CHECK_CELL = re.compile(r'^grader\.check\("(\w+)"\)', re.MULTILINE)
 CELL_FRAME = re.compile(r"Cell In\[(\d+)\], line (\d+)")
 ANSI_CODE = re.compile(r"\x1b\[[0-9;]*m")
 #: A cell of the grading's own, after the notebook: the tests of one problem that no
 #: ``grader.check`` cell ran (``_OTTER_RUN``), ``..._checked('./tests/q3_two_tokens.py')``.
 GRADING_CHECK = re.compile(r"^_Checker\.check_if_not_already_checked\('(?:.*/)?(\w+)\.py'\)$")
+#: Where :func:`cell_errors` lists what the cells before the first problem's statement raised
+#: (the imports, the generator): every problem that uses what they define fails with them.
+SETUP = "setup"
 TIMES_FILE = SOURCES / "notebook_times.csv"
 #: The first line of an instructor notebook's first cell, otter's assignment config.
 ASSIGNMENT_CONFIG = "# ASSIGNMENT CONFIG"
@@ -248,10 +253,10 @@ print("\\n@@results@@" + json.dumps({
     for name, test_file in sorted(results.results.items())  # the problems in order
 }))
 print("\\n@@cells@@" + json.dumps([
-    {"source": cell.source, "count": cell.get("execution_count"),
+    {"type": cell.cell_type, "source": cell.source, "count": cell.get("execution_count"),
      "stopped": cell.metadata.get("stopped_by_grading", False),
      "errors": [o for o in cell.get("outputs", []) if o["output_type"] == "error"]}
-    for cell in (results.notebook.cells if results.notebook else []) if cell.cell_type == "code"
+    for cell in (results.notebook.cells if results.notebook else [])
 ]))
 """
 
@@ -489,21 +494,28 @@ def _kill_with_children(pid: int) -> None:
 
 
 def cell_errors(cells: list[dict], cell_timeout_s: float) -> dict[str | None, list[str]]:
-    """What the code `cells` of an executed submission raised (``[{"source", "count",
-    "errors"}]``, the errors as Jupyter's error outputs), by problem: ``"NameError: name 'x'
-    is not defined, at line 2: `y = x + 1`"``, the line of the deepest frame in a cell of the
-    notebook (the student's line, from which an error raised in the library was called), and
+    """What the `cells` of an executed submission raised (``[{"type", "source", "count",
+    "stopped", "errors"}]``, the errors as Jupyter's error outputs of its code cells), by
+    problem: ``"NameError: name 'x' is not defined, at line 2: `y = x + 1`"``, the line of the
+    deepest frame in a cell of the notebook (the student's line, from which an error raised in
+    the library was called), and
     ``"timed out after 90 s, at line 1: `while True:`"`` for a cell stopped by the grading
     (``"stopped"``; a student's own ``KeyboardInterrupt`` or ``SystemExit`` is named as such).
-    A cell counts to the problem of the first ``grader.check`` cell at or after it, and a
-    check of the grading's own (:data:`GRADING_CHECK`) to its problem; errors after the last
-    check cell (in otter's own) are listed under ``None``."""
-    sources = {cell["count"]: cell["source"].splitlines() for cell in cells}
+    A cell counts to the problem of the first ``grader.check`` cell at or after it, a check of
+    the grading's own (:data:`GRADING_CHECK`) to its problem, and a cell before the first
+    problem's statement to :data:`SETUP`; errors after the last check cell (in otter's own)
+    are listed under ``None``."""
+    sources = {c["count"]: c["source"].splitlines() for c in cells if c["type"] == "code"}
+    statements = (
+        i for i, c in enumerate(cells) if c["type"] == "markdown" and PROBLEM.search(c["source"])
+    )
+    first = next(statements, 0)  # no statement (a notebook of code alone): no setup
     found: dict[str | None, list[str]] = {}
     question = None
-    for cell in reversed(cells):
+    for i, cell in reversed(list(enumerate(cells))):
         question = next(iter(CHECK_CELL.findall(cell["source"])), question)
         where = next(iter(GRADING_CHECK.findall(cell["source"])), question)
+        where = SETUP if i < first else where
         for error in reversed(cell["errors"]):
             if error["ename"] == "KeyboardInterrupt" and cell.get("stopped"):
                 what = f"timed out after {cell_timeout_s:g} s"
@@ -608,6 +620,12 @@ def report(score: Score) -> str:
     """The points per question and in total, and under each question what its cells raised
     and the message of every test it failed."""
     lines = []
+    if score.errors.get(SETUP):
+        lines.append(
+            f"{SETUP}: a cell before the problems raised, and every problem that uses what it "
+            "defines fails with it"
+        )
+        lines += [f"  raised: {error}" for error in score.errors[SETUP]]
     for question, points in score.questions.items():
         lines.append(f"{question}: {points:g} / {score.possible[question]:g}")
         lines += [f"  raised: {error}" for error in score.errors.get(question, [])]

@@ -41,7 +41,7 @@ sys.modules.setdefault("coursework_build", coursework)
 _spec.loader.exec_module(coursework)
 
 SETS = coursework.problem_sets()
-PROBLEM = re.compile(r"^\*\*Problem \d+ \((?P<kind>[a-z]+)", re.MULTILINE)
+PROBLEM = coursework.PROBLEM
 SOLUTION_BLOCK = re.compile(r"# BEGIN SOLUTION NO PROMPT\n(?P<body>.*?)# END SOLUTION", re.DOTALL)
 HIDDEN_TEST = re.compile(
     r'""" # BEGIN TEST CONFIG\nhidden: true\n(?:.*\n)*?""" # END TEST CONFIG\n([^`]*)'
@@ -757,6 +757,35 @@ def test_grading_says_what_a_cell_raised(built, tmp_path):
     with table.open(newline="", encoding="utf-8") as f:
         (row,) = csv.DictReader(f)
     assert row["note"] == f"q2_temperature: {raised}"
+
+
+def test_grading_reports_a_setup_error_once(built, tmp_path):
+    """An error in a cell before the problems (a misspelt import) is reported as the setup's,
+    with the student's line, and the report says once that every problem that uses what it
+    defines fails with it; the problems list only what their own cells raised. Grading listed
+    it under the first problem, as that problem's error."""
+    name = "ps4_interpolation"
+
+    def misspelt_import(notebook, answers):
+        first = notebook.cells.index(next(c for c in notebook.cells if PROBLEM.search(c.source)))
+        (setup,) = [c for c in notebook.cells[:first] if "from token_dynamics import" in c.source]
+        setup.source = setup.source.replace(
+            "from token_dynamics import", "from token_dynamic import"
+        )
+
+    _, score = _graded(built(name), name, tmp_path, misspelt_import)
+    raised = (
+        "ModuleNotFoundError: No module named 'token_dynamic', at line 3: "
+        "`from token_dynamic import interpolation`"
+    )
+    assert score.errors[coursework.SETUP] == [raised], score.errors
+    assert next(iter(score.errors)) == coursework.SETUP  # first, as in the report
+    assert all(raised not in errors for q, errors in score.errors.items() if q != coursework.SETUP)
+    assert score.total < score.max_total
+    report = coursework.report(score)
+    said = "setup: a cell before the problems raised, and every problem that uses what it defines"
+    assert report.startswith(f"{said} fails with it\n  raised: {raised}\n"), report
+    assert report.count(raised) == 1 and report.count(said) == 1, report
 
 
 def test_grading_stops_a_cell_that_does_not_end(built, tmp_path):
