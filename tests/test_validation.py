@@ -294,10 +294,25 @@ def test_float_guard_raises_on_an_invalid_value_and_checked_finite_on_any_overfl
 def test_time_text_reads_back_and_tells_neighbours_apart():
     """The times of the solvers' messages: the text reads back as the same float, so the next
     float prints otherwise (6 significant digits printed 1e6 and 1000001 both as 1e+06)."""
-    from token_dynamics._guards import time_text
+    from token_dynamics._validation import time_text
 
     for t in (1e6, 1e6 + 1, 0.1 + 0.2, 1e9 + 1.9841188, -3.0, 5e-324, 1.7e308, np.float64(2.5)):
         text = time_text(t)
         assert float(text) == t
         assert time_text(np.nextafter(t, np.inf)) != text
     assert time_text(1e6 + 1) == "1000001.0"
+
+
+def test_messages_print_the_time_they_mean():
+    """Every message that names a time prints it with time_text: a time-dependent parameter of
+    the wrong shape and a Sinkhorn field that stops short, at t = 1000001 (which :g printed as
+    1e+06, the time 1000000 beside it)."""
+    from token_dynamics.attention import Sinkhorn, SinkhornConvergenceWarning, Softmax
+
+    X = np.random.default_rng(5).standard_normal((12, 2))
+    field = Softmax(lambda t: np.eye(3), np.eye(2))
+    with pytest.raises(ValueError, match=r"`A\(t=1000001\.0\)` must have shape \(2, 2\)"):
+        field.velocity(X, 1e6 + 1)
+    loose = Sinkhorn(np.eye(2), np.eye(2), eps=0.05, tol=1e-14, max_iter=2)
+    with pytest.warns(SinkhornConvergenceWarning, match=r"did not converge at t = 1000001\.0:"):
+        loose.velocity(X, 1e6 + 1)

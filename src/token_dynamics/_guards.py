@@ -5,7 +5,6 @@ overflow, divide by zero or produce an invalid value raises ``FloatingPointError
 quantity and the remedy, instead of returning NaN or inf with a ``RuntimeWarning``.
 :func:`checked_finite` reports, in the same words, an overflow that numpy does not flag.
 :func:`progress_bar` is the bar a long solver shows when asked (``progress=True``).
-:func:`time_text` is a time as the solvers' messages print it.
 """
 
 from __future__ import annotations
@@ -21,20 +20,9 @@ from ._validation import check_bool
 if TYPE_CHECKING:  # tqdm is imported only when a bar is asked for
     from tqdm import tqdm
 
-__all__ = ["checked_finite", "float_guard", "progress_bar", "time_text"]
+__all__ = ["checked_finite", "float_guard", "progress_bar"]
 
 T = TypeVar("T")
-
-
-def time_text(t: float) -> str:
-    """A time as a message prints it: the shortest text that reads back as the same float
-    (Python's ``repr``), so that two different times never print the same (6 significant
-    digits printed 1000001 as ``1e+06``, the time 1000000 of the grid beside it).
-
-    >>> time_text(1000001.0), time_text(0.5)
-    ('1000001.0', '0.5')
-    """
-    return repr(float(t))
 
 
 def progress_bar(progress: object, total: float, desc: str) -> tqdm[NoReturn] | None:

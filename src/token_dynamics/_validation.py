@@ -9,7 +9,8 @@ One checker per kind of argument: real arrays (:func:`as_real_array`, :func:`as_
 :func:`as_matrix`, :func:`as_tokens`), times (:func:`as_times`), square, symmetric and
 covariance matrices with one tolerance policy (:data:`MATRIX_RTOL`), probability weights
 (:func:`as_weights`), objects of the library (:func:`check_instance`) and random generators
-(:func:`as_rng`). A chapter package uses these and never re-makes them.
+(:func:`as_rng`); a time in a message is printed by :func:`time_text`. A chapter package uses
+these and never re-makes them.
 
 The numerical half of the failure policy (the float guard) and the progress bars of long
 computations live in :mod:`token_dynamics._guards`.
@@ -55,6 +56,7 @@ __all__ = [
     "check_real",
     "check_rtol",
     "sphere_tol",
+    "time_text",
 ]
 
 #: Tolerance on | ||x|| - 1 | for tokens that must lie on the unit sphere: a few hundred ulps
@@ -366,7 +368,7 @@ def as_parameter(
     if callable(P):
 
         def value(t: float) -> FloatArray:
-            return as_matrix(P(t), f"{name}(t={t:g})", shape=shape)
+            return as_matrix(P(t), f"{name}(t={time_text(t)})", shape=shape)
 
         return value
     const = as_matrix(P, name, shape=shape)
@@ -519,3 +521,14 @@ def check_attributes(value: _T, attributes: tuple[str, ...], name: str, fix: str
             f"{type(value).__name__}. {fix}"
         )
     return value
+
+
+def time_text(t: float) -> str:
+    """A time as a message prints it: the shortest text that reads back as the same float
+    (Python's ``repr``), so that two different times never print the same (6 significant
+    digits printed 1000001 as ``1e+06``, the time 1000000 of the grid beside it).
+
+    >>> time_text(1000001.0), time_text(0.5)
+    ('1000001.0', '0.5')
+    """
+    return repr(float(t))

@@ -46,7 +46,7 @@ from numpy.typing import DTypeLike
 from scipy.integrate import solve_ivp
 
 from ._backend import all_finite, is_numpy
-from ._guards import progress_bar, time_text
+from ._guards import progress_bar
 from ._richardson import MAX_DEFAULT_STEPS, refine
 from ._typing import ArrayLike, FloatArray
 from ._validation import (
@@ -57,6 +57,7 @@ from ._validation import (
     check_bool,
     check_positive,
     check_rtol,
+    time_text,
 )
 from .geometry import _normalize_rows, _project_rows
 

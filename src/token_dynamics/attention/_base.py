@@ -23,7 +23,15 @@ from .._backend import (
     to_numpy,
 )
 from .._typing import ArrayLike, DTypeLike, ParameterLike
-from .._validation import as_dtype, as_matrix, as_square, as_tokens, as_weights, check_real
+from .._validation import (
+    as_dtype,
+    as_matrix,
+    as_square,
+    as_tokens,
+    as_weights,
+    check_real,
+    time_text,
+)
 from ._kernels import serial_blas
 from ._scale import SCORE_HEADROOM
 
@@ -72,7 +80,7 @@ def eval_parameter(
 ) -> np.ndarray:
     """Value of a parameter at time ``t``, checked against ``shape``, in ``dtype``."""
     if callable(P):
-        return as_matrix(P(t), f"{name}(t={t:g})", shape=shape).astype(dtype, copy=False)
+        return as_matrix(P(t), f"{name}(t={time_text(t)})", shape=shape).astype(dtype, copy=False)
     if any(want is not None and got != want for got, want in zip(P.shape, shape, strict=True)):
         want_str = "(" + ", ".join("k" if s is None else str(s) for s in shape) + ")"
         raise ValueError(
@@ -589,5 +597,5 @@ def fold_qk(Q: ParameterLike, K: ParameterLike) -> Parameter:
     if callable(Q) or callable(K):
         Qf = Q if callable(Q) else (lambda t: Q)
         Kf = K if callable(K) else (lambda t: K)
-        return lambda t: fold(Qf(t), Kf(t), f"(t={t:g})")
+        return lambda t: fold(Qf(t), Kf(t), f"(t={time_text(t)})")
     return fold(Q, K, "")

@@ -14,7 +14,7 @@ import numpy as np
 
 from .._backend import device, has_float64, to_namespace
 from .._typing import ArrayLike
-from .._validation import as_weights, check_bool, check_int, check_positive
+from .._validation import as_weights, check_bool, check_int, check_positive, time_text
 from . import _kernels as K_
 from ._array_api import run, scores_in_range, softmax_velocity
 from ._base import (
@@ -182,7 +182,7 @@ class Sinkhorn(AttentionField):
     def _unconverged(self, t: float, error: float, n_iter: int) -> str:
         """The message of a plan that missed ``tol`` (warned, or raised with ``strict``)."""
         return (
-            f"Sinkhorn attention did not converge at t = {t:g}: marginal error "
+            f"Sinkhorn attention did not converge at t = {time_text(t)}: marginal error "
             f"{error:.3g} > tol = {self.tol:g} after {n_iter} iterations. "
             "Increase `max_iter` or `eps`, or loosen `tol`."
         )

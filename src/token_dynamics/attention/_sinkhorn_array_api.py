@@ -21,10 +21,10 @@ from types import ModuleType
 from typing import Any
 
 from .._backend import scalar
+from .._linalg import EXP_FLOOR
 from ._array_api import log_sum_exp_rows, max_rows, plan_sums, run, scores_in_range
 from ._sinkhorn_plan import plan_convergence
 from ._sinkhorn_scaling import ABSORB_LOG, KERNEL_MEMORY_BUDGET, _Relaxation
-from ._softmax import EXP_FLOOR
 
 __all__ = ["sinkhorn_potential"]
 

@@ -17,9 +17,8 @@ from itertools import pairwise
 import numpy as np
 from scipy.special import logsumexp
 
-from .._linalg import row_blocks
+from .._linalg import EXP_FLOOR, row_blocks
 from .._typing import FloatArray
-from ._softmax import EXP_FLOOR
 
 __all__ = [
     "ABSORB_LOG",

@@ -19,18 +19,16 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .._linalg import BLOCK_ELEMENTS
+from .._linalg import BLOCK_ELEMENTS, EXP_FLOOR
 from .._typing import ArrayLike, FloatArray
 from .._validation import as_real_array, check_bool
 
 __all__ = ["softmax_weights"]
 
-#: Lowest shifted score passed to ``np.exp`` on the softmax velocity path in float64.
-#: ``exp(-700)`` is a normal double (1e-304); below about -708 results turn subnormal and numpy's
-#: exp falls back to a slow path (measured: 150x slower at -745, 5x for -inf). A term clamped here
-#: was already below ``e^-700`` times the row's largest term, so the result moves by less than
-#: ``n e^-700``, relative: far below round-off for any n.
-EXP_FLOOR = -700.0
+#: ``EXP_FLOOR`` (from ``_linalg``) is the lowest shifted score passed to ``np.exp`` on the
+#: softmax velocity path in float64: a term clamped there was already below ``e^-700`` times the
+#: row's largest term, so the result moves by less than ``n e^-700``, relative: far below
+#: round-off for any n.
 
 #: Largest gap allowed between the Cauchy-Schwarz bound on a row's scores and its shift ``L_i``
 #: (the best score over the probe keys) on the softmax velocity path in float64: the

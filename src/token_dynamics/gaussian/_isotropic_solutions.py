@@ -8,7 +8,14 @@ import numpy as np
 from .._guards import float_guard
 from .._linalg import psd_sqrt
 from .._typing import ArrayLike, FloatArray
-from .._validation import as_covariance, as_matrix, as_times, check_positive, check_real
+from .._validation import (
+    as_covariance,
+    as_matrix,
+    as_times,
+    check_positive,
+    check_real,
+    time_text,
+)
 from ._path import GaussianPath, _check_before
 
 __all__ = [
@@ -209,7 +216,8 @@ def _isotropic_covariance(t: FloatArray, v: float, A: FloatArray, S0: FloatArray
         error = EPS * (1.0 + tk * scale) / smallest if smallest > 0 else np.inf
         if not error <= ISOTROPIC_RTOL:
             raise FloatingPointError(
-                f"the isotropic covariance at t = {tk:.3g} would carry a relative error of about "
+                f"the isotropic covariance at t = {time_text(tk)} would carry a relative error of "
+                "about "
                 f"{error:.2g} (the rounding of I - t v Sigma0 (A + A^T) over its smallest "
                 f"singular value), above {ISOTROPIC_RTOL:g}: t is within rounding of the blow-up "
                 "time, or, where A + A^T has a kernel, so large that the rounding of its zero "

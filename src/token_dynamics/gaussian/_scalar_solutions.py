@@ -8,7 +8,7 @@ from scipy.optimize import brentq
 
 from .._guards import float_guard
 from .._typing import ArrayLike, FloatArray
-from .._validation import as_times, check_positive, check_real
+from .._validation import as_times, check_positive, check_real, time_text
 from ._path import GaussianPath, _check_before
 
 __all__ = ["scalar_blowup_time", "sinkhorn_scalar_variance", "softmax_gaussian_1d"]
@@ -198,7 +198,7 @@ def sinkhorn_scalar_variance(
             )
         except RuntimeError as exc:
             raise FloatingPointError(
-                f"the Sinkhorn variance at t = {tk:g} is not a float64 ({exc}); shorten `times` "
-                "or lower |`v`|."
+                f"the Sinkhorn variance at t = {time_text(tk)} is not a float64 ({exc}); shorten "
+                "`times` or lower |`v`|."
             ) from None
     return e * out

@@ -28,7 +28,7 @@ from typing import Any, cast
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from .._guards import float_guard, progress_bar, time_text
+from .._guards import float_guard, progress_bar
 from .._linalg import psd_sqrt
 from .._typing import ArrayLike, FloatArray, IVPMethod
 from .._validation import (
@@ -39,6 +39,7 @@ from .._validation import (
     check_bool,
     check_positive,
     check_rtol,
+    time_text,
 )
 from ..attention import AttentionField
 from ..integrators import IVP_METHODS

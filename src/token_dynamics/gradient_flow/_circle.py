@@ -9,7 +9,7 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 from .._typing import FloatArray, SeedLike
-from .._validation import as_rng, check_int, check_positive
+from .._validation import as_rng, check_int, check_positive, time_text
 from ..attention import softmax_weights
 from ..diagnostics import interaction_energy
 
@@ -140,7 +140,7 @@ def circle_metastability(
     if sol.status != 0:  # the library's failure policy: a numerical failure names time, method
         t_fail = float(sol.t[-1]) if sol.t.size else 0.0
         raise FloatingPointError(
-            f"the circle dynamics stopped after t = {t_fail:.6g} with method='LSODA': "
+            f"the circle dynamics stopped after t = {time_text(t_fail)} with method='LSODA': "
             f"{sol.message} Lower `beta` or `t_max`."
         )
     theta = sol.y.T

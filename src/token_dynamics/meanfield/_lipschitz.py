@@ -21,7 +21,14 @@ import numpy as np
 
 from .._guards import float_guard
 from .._typing import ArrayLike, ParameterLike
-from .._validation import as_matrix, as_tokens, check_instance, check_positive, check_real
+from .._validation import (
+    as_matrix,
+    as_tokens,
+    check_instance,
+    check_positive,
+    check_real,
+    time_text,
+)
 from ..attention import L2, AttentionField, Causal, MultiHead, Sigmoid, Sinkhorn, Softmax
 from ..attention._composite import check_fixed_positions, is_masked
 from ..wasserstein import wasserstein1
@@ -71,7 +78,9 @@ def _check_field(field: object) -> None:
 
 def _at(P: ParameterLike, name: str, t: float) -> np.ndarray:
     """Value of a constant or time-dependent parameter at time ``t``."""
-    return as_matrix(P(t) if callable(P) else P, f"{name}(t={t:g})" if callable(P) else name)
+    return as_matrix(
+        P(t) if callable(P) else P, f"{name}(t={time_text(t)})" if callable(P) else name
+    )
 
 
 def _norm(M: np.ndarray) -> float:

@@ -10,7 +10,7 @@ import numpy as np
 import ot
 
 from .._guards import progress_bar
-from .._linalg import BLOCK_ELEMENTS, power_of_two_scale
+from .._linalg import BLOCK_ELEMENTS, EXP_FLOOR, power_of_two_scale
 from .._typing import FloatArray
 
 __all__ = [
@@ -108,9 +108,8 @@ MAX_OMEGA = 1.9
 #: Scalings are absorbed into the potentials when they leave e^(+-ABSORB_LOG): the kernel then
 #: never over- or underflows, and absorptions (one exponential pass each) stay rare.
 ABSORB_LOG = 30.0
-#: Exponents below this are clamped: e^-700 is a normal double far below any marginal
-#: tolerance, and np.exp of a subnormal result is ~100x slower.
-EXP_FLOOR = -700.0
+#: Exponents below ``EXP_FLOOR`` (from ``_linalg``) are clamped: e^-700 is far below any
+#: marginal tolerance.
 
 
 def _gibbs_kernel(
