@@ -35,44 +35,19 @@ ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / "_build" / "html"
 NOTEBOOKS = ROOT / "_build" / "notebooks"
 sys.path.insert(0, str(ROOT / "tools"))
-from notebook_code import CELL_TIMEOUT_S, notebooks, stderr_outputs  # noqa: E402
+from notebook_code import (  # noqa: E402
+    BOOK_TOOLS,
+    CELL_TIMEOUT_S,
+    blocker,
+    notebooks,
+    stderr_outputs,
+)
 from plain_notebook import defined_names, raw_myst, raw_names  # noqa: E402
 from publish_notebooks import launch_config, source_commit  # noqa: E402
 
-#: The book's tool chain: nothing a downloaded notebook may need.
-BLOCKED = (
-    "jupyter_book",
-    "sphinx",
-    "sphinx_book_theme",
-    "sphinx_exercise",
-    "sphinx_proof",
-    "sphinxcontrib",
-    "docutils",
-    "myst_nb",
-    "myst_parser",
-    "jupyter_cache",
-    "jupytext",
-)
-BLOCKER = f'''
-import sys
-
-BLOCKED = {BLOCKED!r}
-
-
-class _Blocker:
-    """Refuse the book's tool chain, as in an environment where it is not installed."""
-
-    def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in BLOCKED:
-            raise ModuleNotFoundError(f"No module named {{name!r}} (blocked)", name=name)
-        return None
-
-
-sys.meta_path.insert(0, _Blocker())
-'''
 CHECK_BLOCKED = f"""
 import importlib
-for name in {BLOCKED!r}:
+for name in {BOOK_TOOLS!r}:
     try:
         importlib.import_module(name)
     except ImportError:
@@ -256,12 +231,9 @@ def test_download_runs_without_the_book(path, tmp_path):
     # the outputs the site shows (glued values, figures) are in the text or under the cells
     assert any(cell.get("outputs") for cell in notebook.cells)
 
-    blocker = tmp_path / "blocker"
-    blocker.mkdir()
-    (blocker / "sitecustomize.py").write_text(BLOCKER, encoding="utf-8")
     notebook.cells.insert(1, nbformat.v4.new_code_cell(CHECK_BLOCKED))
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(blocker), str(ROOT / "src")])
+    env["PYTHONPATH"] = os.pathsep.join([str(blocker(tmp_path / "blocker")), str(ROOT / "src")])
     run = tmp_path / "run"  # a folder of its own, as a reader's download folder
     run.mkdir()
     client = NotebookClient(

@@ -5,7 +5,8 @@ Usage: ``python tools/notebook_code.py OUT`` writes the code cells of every note
 ``OUT/<path>.py`` in order (jupytext's percent format), so that ruff can lint them;
 ``python tools/notebook_code.py --fix-imports FILE.md ...`` rewrites notebooks to the one
 import convention (after a merge brings back an alias, say).
-``notebooks()`` and ``execute()`` serve the notebook tests and the execution benchmark,
+``notebooks()``, ``client()`` and ``execute()`` serve the notebook tests and the execution
+benchmark, ``blocker()`` the runs of the plain notebooks without the book's tool chain,
 ``run_as_built()`` the build's execution beforehand (``tools/book_config.py --execute``);
 ``import_violations()`` checks the one import convention of the contributing guide.
 """
@@ -40,17 +41,71 @@ def notebooks() -> list[Path]:
     )
 
 
-def execute(path: Path, *, timeout: float = CELL_TIMEOUT_S):
-    """Run the notebook at `path` in a fresh ``python3`` kernel, in its own folder (as the book
-    build does, with its timeout per cell), and return it executed; raise ``CellExecutionError``
+def client(
+    path: Path, *, timeout: float = CELL_TIMEOUT_S, folder: Path | None = None, **hooks: Any
+) -> NotebookClient:
+    """A client that runs the notebook at `path` in a fresh ``python3`` kernel, in `folder` (by
+    default its own, as the book build does), with the build's timeout per cell and nbclient's
+    `hooks` (``on_cell_executed=...``); its ``execute(env=...)`` raises ``CellExecutionError``
     on the first failing cell."""
     return NotebookClient(
         jupytext.read(path),
         timeout=timeout,
         kernel_name="python3",
         allow_errors=False,
-        resources={"metadata": {"path": str(path.parent)}},
-    ).execute()
+        resources={"metadata": {"path": str(folder or path.parent)}},
+        **hooks,
+    )
+
+
+def execute(path: Path, *, timeout: float = CELL_TIMEOUT_S):
+    """Run the notebook at `path` in a fresh ``python3`` kernel, in its own folder (as the book
+    build does, with its timeout per cell), and return it executed; raise ``CellExecutionError``
+    on the first failing cell."""
+    return client(path, timeout=timeout).execute()
+
+
+#: The book's tool chain: nothing a plain notebook (a download, or what Binder and Colab open)
+#: may need.
+BOOK_TOOLS = (
+    "jupyter_book",
+    "sphinx",
+    "sphinx_book_theme",
+    "sphinx_exercise",
+    "sphinx_proof",
+    "sphinxcontrib",
+    "docutils",
+    "myst_nb",
+    "myst_parser",
+    "jupyter_cache",
+    "jupytext",
+)
+_BLOCKER = '''
+import sys
+
+BLOCKED = {names!r}
+
+
+class _Blocker:
+    """Refuse these modules, as in an environment where they are not installed."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in BLOCKED:
+            raise ModuleNotFoundError(f"No module named {{name!r}} (blocked)", name=name)
+        return None
+
+
+sys.meta_path.insert(0, _Blocker())
+'''
+
+
+def blocker(folder: Path, names: tuple[str, ...] = BOOK_TOOLS) -> Path:
+    """Write into `folder` a ``sitecustomize.py`` that makes the top-level modules `names`
+    unimportable in a Python whose path starts with `folder` (a kernel's ``PYTHONPATH``), as if
+    they were not installed; return `folder`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "sitecustomize.py").write_text(_BLOCKER.format(names=names), encoding="utf-8")
+    return folder
 
 
 def run_as_built(path: Path, timeout: float = CELL_TIMEOUT_S):
