@@ -597,6 +597,46 @@ Shortfiller
     + "".join(f"s{k:02} = {k}\n" for k in range(12))
     + "```\n"
 )
+
+
+def picture(width: int, height: int, size: tuple[int, int]) -> str:
+    """A red picture `width` by `height` (its proportions), to which the page gives the size
+    `size` (CSS pixels, width by height): found on the printed page by its colour (`red_box`)."""
+    svg = (
+        f"%3Csvg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}'%3E"
+        f"%3Crect width='{width}' height='{height}' fill='red'/%3E%3C/svg%3E"
+    )
+    return f'<img src="data:image/svg+xml,{svg}" style="width: {size[0]}px; height: {size[1]}px">'
+
+
+def lines(mark: str, count: int) -> str:
+    """`count` paragraphs of two printed lines, the first starting `mark`A, the last ending
+    `mark`Z."""
+    line = "of the box, long enough that each of its paragraphs takes two printed lines"
+    text = [f"Paragraph {k} {line}, as in a statement or a proof." for k in range(count)]
+    return f"{mark}A " + "\n\n".join(text) + f" {mark}Z\n"
+
+
+# boxes, a table and figures that do not fit below a filler of some height (CSS pixels)
+FIGURE_ROOM = 430  # the filler's height above the figure that must shrink to fit
+BOXES_PAGE = (
+    '# Boxes\n\nBoxfiller\n\n<div style="height: 600px"></div>\n\n'
+    "```{prf:theorem} A long statement\n:label: fixture-long\n\n"
+    + lines("BOX", 12)
+    + '```\n\n<div style="break-before: page"></div>\n\nFoldfiller\n\n'
+    '<div style="height: 600px"></div>\n\n'
+    "```{admonition} A folded box\n:class: dropdown\n\n"
+    + lines("FOLD", 12)
+    + '```\n\n<div style="break-before: page"></div>\n\nTablefiller\n\n'
+    '<div style="height: 600px"></div>\n\n| row | value |\n|---|---|\n'
+    + "".join(f"| TROW{k:02} | {k} |\n" for k in range(24))
+    + '\n<div style="break-before: page"></div>\n\nFigurefiller\n\n'
+    f'<div style="height: {FIGURE_ROOM}px"></div>\n\n'
+    f"<figure>{picture(100, 100, (500, 500))}<figcaption>Shrunk</figcaption></figure>\n\n"
+    '<div style="break-before: page"></div>\n\nBigfiller\n\n'
+    '<div style="height: 700px"></div>\n\n'
+    f"<figure>{picture(100, 100, (500, 500))}<figcaption>Moved</figcaption></figure>\n\n"
+)
 LAYOUT_TOC = """format: jb-book
 root: book/intro
 chapters:
@@ -605,6 +645,7 @@ chapters:
   - file: book/headings
   - file: book/tall
   - file: book/code
+  - file: book/boxes
 """
 
 
@@ -626,6 +667,7 @@ def layout(tmp_path_factory):
             "book/headings.md": HEADINGS_NOTEBOOK,
             "book/tall.md": TALL_NOTEBOOK,
             "book/code.md": CODE_NOTEBOOK,
+            "book/boxes.md": BOXES_PAGE,
         },
     )
     (book_dir / "book" / "api.rst").unlink()
@@ -894,3 +936,68 @@ def test_links_to_the_api_reference_lead_to_the_published_site(book):
         path, _, place = uri.removeprefix(site).partition("#")
         page = (HTML / path).read_text(encoding="utf-8")
         assert not place or f'id="{place}"' in page, uri
+
+
+def red_box(out: Path, index: int) -> tuple[float, float, float, float] | None:
+    """The box ``(x0, y0, x1, y1)``, in points from the top left, of the red pixels of the PDF
+    page `index` (from 0) rendered at 72 dpi, a pixel a point (`picture`); None if none."""
+    import numpy as np
+
+    page = str(index + 1)
+    ppm = subprocess.run(
+        ["pdftoppm", "-r", "72", "-f", page, "-l", page, str(out)], capture_output=True, check=True
+    ).stdout
+    _, size, _, pixels = ppm.split(b"\n", 3)  # after the header: P6, width height, 255
+    width, height = map(int, size.split())
+    rgb = np.frombuffer(pixels, np.uint8).reshape(height, width, 3).astype(int)
+    rows, cols = np.nonzero((rgb[..., 0] > 200) & (rgb[..., 1] < 60) & (rgb[..., 2] < 60))
+    if not rows.size:
+        return None
+    return cols.min(), rows.min(), cols.max() + 1, rows.max() + 1
+
+
+def page_of(printed: Printed, path: str, word: str) -> int:
+    """The index (from 0) of the one PDF page of the site's page `path` that shows `word`."""
+    found = [k for k in page_range(printed, path) if word in printed.pages[k]]
+    assert len(found) == 1, (word, found)
+    return found[0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("filler", "first", "last", "title"),
+    [
+        ("Boxfiller", "BOXA", "BOXZ", "A long statement"),
+        ("Foldfiller", "FOLDA", "FOLDZ", "A folded box"),
+        ("Tablefiller", "TROW00", "TROW23", "row"),
+    ],
+    ids=["statement", "folded", "table"],
+)
+def test_tall_box_or_table_breaks_across_pages(layout, filler, first, last, title):
+    """A statement's box, a folded box (unfolded on paper) or a table taller than a third of a
+    page, which does not fit below what precedes it, starts there, its title with its first
+    lines, and goes on on the next page, rather than moving whole to the next page and leaving
+    most of this one blank (as the screen's theme asks for a box or a table kept whole)."""
+    page = page_of(layout, "book/boxes.html", filler)
+    assert page_of(layout, "book/boxes.html", first) == page, "moved whole to the next page"
+    assert title in layout.pages[page]
+    assert page_of(layout, "book/boxes.html", last) > page
+
+
+@pytest.mark.slow
+def test_figure_shrinks_into_the_room_left_or_moves_whole(layout):
+    """A figure that does not fit below what precedes it is shrunk into the room left when that
+    room holds it at `MIN_FIGURE_SCALE` of its size or more, in its proportions, its caption
+    under it; else it moves whole to the next page, at its size."""
+    size = 500 * 72 / 96  # the picture's 500 CSS pixels, in points
+    page = page_of(layout, "book/boxes.html", "Figurefiller")
+    assert page_of(layout, "book/boxes.html", "Shrunk") == page
+    x0, y0, x1, y1 = red_box(layout.out, page)
+    assert book_pdf.MIN_FIGURE_SCALE * size <= y1 - y0 < size - 2
+    assert x1 - x0 == pytest.approx(y1 - y0, abs=2)  # square: its proportions, to a pixel
+    page = page_of(layout, "book/boxes.html", "Bigfiller")
+    assert red_box(layout.out, page) is None  # not shrunk below MIN_FIGURE_SCALE
+    assert page_of(layout, "book/boxes.html", "Moved") == page + 1
+    x0, y0, x1, y1 = red_box(layout.out, page + 1)
+    assert y1 - y0 == pytest.approx(size, abs=2) and x1 - x0 == pytest.approx(size, abs=2)
+    assert layout.book.layout["fitted"] == 1

@@ -90,13 +90,16 @@ KEYWORDS = (
 PAGE_LINK = "https://page.invalid/"
 # The screen's chrome (header, sidebars, buttons, previous/next links, the theme's printed
 # "Contents" list of the page) has no place on paper; folded content (solutions, hidden cells'
-# outputs, <details>) is printed unfolded; a table's row is not split between two pages. A long
-# line of code wraps instead of being cut, and goes on at its indentation after a hook (as
+# outputs, <details>) is printed unfolded; a table's row is not split between two pages, a box's
+# title (a statement's, a dropdown's) not from its first lines. A long line of code wraps
+# instead of being cut, and goes on at its indentation after a hook (as
 # LaTeX's listings with breaklines and postbreak): PRINT_LAYOUT makes each line of a <pre> a
 # `.print-line` block with its indentation as `--indent`, the hanging indent leaves two columns
 # more, and a hook (an SVG) is drawn in them, a picture, not text, so that code copied from
 # the PDF has no mark in it. A line is not split between two pages, nor is a block of code
-# after its first line or before its last.
+# after its first line or before its last. What the screen scrolls (a block of code, a table, a
+# cell's output) is printed whole: Chromium neither breaks a scrolling box between pages nor
+# prints what it scrolls out of view.
 PRINT_CSS = """
 @page {
   size: A4;
@@ -113,7 +116,8 @@ html { width: WIDTHpx !important; }
 .bd-main, .bd-content, .bd-article-container, .bd-article { max-width: none !important; }
 .toggle-hidden { display: block !important; visibility: visible !important;
   height: auto !important; opacity: 1 !important; }
-pre { white-space: pre-wrap !important; overflow-wrap: anywhere; overflow: visible !important; }
+pre, .pst-scrollable-table-container, div.output { overflow: visible !important; }
+pre { white-space: pre-wrap !important; overflow-wrap: anywhere; }
 .print-line { display: block; position: relative; break-inside: avoid;
   padding-left: calc(var(--indent) + 2ch); text-indent: calc(-1 * (var(--indent) + 2ch)); }
 .print-line::before { content: ""; position: absolute; left: var(--indent); width: 2ch;
@@ -124,7 +128,7 @@ fill='none' stroke='%23888' stroke-width='1.5'/%3E%3C/svg%3E"); }
 .print-line:last-child { break-before: avoid; }
 .cell_input, .cell_output, img, figure, mjx-container[display="true"], div.math, tr {
   break-inside: avoid; }
-h1, h2, h3, h4, h5, h6, .print-label { break-after: avoid; }
+h1, h2, h3, h4, h5, h6, .print-label, .admonition-title, summary { break-after: avoid; }
 h1, h2, h3, h4, h5, h6 { break-inside: avoid; }
 .print-keep { break-inside: avoid; }
 .print-label { font: 600 11pt sans-serif; color: #666; letter-spacing: 0.04em; margin: 0 0 2mm; }
@@ -209,18 +213,25 @@ PAGE_HEIGHT = 994
 # A code cell's code, or its output, taller than this fraction of the page may break across
 # pages, between two of its lines (PRINT_CSS); a shorter one is kept whole. Kept whole, a cell
 # that does not fit below what precedes it moves to the next page and leaves the rest of this one
-# blank: up to this fraction of a page, where a cell almost a page tall left most of one.
+# blank: up to this fraction of a page, where a cell almost a page tall left most of one. So too
+# a box (a statement, a proof, an exercise, a dropdown of the checks page) or a table: a taller
+# one may break, between two lines or rows, its title kept with its first lines.
 TALL_CELL = 1 / 3
+# A figure does not break: one that does not fit below what precedes it moves to the next page.
+# Where the room it leaves would hold it at this fraction of its size or more, it is shrunk into
+# that room instead, where a figure almost a page tall left most of a page blank.
+MIN_FIGURE_SCALE = 0.6
 # What the screen shows as moving or switching becomes, on paper: an animation (matplotlib's
 # jshtml player) its first and last frames, captioned; an explorer (token_dynamics.widgets'
 # static view) the frame it shows, captioned with its parameters' values, without its controls.
 # Display formulas are fitted to the printed line (see MIN_MATH_SCALE); each line of code is made
-# a block (PRINT_CSS); a block of code taller than `tallCell` (TALL_CELL) may break; a heading is
-# kept with a short block after it, and a block inside another kept whole is kept whole itself
-# only when short (KEEP_WITH_NEXT). Returns what was done and the formulas that overflow.
+# a block (PRINT_CSS); a block of code, a box or a table taller than `tallCell` (TALL_CELL) may
+# break; a heading is kept with a short block after it, and a block inside another kept whole is
+# kept whole itself only when short (KEEP_WITH_NEXT), but for a figure; each figure is marked
+# (FIT_FIGURE). Returns what was done, the formulas that overflow, and where the article starts.
 PRINT_LAYOUT = r"""({width, minScale, keepWithNext, tallCell}) => {
   const done = {unfit: [], scaled: 0, wrapped: 0, animations: 0, explorers: 0, continued: 0,
-                divided: 0, kept: 0, released: 0};
+                divided: 0, opened: 0, kept: 0, released: 0};
   const article = document.querySelector('article.bd-article') || document.body;
   // laid out as printed: the media queries of the page's width, the width between its margins
   // (PRINT_CSS); were the page wider, each block would be `excess` wider than on paper
@@ -372,7 +383,17 @@ PRINT_LAYOUT = r"""({width, minScale, keepWithNext, tallCell}) => {
   }
   done.divided = divided.size;
   const whole = el => getComputedStyle(el).breakInside === 'avoid';
-  for (const el of article.querySelectorAll('*')) {
+  // a box kept whole (a statement, a proof, an exercise, a table) taller than `tallCell` may
+  // break across pages, its title kept with its first lines (PRINT_CSS); a shorter one is kept
+  // whole
+  for (const box of article.querySelectorAll('.admonition, table')) {
+    if (!whole(box) || box.getBoundingClientRect().height <= tallCell) continue;
+    box.style.breakInside = 'auto';
+    done.opened += 1;
+  }
+  // a tall block kept whole inside another kept whole may break, but for a figure: its caption
+  // stays with its image
+  for (const el of article.querySelectorAll(':not(figure)')) {
     if (el.getBoundingClientRect().height <= keepWithNext || !whole(el)) continue;
     let outer = el.parentElement;
     while (outer && outer !== article && !whole(outer)) outer = outer.parentElement;
@@ -385,16 +406,95 @@ PRINT_LAYOUT = r"""({width, minScale, keepWithNext, tallCell}) => {
     const next = h.nextElementSibling;
     if (!next || next.matches('section') || h.parentElement.matches('.print-keep')) continue;
     const height = next.getBoundingClientRect().height;
-    if (height > keepWithNext) continue;
+    if (height > keepWithNext) {
+      // a taller one starts with its first line on the heading's page, not with the empty top
+      // of its frame (a code cell's, a box's)
+      for (let el = next.firstElementChild; el; el = el.firstElementChild) {
+        el.style.breakBefore = 'avoid';
+      }
+      continue;
+    }
     const keep = document.createElement('div');
     keep.className = 'print-keep';
     h.before(keep);
     keep.append(h, next);
     done.kept += 1;
   }
+  // nothing below the article's last block: its margin, which the article keeps, would make a
+  // page of its own where that block ends a page
+  for (let el = article; el; ) {
+    el = [...el.children].filter(child => child.getBoundingClientRect().height > 0).pop();
+    if (el) el.style.marginBottom = '0';
+  }
+  // each figure (an image with its caption, an animation's frames, an image alone), with the
+  // blocks kept whole around it (a cell's output), between two empty marks, which a hidden link
+  // names in the PDF: `figure_rooms` reads there where each is printed, FIT_FIGURE shrinks one
+  // moved whole to the next page; and a mark where the article starts, on the first page where
+  // the screen has it
+  const units = new Set();
+  for (const img of article.querySelectorAll('img')) {
+    if (!img.getClientRects().length) continue;
+    let unit = img.closest('.print-frames, figure') || img;
+    for (let el = unit.parentElement; el !== article; el = el.parentElement) {
+      if (whole(el)) unit = el;
+    }
+    units.add(unit);
+  }
+  const links = document.createElement('div');
+  links.hidden = true;
+  const mark = (id, place) => {
+    const el = document.createElement('div');
+    el.id = id;
+    place(el);
+    const link = document.createElement('a');
+    link.href = '#' + id;
+    links.append(link);
+    return el;
+  };
+  done.top = mark('print-top', el => article.prepend(el)).getBoundingClientRect().top + scrollY;
+  [...units].forEach((unit, k) => {
+    mark(`print-figure-${k}-before`, el => unit.before(el));
+    mark(`print-figure-${k}-after`, el => unit.after(el));
+  });
+  article.append(links);
+  done.figures = units.size;
   return done;
 }"""
+# A figure printed on the page after the one where it comes, where the room left at the foot of
+# that page (`rooms`: figure number, room in CSS pixels) would hold it with its images at `least`
+# of their size or more, is shrunk into that room: the first such figure, once (the pages after
+# it change). Returns whether one was.
+FIT_FIGURE = """({rooms, least}) => {
+  for (const [k, room] of rooms) {
+    const mark = document.getElementById(`print-figure-${k}-before`);
+    const unit = mark.nextElementSibling;
+    if (unit.dataset.printFitted) continue;
+    const images = unit.matches('img') ? [unit] : [...unit.querySelectorAll('img')];
+    // from the mark, where the room starts: with the margin above the figure
+    const height = unit.getBoundingClientRect().bottom - mark.getBoundingClientRect().top;
+    const tallest = Math.max(...images.map(img => img.getBoundingClientRect().height));
+    // one image, or images in a row (an animation's two frames), shrunk by `scale`, leave the
+    // rest (a caption) as it is; less two pixels for rounding
+    const scale = (room - 2 - (height - tallest)) / tallest;
+    if (!(scale >= least && scale < 1)) continue;
+    for (const img of images) {
+      const {width, height} = img.getBoundingClientRect();
+      img.style.setProperty('width', (width * scale).toFixed(1) + 'px', 'important');
+      img.style.setProperty('height', (height * scale).toFixed(1) + 'px', 'important');
+    }
+    unit.dataset.printFitted = 'yes';
+    return true;
+  }
+  return false;
+}"""
 
+# Folded content is unfolded before the print is laid out, as it is printed (PRINT_LAYOUT measures
+# its blocks): each <details> opened, each folded admonition or cell (sphinx-togglebutton's: a
+# solution, a dropdown of the checks page, which it unfolds itself only when printing) unfolded.
+UNFOLD = """() => {
+  document.querySelectorAll('details').forEach(d => d.open = true);
+  document.querySelectorAll('.toggle-hidden').forEach(el => el.classList.remove('toggle-hidden'));
+}"""
 # Lines printed above a page's title (its chapter's number, its part's name).
 LABEL_HEADING = """labels => {
   // the theme prints its own copy of the title (#jb-print-docs-body) above the article's
@@ -448,7 +548,8 @@ class Book(NamedTuple):
     (``scaled`` and ``wrapped`` formulas, ``animations``, ``explorers``, lines of code
     ``continued`` on the next line, tall blocks of code ``divided`` between pages, headings
     ``kept`` with the block after them, tall blocks inside blocks kept whole ``released`` to
-    break)."""
+    break, tall boxes and tables ``opened`` to break, figures ``fitted`` into the room left at
+    the foot of a page)."""
 
     printed: list[Printed]
     front: int
@@ -638,7 +739,7 @@ def print_book(
             if labels and part is not None and (not printed or printed[-1].part != part):
                 labels.insert(0, part)
             page.evaluate(LABEL_HEADING, labels)
-            page.evaluate("() => document.querySelectorAll('details').forEach(d => d.open = true)")
+            page.evaluate(UNFOLD)
             done = page.evaluate(
                 PRINT_LAYOUT,
                 {
@@ -649,9 +750,18 @@ def print_book(
                 },
             )
             unfit.extend(Unfit(entry.path, **found) for found in done.pop("unfit"))
+            top, figures = done.pop("top"), done.pop("figures")
+            done["fitted"] = 0
+            while True:  # at most once a figure: FIT_FIGURE shrinks each once
+                pdf = page.pdf(prefer_css_page_size=True, print_background=True)
+                rooms = figure_rooms(pdf, figures, top) if figures else []
+                fit = {"rooms": rooms, "least": MIN_FIGURE_SCALE}
+                if not rooms or not page.evaluate(FIT_FIGURE, fit):
+                    break
+                done["fitted"] += 1
             for key, count in done.items():
                 layout[key] = layout.get(key, 0) + count
-            bodies.append(page.pdf(prefer_css_page_size=True, print_background=True))
+            bodies.append(pdf)
             printed.append(Printed(entry, part, next_number, count_pages(bodies[-1])))
             next_number += printed[-1].pages
             if progress:
@@ -669,6 +779,42 @@ def print_book(
     }
     assemble(out, front, bodies, printed, metadata, base=base, online=book["online"])
     return Book(printed, count_pages(front), metadata, unfit, layout)
+
+
+def figure_rooms(pdf: bytes, figures: int, top: float) -> list[tuple[int, float]]:
+    """The figures among the `figures` marked by PRINT_LAYOUT that the page printed as `pdf`
+    (its bytes) shows at the top of the page after the one where they come, each with the room
+    left below that place (CSS pixels): where the PDF names their marks. `top` is where the
+    article starts in the page laid out on screen, as on the first printed page: it places the
+    PDF's positions in the page's text."""
+    from pypdf import PdfReader
+
+    reader = PdfReader(io.BytesIO(pdf))
+    named = reader.named_destinations
+
+    def place(name: str) -> tuple[int, float]:
+        """The page index of the mark `name` and its height in points from the foot."""
+        dest = named.get(name) or named.get("/" + name)
+        if dest is None:
+            raise ValueError(f"Chromium named no place for the print's mark {name!r}")
+        return reader.get_destination_page_number(dest), float(dest.top)
+
+    _, origin = place("print-top")
+
+    def at(name: str) -> tuple[int, float]:
+        """The page index of the mark `name` and its height in the page's text (CSS pixels)."""
+        page, height = place(name)
+        return page, top + (origin - height) * 96 / 72
+
+    rooms = []
+    for k in range(figures):
+        page, before = at(f"print-figure-{k}-before")
+        # the figure ends on the next page, below its top (an empty mark after a figure that
+        # ends its page may go to the top of the next)
+        after, end = at(f"print-figure-{k}-after")
+        if after == page + 1 and end > 1:
+            rooms.append((k, PAGE_HEIGHT - before))
+    return rooms
 
 
 def count_pages(pdf: bytes) -> int:
