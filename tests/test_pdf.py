@@ -12,7 +12,9 @@ that cannot fit reported, an animation printed as its first and last frames, an 
 captioned with its parameter values, headings kept with what follows them, a code cell almost a
 page tall printed from the page of its heading, a long line of code that goes on at its
 indentation after a mark, a tall code cell that breaks between its lines where a short one is
-kept whole.
+kept whole, a tall statement, folded box or table that breaks across pages rather than moving
+whole, a figure shrunk into the room left above it (or moved whole when that room is too small),
+a picture narrowed to the line in its own proportions.
 
 The whole-book tests print the site that `make build` left in `_build/html` once (the module's
 fixture `book`; it fails with that instruction when there is none, rather than skip); `make test`
@@ -617,7 +619,8 @@ def lines(mark: str, count: int) -> str:
     return f"{mark}A " + "\n\n".join(text) + f" {mark}Z\n"
 
 
-# boxes, a table and figures that do not fit below a filler of some height (CSS pixels)
+# boxes, a table and figures that do not fit below a filler of some height (CSS pixels), and a
+# picture that the page gives a size wider than the line in other proportions than its own
 FIGURE_ROOM = 430  # the filler's height above the figure that must shrink to fit
 BOXES_PAGE = (
     '# Boxes\n\nBoxfiller\n\n<div style="height: 600px"></div>\n\n'
@@ -636,6 +639,8 @@ BOXES_PAGE = (
     '<div style="break-before: page"></div>\n\nBigfiller\n\n'
     '<div style="height: 700px"></div>\n\n'
     f"<figure>{picture(100, 100, (500, 500))}<figcaption>Moved</figcaption></figure>\n\n"
+    '<div style="break-before: page"></div>\n\nWidefiller\n\n'
+    f"{picture(200, 100, (900, 600))}\n"
 )
 LAYOUT_TOC = """format: jb-book
 root: book/intro
@@ -1001,3 +1006,13 @@ def test_figure_shrinks_into_the_room_left_or_moves_whole(layout):
     x0, y0, x1, y1 = red_box(layout.out, page + 1)
     assert y1 - y0 == pytest.approx(size, abs=2) and x1 - x0 == pytest.approx(size, abs=2)
     assert layout.book.layout["fitted"] == 1
+
+
+@pytest.mark.slow
+def test_picture_narrowed_to_the_line_keeps_its_proportions(layout):
+    """A picture to which the page gives a width and a height, wider than the printed line, is
+    narrowed to the line in its own proportions (2:1 here), not squeezed into the height the
+    page gives it."""
+    x0, y0, x1, y1 = red_box(layout.out, page_of(layout, "book/boxes.html", "Widefiller"))
+    assert x1 - x0 <= 595 - 2 * 42.5  # within the margins (15 mm of the 595 pt page)
+    assert (x1 - x0) / (y1 - y0) == pytest.approx(2, rel=0.02)  # a pixel in 100

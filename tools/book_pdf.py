@@ -91,8 +91,9 @@ PAGE_LINK = "https://page.invalid/"
 # The screen's chrome (header, sidebars, buttons, previous/next links, the theme's printed
 # "Contents" list of the page) has no place on paper; folded content (solutions, hidden cells'
 # outputs, <details>) is printed unfolded; a table's row is not split between two pages, a box's
-# title (a statement's, a dropdown's) not from its first lines. A long line of code wraps
-# instead of being cut, and goes on at its indentation after a hook (as
+# title (a statement's, a dropdown's) not from its first lines; an image to which the page
+# gives a width and a height keeps its proportions where it is narrowed to the line. A long line
+# of code wraps instead of being cut, and goes on at its indentation after a hook (as
 # LaTeX's listings with breaklines and postbreak): PRINT_LAYOUT makes each line of a <pre> a
 # `.print-line` block with its indentation as `--indent`, the hanging indent leaves two columns
 # more, and a hook (an SVG) is drawn in them, a picture, not text, so that code copied from
@@ -129,6 +130,7 @@ fill='none' stroke='%23888' stroke-width='1.5'/%3E%3C/svg%3E"); }
 .cell_input, .cell_output, img, figure, mjx-container[display="true"], div.math, tr {
   break-inside: avoid; }
 h1, h2, h3, h4, h5, h6, .print-label, .admonition-title, summary { break-after: avoid; }
+img[style*="width"] { height: auto !important; }
 h1, h2, h3, h4, h5, h6 { break-inside: avoid; }
 .print-keep { break-inside: avoid; }
 .print-label { font: 600 11pt sans-serif; color: #666; letter-spacing: 0.04em; margin: 0 0 2mm; }
