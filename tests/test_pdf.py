@@ -3,18 +3,18 @@ address and a contents page with the page numbers, an outline of parts, chapters
 in the order of `_toc.yml`, the metadata, running page numbers, every page of the table of
 contents but the API reference in its order, the chapter titles, the numbered statements with
 their titles, typeset maths, the figures and the bibliography, links that stay inside the PDF
-(those to the API reference lead to the published site),
-no display formula too wide for the printed line, no page that ends with a heading and no page
-left blank; the API reference printed apart (`--api only`); the student edition's PDF carries
-no solution and no address; and the print layout of
-`tools/book_pdf.py` (PRINT_LAYOUT) on a fixture book: wide formulas scaled down or wrapped, one
-that cannot fit reported, an animation printed as its first and last frames, an explorer's frame
-captioned with its parameter values, headings kept with what follows them, a code cell almost a
-page tall printed from the page of its heading, a long line of code that goes on at its
-indentation after a mark, a tall code cell that breaks between its lines where a short one is
-kept whole, a tall statement, folded box or table that breaks across pages rather than moving
-whole, a figure shrunk into the room left above it (or moved whole when that room is too small),
-a picture narrowed to the line in its own proportions.
+(those to the API reference lead to the published site), no formula too wide for the printed
+line (display or inline), no page that ends with a heading and no page left blank; the API
+reference printed apart (`--api only`); the student edition's PDF carries no solution and no
+address; and the print layout of `tools/book_pdf.py` (PRINT_LAYOUT) on a fixture book: wide
+formulas scaled down or wrapped, one that cannot fit and an inline one wider than the line
+reported, an animation printed as its first and last frames, an explorer's frame captioned with
+its parameter values, headings kept with what follows them, a code cell almost a page tall
+printed from the page of its heading, a long line of code that goes on at its indentation after
+a mark, a tall code cell that breaks between its lines where a short one is kept whole, a tall
+statement, folded box or table that breaks across pages rather than moving whole, a figure
+shrunk into the room left above it (or moved whole when that room is too small), a picture
+narrowed to the line in its own proportions.
 
 The whole-book tests print the site that `make build` left in `_build/html` once (the module's
 fixture `book`; it fails with that instruction when there is none, rather than skip); `make test`
@@ -522,11 +522,15 @@ widgets.figure_sliders(
 ```
 """
 )
-# a matrix wider than the line at 60% of its size, which cannot wrap between its terms
+# a matrix wider than the line at 60% of its size, which cannot wrap between its terms, and an
+# inline sum wider than the line, which MathJax cannot break (the page clips what is past the
+# line's end)
 UNFIT_PAGE = (
     "# Too wide\n\n$$\n\\begin{pmatrix} "
     + " & ".join(f"a_{{{k}}}" for k in range(301, 390))
-    + " \\end{pmatrix}\n$$\n"
+    + " \\end{pmatrix}\n$$\n\nAn inline sum: $"
+    + sums(401, 40)
+    + "$.\n"
 )
 # two-line headings after blank space of growing height from the top of a page: one of them
 # ends where its first line fits on the page but not the rest, or not the cell after it
@@ -769,9 +773,16 @@ def test_wide_formulas_scaled_or_wrapped_on_the_page(layout):
 
 @pytest.mark.slow
 def test_formula_that_cannot_fit_is_reported(layout):
+    """The matrix that neither scaling nor wrapping fits and the inline sum wider than its line
+    are reported, and no other formula of the fixture book (those of its notebook fit)."""
     unfit = layout.book.unfit
-    assert [(f.path, f.tex.split()[0]) for f in unfit] == [("book/unfit.html", r"\begin{pmatrix}")]
-    assert unfit[0].width > unfit[0].room / book_pdf.MIN_MATH_SCALE
+    assert [(f.path, f.tex.split()[0], f.inline) for f in unfit] == [
+        ("book/unfit.html", r"\begin{pmatrix}", False),
+        ("book/unfit.html", "x_{401}^{2}", True),
+    ]
+    matrix, inline = unfit
+    assert matrix.width > matrix.room / book_pdf.MIN_MATH_SCALE
+    assert inline.width > inline.room
 
 
 @pytest.mark.slow
@@ -826,8 +837,9 @@ def test_code_cell_printed_from_the_page_of_its_heading(layout):
 
 @pytest.mark.slow
 def test_book_formulas_fit_no_heading_ends_a_page_and_none_is_blank(book):
-    """The whole book: no display formula overflows the printed line, no page ends with a
-    heading, no page is left blank or shows only a heading over an empty frame."""
+    """The whole book: no formula overflows the printed line (a display formula too wide even
+    scaled and wrapped, an inline one wider than its line), no page ends with a heading, no page
+    is left blank or shows only a heading over an empty frame."""
     assert not book.book.unfit, "formulas too wide for the printed page: " + "; ".join(
         f"{f.path}: {f.tex[:80]}" for f in book.book.unfit
     )

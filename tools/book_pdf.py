@@ -11,7 +11,8 @@ Each page of the built site is opened in Debian's headless Chromium, offline, ex
 sees it: MathJax has typeset the maths, sphinx-proof has numbered the statements (Theorem 3.2),
 figures and the bibliography are there. The page is then laid out for paper (`PRINT_LAYOUT`): a
 display formula wider than the printed line is scaled down, to 60% at most, and else let wrap
-(one that overflows even so is reported: `Book.unfit`, and the tool's last lines); an animation
+(one that overflows even so is reported: `Book.unfit`, and the tool's last lines, as is an
+inline formula wider than its line, which MathJax cannot break and the page clips); an animation
 is shown by its first and last frames, captioned; an explorer (token_dynamics.widgets) by its
 frame, captioned with the parameter values it shows; a heading is kept with a short block after
 it, and a tall block kept whole inside another (a code cell's code in its frame, a table in a
@@ -226,7 +227,9 @@ MIN_FIGURE_SCALE = 0.6
 # What the screen shows as moving or switching becomes, on paper: an animation (matplotlib's
 # jshtml player) its first and last frames, captioned; an explorer (token_dynamics.widgets'
 # static view) the frame it shows, captioned with its parameters' values, without its controls.
-# Display formulas are fitted to the printed line (see MIN_MATH_SCALE); each line of code is made
+# Display formulas are fitted to the printed line (see MIN_MATH_SCALE), and inline formulas that
+# reach past their line's end are found (the source must set them as display maths); each line
+# of code is made
 # a block (PRINT_CSS); a block of code, a box or a table taller than `tallCell` (TALL_CELL) may
 # break; a heading is kept with a short block after it, and a block inside another kept whole is
 # kept whole itself only when short (KEEP_WITH_NEXT), but for a figure; each figure is marked
@@ -269,7 +272,25 @@ PRINT_LAYOUT = r"""({width, minScale, keepWithNext, tallCell}) => {
     }
     const wide = right - math.getBoundingClientRect().left;
     if (wide > room + 0.5) {
-      done.unfit.push({tex: tex(box), width: Math.round(natural), room: Math.round(room)});
+      done.unfit.push({tex: tex(box), width: Math.round(natural), room: Math.round(room),
+                       inline: false});
+    }
+  }
+  // an inline formula does not break: one wider than its line reaches past the line's end (the
+  // block around it, less its padding and border), where the page clips it
+  for (const box of article.querySelectorAll('mjx-container:not([display="true"])')) {
+    const rects = [...box.getClientRects()];
+    if (!rects.length) continue;  // not shown
+    let block = box.parentElement;
+    while (getComputedStyle(block).display.startsWith('inline')) block = block.parentElement;
+    const style = getComputedStyle(block);
+    const edge = block.getBoundingClientRect().right - parseFloat(style.paddingRight) -
+      parseFloat(style.borderRightWidth);
+    if (Math.max(...rects.map(r => r.right)) > edge + 1) {
+      done.unfit.push({tex: tex(box), width: Math.round(box.getBoundingClientRect().width),
+                       room: Math.round(block.clientWidth - parseFloat(style.paddingLeft) -
+                                        parseFloat(style.paddingRight)),
+                       inline: true});
     }
   }
   const caption = (figure, text) => {
@@ -534,19 +555,21 @@ class Printed(NamedTuple):
 
 
 class Unfit(NamedTuple):
-    """A display formula too wide for the printed line even at ``MIN_MATH_SCALE`` of its size
-    and let wrap: its page, its TeX, its width and the line's (CSS pixels, at full size)."""
+    """A formula that overflows the printed line: a display formula too wide for it even at
+    ``MIN_MATH_SCALE`` of its size and let wrap, or an `inline` one wider than its line (which
+    cannot break): its page, its TeX, its width and the line's (CSS pixels, at full size)."""
 
     path: str
     tex: str
     width: int
     room: int
+    inline: bool
 
 
 class Book(NamedTuple):
     """What `print_book` made: the book's pages as printed, the number of front-matter pages
-    (title and contents) before them, the metadata written into the PDF, the display formulas
-    that overflow the printed line (`Unfit`), and the counts of what the print layout changed
+    (title and contents) before them, the metadata written into the PDF, the formulas that
+    overflow the printed line (`Unfit`), and the counts of what the print layout changed
     (``scaled`` and ``wrapped`` formulas, ``animations``, ``explorers``, lines of code
     ``continued`` on the next line, tall blocks of code ``divided`` between pages, headings
     ``kept`` with the block after them, tall blocks inside blocks kept whole ``released`` to
@@ -981,9 +1004,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     print("print layout: " + ", ".join(f"{n} {key}" for key, n in book.layout.items()))
     for formula in book.unfit:
+        how = (
+            "inline, and cannot break: set it as display maths"
+            if formula.inline
+            else f"even at {MIN_MATH_SCALE:.0%} and wrapped"
+        )
         print(
             f"{formula.path}: a formula {formula.width} px wide overflows its line of "
-            f"{formula.room} px even at {MIN_MATH_SCALE:.0%} and wrapped: {formula.tex[:120]}",
+            f"{formula.room} px, {how}: {formula.tex[:120]}",
             file=sys.stderr,
         )
     return 0
