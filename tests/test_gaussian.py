@@ -535,15 +535,19 @@ def test_log_det_and_trace_identities():
     np.testing.assert_allclose(fd, np.trace(sol.covariances[2] @ (A @ V0 + V0.T @ A.T)), rtol=1e-6)
 
 
+def _dissipative_setting(rng, d):
+    """A symmetric positive value matrix and a dissipative A: A + A^T = -2 P^T P <= 0, with a
+    kernel of dimension 1 (N = -(A + A^T) = 2 P^T P), plus a random skew part."""
+    V = random_spd(rng, d, shift=0.1)
+    B, P = rng.normal(size=(d, d)), rng.normal(size=(d - 1, d))
+    return V, -P.T @ P + (B - B.T)
+
+
 @pytest.mark.statement("gauss-prop-dissipative")
 @given(seed=st.integers(0, 2**32 - 1), d=st.integers(2, 4))
 def test_symmetric_positive_value_and_dissipative_attention(seed, d):
     rng = np.random.default_rng(seed)
-    Vs = random_spd(rng, d, shift=0.1)
-    B = rng.normal(size=(d, d))
-    P = rng.normal(size=(d - 1, d))
-    skew = B - B.T
-    A = -P.T @ P + skew  # A + A^T = -2 P^T P <= 0, kernel of dimension 1
+    Vs, A = _dissipative_setting(rng, d)
     times = np.linspace(0, 40, 21)
     sol = g.solve_moments(
         g.SoftmaxMoments(A, Vs),
@@ -571,9 +575,7 @@ def test_dissipation_integral_and_covariance_bound():
     breaks the identity by 0.15."""
     rng = np.random.default_rng(4)
     d = 3
-    V = random_spd(rng, d, shift=0.1)
-    B, P = rng.normal(size=(d, d)), rng.normal(size=(d - 1, d))
-    A = -P.T @ P + (B - B.T)  # N = -(A + A^T) = 2 P^T P, kernel of dimension 1
+    V, A = _dissipative_setting(rng, d)
     times = np.linspace(0.0, 40.0, 4001)
     sol = g.solve_moments(
         g.SoftmaxMoments(A, V),
